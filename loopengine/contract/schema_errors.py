@@ -12,7 +12,7 @@ from jsonschema.exceptions import ValidationError
 from loopengine.contract.diagnostics import Diagnostic, Path
 from loopengine.contract.fields import DURATION_PATTERN
 from loopengine.contract.yaml_source import YamlDocument
-from loopengine.suggestions import hint
+from loopengine.suggestions import did_you_mean, hint
 
 __all__ = ["schema_diagnostics"]
 
@@ -136,11 +136,9 @@ def _messages(
         yield path, f"expected {expected}, got {_kind(error.instance)} {_shown(error.instance)}", False
     elif kind == "enum":
         options = [str(option) for option in value]
-        suggestion = hint(str(error.instance), options)
-        message = f"invalid value {_shown(error.instance)}; expected one of: {', '.join(options)}"
-        if suggestion.startswith("did you mean"):
-            message += f"; {suggestion}"
-        yield path, message, False
+        suggestion = did_you_mean(str(error.instance), options)
+        listed = ", ".join(options)
+        yield path, f"invalid value {_shown(error.instance)}; expected one of: {listed}{suggestion}", False
     elif kind == "pattern":
         wanted = _PATTERN_HINTS.get(value, f"the pattern {value}")
         yield path, f"invalid value {_shown(error.instance)}: expected {wanted}", False

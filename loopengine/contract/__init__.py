@@ -1,0 +1,20 @@
+"""Loop contracts: models, YAML loading with positions, JSON Schemas and semantic checks."""
+
+from loopengine.contract.config import Config
+from loopengine.contract.diagnostics import Diagnostic, Level
+from loopengine.contract.loader import LoadReport, Loop, LoopLoader, find_loop_files
+from loopengine.contract.loop import LoopSpec
+from loopengine.contract.schema import config_schema, loop_schema
+
+__all__ = [
+    "Config",
+    "Diagnostic",
+    "Level",
+    "LoadReport",
+    "Loop",
+    "LoopLoader",
+    "LoopSpec",
+    "config_schema",
+    "find_loop_files",
+    "loop_schema",
+]

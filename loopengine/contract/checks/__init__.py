@@ -1,0 +1,28 @@
+"""Pass 2 of validation: what JSON Schema cannot say about a loop."""
+
+from __future__ import annotations
+
+from loopengine.contract.checks.actions import check_actions, check_unique_names
+from loopengine.contract.checks.expressions import check_expressions
+from loopengine.contract.checks.inputs import check_params, check_storage
+from loopengine.contract.checks.skills import check_skills
+from loopengine.contract.checks.triggers import check_triggers
+from loopengine.contract.checks.walk import Checked, Env
+from loopengine.contract.diagnostics import Diagnostic
+from loopengine.contract.yaml_source import YamlDocument
+
+__all__ = ["Env", "semantic_diagnostics"]
+
+
+def semantic_diagnostics(document: YamlDocument, env: Env) -> list[Diagnostic]:
+    """Every semantic problem of a loop document, errors and warnings, in file order."""
+    checked = Checked(document)
+    if isinstance(document.data, dict):
+        check_triggers(checked)
+        check_params(checked)
+        check_expressions(checked)
+        check_skills(checked, env)
+        check_actions(checked)
+        check_unique_names(checked)
+        check_storage(checked, env)
+    return sorted(checked.found, key=lambda d: (d.line, d.column))

@@ -1,0 +1,34 @@
+"""What a skill receives and may return."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["SkillContext", "SkillOutput"]
+
+
+@dataclass(frozen=True, slots=True)
+class SkillContext:
+    """The execution a skill runs in; ``idempotency_key`` is stable across a resumed re-run."""
+
+    execution_id: str
+    loop_id: str
+    phase: str
+    step: str
+    idempotency_key: str
+    data: Mapping[str, Any] = field(default_factory=dict)
+    dry_run: bool = False
+    logger: logging.Logger = field(default_factory=lambda: logging.getLogger("loopengine.skills"))
+
+
+@dataclass(frozen=True, slots=True)
+class SkillOutput:
+    """A skill's result: ``data`` is merged into the context; the rest is recorded."""
+
+    data: Any = None
+    artifacts: tuple[Mapping[str, Any], ...] = ()
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    confidence: float | None = None

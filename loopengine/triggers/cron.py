@@ -1,0 +1,30 @@
+"""Cron expressions: 5 fields, 6 with seconds first, or a nickname (``@daily``); pure."""
+
+from __future__ import annotations
+
+from croniter import croniter
+
+__all__ = ["NICKNAMES", "cron_problem", "has_seconds"]
+
+NICKNAMES = frozenset({"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"})
+
+
+def has_seconds(expression: str) -> bool:
+    """Whether the expression has a leading seconds field."""
+    return len(expression.split()) == 6
+
+
+def cron_problem(expression: str) -> str | None:
+    """Why ``expression`` is not a valid schedule, or None when it is."""
+    text = expression.strip()
+    if text in NICKNAMES:
+        return None
+    fields = text.split()
+    if len(fields) not in (5, 6):
+        return (
+            f"cron expression {expression!r} has {len(fields)} fields; write 5 "
+            "(minute hour day month weekday) or 6 with seconds first"
+        )
+    if not croniter.is_valid(text, second_at_beginning=len(fields) == 6):
+        return f"invalid cron expression {expression!r}: a field is out of range or malformed"
+    return None

@@ -1,0 +1,107 @@
+"""The workspace a command runs in: the config file, and the registry its plugins fill."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from loopengine.contract.checks import Env
+from loopengine.contract.config import Config
+from loopengine.contract.diagnostics import Diagnostic
+from loopengine.contract.documents import build_model, config_validator, schema_check
+from loopengine.contract.yaml_source import YamlDocument, parse_yaml
+from loopengine.errors import ContractError
+from loopengine.skills.plugins import load_entry_points, load_plugin
+from loopengine.skills.registry import Registry
+from loopengine.suggestions import did_you_mean
+
+__all__ = ["CONFIG_ENV", "CONFIG_NAME", "Workspace", "find_config", "load_workspace"]
+
+CONFIG_NAME = "loopengine.yaml"
+CONFIG_ENV = "LOOPENGINE_CONFIG"
+_STORAGE_SCHEMES = frozenset({"file", "sqlite", "postgresql", "postgres", "redis", "rediss"})
+
+
+@dataclass(frozen=True, slots=True)
+class Workspace:
+    """A loaded config, the folder its relative paths start from, and the registry."""
+
+    config: Config
+    base: Path
+    registry: Registry
+    config_file: Path | None = None
+
+    @property
+    def env(self) -> Env:
+        return Env(self.registry, frozenset(self.config.storage))
+
+
+def find_config(explicit: Path | None = None) -> Path | None:
+    """``--config``, else ``$LOOPENGINE_CONFIG``, else ``./loopengine.yaml`` if it exists."""
+    if explicit is not None:
+        return explicit
+    if from_env := os.environ.get(CONFIG_ENV):
+        return Path(from_env)
+    local = Path(CONFIG_NAME)
+    return local if local.is_file() else None
+
+
+def _semantic(document: YamlDocument, config: Config) -> list[Diagnostic]:
+    problems: list[Diagnostic] = []
+    nodes = config.cluster.nodes
+    for category, names in config.cluster.routing.items():
+        for index, name in enumerate(names):
+            if name not in nodes:
+                message = f"routing names node '{name}', which is not under cluster.nodes"
+                path = ("cluster", "routing", category, index)
+                problems.append(document.diagnostic(path, message + did_you_mean(name, nodes)))
+    for name, url in config.storage.items():
+        scheme = urlsplit(url).scheme.split("+")[0]
+        if scheme not in _STORAGE_SCHEMES:
+            known = ", ".join(sorted(_STORAGE_SCHEMES))
+            message = f"storage URL scheme '{scheme}' is not supported (known: {known})"
+            problems.append(document.diagnostic(("storage", name), message))
+    return problems
+
+
+def _read_config(file: Path) -> tuple[Config, YamlDocument]:
+    try:
+        text = file.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        diagnostic = Diagnostic(str(file), 1, 1, (), f"cannot read config: {exc.strerror or exc}")
+        raise ContractError(diagnostic.format(), [diagnostic]) from None
+    document = parse_yaml(text, str(file))
+    if document.data is None:
+        return Config(), document
+    problems = schema_check(config_validator(), document)
+    config, more = (None, []) if problems else build_model(Config, document)
+    problems += more
+    if config is not None:
+        problems += _semantic(document, config)
+    if problems or config is None:
+        raise ContractError(problems[0].format() if problems else str(file), problems)
+    return config, document
+
+
+def load_workspace(config_file: Path | None = None, *, entry_points: bool = True) -> Workspace:
+    """Read the config (defaults when there is none) and load built-in and plugin skills."""
+    file = find_config(config_file)
+    registry = Registry.with_builtins()
+    if file is None:
+        config, base, document = Config(), Path.cwd(), None
+    else:
+        config, document = _read_config(file)
+        base = file.resolve().parent
+    if entry_points:
+        load_entry_points(registry)
+    for index, spec in enumerate(config.plugins):
+        try:
+            load_plugin(spec, base, registry)
+        except ContractError as exc:
+            if document is None:
+                raise
+            diagnostic = document.diagnostic(("plugins", index), str(exc))
+            raise ContractError(diagnostic.format(), [diagnostic]) from exc
+    return Workspace(config, base, registry, file)
