@@ -39,13 +39,16 @@ class Workspace:
 
 
 def find_config(explicit: Path | None = None) -> Path | None:
-    """``--config``, else ``$LOOPENGINE_CONFIG``, else ``./loopengine.yaml`` if it exists."""
+    """``--config``, else ``$LOOPENGINE_CONFIG``, else the nearest ``loopengine.yaml`` upwards."""
     if explicit is not None:
         return explicit
     if from_env := os.environ.get(CONFIG_ENV):
         return Path(from_env)
-    local = Path(CONFIG_NAME)
-    return local if local.is_file() else None
+    here = Path.cwd()
+    for folder in (here, *here.parents):
+        if (folder / CONFIG_NAME).is_file():
+            return folder / CONFIG_NAME
+    return None
 
 
 def _semantic(document: YamlDocument, config: Config) -> list[Diagnostic]:

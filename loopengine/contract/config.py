@@ -15,7 +15,9 @@ class Node(Strict):
     """An OpenAI-compatible chat endpoint (Ollama /v1, LM Studio, vLLM, llama.cpp, OpenAI)."""
 
     base_url: str = Field(
-        pattern=r"^https?://", description="Base URL up to `/v1`.", examples=["http://127.0.0.1:11434/v1"]
+        pattern=r"^https?://",
+        description="Base URL up to `/v1`.",
+        examples=["http://127.0.0.1:11434/v1"],
     )
     model: Name = Field(description="Model name the endpoint serves.")
     timeout_s: float = Field(60, gt=0, description="Total deadline of one call.")

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, StringConstraints
-from pydantic import WithJsonSchema
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    PlainSerializer,
+    StringConstraints,
+    WithJsonSchema,
+)
 
 from loopengine.expr import Expression, Template, compile_expression, compile_template
 from loopengine.expr.durations import parse_duration

@@ -1,4 +1,4 @@
-"""Load loop files: YAML with positions, then JSON Schema, then semantic checks, all errors at once."""
+"""Load loop files: YAML with positions, JSON Schema, then semantic checks; all errors at once."""
 
 from __future__ import annotations
 
@@ -55,7 +55,9 @@ def _unwrap(document: YamlDocument) -> tuple[YamlDocument, list[Diagnostic]]:
     if not (isinstance(data, dict) and "Loop" in data):
         return document, []
     extra = [
-        document.diagnostic((key,), f"unknown key '{key}' beside 'Loop:'; move it under Loop:", at_key=True)
+        document.diagnostic(
+            (key,), f"unknown key '{key}' beside 'Loop:'; move it under Loop:", at_key=True
+        )
         for key in data
         if key != "Loop"
     ]
@@ -63,7 +65,7 @@ def _unwrap(document: YamlDocument) -> tuple[YamlDocument, list[Diagnostic]]:
 
 
 def find_loop_files(paths: Iterable[Path]) -> Iterator[Path]:
-    """Each file given, and every ``*.yaml``/``*.yml`` under each folder given (hidden ones skipped)."""
+    """Each file given, and every ``*.yaml``/``*.yml`` below each folder (hidden ones skipped)."""
     for path in paths:
         if path.is_dir():
             for found in sorted(path.rglob("*")):
@@ -125,7 +127,9 @@ class LoopLoader:
             owner = first.setdefault(report.loop.id, report.file)
             if owner != report.file:
                 line, column = report.id_at
-                message = f"loop id '{report.loop.id}' is already used by {owner}; ids must be unique"
+                message = (
+                    f"loop id '{report.loop.id}' is already used by {owner}; ids must be unique"
+                )
                 duplicate = Diagnostic(report.file, line, column, ("id",), message)
                 reports[index] = LoadReport(report.file, None, (*report.diagnostics, duplicate))
         return reports

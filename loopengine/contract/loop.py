@@ -62,7 +62,7 @@ class LoopSpec(Strict):
     )
     params: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
-        description="Named inputs: JSON Schema fragments with defaults, e.g. `{type: integer, default: 10}`.",
+        description="Named inputs: JSON Schema fragments, e.g. `{type: integer, default: 10}`.",
     )
     budget: Budget | None = Field(None, description="Token, LLM-call and wall-time limits.")
     concurrency: Concurrency = Field(

@@ -20,10 +20,10 @@ from loopengine.contract.fields import ExpressionField, Name, Strict, TemplateFi
 from loopengine.expr import Template, compile_template
 
 __all__ = [
-    "Action",
     "Act",
-    "Analyze",
+    "Action",
     "AnalysisStep",
+    "Analyze",
     "AntiHallucination",
     "Artifact",
     "Assertion",
@@ -55,7 +55,10 @@ class PhaseSettings(Strict):
 
     timeout_ms: int | None = Field(None, gt=0, description="Deadline of the whole phase.")
     max_retries: int = Field(
-        0, ge=0, le=20, description="Retries of a failed retryable skill call (exponential backoff)."
+        0,
+        ge=0,
+        le=20,
+        description="Retries of a failed retryable skill call (exponential backoff).",
     )
 
 
@@ -81,7 +84,9 @@ class Condition(Strict):
     """A condition that must hold for the loop to go on past detect."""
 
     expression: ExpressionField = Field(examples=["violations.count > 0"])
-    threshold: float | None = Field(None, description="Value the aggregated source is compared with.")
+    threshold: float | None = Field(
+        None, description="Value the aggregated source is compared with."
+    )
     aggregation: Aggregation | None = Field(
         None, description="Aggregation applied to the source's list before comparing."
     )

@@ -30,7 +30,7 @@ class _AuthorSchema(GenerateJsonSchema):
 
 def _model_schema(model: type[BaseModel]) -> dict[str, Any]:
     schema = model.model_json_schema(by_alias=True, schema_generator=_AuthorSchema)
-    definitions = schema.pop("$defs", {})
+    definitions: dict[str, Any] = schema.pop("$defs", {})
     definitions[model.__name__] = schema
     return definitions
 

@@ -18,7 +18,7 @@ __all__ = ["schema_diagnostics"]
 
 _PATTERN_HINTS = {
     DURATION_PATTERN: "a duration such as 90s, 5m or 1h30m",
-    "^[a-z][a-z0-9_]*$": "lower-case letters, digits and '_', starting with a letter (e.g. seo_audit_loop)",
+    "^[a-z][a-z0-9_]*$": "lower-case letters, digits and '_', first a letter (e.g. seo_audit_loop)",
     "^https?://": "an http:// or https:// URL",
 }
 _TYPE_NAMES = {
@@ -57,12 +57,14 @@ def _resolved(validator: Draft202012Validator, schema: Any) -> Any:
     return schema
 
 
-def _branch_errors(validator: Draft202012Validator, error: ValidationError) -> list[ValidationError]:
+def _branch_errors(
+    validator: Draft202012Validator, error: ValidationError
+) -> list[ValidationError]:
     """The sub-errors of the union branch the author evidently meant, or [] when none fits."""
     branches: dict[int, list[ValidationError]] = {}
     for sub in error.context or ():
         branches.setdefault(int(sub.relative_schema_path[0]), []).append(sub)
-    schemas = error.validator_value
+    schemas: Any = error.validator_value
     instance = error.instance
     mapping = _discriminator(validator, schemas)
     if mapping and isinstance(instance, dict):
@@ -84,7 +86,11 @@ def _discriminator(validator: Draft202012Validator, schemas: Any) -> dict[str, s
     consts: dict[str, str] = {}
     for branch in schemas if isinstance(schemas, list) else ():
         target = _resolved(validator, branch)
-        const = target.get("properties", {}).get("type", {}).get("const") if isinstance(target, dict) else None
+        const = (
+            target.get("properties", {}).get("type", {}).get("const")
+            if isinstance(target, dict)
+            else None
+        )
         if const is None or "$ref" not in branch:
             return None
         consts[const] = branch["$ref"]
@@ -92,14 +98,15 @@ def _discriminator(validator: Draft202012Validator, schemas: Any) -> dict[str, s
 
 
 def _union_message(validator: Draft202012Validator, error: ValidationError) -> str:
-    mapping = _discriminator(validator, error.validator_value)
+    schemas: Any = error.validator_value
+    mapping = _discriminator(validator, schemas)
     if mapping and isinstance(error.instance, dict):
         given = error.instance.get("type")
         if given is None:
             return f"missing required key 'type' ({', '.join(mapping)})"
         return f"unknown type {_shown(given)}; {hint(str(given), mapping)}"
     kinds = []
-    for branch in error.validator_value:
+    for branch in schemas:
         target = _resolved(validator, branch)
         kind = target.get("type") if isinstance(target, dict) else None
         if isinstance(kind, str):
@@ -112,8 +119,8 @@ def _messages(
     validator: Draft202012Validator, error: ValidationError
 ) -> Iterator[tuple[Path, str, bool]]:
     path: Path = tuple(error.absolute_path)
-    kind = error.validator
-    value = error.validator_value
+    kind = str(error.validator)
+    value: Any = error.validator_value
     if kind in ("anyOf", "oneOf"):
         chosen = _branch_errors(validator, error)
         if chosen:
@@ -128,22 +135,35 @@ def _messages(
                 suffix = hint(str(key), known)
                 yield (*path, key), f"unknown key '{key}'" + (f"; {suffix}" if suffix else ""), True
     elif kind == "required":
-        missing = [name for name in value if name not in error.instance]
+        instance: Any = error.instance
+        missing = [name for name in value if name not in instance]
         for name in missing:
             yield path, f"missing required key '{name}'", False
     elif kind == "type":
-        expected = " or ".join(_TYPE_NAMES.get(t, t) for t in ([value] if isinstance(value, str) else value))
-        yield path, f"expected {expected}, got {_kind(error.instance)} {_shown(error.instance)}", False
+        expected = " or ".join(
+            _TYPE_NAMES.get(t, t) for t in ([value] if isinstance(value, str) else value)
+        )
+        yield (
+            path,
+            f"expected {expected}, got {_kind(error.instance)} {_shown(error.instance)}",
+            False,
+        )
     elif kind == "enum":
         options = [str(option) for option in value]
         suggestion = did_you_mean(str(error.instance), options)
         listed = ", ".join(options)
-        yield path, f"invalid value {_shown(error.instance)}; expected one of: {listed}{suggestion}", False
+        yield (
+            path,
+            f"invalid value {_shown(error.instance)}; expected one of: {listed}{suggestion}",
+            False,
+        )
     elif kind == "pattern":
         wanted = _PATTERN_HINTS.get(value, f"the pattern {value}")
         yield path, f"invalid value {_shown(error.instance)}: expected {wanted}", False
     elif kind in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-        sign = {"minimum": "≥", "maximum": "≤", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}[kind]
+        sign = {"minimum": "≥", "maximum": "≤", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}[
+            kind
+        ]
         yield path, f"must be {sign} {value}, got {_shown(error.instance)}", False
     elif kind == "minLength":
         yield path, "must not be empty", False
@@ -155,9 +175,7 @@ def _messages(
         yield path, error.message, False
 
 
-def schema_diagnostics(
-    validator: Draft202012Validator, document: YamlDocument
-) -> list[Diagnostic]:
+def schema_diagnostics(validator: Draft202012Validator, document: YamlDocument) -> list[Diagnostic]:
     """Every schema error of ``document``, each once, in file order."""
     found: dict[tuple[Path, str], Diagnostic] = {}
     for error in validator.iter_errors(document.data):

@@ -33,10 +33,12 @@ class CronConfig(Strict):
         description="5 fields (minute hour day month weekday) or 6 with seconds first.",
         examples=["0 2 * * *", "*/15 * * * *"],
     )
-    timezone: str = Field("UTC", description="IANA time zone of the schedule; instants are stored in UTC.")
+    timezone: str = Field(
+        "UTC", description="IANA time zone of the schedule; instants are stored in UTC."
+    )
     catchup: Catchup = Field(
         Catchup.LATEST,
-        description="After downtime: `skip` missed fires, run the `latest` one, or `all` (bounded).",
+        description="After downtime: `skip` missed fires, run the `latest`, or `all` (bounded).",
     )
     catchup_window: Duration | None = Field(
         None, description="How far back missed fires count (default: one period)."
@@ -57,7 +59,7 @@ class EventConfig(Strict):
     """Which events start the loop."""
 
     event_pattern: Name = Field(
-        description="Dot-separated glob: `*` is one segment, `**` any depth (anchored, case-sensitive).",
+        description="Dot-separated glob: `*` one segment, `**` any depth (anchored).",
         examples=["seo.page.updated", "seo.*", "cluster.**"],
     )
     filter: ExpressionField | None = Field(
@@ -119,7 +121,9 @@ class WebhookConfig(Strict):
     signature_header: str = Field(
         "X-Loopengine-Signature", description="Header holding `sha256=<hex>` of the body."
     )
-    tolerance_s: float = Field(300, gt=0, description="Accepted clock skew of the timestamp header.")
+    tolerance_s: float = Field(
+        300, gt=0, description="Accepted clock skew of the timestamp header."
+    )
     max_body_bytes: int = Field(1_048_576, gt=0, description="Larger bodies are refused (413).")
 
 

@@ -22,7 +22,7 @@ __all__ = ["MAX_NODES", "Position", "YamlDocument", "parse_yaml"]
 
 MAX_NODES = 100_000
 
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # type: ignore[assignment]
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _TAG = "tag:yaml.org,2002:"
 _SCALARS = yaml.constructor.SafeConstructor()
 _PLAIN_TAGS = {_TAG + name for name in ("null", "bool", "int", "float", "str")}
@@ -98,7 +98,7 @@ class _Builder:
         if tag == _TAG + "bool" and node.value.lower() not in ("true", "false"):
             return node.value
         if tag in _PLAIN_TAGS:
-            return _SCALARS.construct_object(node)  # type: ignore[no-untyped-call]
+            return _SCALARS.construct_object(node)
         if tag == _TAG + "timestamp":
             return node.value
         self._bad_tag(node, path)
@@ -214,7 +214,10 @@ def parse_yaml(text: str, file: str) -> YamlDocument:
         raise ContractError(diagnostic.format(), [diagnostic]) from None
     if size > MAX_NODES:
         diagnostic = Diagnostic(
-            file, 1, 1, (),
+            file,
+            1,
+            1,
+            (),
             f"aliases expand this document past {MAX_NODES:,} nodes (an alias bomb?): "
             "write the data out or use fewer aliases",
         )
@@ -224,4 +227,3 @@ def parse_yaml(text: str, file: str) -> YamlDocument:
     if builder.problems:
         raise ContractError(builder.problems[0].format(), builder.problems)
     return YamlDocument(file, data, builder.values, builder.keys)
-

@@ -17,6 +17,6 @@ def parse_duration(text: str) -> float:
     compact = text.strip().replace(" ", "")
     if not _WHOLE.fullmatch(compact):
         raise ValueError(
-            f"invalid duration {text!r}: write a number and a unit (ms, s, m, h, d), e.g. 90s or 1h30m"
+            f"invalid duration {text!r}: write a number and a unit (ms, s, m, h, d): 90s, 1h30m"
         )
     return sum(float(n) * UNIT_SECONDS[unit] for n, unit in _PART.findall(compact))

@@ -31,7 +31,7 @@ class Expression:
 
     source: str
     jmespath: str
-    _ast: dict[str, Any]
+    _ast: Any
 
     def evaluate(self, data: Any) -> Any:
         """The expression's value over ``data`` (names that resolve nowhere are null)."""
@@ -64,7 +64,9 @@ def _first_line(exc: Exception) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
-def _parse_error(source: str, rewritten: Rewritten, exc: jp_errors.JMESPathError) -> ExpressionError:
+def _parse_error(
+    source: str, rewritten: Rewritten, exc: jp_errors.JMESPathError
+) -> ExpressionError:
     position = getattr(exc, "lex_position", None)
     if position is None:
         position = getattr(exc, "lexer_position", None)
@@ -84,7 +86,7 @@ def _parse_error(source: str, rewritten: Rewritten, exc: jp_errors.JMESPathError
     return ExpressionError(message, source)
 
 
-def _check_functions(node: dict[str, Any], source: str) -> None:
+def _check_functions(node: Any, source: str) -> None:
     if node.get("type") == "function_expression":
         name = node["value"]
         spec = arity(name)
@@ -97,7 +99,8 @@ def _check_functions(node: dict[str, Any], source: str) -> None:
             plural = "" if count == 1 else "s"
             more = " or more" if variadic else ""
             raise ExpressionError(
-                f"{name}() takes {count}{more} argument{plural}, {given} given in {source!r}", source
+                f"{name}() takes {count}{more} argument{plural}, {given} given in {source!r}",
+                source,
             )
     for child in node.get("children", ()):
         if isinstance(child, dict):
@@ -111,7 +114,7 @@ def compile_expression(source: str) -> Expression:
         raise ExpressionError(f"an expression must be a string, not {type(source).__name__}")
     rewritten = rewrite(source)
     try:
-        ast = Parser().parse(rewritten.text).parsed
+        ast: Any = Parser().parse(rewritten.text).parsed
     except jp_errors.JMESPathError as exc:
         raise _parse_error(source, rewritten, exc) from None
     except RecursionError:

@@ -1,4 +1,4 @@
-"""Functions loopengine adds to JMESPath: ``now()``, ``age(ts)``, ``count(x)``, ``matches(s, glob)``."""
+"""Functions added to JMESPath: ``now()``, ``age(ts)``, ``count(x)``, ``matches(s, glob)``."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar, overload
+from typing import Any, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
@@ -56,15 +56,21 @@ class SkillDef:
     def accepts_any_param(self) -> bool:
         return self.params.model_config.get("extra") == "allow"
 
-    def check_params(self, params: Mapping[str, Any], dynamic: frozenset[str]) -> list[ParamProblem]:
-        """Problems of ``params`` known at load time; keys in ``dynamic`` are only checked to exist."""
+    def check_params(
+        self, params: Mapping[str, Any], dynamic: frozenset[str]
+    ) -> list[ParamProblem]:
+        """Problems of ``params`` known at load; keys in ``dynamic`` are only checked to exist."""
         try:
             self.params.model_validate(dict(params))
         except ValidationError as exc:
             return [
                 _param_problem(self, error)
                 for error in exc.errors()
-                if not (error["loc"] and error["loc"][0] in dynamic and error["type"] != "extra_forbidden")
+                if not (
+                    error["loc"]
+                    and error["loc"][0] in dynamic
+                    and error["type"] != "extra_forbidden"
+                )
             ]
         return []
 
@@ -105,7 +111,7 @@ def _model_from(
     fn: Callable[..., Any], parameters: list[inspect.Parameter], name: str, docs: dict[str, str]
 ) -> type[BaseModel]:
     fields: dict[str, Any] = {}
-    extra = "forbid"
+    extra: Literal["allow", "forbid"] = "forbid"
     hints = inspect.get_annotations(fn, eval_str=True)
     for parameter in parameters:
         if parameter.kind is inspect.Parameter.VAR_KEYWORD:
@@ -116,12 +122,14 @@ def _model_from(
         annotation = hints.get(parameter.name, Any)
         default = ... if parameter.default is inspect.Parameter.empty else parameter.default
         fields[parameter.name] = (annotation, Field(default, description=docs.get(parameter.name)))
-    return create_model(  # type: ignore[call-overload, no-any-return]
+    return create_model(
         f"{name}_params", __config__=ConfigDict(extra=extra, arbitrary_types_allowed=True), **fields
     )
 
 
-def _single_model(fn: Callable[..., Any], parameters: list[inspect.Parameter]) -> type[BaseModel] | None:
+def _single_model(
+    fn: Callable[..., Any], parameters: list[inspect.Parameter]
+) -> type[BaseModel] | None:
     if len(parameters) != 1:
         return None
     annotation = inspect.get_annotations(fn, eval_str=True).get(parameters[0].name)
@@ -151,9 +159,7 @@ def _make_skill(fn: Callable[..., Any], name: str | None, description: str | Non
 @overload
 def skill(name: F, /) -> F: ...
 @overload
-def skill(
-    name: str | None = None, /, *, description: str | None = None
-) -> Callable[[F], F]: ...
+def skill(name: str | None = None, /, *, description: str | None = None) -> Callable[[F], F]: ...
 def skill(
     name: str | F | None = None, /, *, description: str | None = None
 ) -> F | Callable[[F], F]:
@@ -187,9 +193,7 @@ def _make_tool(fn: Callable[..., Any], name: str | None, description: str | None
 def tool(name: F, /) -> F: ...
 @overload
 def tool(name: str | None = None, /, *, description: str | None = None) -> Callable[[F], F]: ...
-def tool(
-    name: str | F | None = None, /, *, description: str | None = None
-) -> F | Callable[[F], F]:
+def tool(name: str | F | None = None, /, *, description: str | None = None) -> F | Callable[[F], F]:
     """Offer a function to LLMs: ``@tool`` or ``@tool("name", description=...)``."""
     if callable(name):
         setattr(name, ATTRIBUTE, _make_tool(name, None, description))

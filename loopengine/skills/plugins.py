@@ -1,4 +1,4 @@
-"""Import plugins (modules, ``.py`` files, the ``loopengine.plugins`` entry points) into a registry."""
+"""Import plugins (modules, ``.py`` files, ``loopengine.plugins`` entry points) into a registry."""
 
 from __future__ import annotations
 
@@ -69,7 +69,9 @@ def load_plugin(spec: str, base: Path, registry: Registry) -> int:
             ) from exc
         raise ContractError(f"plugin {spec!r} failed to import: {exc}") from exc
     except Exception as exc:
-        raise ContractError(f"plugin {spec!r} failed to import: {type(exc).__name__}: {exc}") from exc
+        raise ContractError(
+            f"plugin {spec!r} failed to import: {type(exc).__name__}: {exc}"
+        ) from exc
     count = registry.add_module(module)
     if count == 0:
         raise ContractError(f"plugin {spec!r} defines no @skill or @tool function")

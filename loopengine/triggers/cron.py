@@ -6,7 +6,9 @@ from croniter import croniter
 
 __all__ = ["NICKNAMES", "cron_problem", "has_seconds"]
 
-NICKNAMES = frozenset({"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"})
+NICKNAMES = frozenset(
+    {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
+)
 
 
 def has_seconds(expression: str) -> bool:

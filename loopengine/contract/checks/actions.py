@@ -34,7 +34,9 @@ def check_actions(checked: Checked) -> None:
     data = checked.document.data
     actions = [a for _, a in walk(data, ("act", "actions", "*")) if isinstance(a, dict)]
     ids = {a["action_id"] for a in actions if isinstance(a.get("action_id"), str)}
-    tags = {t for a in actions if isinstance(a.get("on"), list) for t in a["on"] if isinstance(t, str)}
+    tags = {
+        t for a in actions if isinstance(a.get("on"), list) for t in a["on"] if isinstance(t, str)
+    }
     catch_all = any(a.get("on") is None for a in actions)
     resolvable = ids | tags | ACTION_NAMES
     decided = dict(_decided(data))
@@ -49,7 +51,9 @@ def check_actions(checked: Checked) -> None:
             checked.warning(path, f"no decision rule chooses '{tag}', so this never runs on it")
     for path, gated in walk(data, ("decide", "human_approval", "required_for", "*")):
         if isinstance(gated, str) and gated not in names | ids:
-            checked.error(path, f"approval names '{gated}', which no rule decides; {hint(gated, names | ids)}")
+            checked.error(
+                path, f"approval names '{gated}', which no rule decides; {hint(gated, names | ids)}"
+            )
     for path, action in walk(data, ("act", "actions", "*")):
         if isinstance(action, dict) and "items" in action and "max_affected" not in action:
             checked.error(

@@ -27,7 +27,9 @@ def check_params(checked: Checked) -> None:
             continue
         if "default" in fragment:
             for error in Draft202012Validator(fragment).iter_errors(fragment["default"]):
-                checked.error((*path, "default"), f"default does not fit the param: {error.message}")
+                checked.error(
+                    (*path, "default"), f"default does not fit the param: {error.message}"
+                )
 
 
 def check_storage(checked: Checked, env: Env) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 from loopengine.contract.checks.walk import Checked, Env, at, walk
 from loopengine.contract.diagnostics import Path
 from loopengine.skills.definition import SkillDef
-from loopengine.suggestions import hint
+from loopengine.suggestions import did_you_mean
 
 __all__ = ["check_skills"]
 
@@ -29,6 +29,16 @@ def _check_params(checked: Checked, definition: SkillDef, path: Path, params: An
     for problem in definition.check_params(params, _dynamic(params)):
         at_key = problem.message.startswith(f"skill '{definition.name}' has no param")
         checked.error((*path, *problem.path), problem.message, at_key=at_key)
+
+
+def _unknown(name: str, known: frozenset[str]) -> str:
+    suggestion = did_you_mean(name, known)
+    if suggestion:
+        return f"unknown skill '{name}'{suggestion}"
+    return (
+        f"unknown skill '{name}': no loaded plugin defines it (list its module under 'plugins:' "
+        "in loopengine.yaml; `loopengine skills` shows what is loaded)"
+    )
 
 
 def _check_dry_run(checked: Checked, env: Env) -> None:
@@ -54,7 +64,7 @@ def check_skills(checked: Checked, env: Env) -> None:
                 continue
             definition = env.registry.find_skill(name)
             if definition is None:
-                checked.error((*path, key), f"unknown skill '{name}'; {hint(name, known)}")
+                checked.error((*path, key), _unknown(name, known))
             else:
                 _check_params(checked, definition, (*path, params_key), at(node, params_key))
     for path, source in walk(checked.document.data, ("detect", "sources", "*")):

@@ -46,12 +46,14 @@ def _check_cron(path: Path, config: dict[str, Any], checked: Checked) -> None:
         try:
             ZoneInfo(zone)
         except (ZoneInfoNotFoundError, ValueError):
-            checked.error((*path, "timezone"), f"unknown time zone {zone!r}; {hint(zone, _zones())}")
+            checked.error(
+                (*path, "timezone"), f"unknown time zone {zone!r}; {hint(zone, _zones())}"
+            )
 
 
 def _check_threshold(path: Path, config: dict[str, Any], checked: Checked) -> None:
     operator, value, clear = config.get("operator"), config.get("value"), config.get("clear_value")
-    if not all(isinstance(x, int | float) for x in (value, clear)):
+    if not isinstance(value, int | float) or not isinstance(clear, int | float):
         return
     if (operator in _BELOW and clear > value) or (operator in _ABOVE and clear < value):
         side = "at or below" if operator in _BELOW else "at or above"
@@ -69,6 +71,12 @@ def _check_webhook(path: Path, config: dict[str, Any], checked: Checked) -> None
             (*path, "secret"),
             "webhook secret written in clear: put it in the environment and write ${ secret.NAME }",
         )
+
+
+def _check_event(path: Path, config: dict[str, Any], checked: Checked) -> None:
+    pattern = at(config, "event_pattern")
+    if isinstance(pattern, str) and (problem := pattern_problem(pattern)):
+        checked.error((*path, "event_pattern"), problem)
 
 
 def check_triggers(checked: Checked) -> None:
@@ -91,6 +99,5 @@ def check_triggers(checked: Checked) -> None:
             _check_threshold((*path, "config"), config, checked)
         elif kind == "webhook":
             _check_webhook((*path, "config"), config, checked)
-        elif kind == "event" and isinstance(pattern := at(config, "event_pattern"), str):
-            if problem := pattern_problem(pattern):
-                checked.error((*path, "config", "event_pattern"), problem)
+        elif kind == "event":
+            _check_event((*path, "config"), config, checked)

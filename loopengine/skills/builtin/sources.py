@@ -13,6 +13,6 @@ SOURCE_TYPES: Mapping[str, str] = MappingProxyType(
         "event": "recent events whose name matches `name`",
         "log": "lines of the log file `name` (or `audit`), `filter` a substring",
         "alert": "threshold triggers currently firing whose metric matches `name`",
-        "database": "read-only SELECT on table `name` of the configured database; `filter` is its WHERE",
+        "database": "read-only SELECT on table `name` of the configured database, WHERE `filter`",
     }
 )

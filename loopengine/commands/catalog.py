@@ -1,0 +1,112 @@
+"""``loopengine skills`` / ``tools`` / ``schema``: what a loop can use, and the JSON Schemas."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+from loopengine.console import Console
+from loopengine.skills.builtin import SOURCE_TYPES
+from loopengine.workspace import load_workspace
+
+__all__ = ["run_schema", "run_skills", "run_tools"]
+
+
+def _type_name(annotation: Any) -> str:
+    if annotation is None:
+        return "None"
+    name = getattr(annotation, "__name__", None)
+    return (
+        name
+        if name and not getattr(annotation, "__args__", None)
+        else str(annotation).replace("typing.", "")
+    )
+
+
+def _params(model: type[BaseModel]) -> list[dict[str, Any]]:
+    described = []
+    for name, info in model.model_fields.items():
+        entry: dict[str, Any] = {"name": name, "type": _type_name(info.annotation)}
+        if info.default is not PydanticUndefined:
+            entry["default"] = info.default
+        else:
+            entry["required"] = True
+        if info.description:
+            entry["description"] = info.description
+        described.append(entry)
+    return described
+
+
+def _signature(params: list[dict[str, Any]]) -> str:
+    parts = []
+    for param in params:
+        text = f"{param['name']}: {param['type']}"
+        if "default" in param:
+            text += f" = {param['default']!r}"
+        parts.append(text)
+    return ", ".join(parts)
+
+
+def run_skills(console: Console, config: Path | None, as_json: bool) -> int:
+    registry = load_workspace(config).registry
+    skills = [
+        {
+            "name": d.name,
+            "builtin": d.builtin,
+            "description": d.description,
+            "params": _params(d.params),
+            "origin": d.origin,
+            "async": d.is_async,
+        }
+        for d in registry.skills
+    ]
+    if as_json:
+        console.json({"skills": skills, "source_types": dict(SOURCE_TYPES)})
+        return 0
+    rows = [
+        (
+            d.name,
+            "built-in" if d.builtin else "plugin",
+            f"({_signature(_params(d.params))})",
+            d.description,
+        )
+        for d in registry.skills
+    ]
+    console.print(console.style("Skills", "bold"))
+    console.table(rows, (("cyan",), ("dim",), (), ()))
+    console.print()
+    console.print(console.style("Detect source types (detect.sources[].type)", "bold"))
+    console.table([(name, text) for name, text in SOURCE_TYPES.items()], (("cyan",), ()))
+    return 0
+
+
+def run_tools(console: Console, config: Path | None, as_json: bool) -> int:
+    registry = load_workspace(config).registry
+    tools = [
+        {
+            "name": d.name,
+            "description": d.description,
+            "parameters": d.json_schema(),
+            "origin": d.origin,
+        }
+        for d in registry.tools
+    ]
+    if as_json:
+        console.json({"tools": tools})
+        return 0
+    if not tools:
+        console.print("No tools registered: decorate functions with @tool in a plugin.")
+        return 0
+    rows = [(d.name, f"({_signature(_params(d.params))})", d.description) for d in registry.tools]
+    console.table(rows, (("cyan",), (), ()))
+    return 0
+
+
+def run_schema(console: Console, which: str) -> int:
+    from loopengine.contract.schema import config_schema, loop_schema
+
+    console.json(loop_schema() if which == "loop" else config_schema())
+    return 0
