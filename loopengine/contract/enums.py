@@ -27,6 +27,8 @@ __all__ = [
 
 
 class Phase(StrEnum):
+    """The seven phases, in execution order."""
+
     DETECT = "detect"
     ANALYZE = "analyze"
     DECIDE = "decide"
@@ -37,6 +39,8 @@ class Phase(StrEnum):
 
 
 class Outcome(StrEnum):
+    """How an execution ended (or that it waits)."""
+
     COMPLETED = "completed"
     SKIPPED = "skipped"
     NOTHING_DETECTED = "nothing_detected"
@@ -53,6 +57,8 @@ class Outcome(StrEnum):
 
 
 class TriggerType(StrEnum):
+    """What starts a loop."""
+
     CRON = "cron"
     EVENT = "event"
     THRESHOLD = "threshold"
@@ -61,11 +67,15 @@ class TriggerType(StrEnum):
 
 
 class Durability(StrEnum):
+    """When phase results are committed: as each phase ends, or once at the end."""
+
     PHASE = "phase"
     EXECUTION = "execution"
 
 
 class OverlapPolicy(StrEnum):
+    """What a trigger does while the loop already runs at its `max`."""
+
     SKIP = "skip"
     QUEUE = "queue"
     QUEUE_ONE = "queue_one"
@@ -74,12 +84,16 @@ class OverlapPolicy(StrEnum):
 
 
 class Catchup(StrEnum):
+    """What a cron trigger does with fires missed during downtime."""
+
     SKIP = "skip"
     LATEST = "latest"
     ALL = "all"
 
 
 class Operator(StrEnum):
+    """Comparison operators."""
+
     GT = ">"
     LT = "<"
     GE = ">="
@@ -89,16 +103,22 @@ class Operator(StrEnum):
 
 
 class MissingMetric(StrEnum):
+    """What a threshold does when its metric has no data."""
+
     HOLD = "hold"
     RESET = "reset"
 
 
 class WebhookMethod(StrEnum):
+    """HTTP methods a webhook accepts."""
+
     POST = "POST"
     PUT = "PUT"
 
 
 class SourceType(StrEnum):
+    """Built-in detect sources."""
+
     METRIC = "metric"
     LOG = "log"
     EVENT = "event"
@@ -107,6 +127,8 @@ class SourceType(StrEnum):
 
 
 class Aggregation(StrEnum):
+    """Aggregations applied to a source's list."""
+
     SUM = "sum"
     AVG = "avg"
     MAX = "max"
@@ -115,6 +137,8 @@ class Aggregation(StrEnum):
 
 
 class AnalysisStrategy(StrEnum):
+    """How analysis is done; `llm` steps get the loop's cluster."""
+
     RULE_BASED = "rule_based"
     ML = "ml"
     HYBRID = "hybrid"
@@ -122,6 +146,8 @@ class AnalysisStrategy(StrEnum):
 
 
 class Priority(StrEnum):
+    """Priority of a decision."""
+
     LOW = "low"
     NORMAL = "normal"
     HIGH = "high"
@@ -129,18 +155,24 @@ class Priority(StrEnum):
 
 
 class ExecMode(StrEnum):
+    """How act runs its items: one by one, all at once, or in batches."""
+
     SEQUENTIAL = "sequential"
     PARALLEL = "parallel"
     BATCH = "batch"
 
 
 class Severity(StrEnum):
+    """What a failed assertion does: `error` fails the execution, others are recorded."""
+
     ERROR = "error"
     WARNING = "warning"
     INFO = "info"
 
 
 class FeedbackType(StrEnum):
+    """Kinds of feedback that score an execution."""
+
     OUTCOME = "outcome"
     METRIC = "metric"
     HUMAN = "human"
@@ -148,6 +180,8 @@ class FeedbackType(StrEnum):
 
 
 class ArtifactType(StrEnum):
+    """Kinds of artifact the store phase writes."""
+
     LOG = "log"
     METRIC = "metric"
     DECISION = "decision"
@@ -156,6 +190,8 @@ class ArtifactType(StrEnum):
 
 
 class AuditField(StrEnum):
+    """Fields an audit record may hold."""
+
     TIMESTAMP = "timestamp"
     LOOP_ID = "loop_id"
     LOOP_VERSION = "loop_version"

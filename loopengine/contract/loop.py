@@ -53,7 +53,7 @@ class LoopSpec(Strict):
     domain: str | None = Field(
         None, description="Grouping label.", examples=["CORE", "INFRA", "DATA", "SEO", "RAG"]
     )
-    description: str | None = None
+    description: str | None = Field(None, description="What the loop is for, in a sentence.")
     trigger: Trigger | None = Field(None, description="When the loop runs (or use `triggers:`).")
     triggers: list[Trigger] | None = Field(None, description="Several triggers, each with an id.")
     durability: Durability = Field(
@@ -76,5 +76,5 @@ class LoopSpec(Strict):
         None, alias="validate", description="Phase 5: check the result, roll back if worse."
     )
     learn: Learn | None = Field(None, description="Phase 6: score and adjust learned state.")
-    store: Store | None = Field(None, description="Phase 7: persist artifacts and the audit trail.")
+    store: Store | None = Field(None, description="Phase 7: write artifacts and the audit record.")
     emit: list[Emit] = Field(default_factory=list, description="Events emitted on outcomes.")

@@ -187,10 +187,14 @@ def _syntax_error(file: str, exc: yaml.YAMLError) -> ContractError:
     line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
     context = getattr(exc, "context", None)
+    context_mark = getattr(exc, "context_mark", None)
     if isinstance(exc, yaml.composer.ComposerError) and "single document" in str(context):
         message = "a file holds one YAML document: move the others (after '---') to their own files"
     else:
-        message = f"invalid YAML: {problem}" + (f" ({context})" if context else "")
+        started = ""
+        if context_mark is not None and mark is not None and context_mark.line != mark.line:
+            started = f" started at line {context_mark.line + 1}, column {context_mark.column + 1}"
+        message = f"invalid YAML: {problem}" + (f" ({context}{started})" if context else "")
     diagnostic = Diagnostic(file, line, column, (), message)
     return ContractError(diagnostic.format(), [diagnostic])
 

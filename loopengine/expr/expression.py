@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -114,7 +115,15 @@ def compile_expression(source: str) -> Expression:
         raise ExpressionError(f"an expression must be a string, not {type(source).__name__}")
     rewritten = rewrite(source)
     try:
-        ast: Any = Parser().parse(rewritten.text).parsed
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", PendingDeprecationWarning)
+            ast: Any = Parser().parse(rewritten.text).parsed
+    except PendingDeprecationWarning:
+        raise ExpressionError(
+            f"invalid literal in {source!r}: text between backticks must be JSON; "
+            "write 'text' for a string",
+            source,
+        ) from None
     except jp_errors.JMESPathError as exc:
         raise _parse_error(source, rewritten, exc) from None
     except RecursionError:

@@ -172,8 +172,6 @@ class Template:
 
     def render(self, context: Any, environ: Mapping[str, str] | None = None) -> Any:
         """The value with every reference filled from ``context`` (and secrets from ``environ``)."""
-        if self.is_static:
-            return self.source
         return _render(self._compiled, context, os.environ if environ is None else environ)
 
 

@@ -1,0 +1,44 @@
+"""Shared fixtures: the seed example, a loader with its plugin, and a helper to load YAML text."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from loopengine.contract import LoadReport, LoopLoader
+from loopengine.contract.checks import Env
+from loopengine.skills import Registry
+from loopengine.skills.plugins import load_plugin
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED_DIR = ROOT / "examples" / "seo_audit"
+SEED_LOOP = SEED_DIR / "seo_audit_loop.yaml"
+
+
+@pytest.fixture(scope="session")
+def seed_registry() -> Registry:
+    registry = Registry.with_builtins()
+    load_plugin("./seo_skills.py", SEED_DIR, registry)
+    return registry
+
+
+@pytest.fixture(scope="session")
+def loader(seed_registry: Registry) -> LoopLoader:
+    return LoopLoader(Env(seed_registry, frozenset({"supabase", "redis"})))
+
+
+@pytest.fixture
+def load(loader: LoopLoader) -> Callable[[str], LoadReport]:
+    def load_text(text: str) -> LoadReport:
+        return loader.load_text(textwrap.dedent(text), "loop.yaml")
+
+    return load_text
+
+
+MINIMAL = """\
+id: minimal
+trigger: {type: manual}
+"""

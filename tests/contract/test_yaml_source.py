@@ -1,0 +1,115 @@
+"""Safe YAML with positions: no code, no bombs, keys as written, every error located."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from loopengine.contract.yaml_source import MAX_NODES, Position, parse_yaml
+from loopengine.errors import ContractError
+
+BILLION_LAUGHS = """\
+a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+"""
+
+
+def _errors(text: str) -> list[str]:
+    with pytest.raises(ContractError) as caught:
+        parse_yaml(text, "f.yaml")
+    return [d.format() for d in caught.value.diagnostics]
+
+
+def test_positions_of_values_and_keys_are_one_based() -> None:
+    document = parse_yaml("a:\n  b: [1, 2]\n", "f.yaml")
+    assert document.locate(("a", "b", 1)) == Position(2, 10)
+    assert document.locate(("a", "b"), at_key=True) == Position(2, 3)
+
+
+def test_an_unknown_path_locates_its_nearest_parent() -> None:
+    document = parse_yaml("a:\n  b: 1\n", "f.yaml")
+    assert document.locate(("a", "missing", 3)) == Position(2, 3)
+
+
+def test_within_keeps_positions_of_the_whole_file() -> None:
+    document = parse_yaml("Loop:\n  id: x\n", "f.yaml").within("Loop")
+    assert document.data == {"id": "x"}
+    assert document.locate(("id",)) == Position(2, 7)
+
+
+def test_the_billion_laughs_is_refused_quickly() -> None:
+    assert len(BILLION_LAUGHS.encode()) < 432
+    started = time.perf_counter()
+    errors = _errors(BILLION_LAUGHS)
+    assert time.perf_counter() - started < 1.0
+    assert "alias bomb" in errors[0]
+
+
+def test_aliases_within_the_limit_expand() -> None:
+    document = parse_yaml("a: &x [1, 2]\nb: *x\n", "f.yaml")
+    assert document.data == {"a": [1, 2], "b": [1, 2]}
+    assert MAX_NODES > 1000
+
+
+def test_a_recursive_alias_is_refused() -> None:
+    assert _errors("a: &x [*x]\n") == ["f.yaml:1:4: recursive alias"]
+
+
+@pytest.mark.parametrize(
+    "tagged",
+    [
+        "!!python/object/apply:os.system ['ls']",
+        "!!python/name:os.system",
+        "!!set {a}",
+        "!custom value",
+    ],
+)
+def test_tags_that_build_objects_are_refused(tagged: str) -> None:
+    (error,) = _errors(f"a: {tagged}\n")
+    assert "is not allowed: loop files hold plain data" in error
+
+
+def test_keys_stay_as_written() -> None:
+    assert parse_yaml("on: [done]\nyes: 1\n", "f.yaml").data == {"on": ["done"], "yes": 1}
+
+
+def test_only_true_and_false_are_booleans() -> None:
+    data = parse_yaml("a: yes\nb: off\nc: true\nd: False\n", "f.yaml").data
+    assert data == {"a": "yes", "b": "off", "c": True, "d": False}
+
+
+def test_timestamps_stay_text() -> None:
+    assert parse_yaml("at: 2026-01-27\n", "f.yaml").data == {"at": "2026-01-27"}
+
+
+def test_merge_keys_merge_without_overriding() -> None:
+    data = parse_yaml("base: &b {x: 1, y: 2}\nc:\n  <<: *b\n  y: 3\n", "f.yaml").data
+    assert data["c"] == {"x": 1, "y": 3}
+
+
+def test_duplicate_keys_are_errors() -> None:
+    assert _errors("a: 1\nb: 2\na: 3\n") == ["f.yaml:3:1: a: duplicate key 'a' (first at line 1)"]
+
+
+def test_a_syntax_error_is_located() -> None:
+    assert _errors("a: 1\n b: 2\n") == [
+        "f.yaml:2:3: invalid YAML: mapping values are not allowed in this context"
+    ]
+
+
+def test_several_documents_are_refused() -> None:
+    (error,) = _errors("a: 1\n---\nb: 2\n")
+    assert error.startswith("f.yaml:2:1: a file holds one YAML document")
+
+
+def test_a_key_must_be_a_scalar() -> None:
+    (error,) = _errors("? [a, b]\n: 1\n")
+    assert "a key must be a plain string" in error

@@ -1,0 +1,86 @@
+"""Compiled expressions: compile once, evaluate safely, report the column at fault."""
+
+from __future__ import annotations
+
+import pytest
+
+from loopengine.errors import ExpressionError
+from loopengine.expr import compile_expression, truthy
+
+
+def test_comparison_reads_the_context() -> None:
+    assert compile_expression("violations.count > 0").holds({"violations": {"count": 3}})
+
+
+def test_missing_names_are_null_and_compare_false() -> None:
+    assert compile_expression("violations.count > 0").holds({}) is False
+
+
+def test_percentages_compare_as_fractions() -> None:
+    assert compile_expression("error_rate > 5%").holds({"error_rate": 0.06})
+
+
+def test_durations_compare_as_seconds() -> None:
+    assert compile_expression("since_last_run < 6h").holds({"since_last_run": 3600})
+
+
+def test_seed_alias_skips_a_recent_run() -> None:
+    assert compile_expression("last_run < 6_hours_ago").holds({"since_last_run": 60})
+
+
+def test_index_stays_an_index() -> None:
+    assert compile_expression("items[1].score").evaluate({"items": [{"score": 1}, {"score": 9}]}) == 9
+
+
+def test_compile_is_cached() -> None:
+    assert compile_expression("a > 1") is compile_expression("a > 1")
+
+
+def test_syntax_error_reports_the_column() -> None:
+    with pytest.raises(ExpressionError) as caught:
+        compile_expression("a > > 1")
+    assert caught.value.column == 4
+    assert "column 5" in str(caught.value)
+
+
+def test_unknown_function_is_a_compile_error_with_a_suggestion() -> None:
+    with pytest.raises(ExpressionError, match="did you mean 'count'"):
+        compile_expression("cout(items) > 1")
+
+
+def test_wrong_arity_is_a_compile_error() -> None:
+    with pytest.raises(ExpressionError, match=r"count\(\) takes 1 argument, 2 given"):
+        compile_expression("count(a, b)")
+
+
+def test_empty_expression_is_an_error() -> None:
+    with pytest.raises(ExpressionError, match="empty expression"):
+        compile_expression("  ")
+
+
+def test_incomplete_expression_is_an_error() -> None:
+    with pytest.raises(ExpressionError, match="incomplete"):
+        compile_expression("a >")
+
+
+def test_deep_nesting_is_an_expression_error() -> None:
+    with pytest.raises(ExpressionError, match="too deeply"):
+        compile_expression("(" * 5000 + "a" + ")" * 5000)
+
+
+def test_type_errors_at_evaluation_are_expression_errors() -> None:
+    with pytest.raises(ExpressionError):
+        compile_expression("sum(items)").evaluate({"items": ["a", "b"]})
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(None, False), (False, False), ("", False), ([], False), ({}, False), (0, True), ("x", True)],
+)
+def test_truthiness_follows_jmespath(value: object, expected: bool) -> None:
+    assert truthy(value) is expected
+
+
+def test_expressions_compare_by_source() -> None:
+    assert compile_expression("a > 1") == compile_expression("a > 1")
+    assert {compile_expression("a > 1")} == {compile_expression("a > 1")}
