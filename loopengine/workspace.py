@@ -44,8 +44,9 @@ def find_config(explicit: Path | None = None) -> Path | None:
         return explicit
     if from_env := os.environ.get(CONFIG_ENV):
         return Path(from_env)
-    here = Path.cwd()
-    for folder in (here, *here.parents):
+    if Path(CONFIG_NAME).is_file():
+        return Path(CONFIG_NAME)
+    for folder in Path.cwd().parents:
         if (folder / CONFIG_NAME).is_file():
             return folder / CONFIG_NAME
     return None

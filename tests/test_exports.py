@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import loopengine
 
 
@@ -24,15 +26,13 @@ def test_public_names_of_the_plugin_api_are_exported() -> None:
 
 
 def test_unknown_attribute_raises_attribute_error() -> None:
-    try:
+    with pytest.raises(AttributeError, match="not_a_name"):
         loopengine.not_a_name  # noqa: B018
-    except AttributeError as exc:
-        assert "not_a_name" in str(exc)
-    else:
-        raise AssertionError("expected AttributeError")
 
 
 def test_importing_the_package_does_not_import_pydantic() -> None:
     code = "import sys, loopengine, loopengine.cli; print('pydantic' in sys.modules)"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
     assert result.stdout.strip() == "False"

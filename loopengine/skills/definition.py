@@ -107,12 +107,22 @@ def _origin(fn: Callable[..., Any]) -> str:
     return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', repr(fn))}"
 
 
+def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    try:
+        return inspect.get_annotations(fn, eval_str=True)
+    except Exception as exc:
+        raise ContractError(
+            f"{_origin(fn)}: cannot resolve the type hints ({type(exc).__name__}: {exc}); "
+            "define the types at module level"
+        ) from exc
+
+
 def _model_from(
     fn: Callable[..., Any], parameters: list[inspect.Parameter], name: str, docs: dict[str, str]
 ) -> type[BaseModel]:
     fields: dict[str, Any] = {}
     extra: Literal["allow", "forbid"] = "forbid"
-    hints = inspect.get_annotations(fn, eval_str=True)
+    hints = _hints(fn)
     for parameter in parameters:
         if parameter.kind is inspect.Parameter.VAR_KEYWORD:
             extra = "allow"
@@ -132,7 +142,7 @@ def _single_model(
 ) -> type[BaseModel] | None:
     if len(parameters) != 1:
         return None
-    annotation = inspect.get_annotations(fn, eval_str=True).get(parameters[0].name)
+    annotation = _hints(fn).get(parameters[0].name)
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
     return None

@@ -30,13 +30,13 @@ def test_invalid_file_reports_exactly_its_expected_diagnostics(
     path: Path, contract_loader: LoopLoader
 ) -> None:
     report = contract_loader.load_file(path)
-    actual = sorted(
-        (d.line, d.column, d.format().split(": ", 1)[1]) for d in report.diagnostics
-    )
+    actual = sorted((d.line, d.column, d.format().split(": ", 1)[1]) for d in report.diagnostics)
     expected = sorted(_expectations(path))
     assert not report.ok
     assert len(actual) == len(expected), "\n".join(f"{a[0]}:{a[1]}: {a[2]}" for a in actual)
-    for (line, column, text), (exp_line, exp_column, exp_text) in zip(actual, expected, strict=True):
+    for (line, column, text), (exp_line, exp_column, exp_text) in zip(
+        actual, expected, strict=True
+    ):
         assert (line, column) == (exp_line, exp_column), text
         assert text.startswith(exp_text), text
 

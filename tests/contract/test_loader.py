@@ -21,7 +21,15 @@ def test_seed_example_keeps_every_phase(loader: LoopLoader) -> None:
     report = loader.load_file(SEED_LOOP)
     assert report.loop is not None
     spec = report.loop.spec
-    phases = [spec.detect, spec.analyze, spec.decide, spec.act, spec.validate_, spec.learn, spec.store]
+    phases = [
+        spec.detect,
+        spec.analyze,
+        spec.decide,
+        spec.act,
+        spec.validate_,
+        spec.learn,
+        spec.store,
+    ]
     assert all(phase is not None for phase in phases)
 
 
@@ -68,7 +76,8 @@ def test_schema_and_semantic_errors_are_reported_together(
 
 def test_version_is_the_hash_of_the_file(load: Callable[[str], LoadReport]) -> None:
     first, second = load(MINIMAL), load(MINIMAL + "name: renamed\n")
-    assert first.loop is not None and second.loop is not None
+    assert first.loop is not None
+    assert second.loop is not None
     assert len(first.loop.version) == 64
     assert first.loop.version != second.loop.version
 

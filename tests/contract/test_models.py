@@ -43,7 +43,9 @@ def test_validate_phase_is_read_under_its_yaml_name() -> None:
 
 
 def test_params_are_compiled_templates() -> None:
-    spec = _spec(act={"actions": [{"action_id": "a", "skill_id": "s", "params": {"n": "${ input.n }"}}]})
+    spec = _spec(
+        act={"actions": [{"action_id": "a", "skill_id": "s", "params": {"n": "${ input.n }"}}]}
+    )
     assert spec.act is not None
     params = spec.act.actions[0].params
     assert isinstance(params, Template)
@@ -107,13 +109,29 @@ def test_emit_names_outcomes() -> None:
 
 def test_the_seven_phases_in_order() -> None:
     assert [p.value for p in Phase] == [
-        "detect", "analyze", "decide", "act", "validate", "learn", "store"
+        "detect",
+        "analyze",
+        "decide",
+        "act",
+        "validate",
+        "learn",
+        "store",
     ]
 
 
 def test_every_contract_outcome_exists() -> None:
     assert {o.value for o in Outcome} == {
-        "completed", "skipped", "nothing_detected", "no_action", "awaiting_approval", "rejected",
-        "escalated", "failed", "rolled_back", "budget_exceeded", "timed_out", "interrupted",
+        "completed",
+        "skipped",
+        "nothing_detected",
+        "no_action",
+        "awaiting_approval",
+        "rejected",
+        "escalated",
+        "failed",
+        "rolled_back",
+        "budget_exceeded",
+        "timed_out",
+        "interrupted",
         "cancelled",
     }

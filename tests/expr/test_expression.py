@@ -29,7 +29,9 @@ def test_seed_alias_skips_a_recent_run() -> None:
 
 
 def test_index_stays_an_index() -> None:
-    assert compile_expression("items[1].score").evaluate({"items": [{"score": 1}, {"score": 9}]}) == 9
+    assert (
+        compile_expression("items[1].score").evaluate({"items": [{"score": 1}, {"score": 9}]}) == 9
+    )
 
 
 def test_compile_is_cached() -> None:

@@ -1,0 +1,196 @@
+"""The command line as users run it: exit codes, one-line errors, JSON, colour only on a TTY."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from loopengine import __version__
+from loopengine.cli import main
+from tests.conftest import MINIMAL, SEED_DIR, SEED_LOOP
+
+SEED_CONFIG = str(SEED_DIR / "loopengine.yaml")
+
+
+def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "loopengine", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={"PATH": "/usr/bin:/bin", "NO_COLOR": ""},
+        check=False,
+    )
+
+
+@pytest.fixture(autouse=True)
+def _plain_output(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    monkeypatch.delenv("LOOPENGINE_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["--version"])
+    assert caught.value.code == 0
+    assert capsys.readouterr().out.strip() == f"loopengine {__version__}"
+
+
+def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert "validate" in capsys.readouterr().out
+
+
+def test_validate_the_seed_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(SEED_LOOP), "--config", SEED_CONFIG]) == 0
+    assert capsys.readouterr().out.strip() == "✓ 1 loop valid"
+
+
+def test_validate_an_invalid_loop_exits_1_with_located_errors(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bad = tmp_path / "x.yaml"
+    bad.write_text(
+        "id: x\ntrigger: {type: manual}\ndecide:\n  fallback_action: auto_fix_everything\n"
+    )
+    assert main(["validate", str(bad)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [
+        f"{bad}:4:20: decide.fallback_action: unknown action 'auto_fix_everything' (known: "
+        "escalate_to_human, log_and_notify, log_only, none, notify)",
+        "✗ 1 error in 1 of 1 file",
+    ]
+
+
+def test_validate_a_folder(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "loops").mkdir()
+    for name in ("a", "b"):
+        (tmp_path / "loops" / f"{name}.yaml").write_text(MINIMAL.replace("minimal", name))
+    assert main(["validate", str(tmp_path / "loops")]) == 0
+    assert capsys.readouterr().out.strip() == "✓ 2 loops valid"
+
+
+def test_validate_json_output(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "x.yaml").write_text("id: x\ntrigger: {type: manual}\ndurability: fast\n")
+    assert main(["validate", str(tmp_path / "x.yaml"), "--json"]) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert (result["valid"], result["errors"], result["warnings"]) == (False, 1, 0)
+    (diagnostic,) = result["files"][0]["diagnostics"]
+    assert {k: diagnostic[k] for k in ("line", "column", "path", "level")} == {
+        "line": 3,
+        "column": 13,
+        "path": "durability",
+        "level": "error",
+    }
+
+
+def test_json_flag_is_accepted_before_the_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--json", "validate", str(SEED_LOOP), "--config", SEED_CONFIG]) == 0
+    assert json.loads(capsys.readouterr().out)["valid"] is True
+
+
+def test_missing_path_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", "nowhere.yaml"]) == 2
+    assert capsys.readouterr().err.strip() == "error: nowhere.yaml: no such file or folder"
+
+
+def test_folder_without_loops_is_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    assert main(["validate", str(tmp_path / "empty")]) == 2
+    assert "no loop files" in capsys.readouterr().err
+
+
+def test_invalid_config_is_reported_with_its_position(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "loopengine.yaml").write_text("plugins: [./missing.py]\n")
+    assert main(["validate", str(SEED_LOOP)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{Path('loopengine.yaml')}:1:11: plugins[0]: plugin file './missing.py'")
+
+
+def test_schema_prints_the_loop_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema"]) == 0
+    assert json.loads(capsys.readouterr().out)["$id"].endswith("loop.schema.json")
+
+
+def test_schema_prints_the_config_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema", "config"]) == 0
+    assert json.loads(capsys.readouterr().out)["$id"].endswith("config.schema.json")
+
+
+def test_skills_lists_builtins_and_plugins(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["skills", "--config", SEED_CONFIG]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"seo_role_audit\s+plugin", out)
+    assert "(check_content: bool = True)" in out
+    assert "log_only" in out
+    assert "database" in out
+
+
+def test_skills_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["skills", "--json", "--config", SEED_CONFIG]) == 0
+    result = json.loads(capsys.readouterr().out)
+    fix = next(s for s in result["skills"] if s["name"] == "seo_role_fix")
+    assert fix["params"] == [
+        {"name": "dry_run", "type": "bool", "default": False},
+    ]
+    assert "metric" in result["source_types"]
+
+
+def test_tools_with_none_registered(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tools"]) == 0
+    assert "No tools registered" in capsys.readouterr().out
+
+
+def test_tools_json_lists_schemas(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "t.py").write_text(
+        "from loopengine import tool\n\n@tool\ndef find(term: str) -> str:\n"
+        '    """Find a term."""\n    return term\n'
+    )
+    (tmp_path / "loopengine.yaml").write_text("plugins: [./t.py]\n")
+    assert main(["tools", "--json"]) == 0
+    (found,) = json.loads(capsys.readouterr().out)["tools"]
+    assert (found["name"], found["parameters"]["required"]) == ("find", ["term"])
+
+
+def test_a_real_process_prints_no_traceback_on_bad_input(tmp_path: Path) -> None:
+    (tmp_path / "broken.yaml").write_text("id: [\n")
+    result = _cli("validate", "broken.yaml", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stdout + result.stderr
+    assert result.stdout.startswith("broken.yaml:2:1: invalid YAML")
+
+
+def test_a_real_process_shows_the_traceback_with_debug(tmp_path: Path) -> None:
+    (tmp_path / "loopengine.yaml").write_text("plugins: [./missing.py]\n")
+    result = _cli("--debug", "validate", "x.yaml", cwd=tmp_path)
+    assert result.returncode != 0
+    assert "Traceback" in result.stderr
+
+
+def test_usage_errors_exit_2() -> None:
+    result = _cli("validate")
+    assert result.returncode == 2
+    assert "the following arguments are required: PATH" in result.stderr
+
+
+def test_piped_output_has_no_colour_codes(tmp_path: Path) -> None:
+    (tmp_path / "x.yaml").write_text(MINIMAL)
+    assert "\x1b[" not in _cli("validate", "x.yaml", cwd=tmp_path).stdout
+
+
+def test_force_color_adds_colour(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    (tmp_path / "x.yaml").write_text(MINIMAL)
+    assert main(["validate", str(tmp_path / "x.yaml")]) == 0
+    assert "\x1b[" in capsys.readouterr().out

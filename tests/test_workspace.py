@@ -1,0 +1,122 @@
+"""The config file: discovery, defaults, validation with positions, plugins."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loopengine.errors import ContractError
+from loopengine.workspace import CONFIG_ENV, find_config, load_workspace
+from tests.conftest import SEED_DIR
+
+
+def _errors(tmp_path: Path, text: str) -> list[str]:
+    config = tmp_path / "loopengine.yaml"
+    config.write_text(text)
+    with pytest.raises(ContractError) as caught:
+        load_workspace(config, entry_points=False)
+    return [d.format().removeprefix(f"{config}:") for d in caught.value.diagnostics]
+
+
+def test_no_config_gives_working_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(CONFIG_ENV, raising=False)
+    workspace = load_workspace(entry_points=False)
+    assert workspace.config_file is None
+    assert workspace.config.database == "sqlite:///.loopengine/loopengine.db"
+    assert workspace.registry.find_skill("log_only") is not None
+
+
+def test_config_is_found_in_a_parent_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "loopengine.yaml").write_text("tools_root: data\n")
+    (tmp_path / "loops").mkdir()
+    monkeypatch.chdir(tmp_path / "loops")
+    monkeypatch.delenv(CONFIG_ENV, raising=False)
+    assert find_config() == tmp_path / "loopengine.yaml"
+
+
+def test_environment_variable_names_the_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CONFIG_ENV, str(tmp_path / "other.yaml"))
+    assert find_config() == tmp_path / "other.yaml"
+
+
+def test_explicit_path_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CONFIG_ENV, "elsewhere.yaml")
+    assert find_config(tmp_path / "mine.yaml") == tmp_path / "mine.yaml"
+
+
+def test_plugins_register_their_skills() -> None:
+    workspace = load_workspace(SEED_DIR / "loopengine.yaml", entry_points=False)
+    names = {d.name for d in workspace.registry.skills}
+    assert {"seo_role_audit", "canonical_check", "seo_role_fix", "seo_role_rollback"} <= names
+    assert workspace.env.storage == {"supabase", "redis"}
+
+
+def test_schema_errors_are_located(tmp_path: Path) -> None:
+    assert _errors(tmp_path, "daemon: {port: 99999}\nplugin: []\n") == [
+        "1:16: daemon.port: must be ≤ 65535, got 99999",
+        "2:1: plugin: unknown key 'plugin'; did you mean 'plugins'?",
+    ]
+
+
+def test_routing_must_name_real_nodes(tmp_path: Path) -> None:
+    text = (
+        "cluster:\n"
+        "  nodes:\n"
+        "    OL1: {base_url: 'http://127.0.0.1:11434/v1', model: m}\n"
+        "  routing:\n"
+        "    simple: [OL1, OL2]\n"
+    )
+    assert _errors(tmp_path, text) == [
+        "5:19: cluster.routing.simple[1]: routing names node 'OL2', which is not under "
+        "cluster.nodes; did you mean 'OL1'?"
+    ]
+
+
+def test_storage_schemes_are_checked(tmp_path: Path) -> None:
+    assert _errors(tmp_path, "storage: {s3: 's3://bucket'}\n") == [
+        "1:15: storage.s3: storage URL scheme 's3' is not supported (known: file, postgres, "
+        "postgresql, redis, rediss, sqlite)"
+    ]
+
+
+def test_a_missing_plugin_file_is_located(tmp_path: Path) -> None:
+    (error,) = _errors(tmp_path, "plugins: [./nowhere.py]\n")
+    assert error.startswith("1:11: plugins[0]: plugin file './nowhere.py' not found")
+
+
+def test_a_missing_plugin_module_says_how_to_fix(tmp_path: Path) -> None:
+    (error,) = _errors(tmp_path, "plugins: [no_such_module_here]\n")
+    assert "install it, or write a path like './no_such_module_here.py'" in error
+
+
+def test_a_plugin_that_raises_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "broken.py").write_text("raise RuntimeError('bad plugin')\n")
+    (error,) = _errors(tmp_path, "plugins: [broken.py]\n")
+    assert "failed to import: RuntimeError: bad plugin" in error
+
+
+def test_a_module_plugin_is_imported_from_the_config_folder(tmp_path: Path) -> None:
+    (tmp_path / "local_skills_for_test.py").write_text(
+        "from loopengine import skill\n\n@skill\ndef local_thing(ctx):\n    return {}\n"
+    )
+    config = tmp_path / "loopengine.yaml"
+    config.write_text("plugins: [local_skills_for_test]\n")
+    workspace = load_workspace(config, entry_points=False)
+    assert workspace.registry.find_skill("local_thing") is not None
+
+
+def test_an_unreadable_config_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ContractError, match="cannot read config"):
+        load_workspace(tmp_path / "absent.yaml", entry_points=False)
+
+
+def test_an_empty_config_means_defaults(tmp_path: Path) -> None:
+    config = tmp_path / "loopengine.yaml"
+    config.write_text("# nothing yet\n")
+    assert load_workspace(config, entry_points=False).config.plugins == []
