@@ -77,21 +77,32 @@ class _Builder:
         self.values: dict[Path, Position] = {}
         self.keys: dict[Path, Position] = {}
         self.problems: list[Diagnostic] = []
+        self.count = 0
+        self.active: set[int] = set()
 
     def problem(self, node: nodes.Node, path: Path, message: str) -> None:
         position = _position(node)
         self.problems.append(Diagnostic(self.file, position.line, position.column, path, message))
 
     def build(self, node: nodes.Node, path: Path) -> Any:
+        self.count += 1
+        if self.count > MAX_NODES:
+            raise _TooLarge
         self.values.setdefault(path, _position(node))
-        if isinstance(node, nodes.CollectionNode) and node.tag not in _COLLECTION_TAGS:
+        if not isinstance(node, nodes.CollectionNode):
+            return self.scalar(node, path)
+        if node.tag not in _COLLECTION_TAGS:
             self._bad_tag(node, path)
             return None
-        if isinstance(node, nodes.MappingNode):
-            return self.mapping(node, path)
-        if isinstance(node, nodes.SequenceNode):
+        if id(node) in self.active:
+            raise _RecursiveAlias(node)
+        self.active.add(id(node))
+        try:
+            if isinstance(node, nodes.MappingNode):
+                return self.mapping(node, path)
             return [self.build(item, (*path, index)) for index, item in enumerate(node.value)]
-        return self.scalar(node, path)
+        finally:
+            self.active.discard(id(node))
 
     def scalar(self, node: nodes.Node, path: Path) -> Any:
         tag = node.tag
@@ -143,43 +154,13 @@ class _Builder:
                 self.problem(candidate, path, "'<<' merges only mappings (write <<: *anchor)")
 
 
-def _expanded_size(root: nodes.Node) -> int:
-    """Nodes the document has once every alias is expanded, computed without expanding."""
-    sizes: dict[int, int] = {}
-    order: list[nodes.Node] = []
-    stack: list[tuple[nodes.Node, bool]] = [(root, False)]
-    active: set[int] = set()
-    while stack:
-        node, done = stack.pop()
-        if done:
-            active.discard(id(node))
-            order.append(node)
-            sizes[id(node)] = 1 + sum(sizes[id(child)] for child in _children(node))
-            if sizes[id(node)] > MAX_NODES:
-                return sizes[id(node)]
-            continue
-        if id(node) in sizes:
-            continue
-        if id(node) in active:
-            raise _RecursiveAlias(node)
-        active.add(id(node))
-        stack.append((node, True))
-        stack.extend((child, False) for child in _children(node) if id(child) not in sizes)
-    return sizes[id(root)]
-
-
-def _children(node: nodes.Node) -> Iterator[nodes.Node]:
-    if isinstance(node, nodes.MappingNode):
-        for key, value in node.value:
-            yield key
-            yield value
-    elif isinstance(node, nodes.SequenceNode):
-        yield from node.value
-
-
 class _RecursiveAlias(Exception):
     def __init__(self, node: nodes.Node) -> None:
         self.node = node
+
+
+class _TooLarge(Exception):
+    pass
 
 
 def _syntax_error(file: str, exc: yaml.YAMLError) -> ContractError:
@@ -199,35 +180,29 @@ def _syntax_error(file: str, exc: yaml.YAMLError) -> ContractError:
     return ContractError(diagnostic.format(), [diagnostic])
 
 
+def _failure(file: str, position: Position, message: str) -> ContractError:
+    diagnostic = Diagnostic(file, position.line, position.column, (), message)
+    return ContractError(diagnostic.format(), [diagnostic])
+
+
 def parse_yaml(text: str, file: str) -> YamlDocument:
     """Parse one YAML document; raises ``ContractError`` listing every structural problem."""
+    builder = _Builder(file)
     try:
         root = yaml.compose(text, Loader=_Loader)
+        data = None if root is None else builder.build(root, ())
     except yaml.YAMLError as exc:
         raise _syntax_error(file, exc) from None
     except RecursionError:
-        diagnostic = Diagnostic(file, 1, 1, (), "YAML nested too deeply")
-        raise ContractError(diagnostic.format(), [diagnostic]) from None
-    if root is None:
-        return YamlDocument(file, None, {}, {})
-    try:
-        size = _expanded_size(root)
+        raise _failure(file, Position(1, 1), "YAML nested too deeply") from None
     except _RecursiveAlias as exc:
-        position = _position(exc.node)
-        diagnostic = Diagnostic(file, position.line, position.column, (), "recursive alias")
-        raise ContractError(diagnostic.format(), [diagnostic]) from None
-    if size > MAX_NODES:
-        diagnostic = Diagnostic(
-            file,
-            1,
-            1,
-            (),
+        raise _failure(file, _position(exc.node), "recursive alias") from None
+    except _TooLarge:
+        message = (
             f"aliases expand this document past {MAX_NODES:,} nodes (an alias bomb?): "
-            "write the data out or use fewer aliases",
+            "write the data out or use fewer aliases"
         )
-        raise ContractError(diagnostic.format(), [diagnostic])
-    builder = _Builder(file)
-    data = builder.build(root, ())
+        raise _failure(file, Position(1, 1), message) from None
     if builder.problems:
         raise ContractError(builder.problems[0].format(), builder.problems)
     return YamlDocument(file, data, builder.values, builder.keys)
