@@ -57,12 +57,16 @@ def main() -> None:
         help_best, help_median = _time([*command, "--help"], folder, args.runs)
         floor_best, _ = _time([sys.executable, "-c", "pass"], folder, args.runs)
     print(f"validate {args.files} loop files ({lines} lines each, seed example):")
-    print(f"  best {best:.3f} s   median {median:.3f} s   target < 2.0 s   "
-          f"({'ok' if best < 2.0 else 'MISSED'}; {best / 2.0:.2f} of the budget)")
+    print(
+        f"  best {best:.3f} s   median {median:.3f} s   target < 2.0 s   "
+        f"({'ok' if best < 2.0 else 'MISSED'}; {best / 2.0:.2f} of the budget)"
+    )
     print(f"  per file after start-up: {(best - help_best) / args.files * 1000:.2f} ms")
     print("loopengine --help:")
-    print(f"  best {help_best:.3f} s   median {help_median:.3f} s   target < 0.3 s   "
-          f"({'ok' if help_best < 0.3 else 'MISSED'})")
+    print(
+        f"  best {help_best:.3f} s   median {help_median:.3f} s   target < 0.3 s   "
+        f"({'ok' if help_best < 0.3 else 'MISSED'})"
+    )
     print(f"  bare `python -c pass` on this machine: {floor_best:.3f} s")
 
 

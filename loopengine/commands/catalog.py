@@ -66,20 +66,18 @@ def run_skills(console: Console, config: Path | None, as_json: bool) -> int:
     if as_json:
         console.json({"skills": skills, "source_types": dict(SOURCE_TYPES)})
         return 0
-    rows = [
-        (
-            d.name,
-            "built-in" if d.builtin else "plugin",
-            f"({_signature(_params(d.params))})",
-            d.description,
-        )
-        for d in registry.skills
-    ]
     console.print(console.style("Skills", "bold"))
-    console.table(rows, (("cyan",), ("dim",), (), ()))
+    width = max(len(d.name) for d in registry.skills)
+    for definition in registry.skills:
+        kind = "built-in" if definition.builtin else "plugin  "
+        name = console.style(definition.name.ljust(width), "cyan")
+        console.print(f"  {name}  {console.style(kind, 'dim')}  {definition.description}")
+        signature = f"({_signature(_params(definition.params))})"
+        console.print(f"  {' ' * width}  {console.style(signature, 'dim')}")
     console.print()
     console.print(console.style("Detect source types (detect.sources[].type)", "bold"))
-    console.table([(name, text) for name, text in SOURCE_TYPES.items()], (("cyan",), ()))
+    rows = [(f"  {name}", text) for name, text in SOURCE_TYPES.items()]
+    console.table(rows, (("cyan",), ()))
     return 0
 
 
