@@ -36,3 +36,15 @@ def test_importing_the_package_does_not_import_pydantic() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "False"
+
+
+def test_all_lists_exactly_the_lazy_exports() -> None:
+    assert set(loopengine.__all__) == {*loopengine._EXPORTS, "__version__"}
+
+
+def test_subpackages_declare_sorted_all() -> None:
+    from loopengine import contract, expr, skills, triggers
+
+    for package in (contract, expr, skills, triggers):
+        assert package.__all__ == sorted(package.__all__), package.__name__
+        assert all(hasattr(package, name) for name in package.__all__), package.__name__

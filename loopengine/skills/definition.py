@@ -17,7 +17,7 @@ from loopengine.errors import ContractError
 from loopengine.skills.docstrings import parse_docstring
 from loopengine.suggestions import hint
 
-__all__ = ["ATTRIBUTE", "SkillDef", "ToolDef", "skill", "tool"]
+__all__ = ["ATTRIBUTE", "Definition", "ParamProblem", "SkillDef", "ToolDef", "skill", "tool"]
 
 ATTRIBUTE = "__loopengine_definition__"
 _BUILTIN_PREFIX = "loopengine.skills.builtin."
@@ -33,8 +33,8 @@ class ParamProblem:
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class SkillDef:
-    """A registered skill: ``fn(ctx, **params)`` or ``fn(ctx, model)`` with validated params."""
+class Definition:
+    """What skills and tools share: a named function and the model of its params."""
 
     name: str
     fn: Callable[..., Any]
@@ -42,6 +42,12 @@ class SkillDef:
     is_async: bool
     description: str
     origin: str
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SkillDef(Definition):
+    """A registered skill: ``fn(ctx, **params)`` or ``fn(ctx, model)`` with validated params."""
+
     takes_model: bool = False
 
     @property
@@ -86,15 +92,8 @@ def _param_problem(definition: SkillDef, error: Any) -> ParamProblem:
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class ToolDef:
+class ToolDef(Definition):
     """A function offered to LLMs, with the JSON Schema of its arguments."""
-
-    name: str
-    fn: Callable[..., Any]
-    params: type[BaseModel]
-    is_async: bool
-    description: str
-    origin: str
 
     def json_schema(self) -> dict[str, Any]:
         """OpenAI ``function.parameters`` of this tool."""
@@ -149,21 +148,53 @@ def _single_model(
 
 
 def _make_skill(fn: Callable[..., Any], name: str | None, description: str | None) -> SkillDef:
-    skill_name = name or fn.__name__
     parameters = list(inspect.signature(fn).parameters.values())
     if not parameters:
         raise ContractError(f"{_origin(fn)}: a skill takes the SkillContext as first argument")
-    summary, docs = parse_docstring(fn.__doc__)
     model = _single_model(fn, parameters[1:])
     return SkillDef(
-        name=skill_name,
-        fn=fn,
-        params=model or _model_from(fn, parameters[1:], skill_name, docs),
-        is_async=inspect.iscoroutinefunction(fn),
-        description=description or summary,
-        origin=_origin(fn),
-        takes_model=model is not None,
+        **_common(fn, parameters[1:], name, description, model), takes_model=model is not None
     )
+
+
+def _make_tool(fn: Callable[..., Any], name: str | None, description: str | None) -> ToolDef:
+    parameters = list(inspect.signature(fn).parameters.values())
+    return ToolDef(**_common(fn, parameters, name, description, _single_model(fn, parameters)))
+
+
+def _common(
+    fn: Callable[..., Any],
+    parameters: list[inspect.Parameter],
+    name: str | None,
+    description: str | None,
+    model: type[BaseModel] | None,
+) -> dict[str, Any]:
+    summary, docs = parse_docstring(fn.__doc__)
+    final_name = name or fn.__name__
+    return {
+        "name": final_name,
+        "fn": fn,
+        "params": model or _model_from(fn, parameters, final_name, docs),
+        "is_async": inspect.iscoroutinefunction(fn),
+        "description": description or summary,
+        "origin": _origin(fn),
+    }
+
+
+def _decorator(
+    make: Callable[[Callable[..., Any], str | None, str | None], Definition],
+    name: Any,
+    description: str | None,
+) -> Any:
+    if callable(name):
+        setattr(name, ATTRIBUTE, make(name, None, description))
+        return name
+
+    def decorate(fn: F) -> F:
+        setattr(fn, ATTRIBUTE, make(fn, name, description))
+        return fn
+
+    return decorate
 
 
 @overload
@@ -174,29 +205,7 @@ def skill(
     name: str | F | None = None, /, *, description: str | None = None
 ) -> F | Callable[[F], F]:
     """Declare a skill: ``@skill``, ``@skill("name")`` or ``@skill(name, description=...)``."""
-    if callable(name):
-        setattr(name, ATTRIBUTE, _make_skill(name, None, description))
-        return name
-
-    def decorate(fn: F) -> F:
-        setattr(fn, ATTRIBUTE, _make_skill(fn, name, description))
-        return fn
-
-    return decorate
-
-
-def _make_tool(fn: Callable[..., Any], name: str | None, description: str | None) -> ToolDef:
-    tool_name = name or fn.__name__
-    summary, docs = parse_docstring(fn.__doc__)
-    parameters = list(inspect.signature(fn).parameters.values())
-    return ToolDef(
-        name=tool_name,
-        fn=fn,
-        params=_single_model(fn, parameters) or _model_from(fn, parameters, tool_name, docs),
-        is_async=inspect.iscoroutinefunction(fn),
-        description=description or summary,
-        origin=_origin(fn),
-    )
+    return _decorator(_make_skill, name, description)  # type: ignore[no-any-return]
 
 
 @overload
@@ -205,12 +214,4 @@ def tool(name: F, /) -> F: ...
 def tool(name: str | None = None, /, *, description: str | None = None) -> Callable[[F], F]: ...
 def tool(name: str | F | None = None, /, *, description: str | None = None) -> F | Callable[[F], F]:
     """Offer a function to LLMs: ``@tool`` or ``@tool("name", description=...)``."""
-    if callable(name):
-        setattr(name, ATTRIBUTE, _make_tool(name, None, description))
-        return name
-
-    def decorate(fn: F) -> F:
-        setattr(fn, ATTRIBUTE, _make_tool(fn, name, description))
-        return fn
-
-    return decorate
+    return _decorator(_make_tool, name, description)  # type: ignore[no-any-return]

@@ -7,12 +7,10 @@ from types import ModuleType
 from typing import Any
 
 from loopengine.errors import ContractError
-from loopengine.skills.definition import ATTRIBUTE, SkillDef, ToolDef
+from loopengine.skills.definition import ATTRIBUTE, Definition, SkillDef, ToolDef
 from loopengine.suggestions import hint
 
 __all__ = ["Registry"]
-
-Definition = SkillDef | ToolDef
 
 
 class Registry:
@@ -48,7 +46,7 @@ class Registry:
         found = [
             value
             for value in vars(module).values()
-            if isinstance(getattr(value, ATTRIBUTE, None), SkillDef | ToolDef)
+            if isinstance(getattr(value, ATTRIBUTE, None), Definition)
         ]
         for value in found:
             self.add(getattr(value, ATTRIBUTE))
@@ -59,7 +57,7 @@ class Registry:
         if isinstance(value, ModuleType):
             return self.add_module(value)
         definition = getattr(value, ATTRIBUTE, None)
-        if isinstance(definition, SkillDef | ToolDef):
+        if isinstance(definition, Definition):
             self.add(definition)
             return 1
         if isinstance(value, Iterable) and not isinstance(value, str | bytes):
