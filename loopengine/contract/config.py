@@ -54,6 +54,11 @@ class Config(Strict):
     )
     tools_root: str = Field(".", description="Sandbox root of the built-in file tools.")
     cluster: Cluster = Field(Cluster(), description="OpenAI-compatible chat endpoints.")
+    databases: dict[str, str] = Field(
+        default_factory=dict,
+        description="SQL databases that `database` sources read, by name; `default` unless a "
+        "source sets `params: {database: NAME}` (default: the store's own database).",
+    )
     storage: dict[str, str] = Field(
         default_factory=dict,
         description="Artifact storage names → URLs (`file://`, `sqlite://`, `postgresql://`, `redis://`).",

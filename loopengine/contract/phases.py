@@ -249,10 +249,23 @@ class AntiHallucination(Strict):
     human_review_threshold: float = Field(0.5, ge=0, le=1, description="Below it, queue a review.")
 
 
+class Adjustment(Strict):
+    """A learned value kept in `state`, moved toward `target` after each execution."""
+
+    name: Name = Field(description="Key in `state`.")
+    target: ExpressionField = Field(description="Where the value should go, over the context.")
+    initial: float = Field(0, description="Value before the first adjustment.")
+    min: float | None = Field(None, description="Lowest allowed value.")
+    max: float | None = Field(None, description="Highest allowed value.")
+
+
 class Learn(PhaseSettings):
     """Phase 6: score the execution and adjust learned state."""
 
     feedback_sources: list[Feedback] = Field(default_factory=list)
+    adjust: list[Adjustment] = Field(
+        default_factory=list, description="Learned values; `state.score` is always learned."
+    )
     learning_config: LearningConfig = LearningConfig()
     anti_hallucination: AntiHallucination = AntiHallucination()
 

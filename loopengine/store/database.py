@@ -1,0 +1,69 @@
+"""Engines by URL: SQLite (WAL, ``BEGIN IMMEDIATE`` for writes, FULL sync) by default."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.pool import StaticPool
+
+from loopengine.errors import StorageError
+
+__all__ = ["DATABASE_ENV", "WRITER", "create_engine", "is_sqlite"]
+
+DATABASE_ENV = "LOOPENGINE_DATABASE"
+WRITER = "loopengine_writer"
+_BUSY_TIMEOUT_MS = 10_000
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), default=str)
+
+
+def is_sqlite(url: str) -> bool:
+    return url.startswith("sqlite")
+
+
+def _sqlite_engine(url: sa.URL) -> sa.Engine:
+    memory = url.database in (None, "", ":memory:")
+    if not memory:
+        Path(str(url.database)).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    engine = sa.create_engine(
+        url,
+        json_serializer=_dumps,
+        connect_args={"check_same_thread": False},
+        poolclass=StaticPool if memory else None,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(connection: Any, _record: Any) -> None:
+        connection.isolation_level = None
+        cursor = connection.cursor()
+        if not memory:
+            cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: sa.Connection) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if connection.info.get(WRITER) else "BEGIN")
+
+    return engine
+
+
+def create_engine(url: str) -> sa.Engine:
+    """An engine for ``url``; SQLite gets WAL, a busy timeout and immediate write transactions."""
+    try:
+        parsed = sa.make_url(url)
+    except sa.exc.ArgumentError as exc:
+        raise StorageError(f"invalid database URL {url!r}: {exc}") from None
+    if parsed.get_backend_name() == "sqlite":
+        return _sqlite_engine(parsed.set(drivername="sqlite"))
+    try:
+        return sa.create_engine(parsed, json_serializer=_dumps, pool_pre_ping=True)
+    except (sa.exc.ArgumentError, ImportError) as exc:
+        raise StorageError(f"cannot use database {parsed.render_as_string()}: {exc}") from None

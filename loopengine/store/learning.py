@@ -1,0 +1,64 @@
+"""Per-loop learned state, the human-review queue and the analysis context cache."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+
+from loopengine.store.tables import context_cache, loop_state, reviews
+
+__all__ = ["cached_context", "get_state", "put_context", "put_state", "queue_review"]
+
+
+def get_state(connection: sa.Connection, loop_id: str) -> dict[str, Any] | None:
+    query = sa.select(loop_state).where(loop_state.c.loop_id == loop_id)
+    row = connection.execute(query).mappings().first()
+    return dict(row) if row else None
+
+
+def put_state(
+    connection: sa.Connection,
+    loop_id: str,
+    values: dict[str, Any],
+    samples: int,
+    last_adjusted_at: float | None,
+    at: float,
+) -> None:
+    row = {
+        "values": values,
+        "samples": samples,
+        "last_adjusted_at": last_adjusted_at,
+        "updated_at": at,
+    }
+    updated = connection.execute(
+        loop_state.update().where(loop_state.c.loop_id == loop_id).values(**row)
+    )
+    if updated.rowcount == 0:
+        connection.execute(loop_state.insert().values(loop_id=loop_id, **row))
+
+
+def queue_review(
+    connection: sa.Connection, execution_id: str, loop_id: str, reason: str, at: float
+) -> None:
+    connection.execute(
+        reviews.insert().values(
+            execution_id=execution_id,
+            loop_id=loop_id,
+            reason=reason,
+            status="pending",
+            created_at=at,
+        )
+    )
+
+
+def cached_context(connection: sa.Connection, key: str, now: float) -> Any:
+    query = sa.select(context_cache.c.value).where(
+        context_cache.c.key == key, context_cache.c.expires_at > now
+    )
+    return connection.execute(query).scalar()
+
+
+def put_context(connection: sa.Connection, key: str, value: Any, expires_at: float) -> None:
+    connection.execute(context_cache.delete().where(context_cache.c.key == key))
+    connection.execute(context_cache.insert().values(key=key, value=value, expires_at=expires_at))

@@ -1,0 +1,60 @@
+"""Events and metric points: what detect sources read and loops emit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+
+from loopengine.store.tables import events, metrics
+
+__all__ = ["insert_event", "insert_metric", "metric_points", "recent_events"]
+
+
+def insert_event(
+    connection: sa.Connection,
+    name: str,
+    source: str,
+    data: Any,
+    at: float,
+    execution_id: str | None = None,
+) -> None:
+    connection.execute(
+        events.insert().values(
+            name=name, source=source, data=data, created_at=at, execution_id=execution_id
+        )
+    )
+
+
+def recent_events(
+    connection: sa.Connection, since: float, limit: int = 1000
+) -> list[dict[str, Any]]:
+    query = (
+        sa.select(events.c.name, events.c.source, events.c.data, events.c.created_at)
+        .where(events.c.created_at >= since)
+        .order_by(events.c.created_at.desc())
+        .limit(limit)
+    )
+    return [dict(row) for row in connection.execute(query).mappings()]
+
+
+def insert_metric(
+    connection: sa.Connection, name: str, value: float, at: float, labels: dict[str, Any]
+) -> None:
+    connection.execute(
+        metrics.insert().values(name=name, value=value, labels=labels, recorded_at=at)
+    )
+
+
+def metric_points(
+    connection: sa.Connection, name: str, since: float | None, limit: int = 10_000
+) -> list[dict[str, Any]]:
+    query = (
+        sa.select(metrics.c.value, metrics.c.labels, metrics.c.recorded_at)
+        .where(metrics.c.name == name)
+        .order_by(metrics.c.recorded_at.desc())
+        .limit(limit)
+    )
+    if since is not None:
+        query = query.where(metrics.c.recorded_at >= since)
+    return [dict(row) for row in connection.execute(query).mappings()]

@@ -1,0 +1,196 @@
+"""The store's tables (SQLAlchemy Core). Times are UTC epoch seconds; documents are JSON."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+__all__ = [
+    "approvals",
+    "artifacts",
+    "audit",
+    "context_cache",
+    "envelopes",
+    "events",
+    "executions",
+    "feature_flags",
+    "loop_state",
+    "metadata",
+    "metrics",
+    "phase_results",
+    "reviews",
+    "schema_version",
+    "trigger_states",
+]
+
+metadata = sa.MetaData()
+
+schema_version = sa.Table(
+    "schema_version",
+    metadata,
+    sa.Column("version", sa.Integer, primary_key=True),
+    sa.Column("applied_at", sa.Float, nullable=False),
+    sa.Column("description", sa.Text, nullable=False),
+)
+
+executions = sa.Table(
+    "executions",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("loop_id", sa.String(200), nullable=False),
+    sa.Column("loop_version", sa.String(64), nullable=False),
+    sa.Column("loop_file", sa.Text, nullable=False),
+    sa.Column("status", sa.String(32), nullable=False),
+    sa.Column("outcome", sa.String(32)),
+    sa.Column("job_id", sa.String(32), nullable=False),
+    sa.Column("trigger_type", sa.String(32), nullable=False),
+    sa.Column("durability", sa.String(16), nullable=False),
+    sa.Column("dry_run", sa.Boolean, nullable=False, default=False),
+    sa.Column("started_at", sa.Float, nullable=False),
+    sa.Column("completed_at", sa.Float),
+    sa.Column("last_phase", sa.String(16)),
+    sa.Column("owner", sa.String(200)),
+    sa.Column("context", sa.JSON, nullable=False),
+    sa.Column("usage", sa.JSON, nullable=False),
+    sa.Column("error", sa.Text),
+    sa.Index("ix_executions_loop_started", "loop_id", "started_at"),
+    sa.Index("ix_executions_status", "status"),
+)
+
+phase_results = sa.Table(
+    "phase_results",
+    metadata,
+    sa.Column("execution_id", sa.String(32), primary_key=True),
+    sa.Column("seq", sa.Integer, primary_key=True),
+    sa.Column("phase", sa.String(16), nullable=False),
+    sa.Column("started_at", sa.Float, nullable=False),
+    sa.Column("completed_at", sa.Float, nullable=False),
+    sa.Column("success", sa.Boolean, nullable=False),
+    sa.Column("outcome", sa.String(32)),
+    sa.Column("data", sa.JSON, nullable=False),
+    sa.Column("errors", sa.JSON, nullable=False),
+)
+
+envelopes = sa.Table(
+    "envelopes",
+    metadata,
+    sa.Column("job_id", sa.String(32), primary_key=True),
+    sa.Column("trace_id", sa.String(32), nullable=False),
+    sa.Column("intent", sa.String(200), nullable=False),
+    sa.Column("scope", sa.JSON, nullable=False),
+    sa.Column("payload", sa.JSON, nullable=False),
+    sa.Column("constraints", sa.JSON, nullable=False),
+    sa.Column("idempotency_key", sa.String(200), nullable=False, unique=True),
+    sa.Column("execution_id", sa.String(32), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+approvals = sa.Table(
+    "approvals",
+    metadata,
+    sa.Column("execution_id", sa.String(32), primary_key=True),
+    sa.Column("loop_id", sa.String(200), nullable=False),
+    sa.Column("action", sa.String(200), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("requested_at", sa.Float, nullable=False),
+    sa.Column("deadline", sa.Float, nullable=False),
+    sa.Column("decided_at", sa.Float),
+    sa.Column("note", sa.Text),
+)
+
+events = sa.Table(
+    "events",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("source", sa.String(200), nullable=False),
+    sa.Column("data", sa.JSON, nullable=False),
+    sa.Column("execution_id", sa.String(32)),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Index("ix_events_name_created", "name", "created_at"),
+)
+
+metrics = sa.Table(
+    "metrics",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("value", sa.Float, nullable=False),
+    sa.Column("labels", sa.JSON, nullable=False),
+    sa.Column("recorded_at", sa.Float, nullable=False),
+    sa.Index("ix_metrics_name_recorded", "name", "recorded_at"),
+)
+
+loop_state = sa.Table(
+    "loop_state",
+    metadata,
+    sa.Column("loop_id", sa.String(200), primary_key=True),
+    sa.Column("values", sa.JSON, nullable=False),
+    sa.Column("samples", sa.Integer, nullable=False),
+    sa.Column("last_adjusted_at", sa.Float),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+
+feature_flags = sa.Table(
+    "feature_flags",
+    metadata,
+    sa.Column("name", sa.String(200), primary_key=True),
+    sa.Column("enabled", sa.Boolean, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+
+audit = sa.Table(
+    "audit",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("execution_id", sa.String(32), nullable=False),
+    sa.Column("loop_id", sa.String(200), nullable=False),
+    sa.Column("record", sa.JSON, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Index("ix_audit_loop_created", "loop_id", "created_at"),
+)
+
+artifacts = sa.Table(
+    "artifacts",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("execution_id", sa.String(32), nullable=False),
+    sa.Column("loop_id", sa.String(200), nullable=False),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("type", sa.String(32), nullable=False),
+    sa.Column("storage", sa.String(200), nullable=False),
+    sa.Column("location", sa.Text, nullable=False),
+    sa.Column("indexed", sa.Boolean, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("expires_at", sa.Float),
+    sa.Index("ix_artifacts_expires", "expires_at"),
+)
+
+context_cache = sa.Table(
+    "context_cache",
+    metadata,
+    sa.Column("key", sa.String(400), primary_key=True),
+    sa.Column("value", sa.JSON, nullable=False),
+    sa.Column("expires_at", sa.Float, nullable=False),
+)
+
+trigger_states = sa.Table(
+    "trigger_states",
+    metadata,
+    sa.Column("loop_id", sa.String(200), primary_key=True),
+    sa.Column("trigger_id", sa.String(200), primary_key=True),
+    sa.Column("metric", sa.String(200), nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("value", sa.Float),
+    sa.Column("since", sa.Float, nullable=False),
+)
+
+reviews = sa.Table(
+    "reviews",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("execution_id", sa.String(32), nullable=False),
+    sa.Column("loop_id", sa.String(200), nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
