@@ -6,8 +6,9 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from loopengine.console import Console
@@ -66,7 +67,93 @@ def build_parser() -> argparse.ArgumentParser:
         "skills", parents=[common], help="list built-in and plugin skills with their params"
     )
     commands.add_parser("tools", parents=[common], help="list the tools offered to LLMs")
+    _runtime_commands(commands, common)
     return parser
+
+
+def _runtime_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+    run = commands.add_parser("run", parents=[common], help="run a loop once now")
+    run.add_argument("loop", type=Path, metavar="LOOP.yaml")
+    run.add_argument("--input", action="append", default=[], metavar="NAME=VALUE", help="a param")
+    run.add_argument("--dry-run", action="store_true", help="run actions with dry_run: true only")
+    run.add_argument(
+        "--idempotency-key", metavar="KEY", help="a repeated key returns the first run"
+    )
+
+    history = commands.add_parser("history", parents=[common], help="past executions, newest first")
+    history.add_argument("loop_id", nargs="?", metavar="LOOP_ID")
+    history.add_argument("--limit", type=int, default=20, metavar="N")
+    history.add_argument("--outcome", metavar="OUTCOME")
+
+    show = commands.add_parser(
+        "show", parents=[common], help="one execution: phases, decision, actions"
+    )
+    show.add_argument("execution_id", metavar="EXECUTION_ID")
+
+    for name in ("approve", "reject"):
+        answer = commands.add_parser(name, parents=[common], help=f"{name} a waiting execution")
+        answer.add_argument("execution_id", metavar="EXECUTION_ID")
+        answer.add_argument("--note", metavar="TEXT")
+
+    resume = commands.add_parser(
+        "resume", parents=[common], help="continue an interrupted execution"
+    )
+    resume.add_argument("execution_id", metavar="EXECUTION_ID")
+
+    flags = commands.add_parser("flags", parents=[common], help="feature flags that gate actions")
+    flag_commands = flags.add_subparsers(dest="flags_command", metavar="set|list", required=True)
+    flag_set = flag_commands.add_parser("set", parents=[common], help="turn a flag on or off")
+    flag_set.add_argument("name", metavar="NAME")
+    flag_set.add_argument("state", metavar="on|off")
+    flag_commands.add_parser("list", parents=[common], help="list flags")
+
+    metrics = commands.add_parser(
+        "metrics", parents=[common], help="metric points for metric sources"
+    )
+    metric_commands = metrics.add_subparsers(
+        dest="metrics_command", metavar="record", required=True
+    )
+    record = metric_commands.add_parser("record", parents=[common], help="record one point")
+    record.add_argument("name", metavar="NAME")
+    record.add_argument("value", metavar="VALUE")
+    record.add_argument("--label", action="append", default=[], metavar="KEY=VALUE")
+
+
+def _runtime_call(args: argparse.Namespace, console: Console) -> Any:
+    from loopengine.commands import admin, executions, run
+
+    config: Path | None = getattr(args, "config", None)
+    as_json: bool = getattr(args, "json", False)
+    command = args.command
+    if command == "run":
+        return partial(
+            run.run_loop,
+            console,
+            args.loop,
+            args.input,
+            config=config,
+            dry_run=args.dry_run,
+            idempotency_key=args.idempotency_key,
+            as_json=as_json,
+        )
+    if command == "history":
+        return partial(
+            executions.run_history, console, args.loop_id, args.limit, args.outcome, config, as_json
+        )
+    if command == "show":
+        return partial(executions.run_show, console, args.execution_id, config, as_json)
+    if command in ("approve", "reject"):
+        approve = command == "approve"
+        return partial(
+            executions.run_answer, console, args.execution_id, approve, args.note, config, as_json
+        )
+    if command == "resume":
+        return partial(executions.run_resume, console, args.execution_id, config, as_json)
+    if command == "flags" and args.flags_command == "set":
+        return partial(admin.run_flags_set, console, args.name, args.state, config, as_json)
+    if command == "flags":
+        return partial(admin.run_flags_list, console, config, as_json)
+    return partial(admin.run_metric, console, args.name, args.value, args.label, config, as_json)
 
 
 def _dispatch(args: argparse.Namespace, console: Console) -> int:
@@ -76,13 +163,18 @@ def _dispatch(args: argparse.Namespace, console: Console) -> int:
         from loopengine.commands.validate import run_validate
 
         return run_validate(console, args.paths, config, as_json)
-    from loopengine.commands import catalog
+    if args.command in ("schema", "skills", "tools"):
+        from loopengine.commands import catalog
 
-    if args.command == "schema":
-        return catalog.run_schema(console, args.which)
-    if args.command == "skills":
-        return catalog.run_skills(console, config, as_json)
-    return catalog.run_tools(console, config, as_json)
+        if args.command == "schema":
+            return catalog.run_schema(console, args.which)
+        if args.command == "skills":
+            return catalog.run_skills(console, config, as_json)
+        return catalog.run_tools(console, config, as_json)
+    import anyio
+
+    code: int = anyio.run(_runtime_call(args, console))
+    return code
 
 
 def _report(console: Console, error: Exception) -> int:

@@ -28,6 +28,7 @@ class Console:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self.colour = _wants_colour(self.out)
+        self.interactive = self.out.isatty()
 
     def style(self, text: str, *styles: str) -> str:
         if not self.colour or not styles:

@@ -130,6 +130,14 @@ class Recorder:
     def resume_at(self, seq: int) -> None:
         self.seq = seq
 
+    def hold(self, run: Run, record: PhaseRecord) -> None:
+        """Queue a skipped phase's row for the next commit (keeps rows in phase order)."""
+        if self.store is None:
+            return
+        self.seq += 1
+        row = _phase_row(run, self.seq, record)
+        self.pending.append(lambda c: executions.insert_phases(c, [row]))
+
     async def phase(self, run: Run, record: PhaseRecord, writes: Sequence[Write]) -> None:
         """Record one finished phase with the context it left (for resume)."""
         if self.store is None:
@@ -171,10 +179,8 @@ class Recorder:
         """The last commit: remaining phase rows, the outcome, and the store phase's writes."""
         if self.store is None:
             return
-        rows = []
         for record in skipped:
-            self.seq += 1
-            rows.append(_phase_row(run, self.seq, record))
+            self.hold(run, record)
         execution_id = run.execution_id
         final = {
             **_progress(run),
@@ -186,7 +192,6 @@ class Recorder:
         await self._commit(
             [
                 *self._start_writes(run, "running"),
-                lambda c: executions.insert_phases(c, rows),
                 *writes,
                 lambda c: executions.update_execution(c, execution_id, **final),
             ]

@@ -217,13 +217,12 @@ class Engine:
         """Run the phases from ``start``; returns once the execution ends or waits for approval."""
         outcome: Outcome | None = None
         acted = any(r.phase == Phase.ACT.value and "skipped" not in r.data for r in run.phases)
-        skipped: list[PhaseRecord] = []
         error: str | None = None
         for phase, fn in ORDER[start:]:
             reached = outcome is None or (phase in _AFTER_ACT and acted)
             if self._spec_of(run, phase) is None or not reached:
                 reason = "not in the loop" if reached else f"execution ended: {outcome}"
-                skipped.append(self.skipped(run, phase, reason))
+                recorder.hold(run, self.skipped(run, phase, reason))
                 continue
             record, output = await self._phase(run, phase, fn)
             if phase is Phase.ACT:
@@ -237,7 +236,7 @@ class Engine:
                 await self._suspend(run, recorder)
                 return ExecutionDone(run.execution_id, Outcome.AWAITING_APPROVAL)
             await recorder.phase(run, record, output.writes)
-        return await self.finish(run, recorder, outcome or Outcome.COMPLETED, skipped, error)
+        return await self.finish(run, recorder, outcome or Outcome.COMPLETED, [], error)
 
     async def finish(
         self,

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
-
-import anyio
 
 from loopengine.contract.enums import ExecMode, Outcome
 from loopengine.contract.phases import Act, Action
+from loopengine.engine.concurrency import run_all
 from loopengine.engine.context import publish
 from loopengine.engine.phases.base import PhaseOutput
 from loopengine.engine.run import Rollback, Run
@@ -86,10 +86,8 @@ async def _execute(
                 )
             )
 
-    if spec.execution_mode is ExecMode.PARALLEL and len(units) > 1:
-        async with anyio.create_task_group() as group:
-            for index, extra in enumerate(units):
-                group.start_soon(one, index, extra)
+    if spec.execution_mode is ExecMode.PARALLEL:
+        await run_all([partial(one, index, extra) for index, extra in enumerate(units)])
     else:
         for index, extra in enumerate(units):
             await one(index, extra)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
-
-import anyio
 
 from loopengine.contract.enums import Outcome
 from loopengine.contract.phases import Condition, Detect, Source
+from loopengine.engine.concurrency import run_all
 from loopengine.engine.context import publish, set_path
 from loopengine.engine.phases.base import PhaseOutput
 from loopengine.engine.run import Run
@@ -77,9 +77,7 @@ async def run_detect(run: Run, services: Services) -> PhaseOutput:
     async def read(index: int, source: Source) -> None:
         results[index] = await _read(source, run, services, spec.max_retries)
 
-    async with anyio.create_task_group() as group:
-        for index, source in enumerate(spec.sources):
-            group.start_soon(read, index, source)
+    await run_all([partial(read, index, source) for index, source in enumerate(spec.sources)])
     now = services.clock()
     stale: list[str] = []
     aggregated: dict[str, dict[str, Any]] = {}

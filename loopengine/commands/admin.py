@@ -1,0 +1,76 @@
+"""``flags set|list`` and ``metrics record``: the switches and signals loops read."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from loopengine.commands.runtime import open_runtime
+from loopengine.console import Console
+from loopengine.engine.records import iso
+from loopengine.errors import ContractError
+from loopengine.store import flags, signals
+
+__all__ = ["run_flags_list", "run_flags_set", "run_metric"]
+
+_ON = {"on": True, "true": True, "1": True, "off": False, "false": False, "0": False}
+
+
+async def run_flags_set(
+    console: Console, name: str, state: str, config: Path | None, as_json: bool
+) -> int:
+    if state.lower() not in _ON:
+        raise ContractError(f"flag state {state!r}: write on or off")
+    enabled = _ON[state.lower()]
+    async with open_runtime(config) as runtime:
+        await runtime.store.write(lambda c: flags.set_flag(c, name, enabled, time.time()))
+    if as_json:
+        console.json({"name": name, "enabled": enabled})
+    else:
+        console.print(f"flag {name} is {'on' if enabled else 'off'}")
+    return 0
+
+
+async def run_flags_list(console: Console, config: Path | None, as_json: bool) -> int:
+    async with open_runtime(config) as runtime:
+        rows = await runtime.store.read(flags.list_flags)
+    if as_json:
+        console.json(
+            {"flags": [{"name": n, "enabled": e, "updated_at": iso(at)} for n, e, at in rows]}
+        )
+    elif not rows:
+        console.print("No flags set: `loopengine flags set NAME on`.")
+    else:
+        console.table(
+            [(n, "on" if e else "off", str(iso(at))) for n, e, at in rows],
+            (("bold",), (), ("dim",)),
+        )
+    return 0
+
+
+def _labels(pairs: list[str]) -> dict[str, str]:
+    labels = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ContractError(f"--label {pair!r}: write KEY=VALUE")
+        labels[key] = value
+    return labels
+
+
+async def run_metric(
+    console: Console, name: str, value: str, pairs: list[str], config: Path | None, as_json: bool
+) -> int:
+    try:
+        number = float(value)
+    except ValueError:
+        raise ContractError(f"metric value {value!r} is not a number") from None
+    labels = _labels(pairs)
+    now = time.time()
+    async with open_runtime(config) as runtime:
+        await runtime.store.write(lambda c: signals.insert_metric(c, name, number, now, labels))
+    if as_json:
+        console.json({"name": name, "value": number, "labels": labels, "recorded_at": iso(now)})
+    else:
+        console.print(f"recorded {name} = {number:g}")
+    return 0
