@@ -167,12 +167,13 @@ class Engine:
         started = self.services.clock()
         run.calls = []
         spec = self._spec_of(run, phase)
+        timeout_ms = spec.timeout_ms if spec is not None else None
         try:
-            with _deadline(spec.timeout_ms):
+            with _deadline(timeout_ms):
                 output = await fn(run, self.services)
         except TimeoutError:
             output = PhaseOutput(
-                stop=Outcome.TIMED_OUT, errors=[f"{phase} exceeded {spec.timeout_ms} ms"]
+                stop=Outcome.TIMED_OUT, errors=[f"{phase} exceeded {timeout_ms} ms"]
             )
         except BudgetExceeded as exc:
             output = PhaseOutput(stop=Outcome.BUDGET_EXCEEDED, errors=[str(exc)])
@@ -214,7 +215,18 @@ class Engine:
         return record
 
     async def drive(self, run: Run, recorder: Recorder, start: int) -> ExecutionDone:
-        """Run the phases from ``start``; returns once the execution ends or waits for approval."""
+        """Run the phases from ``start``; returns once the execution ends or waits for approval.
+
+        A cancelled execution (Ctrl-C, shutdown) is still recorded, as ``cancelled``.
+        """
+        try:
+            return await self._drive(run, recorder, start)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self.finish(run, recorder, Outcome.CANCELLED, [], "cancelled")
+            raise
+
+    async def _drive(self, run: Run, recorder: Recorder, start: int) -> ExecutionDone:
         outcome: Outcome | None = None
         acted = any(r.phase == Phase.ACT.value and "skipped" not in r.data for r in run.phases)
         error: str | None = None

@@ -1,0 +1,88 @@
+"""An engine on a real SQLite store in a temporary folder, with the test skills registered."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopengine.contract import Loop, LoopLoader
+from loopengine.contract.checks import Env
+from loopengine.contract.config import Config
+from loopengine.engine.runner import Engine, ExecutionDone
+from loopengine.engine.services import Services
+from loopengine.engine.views import read_execution
+from loopengine.skills import Registry
+from loopengine.store import Store
+from tests.engine import skills_for_tests
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def engine_registry() -> Registry:
+    registry = Registry.with_builtins()
+    registry.add_module(skills_for_tests)
+    return registry
+
+
+@pytest.fixture(autouse=True)
+def _fresh_calls() -> None:
+    skills_for_tests.CALLS.clear()
+    skills_for_tests.FAILURES.clear()
+
+
+@dataclass
+class Harness:
+    """A store, an engine, and helpers to load loops from text and read execution records."""
+
+    tmp: Path
+    registry: Registry
+    store: Store
+    engine: Engine
+    config: Config
+
+    def loop(self, text: str, name: str = "loop.yaml") -> Loop:
+        path = self.tmp / name
+        path.write_text(textwrap.dedent(text))
+        report = LoopLoader(Env(self.registry, frozenset(self.config.storage))).load_file(path)
+        assert report.loop is not None and report.ok, [d.format() for d in report.diagnostics]
+        return report.loop
+
+    async def view(self, done: ExecutionDone) -> dict[str, Any]:
+        view = await self.store.read(lambda c: read_execution(c, done.execution_id))
+        assert view is not None
+        return view
+
+    def phase(self, view: dict[str, Any], name: str) -> dict[str, Any]:
+        return next(p for p in view["phases"] if p["phase"] == name)
+
+    def load_loop(self, path: str) -> Loop:
+        report = LoopLoader(Env(self.registry, frozenset(self.config.storage))).load_file(Path(path))
+        assert report.loop is not None
+        return report.loop
+
+
+async def open_harness(tmp: Path, registry: Registry, config: Config | None = None, **services: Any) -> Harness:
+    config = config or Config()
+    store = await Store.open(f"sqlite:///{tmp / 'loopengine.db'}")
+    built = Services(registry, store, config, tmp, retry_base_s=0.001, **services)
+    return Harness(tmp, registry, store, Engine(built), config)
+
+
+@pytest.fixture
+async def harness(tmp_path: Path, engine_registry: Registry) -> AsyncIterator[Harness]:
+    opened = await open_harness(tmp_path, engine_registry)
+    yield opened
+    opened.engine.services.artifacts.close()
+    await opened.store.close()
+
+
+HarnessFactory = Callable[..., Any]

@@ -1,0 +1,88 @@
+"""Skills the engine tests drive: each does one observable thing and records its calls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from loopengine import SkillContext, SkillError, SkillOutput, skill
+
+CALLS: list[dict[str, Any]] = []
+FAILURES: dict[str, int] = {}
+
+
+def _record(ctx: SkillContext, name: str, **extra: Any) -> None:
+    CALLS.append({"skill": name, "key": ctx.idempotency_key, "phase": ctx.phase, **extra})
+
+
+@skill("report")
+async def report(ctx: SkillContext, values: dict[str, Any] | None = None, confidence: float | None = None) -> SkillOutput:
+    """Return ``values`` (merged into the context) with a confidence."""
+    _record(ctx, "report")
+    return SkillOutput(data=values or {}, confidence=confidence)
+
+
+@skill("fix")
+async def fix(ctx: SkillContext, dry_run: bool = False, after: int = 0, item: Any = None, batch: Any = None) -> dict[str, Any]:
+    """Pretend to fix things; ``after`` is what remains."""
+    _record(ctx, "fix", dry_run=dry_run, item=item, batch=batch)
+    return {} if dry_run else {"violations": {"after": after}}
+
+
+@skill("fail_on_dry_run")
+async def fail_on_dry_run(ctx: SkillContext, dry_run: bool = False) -> dict[str, Any]:
+    _record(ctx, "fail_on_dry_run", dry_run=dry_run)
+    if dry_run:
+        raise SkillError("dry run found a problem")
+    return {}
+
+
+@skill("undo")
+async def undo(ctx: SkillContext, item: Any = None) -> dict[str, Any]:
+    """Undo a fix."""
+    _record(ctx, "undo", item=item)
+    return {"undone": True}
+
+
+@skill("flaky")
+async def flaky(ctx: SkillContext, failures: int = 1, retryable: bool = True) -> dict[str, Any]:
+    """Fail ``failures`` times for a key, then succeed."""
+    seen = FAILURES.get(ctx.idempotency_key, 0)
+    _record(ctx, "flaky", attempt=seen + 1)
+    if seen < failures:
+        FAILURES[ctx.idempotency_key] = seen + 1
+        raise SkillError("temporarily unavailable", retryable=retryable, retry_after=0.001)
+    return {"flaky": "ok"}
+
+
+@skill("boom")
+async def boom(ctx: SkillContext) -> dict[str, Any]:
+    _record(ctx, "boom")
+    raise ValueError("something broke")
+
+
+@skill("slow")
+async def slow(ctx: SkillContext, seconds: float = 1.0) -> dict[str, Any]:
+    await anyio.sleep(seconds)
+    return {}
+
+
+@skill("spend")
+async def spend(ctx: SkillContext, tokens: int = 100) -> SkillOutput:
+    """Report LLM usage."""
+    _record(ctx, "spend")
+    return SkillOutput(data={"spent": tokens}, metrics={"tokens_used": tokens, "llm_calls": 1})
+
+
+@skill("sync_count")
+def sync_count(ctx: SkillContext, items: list[Any] | None = None) -> dict[str, Any]:
+    """A synchronous skill (runs in a worker thread)."""
+    _record(ctx, "sync_count")
+    return {"counted": len(items or [])}
+
+
+@skill("secretive")
+async def secretive(ctx: SkillContext, token: str) -> dict[str, Any]:
+    """Echo what it was given, to prove secrets are redacted before storage."""
+    return {"echo": f"token={token}"}

@@ -1,0 +1,170 @@
+"""Every outcome of the contract is reachable, each by the situation that means it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import anyio
+import pytest
+
+from loopengine.contract.enums import Outcome
+from loopengine.engine.lifecycle import answer_approval, escalate_overdue, recover_interrupted
+from loopengine.store import executions
+from tests.engine.conftest import Harness
+
+pytestmark = pytest.mark.anyio
+
+FIX_LOOP = """\
+id: fixer
+trigger: {type: manual}
+analyze:
+  analysis_steps:
+    - {name: probe, skill_id: report, params: {values: {violations: {count: 12, before: 12}}, confidence: 0.95}}
+decide:
+  decision_tree:
+    - {condition: "violations.count > 10", action: fix_all}
+act:
+  actions:
+    - {action_id: fix, skill_id: fix, params: {after: AFTER}, rollback_skill: undo}
+validate:
+  assertions:
+    - {expression: "violations.after <= violations.before"}
+  auto_rollback: {enabled: ROLLBACK}
+"""
+
+
+def _fix_loop(after: int = 3, rollback: bool = True) -> str:
+    return FIX_LOOP.replace("AFTER", str(after)).replace("ROLLBACK", str(rollback).lower())
+
+
+async def test_completed(harness: Harness) -> None:
+    done = await harness.engine.run(harness.loop(_fix_loop()))
+    assert done.outcome is Outcome.COMPLETED
+
+
+async def test_skipped_by_skip_if(harness: Harness) -> None:
+    loop = harness.loop(
+        "id: skipper\ntrigger: {type: manual}\ndetect:\n  skip_if:\n    - {expression: 'input.off'}\n"
+        "params:\n  off: {type: boolean, default: true}\n"
+    )
+    done = await harness.engine.run(loop)
+    assert done.outcome is Outcome.SKIPPED
+
+
+async def test_nothing_detected_when_a_condition_fails(harness: Harness) -> None:
+    loop = harness.loop(
+        "id: quiet\ntrigger: {type: manual}\ndetect:\n  sources:\n"
+        "    - {skill: report, name: probe, params: {values: {violations: {count: 0}}}}\n"
+        "  conditions:\n    - {expression: 'violations.count > 0'}\n"
+    )
+    done = await harness.engine.run(loop)
+    assert done.outcome is Outcome.NOTHING_DETECTED
+
+
+async def test_no_action_when_no_rule_applies_and_no_fallback(harness: Harness) -> None:
+    loop = harness.loop(
+        "id: idle\ntrigger: {type: manual}\ndecide:\n  decision_tree:\n"
+        "    - {condition: 'violations.count > 10', action: log_only}\n"
+    )
+    done = await harness.engine.run(loop)
+    assert done.outcome is Outcome.NO_ACTION
+
+
+APPROVAL_LOOP = _fix_loop() + """\
+  max_rollback_time_ms: 5000
+"""
+
+
+def _gated(timeout_hours: float = 24) -> str:
+    return _fix_loop().replace(
+        "act:\n",
+        f"  human_approval: {{required_for: [fix_all], timeout_hours: {timeout_hours}, "
+        "escalation_target: agent.seo.architect}\nact:\n",
+    )
+
+
+async def test_awaiting_approval(harness: Harness) -> None:
+    done = await harness.engine.run(harness.loop(_gated()))
+    assert done.outcome is Outcome.AWAITING_APPROVAL
+
+
+async def test_rejected(harness: Harness) -> None:
+    done = await harness.engine.run(harness.loop(_gated()))
+    rejected = await answer_approval(harness.engine, harness.load_loop, done.execution_id, False, "no")
+    assert rejected.outcome is Outcome.REJECTED
+
+
+async def test_escalated_after_the_approval_window(harness: Harness) -> None:
+    done = await harness.engine.run(harness.loop(_gated(timeout_hours=0.0001)))
+    await anyio.sleep(0.5)
+    assert await escalate_overdue(harness.engine, harness.load_loop) == [done.execution_id]
+    view = await harness.view(done)
+    assert view["outcome"] == Outcome.ESCALATED
+
+
+async def test_failed_when_a_skill_raises(harness: Harness) -> None:
+    loop = harness.loop(
+        "id: broken\ntrigger: {type: manual}\nanalyze:\n  analysis_steps:\n"
+        "    - {name: b, skill_id: boom}\n"
+    )
+    done = await harness.engine.run(loop)
+    assert done.outcome is Outcome.FAILED
+    assert "ValueError: something broke" in (done.error or "")
+
+
+async def test_failed_when_an_error_assertion_fails_without_rollback(harness: Harness) -> None:
+    done = await harness.engine.run(harness.loop(_fix_loop(after=20, rollback=False)))
+    assert done.outcome is Outcome.FAILED
+
+
+async def test_rolled_back_when_an_error_assertion_fails(harness: Harness) -> None:
+    done = await harness.engine.run(harness.loop(_fix_loop(after=20, rollback=True)))
+    assert done.outcome is Outcome.ROLLED_BACK
+
+
+async def test_budget_exceeded(harness: Harness) -> None:
+    loop = harness.loop(
+        "id: spender\ntrigger: {type: manual}\nbudget: {tokens: 150}\nanalyze:\n  analysis_steps:\n"
+        "    - {name: a, skill_id: spend}\n    - {name: b, skill_id: spend}\n"
+        "    - {name: c, skill_id: spend}\n"
+    )
+    done = await harness.engine.run(loop)
+    assert done.outcome is Outcome.BUDGET_EXCEEDED
+    assert done.error == "token budget of 150 spent"
+
+
+async def test_timed_out(harness: Harness) -> None:
+    loop = harness.loop(
+        "id: sleepy\ntrigger: {type: manual}\nanalyze:\n  timeout_ms: 50\n  analysis_steps:\n"
+        "    - {name: s, skill_id: slow, params: {seconds: 5}}\n"
+    )
+    done = await harness.engine.run(loop)
+    assert done.outcome is Outcome.TIMED_OUT
+
+
+async def test_interrupted_when_the_running_process_died(harness: Harness) -> None:
+    loop = harness.loop(_gated())
+    done = await harness.engine.run(loop)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
+    owner = f"{__import__('socket').gethostname()}:{dead.stdout.strip()}"
+    await harness.store.write(
+        lambda c: executions.update_execution(c, done.execution_id, status="running", owner=owner)
+    )
+    assert await recover_interrupted(harness.engine) == [done.execution_id]
+    view = await harness.view(done)
+    assert (view["status"], view["outcome"]) == ("interrupted", Outcome.INTERRUPTED)
+
+
+async def test_cancelled_is_recorded(harness: Harness) -> None:
+    loop = harness.loop(
+        "id: cancel_me\ntrigger: {type: manual}\nanalyze:\n  analysis_steps:\n"
+        "    - {name: s, skill_id: slow, params: {seconds: 30}}\n"
+    )
+    started = time.monotonic()
+    with anyio.move_on_after(0.3):
+        await harness.engine.run(loop)
+    assert time.monotonic() - started < 10
+    rows = await harness.store.read(lambda c: executions.list_executions(c, loop_id="cancel_me"))
+    assert [r["outcome"] for r in rows] == [Outcome.CANCELLED]
