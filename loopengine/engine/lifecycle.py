@@ -118,7 +118,7 @@ async def _restore(
     if loop.id != row["loop_id"]:
         raise NotResumable(f"{row['loop_file']} now holds loop '{loop.id}', not '{row['loop_id']}'")
     run = _rebuild(row, phases, envelope, loop)
-    recorder = Recorder(engine.services.store, loop.spec.durability, resumed=True)
+    recorder = engine.recorder(loop, resumed=True)
     recorder.resume_at(max((p["seq"] for p in phases), default=0))
     return run, recorder, row
 

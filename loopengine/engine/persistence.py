@@ -16,9 +16,11 @@ from loopengine.engine.run import Run
 from loopengine.store import Store, executions, jobs
 from loopengine.store import approvals as approval_rows
 
-__all__ = ["OWNER", "Recorder", "Write", "snapshot"]
+__all__ = ["OWNER", "CommitListener", "Recorder", "Write", "snapshot"]
 
 Write = Callable[[sa.Connection], None]
+CommitListener = Callable[[str, str], None]
+"""Told ``(execution_id, what)`` once a commit is durable: started, a phase, waiting, finished."""
 OWNER = f"{socket.gethostname()}:{os.getpid()}"
 
 
@@ -81,15 +83,21 @@ class Recorder:
     """Commits an execution's rows; with ``durability: execution`` everything waits for the end."""
 
     def __init__(
-        self, store: Store | None, durability: Durability, *, resumed: bool = False
+        self,
+        store: Store | None,
+        durability: Durability,
+        *,
+        resumed: bool = False,
+        on_commit: CommitListener | None = None,
     ) -> None:
         self.store = store
+        self.on_commit = on_commit
         self.per_phase = durability is Durability.PHASE
         self.pending: list[Write] = []
         self.inserted = resumed
         self.seq = 0
 
-    async def _commit(self, writes: Sequence[Write]) -> None:
+    async def _commit(self, run: Run, what: str, writes: Sequence[Write]) -> None:
         assert self.store is not None
         batch = [*self.pending, *writes]
         self.pending = []
@@ -99,12 +107,14 @@ class Recorder:
                 write(connection)
 
         await self.store.write(apply)
+        if self.on_commit is not None:
+            self.on_commit(run.execution_id, what)
 
-    async def _flush_or_hold(self, writes: Sequence[Write], now: bool) -> None:
+    async def _flush_or_hold(self, run: Run, what: str, writes: Sequence[Write]) -> None:
         if self.store is None:
             return
-        if now:
-            await self._commit(writes)
+        if self.per_phase:
+            await self._commit(run, what, writes)
         else:
             self.pending.extend(writes)
 
@@ -125,7 +135,7 @@ class Recorder:
 
     async def started(self, run: Run) -> None:
         """Acknowledge the start: committed now with per-phase durability."""
-        await self._flush_or_hold(self._start_writes(run, "running"), self.per_phase)
+        await self._flush_or_hold(run, "started", self._start_writes(run, "running"))
 
     def resume_at(self, seq: int) -> None:
         self.seq = seq
@@ -149,7 +159,7 @@ class Recorder:
         batch: list[Write] = [lambda c: executions.insert_phases(c, [row]), *writes]
         if self.per_phase:
             batch.append(lambda c: executions.update_execution(c, execution_id, **progress))
-        await self._flush_or_hold(batch, self.per_phase)
+        await self._flush_or_hold(run, record.phase, batch)
 
     async def suspended(self, run: Run, approval: dict[str, Any]) -> None:
         """Persist everything and wait for a human: status ``waiting``."""
@@ -158,13 +168,15 @@ class Recorder:
         execution_id = run.execution_id
         progress = _progress(run)
         await self._commit(
+            run,
+            "waiting",
             [
                 *self._start_writes(run, "waiting"),
                 lambda c: approval_rows.insert_approval(c, approval),
                 lambda c: executions.update_execution(
                     c, execution_id, status="waiting", outcome="awaiting_approval", **progress
                 ),
-            ]
+            ],
         )
 
     async def finished(
@@ -190,9 +202,11 @@ class Recorder:
             "error": redact(error, run.secrets),
         }
         await self._commit(
+            run,
+            "finished",
             [
                 *self._start_writes(run, "running"),
                 *writes,
                 lambda c: executions.update_execution(c, execution_id, **final),
-            ]
+            ],
         )

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from loopengine.contract import Loop
 from loopengine.contract.enums import Outcome, Phase
 from loopengine.engine.envelope import JobEnvelope, new_envelope
-from loopengine.engine.persistence import Recorder, Write
+from loopengine.engine.persistence import CommitListener, Recorder, Write
 from loopengine.engine.phases.act import run_act
 from loopengine.engine.phases.analyze import run_analyze
 from loopengine.engine.phases.base import PhaseOutput
@@ -71,9 +71,21 @@ def _deadline(timeout_ms: int | None) -> Iterator[None]:
 class Engine:
     """Runs loops against a registry, persisting through an optional store."""
 
-    def __init__(self, services: Services, listener: PhaseListener | None = None) -> None:
+    def __init__(
+        self,
+        services: Services,
+        listener: PhaseListener | None = None,
+        on_commit: CommitListener | None = None,
+    ) -> None:
         self.services = services
         self.listener = listener
+        self.on_commit = on_commit
+
+    def recorder(self, loop: Loop, *, resumed: bool = False) -> Recorder:
+        """How this engine persists executions of ``loop``."""
+        return Recorder(
+            self.services.store, loop.spec.durability, resumed=resumed, on_commit=self.on_commit
+        )
 
     def _spec_of(self, run: Run, phase: Phase) -> Any:
         spec = run.loop.spec
@@ -153,7 +165,7 @@ class Engine:
                 return await self._existing(existing["execution_id"])
         run = self.new_run(loop, envelope, trigger or {"type": "manual"}, dry_run)
         await self._prelude(loop, run)
-        recorder = Recorder(self.services.store, loop.spec.durability)
+        recorder = self.recorder(loop)
         await recorder.started(run)
         return await self.drive(run, recorder, 0)
 

@@ -1,8 +1,9 @@
 """Translate loopengine's expression sugar into standard JMESPath; pure string work.
 
 Outside quoted text: bare numbers become JSON literals (``> 0`` → ``> `0```) except in index and
-slice brackets, ``5%`` becomes ``0.05``, durations (``6h``, ``90s``) become seconds, and the seed's
-``last_run < 6_hours_ago`` becomes ``since_last_run < 6h``.
+slice brackets; ``true``, ``false`` and ``null`` are literals; ``5%`` becomes ``0.05``; durations
+(``6h``, ``90s``) become seconds; the seed's ``last_run < 6_hours_ago`` becomes
+``since_last_run < 6h``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ _AGO_UNITS = {"second": 1.0, "minute": 60.0, "hour": 3600.0, "day": 86400.0, "we
 _AGO = re.compile(r"(\d+(?:\.\d+)?)_(second|minute|hour|day|week)s?_ago(?![A-Za-z0-9_])")
 _LAST_RUN_ALIAS = re.compile(r"last_run\s*(<=|>=|<|>)\s*" + _AGO.pattern)
 _QUOTES = "'`\""
+_KEYWORDS = frozenset({"true", "false", "null"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +100,10 @@ def rewrite(source: str) -> Rewritten:
             continue
         elif ident := _IDENT.match(source, i):
             end = ident.end()
+            if ident.group() in _KEYWORDS and not source[:i].rstrip().endswith("."):
+                emit(f"`{ident.group()}`", i)
+                i = end
+                continue
         elif ago := _AGO.match(source, i):
             raise ExpressionError(
                 f"'{ago.group()}' is only understood as `last_run < N_hours_ago`;"

@@ -56,3 +56,12 @@ def test_digits_inside_identifiers_stay() -> None:
 def test_source_column_maps_back_through_literals() -> None:
     rewritten = rewrite("a > 5% && b")
     assert rewritten.source_column(rewritten.text.index("&&")) == 7
+
+
+@pytest.mark.parametrize("word", ["true", "false", "null"])
+def test_bare_keywords_are_literals(word: str) -> None:
+    assert rewrite(f"flag == {word}").text == f"flag == `{word}`"
+
+
+def test_keywords_after_a_dot_stay_field_names() -> None:
+    assert rewrite("flags.true").text == "flags.true"
