@@ -65,12 +65,16 @@ class Harness:
         return next(p for p in view["phases"] if p["phase"] == name)
 
     def load_loop(self, path: str) -> Loop:
-        report = LoopLoader(Env(self.registry, frozenset(self.config.storage))).load_file(Path(path))
+        report = LoopLoader(Env(self.registry, frozenset(self.config.storage))).load_file(
+            Path(path)
+        )
         assert report.loop is not None
         return report.loop
 
 
-async def open_harness(tmp: Path, registry: Registry, config: Config | None = None, **services: Any) -> Harness:
+async def open_harness(
+    tmp: Path, registry: Registry, config: Config | None = None, **services: Any
+) -> Harness:
     config = config or Config()
     store = await Store.open(f"sqlite:///{tmp / 'loopengine.db'}")
     built = Services(registry, store, config, tmp, retry_base_s=0.001, **services)

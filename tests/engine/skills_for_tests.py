@@ -17,14 +17,18 @@ def _record(ctx: SkillContext, name: str, **extra: Any) -> None:
 
 
 @skill("report")
-async def report(ctx: SkillContext, values: dict[str, Any] | None = None, confidence: float | None = None) -> SkillOutput:
+async def report(
+    ctx: SkillContext, values: dict[str, Any] | None = None, confidence: float | None = None
+) -> SkillOutput:
     """Return ``values`` (merged into the context) with a confidence."""
     _record(ctx, "report")
     return SkillOutput(data=values or {}, confidence=confidence)
 
 
 @skill("fix")
-async def fix(ctx: SkillContext, dry_run: bool = False, after: int = 0, item: Any = None, batch: Any = None) -> dict[str, Any]:
+async def fix(
+    ctx: SkillContext, dry_run: bool = False, after: int = 0, item: Any = None, batch: Any = None
+) -> dict[str, Any]:
     """Pretend to fix things; ``after`` is what remains."""
     _record(ctx, "fix", dry_run=dry_run, item=item, batch=batch)
     return {} if dry_run else {"violations": {"after": after}}

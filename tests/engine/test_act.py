@@ -33,14 +33,20 @@ def _fix_calls() -> list[dict[str, object]]:
 
 
 async def test_an_action_id_runs_that_action(harness: Harness) -> None:
-    loop = harness.loop(_loop("    - {action_id: fix_all, skill_id: fix}\n    - {action_id: other, skill_id: undo}\n"))
+    loop = harness.loop(
+        _loop(
+            "    - {action_id: fix_all, skill_id: fix}\n    - {action_id: other, skill_id: undo}\n"
+        )
+    )
     assert (await harness.engine.run(loop)).outcome is Outcome.COMPLETED
     assert [c["skill"] for c in skills_for_tests.CALLS] == ["report", "fix"]
 
 
 async def test_tagged_actions_run_on_their_decision(harness: Harness) -> None:
     loop = harness.loop(
-        _loop("    - {action_id: a, skill_id: fix, on: [fix_all]}\n    - {action_id: b, skill_id: undo, on: [other]}\n    - {action_id: c, skill_id: undo}\n")
+        _loop(
+            "    - {action_id: a, skill_id: fix, on: [fix_all]}\n    - {action_id: b, skill_id: undo, on: [other]}\n    - {action_id: c, skill_id: undo}\n"
+        )
     )
     await harness.engine.run(loop)
     assert [c["skill"] for c in skills_for_tests.CALLS] == ["report", "fix"]
@@ -126,18 +132,24 @@ async def test_a_flag_that_is_on_lets_the_action_run(harness: Harness) -> None:
 
 
 async def test_dry_run_first_runs_a_dry_run_before_the_real_one(harness: Harness) -> None:
-    loop = harness.loop(_loop("    - {action_id: a, skill_id: fix}\n", act_extra="  dry_run_first: true\n"))
+    loop = harness.loop(
+        _loop("    - {action_id: a, skill_id: fix}\n", act_extra="  dry_run_first: true\n")
+    )
     await harness.engine.run(loop)
     assert [c["dry_run"] for c in _fix_calls()] == [True, False]
 
 
 async def test_a_failed_dry_run_changes_nothing(harness: Harness) -> None:
     loop = harness.loop(
-        _loop("    - {action_id: a, skill_id: fail_on_dry_run}\n", act_extra="  dry_run_first: true\n")
+        _loop(
+            "    - {action_id: a, skill_id: fail_on_dry_run}\n", act_extra="  dry_run_first: true\n"
+        )
     )
     done = await harness.engine.run(loop)
     assert done.outcome is Outcome.FAILED
-    assert [c["dry_run"] for c in skills_for_tests.CALLS if c["skill"] == "fail_on_dry_run"] == [True]
+    assert [c["dry_run"] for c in skills_for_tests.CALLS if c["skill"] == "fail_on_dry_run"] == [
+        True
+    ]
 
 
 async def test_the_dry_run_option_only_dry_runs(harness: Harness) -> None:
@@ -149,7 +161,10 @@ async def test_the_dry_run_option_only_dry_runs(harness: Harness) -> None:
 
 async def test_a_sync_skill_runs_in_a_thread(harness: Harness) -> None:
     loop = harness.loop(
-        _loop("    - {action_id: a, skill_id: sync_count, params: {items: '${ pages }'}}\n", data="{pages: [1, 2]}")
+        _loop(
+            "    - {action_id: a, skill_id: sync_count, params: {items: '${ pages }'}}\n",
+            data="{pages: [1, 2]}",
+        )
     )
     done = await harness.engine.run(loop)
     view = await harness.view(done)

@@ -72,9 +72,12 @@ async def test_no_action_when_no_rule_applies_and_no_fallback(harness: Harness) 
     assert done.outcome is Outcome.NO_ACTION
 
 
-APPROVAL_LOOP = _fix_loop() + """\
+APPROVAL_LOOP = (
+    _fix_loop()
+    + """\
   max_rollback_time_ms: 5000
 """
+)
 
 
 def _gated(timeout_hours: float = 24) -> str:
@@ -92,7 +95,9 @@ async def test_awaiting_approval(harness: Harness) -> None:
 
 async def test_rejected(harness: Harness) -> None:
     done = await harness.engine.run(harness.loop(_gated()))
-    rejected = await answer_approval(harness.engine, harness.load_loop, done.execution_id, False, "no")
+    rejected = await answer_approval(
+        harness.engine, harness.load_loop, done.execution_id, False, "no"
+    )
     assert rejected.outcome is Outcome.REJECTED
 
 
@@ -147,7 +152,12 @@ async def test_timed_out(harness: Harness) -> None:
 async def test_interrupted_when_the_running_process_died(harness: Harness) -> None:
     loop = harness.loop(_gated())
     done = await harness.engine.run(loop)
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     owner = f"{__import__('socket').gethostname()}:{dead.stdout.strip()}"
     await harness.store.write(
         lambda c: executions.update_execution(c, done.execution_id, status="running", owner=owner)

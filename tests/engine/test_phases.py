@@ -19,7 +19,9 @@ pytestmark = pytest.mark.anyio
 async def test_metric_source_with_aggregation(harness: Harness) -> None:
     now = time.time()
     for value in (2, 3, 5):
-        await harness.store.write(lambda c, v=value: signals.insert_metric(c, "seo.violations.count", v, now, {}))
+        await harness.store.write(
+            lambda c, v=value: signals.insert_metric(c, "seo.violations.count", v, now, {})
+        )
     loop = harness.loop(
         "id: metrics\ndomain: SEO\ntrigger: {type: manual}\ndetect:\n  sources:\n"
         "    - {type: metric, name: seo.violations.count, freshness_hours: 1}\n"
@@ -30,7 +32,9 @@ async def test_metric_source_with_aggregation(harness: Harness) -> None:
 
 
 async def test_metric_source_publishes_the_latest_value(harness: Harness) -> None:
-    await harness.store.write(lambda c: signals.insert_metric(c, "seo.violations.count", 4, time.time(), {}))
+    await harness.store.write(
+        lambda c: signals.insert_metric(c, "seo.violations.count", 4, time.time(), {})
+    )
     loop = harness.loop(
         "id: metrics\ndomain: SEO\ntrigger: {type: manual}\ndetect:\n  sources:\n"
         "    - {type: metric, name: seo.violations.count}\n"
@@ -63,7 +67,9 @@ async def test_a_skill_source_merges_into_the_root_and_as_names_it(harness: Harn
 
 async def test_event_source_reads_matching_events(harness: Harness) -> None:
     now = time.time()
-    await harness.store.write(lambda c: signals.insert_event(c, "seo.page.updated", "cms", {"url": "/"}, now))
+    await harness.store.write(
+        lambda c: signals.insert_event(c, "seo.page.updated", "cms", {"url": "/"}, now)
+    )
     await harness.store.write(lambda c: signals.insert_event(c, "billing.paid", "cms", {}, now))
     loop = harness.loop(
         "id: evented\ntrigger: {type: manual}\ndetect:\n  sources:\n"
@@ -89,8 +95,12 @@ async def test_database_source_runs_a_read_only_select(harness: Harness) -> None
     path = harness.tmp / "site.db"
     with sqlite3.connect(path) as db:
         db.execute("create table pages (url text, updated_at text)")
-        db.executemany("insert into pages values (?, ?)", [("/a", "2026-01-01"), ("/b", "2020-01-01")])
-    harness.engine.services.config = harness.config.model_copy(update={"databases": {"default": f"sqlite:///{path}"}})
+        db.executemany(
+            "insert into pages values (?, ?)", [("/a", "2026-01-01"), ("/b", "2020-01-01")]
+        )
+    harness.engine.services.config = harness.config.model_copy(
+        update={"databases": {"default": f"sqlite:///{path}"}}
+    )
     loop = harness.loop(
         "id: pages\ntrigger: {type: manual}\ndetect:\n  sources:\n"
         "    - {type: database, name: pages, filter: \"updated_at > '2025-01-01'\", as: recent}\n"
@@ -110,7 +120,9 @@ async def test_analysis_confidence_is_the_minimum_of_the_steps(harness: Harness)
     done = await harness.engine.run(loop)
     decision = (await harness.view(done))["decision"]
     assert (decision["action"], decision["confidence"]) == ("notify", 0.6)
-    assert decision["skipped_low_confidence"] == [{"rule": 0, "action": "log_only", "required": 0.8}]
+    assert decision["skipped_low_confidence"] == [
+        {"rule": 0, "action": "log_only", "required": 0.8}
+    ]
 
 
 async def test_context_is_cached_for_its_ttl(harness: Harness) -> None:
@@ -175,7 +187,8 @@ async def test_learn_moves_state_toward_the_score_after_min_samples(harness: Har
     update = harness.phase(second, "learn")["data"]["update"]
     assert update["threshold"] == {"from": 0.0, "to": 0.2, "target": 10}
     state = await harness.store.read(lambda c: learning.get_state(c, "learner"))
-    assert state is not None and state["values"]["threshold"] == 0.2
+    assert state is not None
+    assert state["values"]["threshold"] == 0.2
 
 
 async def test_low_confidence_never_teaches_and_is_queued_for_review(harness: Harness) -> None:
@@ -191,7 +204,9 @@ async def test_low_confidence_never_teaches_and_is_queued_for_review(harness: Ha
     assert "review_queued" in data
 
 
-async def test_store_writes_artifacts_and_the_audit_record_with_exactly_its_fields(harness: Harness) -> None:
+async def test_store_writes_artifacts_and_the_audit_record_with_exactly_its_fields(
+    harness: Harness,
+) -> None:
     loop = harness.loop(
         "id: storing\ntrigger: {type: manual}\ndecide: {fallback_action: log_only}\n"
         "store:\n  artifacts:\n    - {type: decision, name: report, storage: file, retention_days: 7}\n"
@@ -200,7 +215,11 @@ async def test_store_writes_artifacts_and_the_audit_record_with_exactly_its_fiel
     )
     view = await harness.view(await harness.engine.run(loop))
     store = harness.phase(view, "store")["data"]
-    assert store["audit"] == {"loop_id": "storing", "decision_made": "log_only", "outcome": "completed"}
+    assert store["audit"] == {
+        "loop_id": "storing",
+        "decision_made": "log_only",
+        "outcome": "completed",
+    }
     report = next(a for a in view["artifacts"] if a["name"] == "report")
     assert json.loads(Path(report["location"]).read_text())["action"] == "log_only"
     summary = next(a for a in view["artifacts"] if a["name"] == "summary")

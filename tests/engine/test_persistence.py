@@ -1,0 +1,156 @@
+"""Durability modes, idempotent starts, redaction, and approvals that survive a restart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from loopengine.contract.enums import Outcome
+from loopengine.engine.envelope import new_envelope
+from loopengine.engine.lifecycle import NotResumable, answer_approval, resume
+from loopengine.engine.runner import Engine
+from loopengine.skills import Registry
+from loopengine.store import approvals, executions
+from loopengine.store.tables import phase_results
+from tests.engine import skills_for_tests
+from tests.engine.conftest import Harness, open_harness
+
+pytestmark = pytest.mark.anyio
+
+SEVEN = """\
+id: seven
+trigger: {type: manual}
+durability: DURABILITY
+detect:
+  sources: [{skill: report, name: s, params: {values: {n: 1}}}]
+analyze:
+  analysis_steps: [{name: a, skill_id: report}]
+decide: {fallback_action: go}
+act:
+  actions: [{action_id: go, skill_id: fix}]
+validate:
+  assertions: [{expression: 'n == `1`'}]
+learn:
+  feedback_sources: [{type: outcome, name: ok}]
+store:
+  audit_trail: {enabled: true}
+"""
+
+
+@pytest.mark.parametrize("durability", ["phase", "execution"])
+async def test_every_phase_is_recorded_in_order(harness: Harness, durability: str) -> None:
+    commits: list[str] = []
+    harness.engine.on_commit = lambda _id, what: commits.append(what)
+    done = await harness.engine.run(harness.loop(SEVEN.replace("DURABILITY", durability)))
+    view = await harness.view(done)
+    phases = ["detect", "analyze", "decide", "act", "validate", "learn", "store"]
+    assert [p["phase"] for p in view["phases"]] == phases
+    expected = ["started", *phases[:-1], "finished"] if durability == "phase" else ["finished"]
+    assert commits == expected
+
+
+async def test_a_repeated_idempotency_key_returns_the_first_execution(harness: Harness) -> None:
+    loop = harness.loop(SEVEN.replace("DURABILITY", "phase"))
+    first = await harness.engine.run(loop, envelope=new_envelope(loop.id, idempotency_key="k-1"))
+    calls = len(skills_for_tests.CALLS)
+    second = await harness.engine.run(loop, envelope=new_envelope(loop.id, idempotency_key="k-1"))
+    assert second.execution_id == first.execution_id
+    assert len(skills_for_tests.CALLS) == calls
+
+
+async def test_the_envelope_is_stored_with_a_bounded_scope(harness: Harness) -> None:
+    loop = harness.loop(SEVEN.replace("DURABILITY", "phase"))
+    view = await harness.view(await harness.engine.run(loop, inputs={"x": 1}))
+    job = view["job"]
+    assert (job["intent"], job["scope"], job["payload"]) == ("seven", {"limit": 1000}, {"x": 1})
+    assert len(job["trace_id"]) == 32
+
+
+async def test_secrets_never_reach_the_store(tmp_path: Path, engine_registry: Registry) -> None:
+    opened = await open_harness(tmp_path, engine_registry, environ={"API_TOKEN": "s3cr3t-value"})
+    try:
+        loop = opened.loop(
+            "id: secret\ntrigger: {type: manual}\nanalyze:\n  analysis_steps:\n"
+            "    - {name: a, skill_id: secretive, params: {token: '${ secret.API_TOKEN }'}}\n"
+        )
+        done = await opened.engine.run(loop)
+        assert done.outcome is Outcome.COMPLETED
+    finally:
+        await opened.store.close()
+    assert b"s3cr3t-value" not in b"".join(p.read_bytes() for p in tmp_path.glob("loopengine.db*"))
+
+
+def _gated() -> str:
+    return (
+        "id: gated\ntrigger: {type: manual}\ndecide:\n  fallback_action: fix_all\n"
+        "  human_approval: {required_for: [fix_all], timeout_hours: 24}\n"
+        "act:\n  actions: [{action_id: fix_all, skill_id: fix}]\n"
+    )
+
+
+async def test_an_approval_survives_a_restart(tmp_path: Path, engine_registry: Registry) -> None:
+    first = await open_harness(tmp_path, engine_registry)
+    done = await first.engine.run(first.loop(_gated()))
+    assert done.outcome is Outcome.AWAITING_APPROVAL
+    await first.store.close()
+    assert [c["skill"] for c in skills_for_tests.CALLS] == []
+
+    second = await open_harness(tmp_path, engine_registry)
+    try:
+        approved = await answer_approval(
+            second.engine, second.load_loop, done.execution_id, True, "ok"
+        )
+        assert approved.outcome is Outcome.COMPLETED
+        assert [c["skill"] for c in skills_for_tests.CALLS] == ["fix"]
+        gate = await second.store.read(lambda c: approvals.get_approval(c, done.execution_id))
+        assert gate is not None
+        assert (gate["status"], gate["note"]) == ("approved", "ok")
+    finally:
+        await second.store.close()
+
+
+async def test_an_answered_gate_cannot_be_answered_again(harness: Harness) -> None:
+    done = await harness.engine.run(harness.loop(_gated()))
+    await answer_approval(harness.engine, harness.load_loop, done.execution_id, False, None)
+    with pytest.raises(NotResumable, match="already rejected"):
+        await answer_approval(harness.engine, harness.load_loop, done.execution_id, True, None)
+
+
+async def test_resume_continues_after_the_last_committed_phase(harness: Harness) -> None:
+    loop = harness.loop(SEVEN.replace("DURABILITY", "phase"))
+    done = await harness.engine.run(loop)
+    execution_id = done.execution_id
+
+    def interrupt_after_decide(connection: sa.Connection) -> None:
+        connection.execute(
+            phase_results.delete().where(
+                phase_results.c.execution_id == execution_id, phase_results.c.seq > 3
+            )
+        )
+        executions.update_execution(
+            connection, execution_id, status="interrupted", outcome="interrupted"
+        )
+
+    await harness.store.write(interrupt_after_decide)
+    skills_for_tests.CALLS.clear()
+    resumed = await resume(harness.engine, harness.load_loop, execution_id)
+    assert resumed.outcome is Outcome.COMPLETED
+    assert [c["skill"] for c in skills_for_tests.CALLS] == ["fix"]
+    view = await harness.view(resumed)
+    assert [p["phase"] for p in view["phases"]][-4:] == ["act", "validate", "learn", "store"]
+
+
+async def test_resume_refuses_an_execution_that_is_not_interrupted(harness: Harness) -> None:
+    done = await harness.engine.run(harness.loop(SEVEN.replace("DURABILITY", "phase")))
+    with pytest.raises(NotResumable, match="is completed, not interrupted"):
+        await resume(harness.engine, harness.load_loop, done.execution_id)
+
+
+async def test_an_engine_without_a_store_still_runs(harness: Harness) -> None:
+    from loopengine.engine.services import Services
+
+    engine = Engine(Services(harness.registry, None, base=harness.tmp))
+    loop = harness.loop(SEVEN.replace("DURABILITY", "phase"))
+    assert (await engine.run(loop)).outcome is Outcome.COMPLETED
