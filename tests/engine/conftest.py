@@ -53,7 +53,8 @@ class Harness:
         path = self.tmp / name
         path.write_text(textwrap.dedent(text))
         report = LoopLoader(Env(self.registry, frozenset(self.config.storage))).load_file(path)
-        assert report.loop is not None and report.ok, [d.format() for d in report.diagnostics]
+        assert report.ok, [d.format() for d in report.diagnostics]
+        assert report.loop is not None
         return report.loop
 
     async def view(self, done: ExecutionDone) -> dict[str, Any]:
