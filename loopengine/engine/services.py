@@ -39,7 +39,6 @@ class Services:
     retry_base_s: float = 0.2
     stack: Handler = field(init=False)
     artifacts: ArtifactWriter = field(init=False)
-    _static: dict[int, dict[str, Any]] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self.stack = build_stack(self.retry_base_s)
@@ -49,9 +48,11 @@ class Services:
         self, run: Run, definition: SkillDef, template: Template, extra: Any
     ) -> dict[str, Any]:
         if template.is_static and not extra:
-            cached = self._static.get(id(template))
+            cached = template.prepared.get(definition.name)
             if cached is None:
-                cached = self._static[id(template)] = self._validated(definition, template.source)
+                cached = template.prepared[definition.name] = self._validated(
+                    definition, template.source
+                )
             return dict(cached)
         if extra:
             run.data.update(extra)

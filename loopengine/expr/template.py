@@ -11,7 +11,7 @@ import json
 import os
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from loopengine.errors import ExpressionError
@@ -159,6 +159,8 @@ class Template:
     source: Any
     _compiled: Any
     references: tuple[Reference, ...]
+    prepared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """Per-consumer cache of what a static template becomes (e.g. validated skill params)."""
 
     @property
     def is_static(self) -> bool:

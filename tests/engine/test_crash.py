@@ -61,6 +61,7 @@ def _run_and_kill(database: Path, loop: Path, rng: random.Random) -> list[tuple[
     child.kill()
     child.wait()
     reader.join(timeout=5)
+    child.stdout.close()
     return acks
 
 
@@ -107,7 +108,7 @@ def test_kill_9_loses_nothing_acknowledged(tmp_path: Path, engine_registry: Regi
             assert interrupted
             for execution_id in interrupted[:5]:
                 done = await resume(harness.engine, harness.load_loop, execution_id)
-                assert done.outcome is Outcome.COMPLETED
+                assert done.outcome is Outcome.COMPLETED, (execution_id, done.error)
         finally:
             await harness.store.close()
 

@@ -154,3 +154,11 @@ async def test_an_engine_without_a_store_still_runs(harness: Harness) -> None:
     engine = Engine(Services(harness.registry, None, base=harness.tmp))
     loop = harness.loop(SEVEN.replace("DURABILITY", "phase"))
     assert (await engine.run(loop)).outcome is Outcome.COMPLETED
+
+
+async def test_static_params_are_validated_once_and_kept_on_their_template(harness: Harness) -> None:
+    loop = harness.loop(SEVEN.replace("DURABILITY", "phase"))
+    await harness.engine.run(loop)
+    assert loop.spec.act is not None
+    template = loop.spec.act.actions[0].params
+    assert template.prepared == {"fix": {"dry_run": False, "after": 0, "item": None, "batch": None}}
