@@ -181,11 +181,17 @@ class _Redact(_Layer):
             raise SkillError(message, retryable=retryable(exc)) from exc
 
 
-def build_stack(retry_base_s: float = 0.2) -> Handler:
-    """The middleware stack, outermost first: budget, timeout, retry, trace, redact."""
+def build_stack(retry_base_s: float = 0.2, *, budget: bool = True, retry: bool = True) -> Handler:
+    """The middleware stack, outermost first: budget, timeout, retry, trace, redact.
+
+    A loop without a budget does not need the first two layers, nor a call with no retries the
+    third, so engines build the four variants once and pick one per call.
+    """
     handler: Handler = _invoke
     handler = _Redact(handler)
     handler = _Trace(handler)
-    handler = _Retry(handler, retry_base_s)
-    handler = _Timeout(handler)
-    return _Budget(handler)
+    if retry:
+        handler = _Retry(handler, retry_base_s)
+    if budget:
+        handler = _Budget(_Timeout(handler))
+    return handler

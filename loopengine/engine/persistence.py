@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 from collections.abc import Callable, Sequence
@@ -80,7 +81,11 @@ def _progress(run: Run) -> dict[str, Any]:
 
 
 class Recorder:
-    """Commits an execution's rows; with ``durability: execution`` everything waits for the end."""
+    """Commits an execution's rows; with ``durability: execution`` everything waits for the end.
+
+    Each commit is one transaction in one thread hop: the execution row (inserted the first time,
+    updated after), every pending phase row in one ``executemany``, and the phases' own writes.
+    """
 
     def __init__(
         self,
@@ -93,91 +98,85 @@ class Recorder:
         self.store = store
         self.on_commit = on_commit
         self.per_phase = durability is Durability.PHASE
-        self.pending: list[Write] = []
+        self.rows: list[dict[str, Any]] = []
+        self.writes: list[Write] = []
         self.inserted = resumed
         self.seq = 0
-
-    async def _commit(self, run: Run, what: str, writes: Sequence[Write]) -> None:
-        assert self.store is not None
-        batch = [*self.pending, *writes]
-        self.pending = []
-
-        def apply(connection: sa.Connection) -> None:
-            for write in batch:
-                write(connection)
-
-        await self.store.write(apply)
-        if self.on_commit is not None:
-            self.on_commit(run.execution_id, what)
-
-    async def _flush_or_hold(self, run: Run, what: str, writes: Sequence[Write]) -> None:
-        if self.store is None:
-            return
-        if self.per_phase:
-            await self._commit(run, what, writes)
-        else:
-            self.pending.extend(writes)
-
-    def _start_writes(self, run: Run, status: str) -> list[Write]:
-        if self.inserted:
-            return []
-        self.inserted = True
-        envelope = {
-            **run.envelope.as_dict(),
-            "execution_id": run.execution_id,
-            "created_at": run.started_at,
-        }
-        row = _execution_row(run, status)
-        return [
-            lambda c: jobs.insert_envelope(c, envelope),
-            lambda c: executions.insert_execution(c, row),
-        ]
-
-    async def started(self, run: Run) -> None:
-        """Acknowledge the start: committed now with per-phase durability."""
-        await self._flush_or_hold(run, "started", self._start_writes(run, "running"))
+        self.inflight: list[asyncio.Future[None]] = []
 
     def resume_at(self, seq: int) -> None:
         self.seq = seq
 
     def hold(self, run: Run, record: PhaseRecord) -> None:
-        """Queue a skipped phase's row for the next commit (keeps rows in phase order)."""
-        if self.store is None:
-            return
-        self.seq += 1
-        row = _phase_row(run, self.seq, record)
-        self.pending.append(lambda c: executions.insert_phases(c, [row]))
+        """Queue a phase row for the next commit (rows stay in phase order)."""
+        if self.store is not None:
+            self.seq += 1
+            self.rows.append(_phase_row(run, self.seq, record))
+
+    async def _commit(
+        self, run: Run, what: str, values: dict[str, Any], *, wait: bool = True
+    ) -> None:
+        """One transaction: the execution row with ``values``, pending rows and writes.
+
+        Commits of phases are not waited for (the writer groups them); the last one is, and it
+        surfaces any failure of those before it.
+        """
+        assert self.store is not None
+        rows, writes = self.rows, self.writes
+        self.rows, self.writes = [], []
+        execution_id = run.execution_id
+        fresh: dict[str, Any] | None = None
+        if not self.inserted:
+            fresh = {**_execution_row(run, "running"), **values}
+            envelope = {**run.envelope.as_dict(), "execution_id": execution_id}
+            envelope["created_at"] = run.started_at
+        self.inserted = True
+
+        def apply(connection: sa.Connection) -> None:
+            if fresh is not None:
+                jobs.insert_envelope(connection, envelope)
+                executions.insert_execution(connection, fresh)
+            elif values:
+                executions.update_execution(connection, execution_id, **values)
+            executions.insert_phases(connection, rows)
+            for write in writes:
+                write(connection)
+
+        future = self.store.submit(apply)
+        if self.on_commit is not None:
+            listener = self.on_commit
+            future.add_done_callback(
+                lambda done: listener(execution_id, what) if not done.exception() else None
+            )
+        self.inflight.append(future)
+        if wait:
+            inflight, self.inflight = self.inflight, []
+            await asyncio.shield(future)
+            for earlier in inflight:
+                if earlier.exception() is not None:
+                    raise earlier.exception()  # type: ignore[misc]
+
+    async def started(self, run: Run) -> None:
+        """Acknowledge the start: committed now with per-phase durability."""
+        if self.store is not None and self.per_phase:
+            await self._commit(run, "started", {}, wait=False)
 
     async def phase(self, run: Run, record: PhaseRecord, writes: Sequence[Write]) -> None:
         """Record one finished phase with the context it left (for resume)."""
         if self.store is None:
             return
-        self.seq += 1
-        row = _phase_row(run, self.seq, record)
-        execution_id = run.execution_id
-        progress = _progress(run) if self.per_phase else {}
-        batch: list[Write] = [lambda c: executions.insert_phases(c, [row]), *writes]
+        self.hold(run, record)
+        self.writes.extend(writes)
         if self.per_phase:
-            batch.append(lambda c: executions.update_execution(c, execution_id, **progress))
-        await self._flush_or_hold(run, record.phase, batch)
+            await self._commit(run, record.phase, _progress(run), wait=False)
 
     async def suspended(self, run: Run, approval: dict[str, Any]) -> None:
         """Persist everything and wait for a human: status ``waiting``."""
         if self.store is None:
             return
-        execution_id = run.execution_id
-        progress = _progress(run)
-        await self._commit(
-            run,
-            "waiting",
-            [
-                *self._start_writes(run, "waiting"),
-                lambda c: approval_rows.insert_approval(c, approval),
-                lambda c: executions.update_execution(
-                    c, execution_id, status="waiting", outcome="awaiting_approval", **progress
-                ),
-            ],
-        )
+        self.writes.append(lambda c: approval_rows.insert_approval(c, approval))
+        values = {**_progress(run), "status": "waiting", "outcome": "awaiting_approval"}
+        await self._commit(run, "waiting", values)
 
     async def finished(
         self,
@@ -193,20 +192,12 @@ class Recorder:
             return
         for record in skipped:
             self.hold(run, record)
-        execution_id = run.execution_id
-        final = {
+        self.writes.extend(writes)
+        values = {
             **_progress(run),
             "status": "finished",
             "outcome": outcome,
             "completed_at": completed_at,
             "error": redact(error, run.secrets),
         }
-        await self._commit(
-            run,
-            "finished",
-            [
-                *self._start_writes(run, "running"),
-                *writes,
-                lambda c: executions.update_execution(c, execution_id, **final),
-            ],
-        )
+        await self._commit(run, "finished", values)

@@ -6,9 +6,7 @@ act ran; store (artifacts and the audit record) runs for every execution that en
 
 from __future__ import annotations
 
-import contextlib
-import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -16,7 +14,7 @@ import sqlalchemy as sa
 
 from loopengine.contract import Loop
 from loopengine.contract.enums import Outcome, Phase
-from loopengine.engine.envelope import JobEnvelope, new_envelope
+from loopengine.engine.envelope import JobEnvelope, new_envelope, new_id
 from loopengine.engine.persistence import CommitListener, Recorder, Write
 from loopengine.engine.phases.act import run_act
 from loopengine.engine.phases.analyze import run_analyze
@@ -31,7 +29,7 @@ from loopengine.engine.rollback import roll_back
 from loopengine.engine.run import Run
 from loopengine.engine.services import Services
 from loopengine.errors import BudgetExceeded, LoopEngineError
-from loopengine.store import executions, learning
+from loopengine.store import executions, jobs, learning
 
 __all__ = ["ORDER", "Engine", "ExecutionDone", "PhaseListener"]
 
@@ -59,15 +57,6 @@ class ExecutionDone:
         self.error = error
 
 
-@contextlib.contextmanager
-def _deadline(timeout_ms: int | None) -> Iterator[None]:
-    if timeout_ms is None:
-        yield
-    else:
-        with anyio.fail_after(timeout_ms / 1000):
-            yield
-
-
 class Engine:
     """Runs loops against a registry, persisting through an optional store."""
 
@@ -89,15 +78,10 @@ class Engine:
 
     def _spec_of(self, run: Run, phase: Phase) -> Any:
         spec = run.loop.spec
-        return spec.validate_ if phase is Phase.VALIDATE else getattr(spec, phase.value)
+        return spec.validate_ if phase is Phase.VALIDATE else getattr(spec, phase)
 
-    async def _prelude(self, loop: Loop, run: Run) -> None:
-        store = self.services.store
-        if store is None:
-            return
-        last, state = await store.read(
-            lambda c: (executions.last_finished(c, loop.id), learning.get_state(c, loop.id))
-        )
+    @staticmethod
+    def _prelude(run: Run, last: dict[str, Any] | None, state: dict[str, Any] | None) -> None:
         if last is not None:
             run.data["last_run"] = {
                 "outcome": last["outcome"],
@@ -136,7 +120,7 @@ class Engine:
             "now": now,
         }
         return Run(
-            execution_id=uuid.uuid4().hex,
+            execution_id=new_id(),
             loop=loop,
             envelope=envelope,
             data=data,
@@ -156,15 +140,21 @@ class Engine:
     ) -> ExecutionDone:
         """Start and drive one execution; an already-accepted idempotency key returns the first."""
         envelope = envelope or new_envelope(loop.id, inputs)
-        if self.services.store is not None:
-            from loopengine.store import jobs
+        run = self.new_run(loop, envelope, trigger or {"type": "manual"}, dry_run)
+        store = self.services.store
+        if store is not None:
+            key, loop_id = envelope.idempotency_key, loop.id
 
-            key = envelope.idempotency_key
-            existing = await self.services.store.read(lambda c: jobs.envelope_by_key(c, key))
+            def read(c: sa.Connection) -> tuple[Any, Any, Any]:
+                existing = jobs.envelope_by_key(c, key)
+                if existing is not None:
+                    return existing, None, None
+                return None, executions.last_finished(c, loop_id), learning.get_state(c, loop_id)
+
+            existing, last, state = await store.read(read)
             if existing is not None:
                 return await self._existing(existing["execution_id"])
-        run = self.new_run(loop, envelope, trigger or {"type": "manual"}, dry_run)
-        await self._prelude(loop, run)
+            self._prelude(run, last, state)
         recorder = self.recorder(loop)
         await recorder.started(run)
         return await self.drive(run, recorder, 0)
@@ -175,14 +165,19 @@ class Engine:
         assert row is not None
         return ExecutionDone(execution_id, Outcome(row["outcome"] or "interrupted"), row["error"])
 
-    async def _phase(self, run: Run, phase: Phase, fn: PhaseFn) -> tuple[PhaseRecord, PhaseOutput]:
-        started = self.services.clock()
+    async def _phase(
+        self, run: Run, phase: Phase, fn: PhaseFn, spec: Any
+    ) -> tuple[PhaseRecord, PhaseOutput]:
+        clock = self.services.clock
+        started = clock()
         run.calls = []
-        spec = self._spec_of(run, phase)
         timeout_ms = spec.timeout_ms if spec is not None else None
         try:
-            with _deadline(timeout_ms):
+            if timeout_ms is None:
                 output = await fn(run, self.services)
+            else:
+                with anyio.fail_after(timeout_ms / 1000):
+                    output = await fn(run, self.services)
         except TimeoutError:
             output = PhaseOutput(
                 stop=Outcome.TIMED_OUT, errors=[f"{phase} exceeded {timeout_ms} ms"]
@@ -194,13 +189,13 @@ class Engine:
         if run.calls:
             output.data["calls"] = run.calls
         record = PhaseRecord(
-            phase.value,
+            phase,
             started,
-            self.services.clock(),
-            output.success,
+            clock(),
+            not output.errors,
             output.data,
             tuple(output.errors),
-            output.stop.value if output.stop else None,
+            output.stop,
         )
         run.phases.append(record)
         if self.listener is not None:
@@ -220,7 +215,7 @@ class Engine:
     def skipped(self, run: Run, phase: Phase, reason: str) -> PhaseRecord:
         """Record ``phase`` as not run, with why."""
         now = self.services.clock()
-        record = PhaseRecord(phase.value, now, now, True, {"skipped": reason})
+        record = PhaseRecord(phase, now, now, True, {"skipped": reason})
         run.phases.append(record)
         if self.listener is not None:
             self.listener(record)
@@ -240,15 +235,16 @@ class Engine:
 
     async def _drive(self, run: Run, recorder: Recorder, start: int) -> ExecutionDone:
         outcome: Outcome | None = None
-        acted = any(r.phase == Phase.ACT.value and "skipped" not in r.data for r in run.phases)
+        acted = any(r.phase == Phase.ACT and "skipped" not in r.data for r in run.phases)
         error: str | None = None
         for phase, fn in ORDER[start:]:
             reached = outcome is None or (phase in _AFTER_ACT and acted)
-            if self._spec_of(run, phase) is None or not reached:
+            spec = self._spec_of(run, phase)
+            if spec is None or not reached:
                 reason = "not in the loop" if reached else f"execution ended: {outcome}"
                 recorder.hold(run, self.skipped(run, phase, reason))
                 continue
-            record, output = await self._phase(run, phase, fn)
+            record, output = await self._phase(run, phase, fn, spec)
             if phase is Phase.ACT:
                 acted = True
                 await self._failed_act(run, output)
@@ -259,7 +255,8 @@ class Engine:
                 await recorder.phase(run, record, output.writes)
                 await self._suspend(run, recorder)
                 return ExecutionDone(run.execution_id, Outcome.AWAITING_APPROVAL)
-            await recorder.phase(run, record, output.writes)
+            if recorder.store is not None:
+                await recorder.phase(run, record, output.writes)
         return await self.finish(run, recorder, outcome or Outcome.COMPLETED, [], error)
 
     async def finish(
@@ -272,20 +269,21 @@ class Engine:
         extra: list[Write] | None = None,
     ) -> ExecutionDone:
         """Run the store phase and make the outcome durable."""
-        record, output = await self._phase(run, Phase.STORE, self._store_for(outcome))
+        store_fn = self._store_for(outcome)
+        record, output = await self._phase(run, Phase.STORE, store_fn, run.loop.spec.store)
         final = outcome
         if output.errors and outcome is Outcome.COMPLETED:
             final = Outcome.FAILED
             error = "; ".join(output.errors)
         writes = [*output.writes, *self._emits(run, final), *(extra or [])]
         await recorder.finished(
-            run, [*skipped, record], final.value, self.services.clock(), writes, error
+            run, [*skipped, record], final, self.services.clock(), writes, error
         )
         return ExecutionDone(run.execution_id, final, error)
 
     def _store_for(self, outcome: Outcome) -> PhaseFn:
         async def store(run: Run, services: Services) -> PhaseOutput:
-            return await run_store(run, services, outcome.value)
+            return await run_store(run, services, outcome)
 
         return store
 
@@ -296,7 +294,7 @@ class Engine:
         for emit in run.loop.spec.emit:
             if outcome in emit.on:
                 data = emit.data.render(run.data, self.services.environ) or {}
-                data.update(execution_id=run.execution_id, outcome=outcome.value)
+                data.update(execution_id=run.execution_id, outcome=outcome)
                 events.append((emit.event, data))
         if not events:
             return []

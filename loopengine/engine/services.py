@@ -37,11 +37,15 @@ class Services:
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
     clock: Callable[[], float] = time.time
     retry_base_s: float = 0.2
-    stack: Handler = field(init=False)
+    stacks: dict[tuple[bool, bool], Handler] = field(init=False)
     artifacts: ArtifactWriter = field(init=False)
 
     def __post_init__(self) -> None:
-        self.stack = build_stack(self.retry_base_s)
+        self.stacks = {
+            (budget, retry): build_stack(self.retry_base_s, budget=budget, retry=retry)
+            for budget in (False, True)
+            for retry in (False, True)
+        }
         self.artifacts = ArtifactWriter(self.config.storage, self.base)
 
     def _params(
@@ -110,4 +114,5 @@ class Services:
             dry_run=dry_run,
             logger=_LOGGER,
         )
-        return await self.stack(SkillCall(run, definition, params, ctx, max_retries))
+        stack = self.stacks[run.loop.spec.budget is not None, max_retries > 0]
+        return await stack(SkillCall(run, definition, params, ctx, max_retries))

@@ -22,33 +22,43 @@ __all__ = [
 
 Row = dict[str, Any]
 
+_INSERT = executions.insert()
+_UPDATE = executions.update().where(executions.c.id == sa.bindparam("_id"))
+_INSERT_PHASES = phase_results.insert()
+_GET = sa.select(executions).where(executions.c.id == sa.bindparam("id"))
+_PHASES = (
+    sa.select(phase_results)
+    .where(phase_results.c.execution_id == sa.bindparam("id"))
+    .order_by(phase_results.c.seq)
+)
+_LAST_FINISHED = (
+    sa.select(executions.c.outcome, executions.c.completed_at, executions.c.started_at)
+    .where(executions.c.loop_id == sa.bindparam("loop_id"), executions.c.status == "finished")
+    .order_by(executions.c.completed_at.desc())
+    .limit(1)
+)
+
 
 def insert_execution(connection: sa.Connection, row: Mapping[str, Any]) -> None:
-    connection.execute(executions.insert(), [dict(row)])
+    connection.execute(_INSERT, dict(row))
 
 
 def update_execution(connection: sa.Connection, execution_id: str, **values: Any) -> None:
-    connection.execute(executions.update().where(executions.c.id == execution_id).values(**values))
+    connection.execute(_UPDATE, {"_id": execution_id, **values})
 
 
 def insert_phases(connection: sa.Connection, rows: Sequence[Mapping[str, Any]]) -> None:
     if rows:
-        connection.execute(phase_results.insert(), [dict(row) for row in rows])
+        connection.execute(_INSERT_PHASES, list(rows))
 
 
 def get_execution(connection: sa.Connection, execution_id: str) -> Row | None:
-    found = connection.execute(sa.select(executions).where(executions.c.id == execution_id))
-    row = found.mappings().first()
+    row = connection.execute(_GET, {"id": execution_id}).mappings().first()
     return dict(row) if row else None
 
 
 def phases_of(connection: sa.Connection, execution_id: str) -> list[Row]:
-    query = (
-        sa.select(phase_results)
-        .where(phase_results.c.execution_id == execution_id)
-        .order_by(phase_results.c.seq)
-    )
-    return [dict(row) for row in connection.execute(query).mappings()]
+    return [dict(row) for row in connection.execute(_PHASES, {"id": execution_id}).mappings()]
 
 
 def list_executions(
@@ -72,11 +82,5 @@ def running_executions(connection: sa.Connection) -> list[Row]:
 
 
 def last_finished(connection: sa.Connection, loop_id: str) -> Row | None:
-    query = (
-        sa.select(executions.c.outcome, executions.c.completed_at, executions.c.started_at)
-        .where(executions.c.loop_id == loop_id, executions.c.status == "finished")
-        .order_by(executions.c.completed_at.desc())
-        .limit(1)
-    )
-    row = connection.execute(query).mappings().first()
+    row = connection.execute(_LAST_FINISHED, {"loop_id": loop_id}).mappings().first()
     return dict(row) if row else None

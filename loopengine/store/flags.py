@@ -8,6 +8,8 @@ from loopengine.store.tables import feature_flags
 
 __all__ = ["flag_enabled", "list_flags", "set_flag"]
 
+_ENABLED = sa.select(feature_flags.c.enabled).where(feature_flags.c.name == sa.bindparam("name"))
+
 
 def set_flag(connection: sa.Connection, name: str, enabled: bool, at: float) -> None:
     updated = connection.execute(
@@ -20,8 +22,7 @@ def set_flag(connection: sa.Connection, name: str, enabled: bool, at: float) -> 
 
 
 def flag_enabled(connection: sa.Connection, name: str) -> bool:
-    query = sa.select(feature_flags.c.enabled).where(feature_flags.c.name == name)
-    return bool(connection.execute(query).scalar())
+    return bool(connection.execute(_ENABLED, {"name": name}).scalar())
 
 
 def list_flags(connection: sa.Connection) -> list[tuple[str, bool, float]]:

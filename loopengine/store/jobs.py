@@ -11,18 +11,20 @@ from loopengine.store.tables import envelopes
 
 __all__ = ["envelope_by_key", "get_envelope", "insert_envelope"]
 
+_INSERT = envelopes.insert()
+_BY_KEY = sa.select(envelopes).where(envelopes.c.idempotency_key == sa.bindparam("key"))
+_BY_ID = sa.select(envelopes).where(envelopes.c.job_id == sa.bindparam("job_id"))
+
 
 def insert_envelope(connection: sa.Connection, row: Mapping[str, Any]) -> None:
-    connection.execute(envelopes.insert(), [dict(row)])
+    connection.execute(_INSERT, dict(row))
 
 
 def envelope_by_key(connection: sa.Connection, idempotency_key: str) -> dict[str, Any] | None:
-    query = sa.select(envelopes).where(envelopes.c.idempotency_key == idempotency_key)
-    row = connection.execute(query).mappings().first()
+    row = connection.execute(_BY_KEY, {"key": idempotency_key}).mappings().first()
     return dict(row) if row else None
 
 
 def get_envelope(connection: sa.Connection, job_id: str) -> dict[str, Any] | None:
-    row = connection.execute(sa.select(envelopes).where(envelopes.c.job_id == job_id)).mappings()
-    first = row.first()
-    return dict(first) if first else None
+    row = connection.execute(_BY_ID, {"job_id": job_id}).mappings().first()
+    return dict(row) if row else None

@@ -10,10 +10,13 @@ from loopengine.store.tables import context_cache, loop_state, reviews
 
 __all__ = ["cached_context", "get_state", "put_context", "put_state", "queue_review"]
 
+_GET_STATE = sa.select(loop_state).where(loop_state.c.loop_id == sa.bindparam("loop_id"))
+_UPDATE_STATE = loop_state.update().where(loop_state.c.loop_id == sa.bindparam("_loop_id"))
+_INSERT_STATE = loop_state.insert()
+
 
 def get_state(connection: sa.Connection, loop_id: str) -> dict[str, Any] | None:
-    query = sa.select(loop_state).where(loop_state.c.loop_id == loop_id)
-    row = connection.execute(query).mappings().first()
+    row = connection.execute(_GET_STATE, {"loop_id": loop_id}).mappings().first()
     return dict(row) if row else None
 
 
@@ -31,11 +34,9 @@ def put_state(
         "last_adjusted_at": last_adjusted_at,
         "updated_at": at,
     }
-    updated = connection.execute(
-        loop_state.update().where(loop_state.c.loop_id == loop_id).values(**row)
-    )
+    updated = connection.execute(_UPDATE_STATE, {"_loop_id": loop_id, **row})
     if updated.rowcount == 0:
-        connection.execute(loop_state.insert().values(loop_id=loop_id, **row))
+        connection.execute(_INSERT_STATE, {"loop_id": loop_id, **row})
 
 
 def queue_review(

@@ -10,19 +10,21 @@ from loopengine.store.tables import artifacts, audit
 
 __all__ = ["expired_artifacts", "insert_artifact", "insert_audit", "remove_artifacts"]
 
+_INSERT_AUDIT = audit.insert()
+_INSERT_ARTIFACT = artifacts.insert()
+
 
 def insert_audit(
     connection: sa.Connection, execution_id: str, loop_id: str, record: dict[str, Any], at: float
 ) -> None:
     connection.execute(
-        audit.insert().values(
-            execution_id=execution_id, loop_id=loop_id, record=record, created_at=at
-        )
+        _INSERT_AUDIT,
+        {"execution_id": execution_id, "loop_id": loop_id, "record": record, "created_at": at},
     )
 
 
 def insert_artifact(connection: sa.Connection, row: dict[str, Any]) -> None:
-    connection.execute(artifacts.insert(), [row])
+    connection.execute(_INSERT_ARTIFACT, row)
 
 
 def expired_artifacts(connection: sa.Connection, now: float) -> list[dict[str, Any]]:

@@ -1,17 +1,23 @@
-"""The store: one writer thread owns the write connection, so transactions never interleave.
+"""The store: one writer thread owns the connection, so transactions never interleave.
 
-Every operation is a plain function of a SQLAlchemy ``Connection`` run in that thread inside one
-transaction (``BEGIN IMMEDIATE`` on SQLite) and awaited by the caller: a batch of rows costs one
-thread hop. A cancelled caller does not cancel a write already running: its outcome is unknown
-to that caller, which is why executions carry idempotency keys.
+Every operation is a plain function of a SQLAlchemy ``Connection``, queued to that thread and run
+in a transaction (``BEGIN IMMEDIATE`` on SQLite). Writes that queue up while the thread is busy
+are committed together (group commit: one fsync for many executions' phase rows); should the
+group fail, each write is retried alone so only the faulty one fails. Operations run in the
+order they were submitted, so a read sees every write submitted before it. A cancelled caller
+does not cancel a write already queued: its outcome is unknown to that caller, which is why
+executions carry idempotency keys.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import queue
+import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
@@ -22,6 +28,34 @@ from loopengine.store.migrations import migrate
 __all__ = ["Store"]
 
 T = TypeVar("T")
+_GROUP_LIMIT = 64
+
+
+@dataclass(slots=True)
+class _Job:
+    operation: Callable[[sa.Connection], Any]
+    writer: bool
+    future: asyncio.Future[Any]
+    loop: asyncio.AbstractEventLoop
+
+
+def _settle(job: _Job, value: Any, error: BaseException | None) -> None:
+    def settle() -> None:
+        if job.future.done():
+            return
+        if error is None:
+            job.future.set_result(value)
+        else:
+            job.future.set_exception(error)
+
+    with contextlib.suppress(RuntimeError):
+        job.loop.call_soon_threadsafe(settle)
+
+
+def _translated(exc: BaseException) -> BaseException:
+    if isinstance(exc, sa.exc.SQLAlchemyError):
+        return StorageError(f"database error: {getattr(exc, 'orig', None) or exc}")
+    return exc
 
 
 class Store:
@@ -29,8 +63,9 @@ class Store:
 
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="loopengine-store")
-        self._connection: sa.Connection | None = None
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._work, name="loopengine-store", daemon=True)
+        self._thread.start()
 
     @classmethod
     async def open(cls, url: str) -> Store:
@@ -43,38 +78,78 @@ class Store:
             raise
         return store
 
-    def _run(self, operation: Callable[[sa.Connection], T], writer: bool) -> T:
-        if self._connection is None:
-            self._connection = self.engine.connect()
-            self._connection.info[WRITER] = True
-        connection = self._connection
-        connection.info[WRITER] = writer
+    def _next_group(self, first: _Job) -> tuple[list[_Job], _Job | None, bool]:
+        """``first`` plus the writes queued right behind it; then what came next, and stop?"""
+        group = [first]
+        while first.writer and len(group) < _GROUP_LIMIT:
+            try:
+                following = self._jobs.get_nowait()
+            except queue.Empty:
+                break
+            if following is None:
+                return group, None, True
+            if not following.writer:
+                return group, following, False
+            group.append(following)
+        return group, None, False
+
+    def _fail_all(self, error: BaseException) -> None:
+        while (job := self._jobs.get()) is not None:
+            _settle(job, None, error)
+
+    def _work(self) -> None:
+        try:
+            connection = self.engine.connect()
+        except Exception as exc:
+            self._fail_all(_translated(exc))
+            return
+        carried: _Job | None = None
+        try:
+            while True:
+                job = carried if carried is not None else self._jobs.get()
+                if job is None:
+                    return
+                group, carried, stop = self._next_group(job)
+                self._run_group(connection, group)
+                if stop:
+                    return
+        finally:
+            connection.close()
+            self.engine.dispose()
+
+    def _run_group(self, connection: sa.Connection, group: list[_Job]) -> None:
+        connection.info[WRITER] = group[0].writer
         try:
             with connection.begin():
-                return operation(connection)
-        except sa.exc.SQLAlchemyError as exc:
-            raise StorageError(
-                f"database error: {exc.orig if hasattr(exc, 'orig') else exc}"
-            ) from exc
+                results = [job.operation(connection) for job in group]
+        except BaseException as exc:
+            if len(group) == 1:
+                _settle(group[0], None, _translated(exc))
+                return
+            for job in group:
+                self._run_group(connection, [job])
+            return
+        for job, result in zip(group, results, strict=True):
+            _settle(job, result, None)
 
-    async def _submit(self, operation: Callable[[sa.Connection], T], writer: bool) -> T:
-        future = self._thread.submit(self._run, operation, writer)
-        return await asyncio.wrap_future(future)
+    def submit(
+        self, operation: Callable[[sa.Connection], T], *, writer: bool = True
+    ) -> asyncio.Future[T]:
+        """Queue ``operation``; the future resolves once its transaction committed."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._jobs.put(_Job(operation, writer, future, loop))
+        return future
 
     async def write(self, operation: Callable[[sa.Connection], T]) -> T:
-        """Run ``operation`` in one write transaction; committed when this returns."""
-        return await self._submit(operation, writer=True)
+        """Run ``operation`` in a write transaction; committed when this returns."""
+        return await asyncio.shield(self.submit(operation))
 
     async def read(self, operation: Callable[[sa.Connection], T]) -> T:
-        """Run ``operation`` in one read transaction."""
-        return await self._submit(operation, writer=False)
-
-    def _close_connection(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
-        self.engine.dispose()
+        """Run ``operation`` in a read transaction."""
+        return await asyncio.shield(self.submit(operation, writer=False))
 
     async def close(self) -> None:
-        await asyncio.wrap_future(self._thread.submit(self._close_connection))
-        self._thread.shutdown(wait=True)
+        """Finish every queued operation, then release the connection."""
+        self._jobs.put(None)
+        await asyncio.to_thread(self._thread.join)

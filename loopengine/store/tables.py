@@ -53,6 +53,7 @@ executions = sa.Table(
     sa.Column("usage", sa.JSON, nullable=False),
     sa.Column("error", sa.Text),
     sa.Index("ix_executions_loop_started", "loop_id", "started_at"),
+    sa.Index("ix_executions_loop_completed", "loop_id", "completed_at"),
     sa.Index("ix_executions_status", "status"),
 )
 

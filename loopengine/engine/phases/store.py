@@ -48,7 +48,7 @@ def audit_record(run: Run, fields: list[AuditField], outcome: str, now: float) -
         AuditField.CONFIDENCE: run.data.get("confidence"),
         AuditField.DURATION_MS: round((now - run.started_at) * 1000, 3),
     }
-    return {field.value: values[field] for field in fields}
+    return {field: values[field] for field in fields}
 
 
 def _content(kind: ArtifactType, run: Run, outcome: str, now: float) -> Any:
