@@ -7,6 +7,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from loopengine.store import fastpath
 from loopengine.store.tables import executions, phase_results
 
 __all__ = [
@@ -40,16 +41,16 @@ _LAST_FINISHED = (
 
 
 def insert_execution(connection: sa.Connection, row: Mapping[str, Any]) -> None:
-    connection.execute(_INSERT, dict(row))
+    fastpath.execute(connection, _INSERT, row)
 
 
 def update_execution(connection: sa.Connection, execution_id: str, **values: Any) -> None:
-    connection.execute(_UPDATE, {"_id": execution_id, **values})
+    fastpath.execute(connection, _UPDATE, {"_id": execution_id, **values})
 
 
 def insert_phases(connection: sa.Connection, rows: Sequence[Mapping[str, Any]]) -> None:
     if rows:
-        connection.execute(_INSERT_PHASES, list(rows))
+        fastpath.execute_many(connection, _INSERT_PHASES, rows)
 
 
 def get_execution(connection: sa.Connection, execution_id: str) -> Row | None:
@@ -82,5 +83,4 @@ def running_executions(connection: sa.Connection) -> list[Row]:
 
 
 def last_finished(connection: sa.Connection, loop_id: str) -> Row | None:
-    row = connection.execute(_LAST_FINISHED, {"loop_id": loop_id}).mappings().first()
-    return dict(row) if row else None
+    return fastpath.fetch_one(connection, _LAST_FINISHED, {"loop_id": loop_id})

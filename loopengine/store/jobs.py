@@ -7,6 +7,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from loopengine.store import fastpath
 from loopengine.store.tables import envelopes
 
 __all__ = ["envelope_by_key", "get_envelope", "insert_envelope"]
@@ -17,12 +18,11 @@ _BY_ID = sa.select(envelopes).where(envelopes.c.job_id == sa.bindparam("job_id")
 
 
 def insert_envelope(connection: sa.Connection, row: Mapping[str, Any]) -> None:
-    connection.execute(_INSERT, dict(row))
+    fastpath.execute(connection, _INSERT, row)
 
 
 def envelope_by_key(connection: sa.Connection, idempotency_key: str) -> dict[str, Any] | None:
-    row = connection.execute(_BY_KEY, {"key": idempotency_key}).mappings().first()
-    return dict(row) if row else None
+    return fastpath.fetch_one(connection, _BY_KEY, {"key": idempotency_key})
 
 
 def get_envelope(connection: sa.Connection, job_id: str) -> dict[str, Any] | None:

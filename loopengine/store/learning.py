@@ -6,6 +6,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from loopengine.store import fastpath
 from loopengine.store.tables import context_cache, loop_state, reviews
 
 __all__ = ["cached_context", "get_state", "put_context", "put_state", "queue_review"]
@@ -16,8 +17,7 @@ _INSERT_STATE = loop_state.insert()
 
 
 def get_state(connection: sa.Connection, loop_id: str) -> dict[str, Any] | None:
-    row = connection.execute(_GET_STATE, {"loop_id": loop_id}).mappings().first()
-    return dict(row) if row else None
+    return fastpath.fetch_one(connection, _GET_STATE, {"loop_id": loop_id})
 
 
 def put_state(
@@ -34,9 +34,8 @@ def put_state(
         "last_adjusted_at": last_adjusted_at,
         "updated_at": at,
     }
-    updated = connection.execute(_UPDATE_STATE, {"_loop_id": loop_id, **row})
-    if updated.rowcount == 0:
-        connection.execute(_INSERT_STATE, {"loop_id": loop_id, **row})
+    if fastpath.execute(connection, _UPDATE_STATE, {"_loop_id": loop_id, **row}) == 0:
+        fastpath.execute(connection, _INSERT_STATE, {"loop_id": loop_id, **row})
 
 
 def queue_review(

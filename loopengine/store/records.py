@@ -6,6 +6,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from loopengine.store import fastpath
 from loopengine.store.tables import artifacts, audit
 
 __all__ = ["expired_artifacts", "insert_artifact", "insert_audit", "remove_artifacts"]
@@ -17,7 +18,8 @@ _INSERT_ARTIFACT = artifacts.insert()
 def insert_audit(
     connection: sa.Connection, execution_id: str, loop_id: str, record: dict[str, Any], at: float
 ) -> None:
-    connection.execute(
+    fastpath.execute(
+        connection,
         _INSERT_AUDIT,
         {"execution_id": execution_id, "loop_id": loop_id, "record": record, "created_at": at},
     )
