@@ -144,9 +144,10 @@ class Engine:
         store = self.services.store
         if store is not None:
             key, loop_id = envelope.idempotency_key, loop.id
+            fresh_key = key == envelope.job_id
 
             def read(c: sa.Connection) -> tuple[Any, Any, Any]:
-                existing = jobs.envelope_by_key(c, key)
+                existing = None if fresh_key else jobs.envelope_by_key(c, key)
                 if existing is not None:
                     return existing, None, None
                 return None, executions.last_finished(c, loop_id), learning.get_state(c, loop_id)
