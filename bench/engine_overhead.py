@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import itertools
 import json
 import sqlite3
 import tempfile
@@ -113,7 +114,7 @@ def _graph(checkpointer: Any = None) -> Any:
     for name in PHASES:
         graph.add_node(name, lambda state: {})
     graph.add_edge(START, PHASES[0])
-    for first, second in zip(PHASES, PHASES[1:], strict=False):
+    for first, second in itertools.pairwise(PHASES):
         graph.add_edge(first, second)
     graph.add_edge(PHASES[-1], END)
     return graph.compile(checkpointer=checkpointer)
@@ -141,15 +142,22 @@ def _floor(folder: Path, runs: int) -> float:
     db = sqlite3.connect(folder / "floor.db", isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=FULL")
-    db.execute("CREATE TABLE executions (id TEXT PRIMARY KEY, loop_id TEXT, outcome TEXT, started_at REAL, completed_at REAL, context TEXT)")
-    db.execute("CREATE TABLE phases (execution_id TEXT, seq INTEGER, phase TEXT, started_at REAL, completed_at REAL, data TEXT, PRIMARY KEY (execution_id, seq))")
+    db.execute(
+        "CREATE TABLE executions (id TEXT PRIMARY KEY, loop_id TEXT, outcome TEXT, started_at REAL, completed_at REAL, context TEXT)"
+    )
+    db.execute(
+        "CREATE TABLE phases (execution_id TEXT, seq INTEGER, phase TEXT, started_at REAL, completed_at REAL, data TEXT, PRIMARY KEY (execution_id, seq))"
+    )
     data = json.dumps({})
 
     def write() -> None:
         execution = uuid.uuid4().hex
         now = time.time()
         db.execute("BEGIN IMMEDIATE")
-        db.execute("INSERT INTO executions VALUES (?, ?, ?, ?, ?, ?)", (execution, "l", "completed", now, now, data))
+        db.execute(
+            "INSERT INTO executions VALUES (?, ?, ?, ?, ?, ?)",
+            (execution, "l", "completed", now, now, data),
+        )
         db.executemany(
             "INSERT INTO phases VALUES (?, ?, ?, ?, ?, ?)",
             [(execution, seq, phase, now, now, data) for seq, phase in enumerate(PHASES)],
@@ -172,14 +180,28 @@ def main() -> None:
         floor = _floor(folder, args.runs)
     rows = [
         ("(a) no persistence", ours["a"], theirs["plain"], "LangGraph invoke", 20.0),
-        ("(b) SQLite, durability: execution", ours["b"], theirs["checkpointer"], "LangGraph + SqliteSaver", 20.0),
-        ("(c) SQLite, durability: phase", ours["c"], theirs["checkpointer"], "LangGraph + SqliteSaver", 5.0),
+        (
+            "(b) SQLite, durability: execution",
+            ours["b"],
+            theirs["checkpointer"],
+            "LangGraph + SqliteSaver",
+            20.0,
+        ),
+        (
+            "(c) SQLite, durability: phase",
+            ours["c"],
+            theirs["checkpointer"],
+            "LangGraph + SqliteSaver",
+            5.0,
+        ),
     ]
     print(f"{'':36}{'loopengine':>12}{'anchor':>12}  {'× faster':>9}  goal")
     for label, us, anchor, name, goal in rows:
         ratio = anchor / us
         verdict = "ok" if ratio >= goal else "MISSED"
-        print(f"{label:36}{us:>9.1f} µs{anchor:>9.1f} µs  {ratio:>8.1f}×  ≥{goal:.0f}× {name}: {verdict}")
+        print(
+            f"{label:36}{us:>9.1f} µs{anchor:>9.1f} µs  {ratio:>8.1f}×  ≥{goal:.0f}× {name}: {verdict}"
+        )
     within = ours["b"] / floor
     print(f"{'raw sqlite3 floor (1 + 7 rows, 1 txn)':36}{floor:>9.1f} µs")
     print(f"(b) is {within:.2f}× the raw floor (goal ≤ 3×: {'ok' if within <= 3 else 'MISSED'})")
