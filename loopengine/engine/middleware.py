@@ -161,7 +161,7 @@ class _Trace(_Layer):
             entry["ok"] = True
             return result
         finally:
-            entry["attempts"] = call.attempts
+            entry["attempts"] = call.attempts or 1
             entry["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
             call.run.calls.append(entry)
 

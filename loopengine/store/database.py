@@ -63,6 +63,8 @@ def create_engine(url: str) -> sa.Engine:
         raise StorageError(f"invalid database URL {url!r}: {exc}") from None
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(parsed.set(drivername="sqlite"))
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
     try:
         return sa.create_engine(parsed, json_serializer=_dumps, pool_pre_ping=True)
     except (sa.exc.ArgumentError, ImportError) as exc:

@@ -156,7 +156,9 @@ async def test_an_engine_without_a_store_still_runs(harness: Harness) -> None:
     assert (await engine.run(loop)).outcome is Outcome.COMPLETED
 
 
-async def test_static_params_are_validated_once_and_kept_on_their_template(harness: Harness) -> None:
+async def test_static_params_are_validated_once_and_kept_on_their_template(
+    harness: Harness,
+) -> None:
     loop = harness.loop(SEVEN.replace("DURABILITY", "phase"))
     await harness.engine.run(loop)
     assert loop.spec.act is not None
