@@ -1,0 +1,157 @@
+"""The run-time commands as users type them: run, history, show, reject, resume, inputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopengine.cli import main
+
+SKILLS = """\
+from loopengine import skill
+
+@skill
+def count(ctx, n: int = 1):
+    return {"counted": n}
+"""
+LOOP = """\
+id: counter
+trigger: {type: manual}
+params:
+  n: {type: integer, default: 3}
+analyze:
+  analysis_steps: [{name: c, skill_id: count, params: {n: "${ input.n }"}}]
+decide:
+  decision_tree: [{condition: "counted > 5", action: big}]
+  fallback_action: log_only
+  human_approval: {required_for: [big]}
+act:
+  actions: [{action_id: big, skill_id: count, on: [big]}]
+"""
+
+
+@pytest.fixture(autouse=True)
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "skills.py").write_text(SKILLS)
+    (tmp_path / "loopengine.yaml").write_text("plugins: [./skills.py]\n")
+    (tmp_path / "counter.yaml").write_text(LOOP)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LOOPENGINE_CONFIG", raising=False)
+    monkeypatch.delenv("LOOPENGINE_DATABASE", raising=False)
+    return tmp_path
+
+
+def _json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
+    code = main([*args, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_run_prints_a_summary_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "counter.yaml"]) == 0
+    out = capsys.readouterr().out
+    assert "completed" in out
+    assert "decision: log_only (no rule applied: fallback action)" in out
+
+
+def test_run_json_is_the_full_record(capsys: pytest.CaptureFixture[str]) -> None:
+    code, record = _json(capsys, "run", "counter.yaml", "--input", "n=2")
+    assert code == 0
+    assert record["job"]["payload"] == {"n": 2}
+    assert [p["phase"] for p in record["phases"]] == [
+        "detect",
+        "analyze",
+        "decide",
+        "act",
+        "validate",
+        "learn",
+        "store",
+    ]
+
+
+def test_an_unknown_input_is_one_clear_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "counter.yaml", "--input", "m=2"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: --input m: loop 'counter' has no param 'm' (params: n)"
+    )
+
+
+def test_an_input_of_the_wrong_type_is_one_clear_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "counter.yaml", "--input", "n=lots"]) == 2
+    assert (
+        capsys.readouterr().err.strip() == "error: --input n=lots: 'lots' is not of type 'integer'"
+    )
+
+
+def test_an_invalid_loop_is_reported_like_validate(
+    capsys: pytest.CaptureFixture[str], workspace: Path
+) -> None:
+    (workspace / "bad.yaml").write_text("id: bad\ntrigger: {type: manual}\ndurability: sometimes\n")
+    assert main(["run", "bad.yaml"]) == 2
+    assert capsys.readouterr().err.startswith(
+        "bad.yaml:3:13: durability: invalid value 'sometimes'"
+    )
+
+
+def test_history_and_show(capsys: pytest.CaptureFixture[str]) -> None:
+    _, first = _json(capsys, "run", "counter.yaml")
+    _, history = _json(capsys, "history", "counter")
+    assert [e["execution_id"] for e in history["executions"]] == [first["execution_id"]]
+    code, shown = _json(capsys, "show", first["execution_id"])
+    assert (code, shown["outcome"]) == (0, "completed")
+
+
+def test_show_an_unknown_execution(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", "nope"]) == 1
+    assert "no execution 'nope'" in capsys.readouterr().err
+
+
+def test_reject_ends_a_waiting_execution(capsys: pytest.CaptureFixture[str]) -> None:
+    code, waiting = _json(capsys, "run", "counter.yaml", "--input", "n=9")
+    assert (code, waiting["outcome"]) == (1, "awaiting_approval")
+    code, rejected = _json(capsys, "reject", waiting["execution_id"], "--note", "not today")
+    assert (code, rejected["outcome"], rejected["approval"]["note"]) == (0, "rejected", "not today")
+
+
+def test_a_repeated_idempotency_key_returns_the_first_run(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, first = _json(capsys, "run", "counter.yaml", "--idempotency-key", "nightly-2026-11-22")
+    _, second = _json(capsys, "run", "counter.yaml", "--idempotency-key", "nightly-2026-11-22")
+    assert second["execution_id"] == first["execution_id"]
+
+
+def test_dry_run_marks_the_execution(capsys: pytest.CaptureFixture[str]) -> None:
+    _, record = _json(capsys, "run", "counter.yaml", "--dry-run")
+    assert record["dry_run"] is True
+
+
+def test_resume_refuses_a_finished_execution(capsys: pytest.CaptureFixture[str]) -> None:
+    _, record = _json(capsys, "run", "counter.yaml")
+    assert main(["resume", record["execution_id"]]) == 1
+    assert "is completed, not interrupted" in capsys.readouterr().err
+
+
+def test_flags_and_metrics(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["flags", "set", "beta", "on"]) == 0
+    assert capsys.readouterr().out.strip() == "flag beta is on"
+    _, flags = _json(capsys, "flags", "list")
+    assert [(f["name"], f["enabled"]) for f in flags["flags"]] == [("beta", True)]
+    code, point = _json(capsys, "metrics", "record", "queue.depth", "7", "--label", "node=a")
+    assert (code, point["value"], point["labels"]) == (0, 7.0, {"node": "a"})
+
+
+def test_a_bad_flag_state_is_one_clear_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["flags", "set", "beta", "maybe"]) == 2
+    assert capsys.readouterr().err.strip() == "error: flag state 'maybe': write on or off"
+
+
+def test_the_database_follows_the_environment(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, workspace: Path
+) -> None:
+    monkeypatch.setenv("LOOPENGINE_DATABASE", f"sqlite:///{workspace / 'elsewhere.db'}")
+    assert main(["run", "counter.yaml"]) == 0
+    assert (workspace / "elsewhere.db").exists()
+    assert not (workspace / ".loopengine" / "loopengine.db").exists()
