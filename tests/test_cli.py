@@ -194,3 +194,12 @@ def test_force_color_adds_colour(
     (tmp_path / "x.yaml").write_text(MINIMAL)
     assert main(["validate", str(tmp_path / "x.yaml")]) == 0
     assert "\x1b[" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("example", ["seo_audit", "quickstart"])
+def test_the_shipped_examples_validate(
+    example: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(SEED_DIR.parent / example)
+    assert main(["validate", "."]) == 0
+    assert capsys.readouterr().out.strip() == "✓ 1 loop valid"

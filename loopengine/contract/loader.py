@@ -17,6 +17,7 @@ from loopengine.errors import ContractError
 __all__ = ["LOOP_SUFFIXES", "LoadReport", "Loop", "LoopLoader", "find_loop_files"]
 
 LOOP_SUFFIXES = (".yaml", ".yml")
+NOT_LOOPS = frozenset({"loopengine.yaml", "loopengine.yml"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,12 +66,14 @@ def _unwrap(document: YamlDocument) -> tuple[YamlDocument, list[Diagnostic]]:
 
 
 def find_loop_files(paths: Iterable[Path]) -> Iterator[Path]:
-    """Each file given, and every ``*.yaml``/``*.yml`` below each folder (hidden ones skipped)."""
+    """Each file given, and every ``*.yaml``/``*.yml`` below each folder (hidden ones and config
+    files skipped)."""
     for path in paths:
         if path.is_dir():
             for found in sorted(path.rglob("*")):
                 hidden = any(part.startswith(".") for part in found.relative_to(path).parts)
-                if found.suffix in LOOP_SUFFIXES and found.is_file() and not hidden:
+                loop_file = found.suffix in LOOP_SUFFIXES and found.name not in NOT_LOOPS
+                if loop_file and found.is_file() and not hidden:
                     yield found
         else:
             yield path
