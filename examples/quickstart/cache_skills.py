@@ -18,7 +18,13 @@ def scan_cache(ctx: SkillContext, folder: str, max_age_days: float = 7) -> Skill
     files = [p for p in root.iterdir() if p.is_file()] if root.is_dir() else []
     cutoff = time.time() - max_age_days * 86400
     stale = sorted(p.name for p in files if p.stat().st_mtime < cutoff)
-    data = {"cache": {"files": len(files), "stale": stale, "bytes": sum(p.stat().st_size for p in files)}}
+    data = {
+        "cache": {
+            "files": len(files),
+            "stale": stale,
+            "bytes": sum(p.stat().st_size for p in files),
+        }
+    }
     return SkillOutput(data=data, confidence=1.0 if root.is_dir() else 0.0)
 
 
