@@ -11,7 +11,7 @@ import pytest
 
 from loopengine.contract.enums import Outcome
 from loopengine.engine.lifecycle import answer_approval, escalate_overdue, recover_interrupted
-from loopengine.store import executions
+from loopengine.store import executions, signals
 from tests.engine.conftest import Harness
 
 pytestmark = pytest.mark.anyio
@@ -107,6 +107,8 @@ async def test_escalated_after_the_approval_window(harness: Harness) -> None:
     assert await escalate_overdue(harness.engine, harness.load_loop) == [done.execution_id]
     view = await harness.view(done)
     assert view["outcome"] == Outcome.ESCALATED
+    events = await harness.store.read(lambda c: signals.recent_events(c, 0))
+    assert [e["name"] for e in events] == ["agent.seo.architect"]
 
 
 async def test_failed_when_a_skill_raises(harness: Harness) -> None:

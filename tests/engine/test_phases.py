@@ -234,3 +234,44 @@ async def test_an_unconfigured_storage_fails_the_artifact_clearly(harness: Harne
     done = await harness.engine.run(loop)
     assert done.outcome is Outcome.FAILED
     assert "storage 'supabase' is not configured" in (done.error or "")
+
+
+async def test_rollback_stops_at_its_time_limit(harness: Harness) -> None:
+    loop = harness.loop(
+        "id: slow_undo\ntrigger: {type: manual}\ndecide: {fallback_action: fix_all}\n"
+        "act:\n  actions:\n    - {action_id: fix, skill_id: fix, params: {after: 9}, rollback_skill: slow, rollback_params: {seconds: 5}}\n"
+        "validate:\n  assertions:\n    - {expression: 'violations.after < `5`'}\n"
+        "  auto_rollback: {enabled: true, max_rollback_time_ms: 100}\n"
+    )
+    started = time.monotonic()
+    done = await harness.engine.run(loop)
+    assert time.monotonic() - started < 3
+    assert done.outcome is Outcome.FAILED
+    assert "rollback did not finish within 100 ms" in (done.error or "")
+
+
+async def test_no_adjustment_within_the_cooldown(harness: Harness) -> None:
+    loop = harness.loop(
+        "id: cooling\ntrigger: {type: manual}\nlearn:\n  feedback_sources: [{type: outcome, name: ok}]\n"
+        "  learning_config: {rate: 0.5, cooldown_hours: 1}\nact:\n  actions: []\n"
+    )
+    first = await harness.view(await harness.engine.run(loop))
+    assert "update" in harness.phase(first, "learn")["data"]
+    second = await harness.view(await harness.engine.run(loop))
+    assert harness.phase(second, "learn")["data"]["not_learned"].startswith("cooldown")
+
+
+async def test_emitted_events_are_stored_on_matching_outcomes(harness: Harness) -> None:
+    loop = harness.loop(
+        "id: emitter\ntrigger: {type: manual}\ndecide: {fallback_action: log_only}\n"
+        "emit:\n  - {on: [completed], event: emitter.done, data: {loop: '${ loop.id }'}}\n"
+        "  - {on: [failed], event: emitter.failed}\n"
+    )
+    done = await harness.engine.run(loop)
+    events = await harness.store.read(lambda c: signals.recent_events(c, 0))
+    assert [(e["name"], e["data"]) for e in events] == [
+        (
+            "emitter.done",
+            {"loop": "emitter", "execution_id": done.execution_id, "outcome": "completed"},
+        )
+    ]
