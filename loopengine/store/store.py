@@ -7,6 +7,10 @@ group fail, each write is retried alone so only the faulty one fails. Operations
 order they were submitted, so a read sees every write submitted before it. A cancelled caller
 does not cancel a write already queued: its outcome is unknown to that caller, which is why
 executions carry idempotency keys.
+
+Why a thread and a synchronous engine rather than SQLAlchemy's async engine over aiosqlite: that
+adapter hops threads for every cursor call (~4 per statement), and a 1 + 7 row transaction took
+~2.1 ms on a 2-core machine against ~0.25 ms for the same rows batched in one hop.
 """
 
 from __future__ import annotations
