@@ -1,0 +1,267 @@
+"""What users need to test their own loops: a scripted OpenAI-compatible server on loopback.
+
+    with FakeLLMServer() as server:
+        server.script("qwen3:1.7b", [tool_call("list_dir", {"path": "."}), reply("Done.")])
+        node = {"base_url": server.base_url, "model": "qwen3:1.7b"}
+
+Each model answers from its own script, in order; ``forever(x)`` repeats ``x``; a model without
+a script, or past the end of its script, answers 500. ``status(503)`` and ``hang(5)`` make a node
+misbehave. Every request received is kept in ``server.requests``. ``"stream": true`` requests get
+server-sent events, as OpenAI sends them.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = [
+    "FakeLLMServer",
+    "Forever",
+    "Response",
+    "forever",
+    "hang",
+    "raw",
+    "reply",
+    "status",
+    "tool_call",
+    "tool_calls",
+]
+
+
+@dataclass(frozen=True)
+class Response:
+    """One scripted answer: a chat completion ``message``, or an HTTP status, after a delay."""
+
+    message: dict[str, Any] | None = None
+    finish_reason: str = "stop"
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    body: dict[str, Any] | None = None
+    usage: dict[str, int] = field(
+        default_factory=lambda: {"prompt_tokens": 10, "completion_tokens": 5}
+    )
+
+
+@dataclass(frozen=True)
+class Forever:
+    """Answer ``response`` to every request from now on."""
+
+    response: Response
+
+
+def reply(content: str, finish_reason: str = "stop") -> Response:
+    """An assistant message with ``content``."""
+    return Response({"role": "assistant", "content": content}, finish_reason)
+
+
+def tool_calls(*calls: tuple[str, Any], content: str | None = None) -> Response:
+    """Assistant tool calls; each argument value is sent as JSON text unless it is already text."""
+    return Response(
+        {
+            "role": "assistant",
+            "content": content,
+            "tool_calls": [
+                {
+                    "id": f"call_{uuid.uuid4().hex[:8]}",
+                    "type": "function",
+                    "function": {
+                        "name": name,
+                        "arguments": arguments
+                        if isinstance(arguments, str)
+                        else json.dumps(arguments),
+                    },
+                }
+                for name, arguments in calls
+            ],
+        },
+        "tool_calls",
+    )
+
+
+def tool_call(name: str, arguments: Any = None, content: str | None = None) -> Response:
+    """One assistant tool call."""
+    return tool_calls((name, {} if arguments is None else arguments), content=content)
+
+
+def raw(body: dict[str, Any]) -> Response:
+    """A response body sent exactly as given."""
+    return Response(body=body)
+
+
+def status(
+    code: int, retry_after: float | None = None, message: str = "scripted error"
+) -> Response:
+    """An HTTP error (with ``Retry-After`` when given)."""
+    headers = {} if retry_after is None else {"Retry-After": str(retry_after)}
+    return Response(status=code, headers=headers, body={"error": {"message": message}})
+
+
+def hang(seconds: float, then: Response | None = None) -> Response:
+    """Answer after ``seconds`` (what a stuck node looks like to a client with a deadline)."""
+    base = then or reply("late")
+    return Response(base.message, base.finish_reason, base.status, base.headers, seconds, base.body)
+
+
+def forever(response: Response) -> Forever:
+    return Forever(response)
+
+
+Script = list[Response | Forever]
+
+
+class FakeLLMServer:
+    """A scripted OpenAI-compatible HTTP server on 127.0.0.1, in a thread (``with`` runs it)."""
+
+    def __init__(self) -> None:
+        self._scripts: dict[str, Script] = {}
+        self._lock = threading.Lock()
+        self.requests: list[dict[str, Any]] = []
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        port = self._server.server_address[1]
+        return f"http://127.0.0.1:{port}/v1"
+
+    def script(self, model: str, responses: Script) -> None:
+        """What ``model`` answers, in order."""
+        with self._lock:
+            self._scripts[model] = list(responses)
+
+    def requests_for(self, model: str) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r.get("model") == model]
+
+    def _next(self, model: str) -> Response:
+        with self._lock:
+            script = self._scripts.get(model)
+            if not script:
+                return status(500, message=f"no scripted answer left for model {model!r}")
+            head = script[0]
+            if isinstance(head, Forever):
+                return head.response
+            script.pop(0)
+            return head
+
+    def start(self) -> FakeLLMServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> FakeLLMServer:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def _send(
+                self, code: int, body: dict[str, Any], headers: dict[str, str] | None = None
+            ) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/").endswith("/models"):
+                    models = [{"id": m, "object": "model"} for m in server._scripts]
+                    self._send(200, {"object": "list", "data": models})
+                else:
+                    self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                try:
+                    request = json.loads(self.rfile.read(length) or b"{}")
+                except ValueError:
+                    self._send(400, {"error": {"message": "body is not JSON"}})
+                    return
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    self._send(404, {"error": {"message": f"no route {self.path}"}})
+                    return
+                with server._lock:
+                    server.requests.append(request)
+                response = server._next(str(request.get("model")))
+                if response.delay_s:
+                    time.sleep(response.delay_s)
+                if response.status != 200:
+                    self._send(response.status, response.body or {}, response.headers)
+                elif response.body is not None:
+                    self._send(200, response.body)
+                elif request.get("stream"):
+                    self._stream(request, response)
+                else:
+                    self._send(200, _completion(request, response))
+
+            def _stream(self, request: dict[str, Any], response: Response) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                for chunk in _chunks(request, response):
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.flush()
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.close_connection = True
+
+        return Handler
+
+
+def _completion(request: dict[str, Any], response: Response) -> dict[str, Any]:
+    usage = dict(response.usage)
+    usage["total_tokens"] = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": request.get("model"),
+        "choices": [
+            {"index": 0, "message": response.message, "finish_reason": response.finish_reason}
+        ],
+        "usage": usage,
+    }
+
+
+def _chunks(request: dict[str, Any], response: Response) -> Iterator[dict[str, Any]]:
+    message = response.message or {}
+    base = {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion.chunk",
+        "model": request.get("model"),
+    }
+    content = message.get("content") or ""
+    for start in range(0, len(content), 8):
+        yield {**base, "choices": [{"index": 0, "delta": {"content": content[start : start + 8]}}]}
+    for index, call in enumerate(message.get("tool_calls") or ()):
+        delta = {"tool_calls": [{"index": index, **call}]}
+        yield {**base, "choices": [{"index": 0, "delta": delta}]}
+    yield {
+        **base,
+        "choices": [{"index": 0, "delta": {}, "finish_reason": response.finish_reason}],
+        "usage": response.usage,
+    }
