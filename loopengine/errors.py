@@ -71,6 +71,21 @@ class SkillError(LoopEngineError):
 class LLMError(LoopEngineError):
     """An LLM node was unreachable, refused the call, or answered unusably."""
 
+    def __init__(
+        self,
+        message: str,
+        *,
+        node: str | None = None,
+        status_code: int | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.node = node
+        self.status_code = status_code
+        self.retryable = retryable
+        self.retry_after = retry_after
+
 
 class StorageError(LoopEngineError):
     """The store or an artifact backend failed."""

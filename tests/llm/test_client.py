@@ -1,0 +1,134 @@
+"""The real client against the scripted server: deadlines, retries, errors, usage."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import pytest
+
+from loopengine.contract.config import Node
+from loopengine.errors import LLMError
+from loopengine.llm.client import ChatClient
+from loopengine.llm.health import COOL_AFTER, NodeHealth
+from loopengine.testing import FakeLLMServer, hang, reply, status, tool_call
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as running:
+        yield running
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient() as client:
+        yield client
+
+
+def _client(server: FakeLLMServer, http: httpx.AsyncClient, **node: object) -> ChatClient:
+    settings = {"base_url": server.base_url, "model": "m", "timeout_s": 5, **node}
+    return ChatClient("OL1", Node.model_validate(settings), http, backoff_s=0.01)
+
+
+async def test_a_completion_with_usage(server: FakeLLMServer, http: httpx.AsyncClient) -> None:
+    server.script("m", [reply("hello")])
+    completion = await _client(server, http).chat([{"role": "user", "content": "hi"}])
+    assert completion.choice["message"]["content"] == "hello"
+    assert completion.tokens == 15
+
+
+async def test_tools_are_offered_with_tool_choice_when_the_node_accepts_it(
+    server: FakeLLMServer, http: httpx.AsyncClient
+) -> None:
+    server.script("m", [tool_call("list_dir", {"path": "."}), reply("ok")])
+    tools = [{"type": "function", "function": {"name": "list_dir", "parameters": {}}}]
+    await _client(server, http).chat([], tools)
+    await _client(server, http, tool_choice=False).chat([], tools)
+    first, second = server.requests
+    assert first["tool_choice"] == "auto"
+    assert "tool_choice" not in second
+    assert second["tools"] == tools
+
+
+async def test_5xx_and_429_are_retried_honouring_retry_after(
+    server: FakeLLMServer, http: httpx.AsyncClient
+) -> None:
+    server.script("m", [status(503), status(429, retry_after=0.2), reply("finally")])
+    started = time.monotonic()
+    completion = await _client(server, http).chat([])
+    assert completion.choice["message"]["content"] == "finally"
+    assert time.monotonic() - started >= 0.2
+    assert len(server.requests) == 3
+
+
+async def test_retries_are_bounded(server: FakeLLMServer, http: httpx.AsyncClient) -> None:
+    server.script("m", [status(500), status(500), status(500), reply("too late")])
+    with pytest.raises(LLMError) as caught:
+        await _client(server, http).chat([])
+    assert caught.value.status_code == 500
+    assert len(server.requests) == 3
+
+
+@pytest.mark.parametrize("code", [401, 404, 400])
+async def test_client_errors_are_not_retried(
+    server: FakeLLMServer, http: httpx.AsyncClient, code: int
+) -> None:
+    server.script("m", [status(code, message="nope"), reply("never")])
+    with pytest.raises(LLMError, match=f"node OL1 answered {code}: nope"):
+        await _client(server, http).chat([])
+    assert len(server.requests) == 1
+
+
+async def test_the_total_deadline_holds_even_when_bytes_trickle(
+    server: FakeLLMServer, http: httpx.AsyncClient
+) -> None:
+    server.script("m", [hang(3)])
+    started = time.monotonic()
+    with pytest.raises(LLMError, match=r"did not answer within 0\.3 s"):
+        await _client(server, http, timeout_s=0.3).chat([])
+    assert time.monotonic() - started < 2
+
+
+async def test_an_offline_node_is_a_retryable_llm_error(http: httpx.AsyncClient) -> None:
+    node = Node.model_validate({"base_url": "http://127.0.0.1:9/v1", "model": "m", "timeout_s": 2})
+    with pytest.raises(LLMError, match="unreachable") as caught:
+        await ChatClient("M1", node, http, retries=0).chat([])
+    assert caught.value.retryable
+
+
+async def test_the_api_key_is_sent_as_a_bearer_token(
+    server: FakeLLMServer, http: httpx.AsyncClient
+) -> None:
+    server.script("m", [reply("ok")])
+    settings = Node.model_validate({"base_url": server.base_url, "model": "m"})
+    await ChatClient("M2", settings, http, api_key="k-123").chat([])
+    assert server.requests[0]["model"] == "m"
+
+
+def test_health_cools_down_after_repeated_failures_not_one() -> None:
+    health = NodeHealth()
+    for _ in range(COOL_AFTER - 1):
+        health = health.after_failure(100.0, "boom", 503)
+        assert health.available(100.0)
+    health = health.after_failure(100.0, "boom", 503)
+    assert not health.available(100.0)
+    assert health.available(100.0 + 31)
+
+
+def test_health_cools_down_at_once_on_401_and_404() -> None:
+    assert not NodeHealth().after_failure(0.0, "unauthorized", 401).available(1.0)
+    assert not NodeHealth().after_failure(0.0, "no such model", 404).available(1.0)
+
+
+def test_a_success_resets_health() -> None:
+    health = NodeHealth().after_failure(0.0, "x", 500).after_failure(0.0, "x", 500)
+    assert health.after_success() == NodeHealth()
