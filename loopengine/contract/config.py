@@ -53,6 +53,11 @@ class Config(Strict):
         default_factory=list, description="Modules or `.py` files that register skills and tools."
     )
     tools_root: str = Field(".", description="Sandbox root of the built-in file tools.")
+    http_allow: list[Name] = Field(
+        default_factory=list,
+        description="Hosts `http_get` may reach although they are loopback or private "
+        "(names or addresses, e.g. `127.0.0.1`).",
+    )
     cluster: Cluster = Field(Cluster(), description="OpenAI-compatible chat endpoints.")
     databases: dict[str, str] = Field(
         default_factory=dict,
