@@ -1,0 +1,214 @@
+"""The agent loop and the reflexive chain against a scripted server, as the issue's scenarios."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopengine.contract.config import Cluster as ClusterConfig
+from loopengine.llm.chain import run_chain, run_simple
+from loopengine.llm.cluster import Cluster
+from loopengine.llm.tools import Toolbox, builtin_tools
+from loopengine.testing import FakeLLMServer, forever, reply, tool_call
+
+pytestmark = pytest.mark.anyio
+QUESTION = [{"role": "user", "content": "Analyse the facts file and explain it"}]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as running:
+        yield running
+
+
+def _config(server: FakeLLMServer, offline: frozenset[str] = frozenset()) -> ClusterConfig:
+    nodes: dict[str, Any] = {}
+    for name in ("OL1", "M1", "M2"):
+        url = "http://127.0.0.1:9/v1" if name in offline else server.base_url
+        nodes[name] = {"base_url": url, "model": name.lower(), "timeout_s": 5}
+    return ClusterConfig.model_validate({"nodes": nodes, "routing": {"simple": ["OL1", "M1"]}})
+
+
+@pytest.fixture
+async def cluster(server: FakeLLMServer) -> AsyncIterator[Cluster]:
+    built = Cluster(_config(server), {})
+    yield built
+    await built.aclose()
+
+
+@pytest.fixture
+def toolbox(tmp_path: Path) -> Toolbox:
+    (tmp_path / "facts.txt").write_text("Loops have seven phases.")
+    return Toolbox(builtin_tools(tmp_path, "sqlite://"))
+
+
+async def test_a_model_repeating_list_dir_is_stopped_and_the_chain_still_answers(
+    server: FakeLLMServer, cluster: Cluster, toolbox: Toolbox
+) -> None:
+    server.script("ol1", [forever(tool_call("list_dir", {"path": "."}))])
+    server.script("m1", [reply("The folder holds facts.txt.")])
+    server.script("m2", [reply("Final: the folder holds facts.txt.")])
+    result = await run_chain(cluster, QUESTION, toolbox)
+    first = result.stages[0]
+    assert (first.status, first.turns) == ("loop_stopped", 2)
+    assert first.reason == 'list_dir({"path": "."}) was already called in this stage'
+    assert len(first.tools_used) == 1
+    assert result.reply == "Final: the folder holds facts.txt."
+    assert [s.status for s in result.stages] == ["loop_stopped", "ok", "ok"]
+
+
+async def test_a_forgotten_argument_is_fed_back_and_the_retry_succeeds(
+    server: FakeLLMServer, cluster: Cluster, toolbox: Toolbox
+) -> None:
+    server.script(
+        "ol1",
+        [
+            tool_call("read_file", {}),
+            tool_call("read_file", {"path": "facts.txt"}),
+            reply("Seven phases."),
+        ],
+    )
+    result = await run_simple(cluster, QUESTION, toolbox, "simple")
+    used = result.stages[0].tools_used
+    assert [u["ok"] for u in used] == [False, True]
+    assert used[0]["error"] == "invalid arguments for read_file: missing required argument 'path'"
+    second_request = server.requests_for("ol1")[1]["messages"]
+    assert "missing required argument 'path'" in second_request[-1]["content"]
+    assert result.reply == "Seven phases."
+
+
+async def test_the_seed_bracket_syntax_reads_the_file(
+    server: FakeLLMServer, cluster: Cluster, toolbox: Toolbox
+) -> None:
+    server.script(
+        "ol1",
+        [
+            reply('[TOOL:read_file:{"path": "facts.txt"}]'),
+            reply("It says loops have seven phases."),
+        ],
+    )
+    result = await run_simple(cluster, QUESTION, toolbox, "simple")
+    (used,) = result.stages[0].tools_used
+    assert used["result"]["text"] == "Loops have seven phases."
+    assert result.reply == "It says loops have seven phases."
+
+
+async def test_an_unknown_tool_is_reported_to_the_model(
+    server: FakeLLMServer, cluster: Cluster, toolbox: Toolbox
+) -> None:
+    server.script(
+        "ol1", [tool_call("move_file", {"from": "a", "to": "b"}), reply("I cannot move files.")]
+    )
+    result = await run_simple(cluster, QUESTION, toolbox, "simple")
+    (used,) = result.stages[0].tools_used
+    assert used["error"].startswith("unknown tool 'move_file'")
+    assert result.reply == "I cannot move files."
+    assert result.stages[0].status == "ok"
+
+
+async def test_an_offline_m1_is_skipped_and_m2_reviews_ol1(
+    server: FakeLLMServer, toolbox: Toolbox
+) -> None:
+    cluster = Cluster(_config(server, offline=frozenset({"M1"})), {})
+    cluster.clients["M1"].retries = 0
+    try:
+        server.script(
+            "ol1", [tool_call("read_file", {"path": "facts.txt"}), reply("Found: seven phases.")]
+        )
+        server.script("m2", [reply("Reviewed: loops have seven phases.")])
+        result = await run_chain(cluster, QUESTION, toolbox)
+    finally:
+        await cluster.aclose()
+    assert [(s.node, s.status) for s in result.stages] == [
+        ("OL1", "ok"),
+        ("M1", "skipped"),
+        ("M2", "ok"),
+    ]
+    assert "unreachable" in (result.stages[1].reason or "")
+    assert result.reply == "Reviewed: loops have seven phases."
+    review = server.requests_for("m2")[0]["messages"]
+    assert "Loops have seven phases." in review[-1]["content"]
+
+
+async def test_a_simple_question_uses_one_node(
+    server: FakeLLMServer, cluster: Cluster, toolbox: Toolbox
+) -> None:
+    server.script("ol1", [reply("Paris.")])
+    result = await run_simple(
+        cluster, [{"role": "user", "content": "Capital of France?"}], toolbox, "simple"
+    )
+    assert (result.mode, [s.node for s in result.stages], result.reply) == (
+        "simple",
+        ["OL1"],
+        "Paris.",
+    )
+    assert server.requests_for("m1") == []
+
+
+async def test_out_of_turns_hands_back_a_partial_answer(
+    server: FakeLLMServer, cluster: Cluster, toolbox: Toolbox
+) -> None:
+    server.script(
+        "ol1",
+        [
+            tool_call("read_file", {"path": "facts.txt"}),
+            tool_call("list_dir", {"path": "."}),
+            reply("Partial: seven phases."),
+        ],
+    )
+    result = await run_simple(cluster, QUESTION, toolbox, "simple", max_turns=2)
+    stage = result.stages[0]
+    assert (stage.status, stage.partial, result.reply) == ("budget", True, "Partial: seven phases.")
+    assert "tools" not in server.requests_for("ol1")[-1]
+
+
+async def test_the_chain_respects_its_global_turn_budget(
+    server: FakeLLMServer, cluster: Cluster, toolbox: Toolbox
+) -> None:
+    server.script(
+        "ol1",
+        [
+            tool_call("list_dir", {"path": "."}),
+            tool_call("read_file", {"path": "facts.txt"}),
+            tool_call("search_files", {"pattern": "phase"}),
+            tool_call("list_dir", {"path": ".."}),
+            reply("ol1 done"),
+        ],
+    )
+    server.script("m1", [reply("m1 done")])
+    server.script("m2", [reply("m2 done")])
+    result = await run_chain(cluster, QUESTION, toolbox, max_turns=5)
+    assert result.turns <= 5 + 1
+    assert [s.status for s in result.stages][-1] in ("ok", "skipped")
+
+
+async def test_a_context_overflow_is_not_an_empty_answer(
+    server: FakeLLMServer, cluster: Cluster, toolbox: Toolbox
+) -> None:
+    server.script("ol1", [reply("", finish_reason="length")])
+    result = await run_simple(cluster, QUESTION, toolbox, "simple")
+    assert result.stages[0].status == "failed"
+    assert "context overflow" in (result.stages[0].reason or "")
+
+
+async def test_repeated_failures_cool_a_node_down(server: FakeLLMServer, toolbox: Toolbox) -> None:
+    from loopengine.errors import LLMError
+
+    cluster = Cluster(_config(server, offline=frozenset({"OL1"})), {})
+    cluster.clients["OL1"].retries = 0
+    try:
+        for _ in range(3):
+            with pytest.raises(LLMError):
+                await cluster.chat("OL1", [])
+        assert cluster.available("OL1") is not None
+        assert cluster.pick("simple") == "M1"
+    finally:
+        await cluster.aclose()
