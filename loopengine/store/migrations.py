@@ -21,11 +21,27 @@ class Migration:
     apply: Callable[[sa.Connection], None]
 
 
+_CHAT_TABLES = (
+    tables.node_health,
+    tables.chat_sessions,
+    tables.chat_messages,
+    tables.chat_operations,
+)
+
+
 def _initial(connection: sa.Connection) -> None:
-    tables.metadata.create_all(connection)
+    wanted = [t for t in tables.metadata.sorted_tables if t not in _CHAT_TABLES]
+    tables.metadata.create_all(connection, tables=wanted)
 
 
-MIGRATIONS: tuple[Migration, ...] = (Migration(1, "initial tables", _initial),)
+def _chat(connection: sa.Connection) -> None:
+    tables.metadata.create_all(connection, tables=list(_CHAT_TABLES))
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "initial tables", _initial),
+    Migration(2, "LLM node health and chat threads", _chat),
+)
 
 
 def migrate(connection: sa.Connection) -> int:

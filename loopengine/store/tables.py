@@ -8,6 +8,9 @@ __all__ = [
     "approvals",
     "artifacts",
     "audit",
+    "chat_messages",
+    "chat_operations",
+    "chat_sessions",
     "context_cache",
     "envelopes",
     "events",
@@ -16,6 +19,7 @@ __all__ = [
     "loop_state",
     "metadata",
     "metrics",
+    "node_health",
     "phase_results",
     "reviews",
     "schema_version",
@@ -183,6 +187,57 @@ trigger_states = sa.Table(
     sa.Column("state", sa.String(16), nullable=False),
     sa.Column("value", sa.Float),
     sa.Column("since", sa.Float, nullable=False),
+)
+
+node_health = sa.Table(
+    "node_health",
+    metadata,
+    sa.Column("node", sa.String(200), primary_key=True),
+    sa.Column("failures", sa.Integer, nullable=False),
+    sa.Column("cooled_until", sa.Float, nullable=False),
+    sa.Column("last_error", sa.Text),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+
+chat_sessions = sa.Table(
+    "chat_sessions",
+    metadata,
+    sa.Column("id", sa.String(200), primary_key=True),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+
+chat_messages = sa.Table(
+    "chat_messages",
+    metadata,
+    sa.Column("session_id", sa.String(200), primary_key=True),
+    sa.Column("seq", sa.Integer, primary_key=True),
+    sa.Column("role", sa.String(16), nullable=False),
+    sa.Column("content", sa.Text),
+    sa.Column("name", sa.String(200)),
+    sa.Column("tool_call_id", sa.String(200)),
+    sa.Column("tool_calls", sa.JSON),
+    sa.Column("operation_id", sa.String(200), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Index(
+        "ux_chat_messages_tool_call",
+        "session_id",
+        "tool_call_id",
+        unique=True,
+        sqlite_where=sa.text("tool_call_id IS NOT NULL"),
+        postgresql_where=sa.text("tool_call_id IS NOT NULL"),
+    ),
+)
+
+chat_operations = sa.Table(
+    "chat_operations",
+    metadata,
+    sa.Column("session_id", sa.String(200), primary_key=True),
+    sa.Column("operation_id", sa.String(200), primary_key=True),
+    sa.Column("body_hash", sa.String(64), nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("applied_at", sa.Float, nullable=False),
 )
 
 reviews = sa.Table(

@@ -1,0 +1,289 @@
+"""Chat threads (seed 002): messages persisted per session, tool results of one round appended as
+one atomic, idempotent batch, optimistic concurrency by version (ETag), strict session isolation.
+
+Functions of a SQLAlchemy connection (run them through ``Store.write``); errors carry the HTTP
+status the API answers with: 412 stale ``If-Match``, 428 missing when required, 422 invalid
+messages or an idempotency key reused with another body, 409 a message of another session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from loopengine.errors import LoopEngineError
+from loopengine.store.tables import chat_messages, chat_operations, chat_sessions
+
+__all__ = [
+    "BatchResult",
+    "ThreadError",
+    "append_batch",
+    "load_thread",
+    "mask_pii",
+    "prune",
+    "thread_version",
+]
+
+_LOG = logging.getLogger("loopengine.threads")
+_ROLES = frozenset({"system", "user", "assistant", "tool"})
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
+_SECRET = re.compile(r"(?i)\b(?:(?:sk|pk|api|key|token)[-_]|bearer\s+)[A-Za-z0-9._\-]{12,}")
+_PHONE = re.compile(r"\+?\d[\d .-]{7,}\d")
+
+
+class ThreadError(LoopEngineError):
+    """A batch refused; ``status`` is the HTTP status the API answers with."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    applied: bool
+    version: int
+    stored: int
+
+
+def mask_pii(text: str) -> str:
+    """``text`` fit for logs: e-mail addresses, tokens and phone numbers masked."""
+    text = _EMAIL.sub("<email>", text)
+    text = _SECRET.sub("<secret>", text)
+    return _PHONE.sub("<phone>", text)
+
+
+def _hash(messages: Sequence[Mapping[str, Any]]) -> str:
+    return hashlib.sha256(
+        json.dumps(list(messages), sort_keys=True, default=str).encode()
+    ).hexdigest()
+
+
+def _validate(messages: Sequence[Mapping[str, Any]], offered: set[str]) -> None:
+    """Every message well-formed; every tool message answers a call made before it."""
+    calls = set(offered)
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if role not in _ROLES:
+            raise ThreadError(
+                422,
+                "invalid_role",
+                f"messages[{index}]: role {role!r} is not one of {sorted(_ROLES)}",
+            )
+        for call in message.get("tool_calls") or ():
+            if not isinstance(call, Mapping) or not call.get("id"):
+                raise ThreadError(
+                    422, "invalid_tool_call", f"messages[{index}]: every tool call needs an id"
+                )
+            calls.add(str(call["id"]))
+        if role != "tool":
+            continue
+        call_id = message.get("tool_call_id")
+        if not isinstance(call_id, str) or not call_id:
+            raise ThreadError(
+                422,
+                "missing_tool_call_id",
+                f"messages[{index}]: a tool message needs a tool_call_id",
+            )
+        if call_id not in calls:
+            raise ThreadError(
+                422,
+                "unknown_tool_call_id",
+                f"messages[{index}]: tool_call_id {call_id!r} answers no call of this thread",
+            )
+        if not _is_json_text(message.get("content")):
+            raise ThreadError(
+                422,
+                "invalid_tool_content",
+                f"messages[{index}]: tool content must be a JSON string",
+            )
+
+
+def _is_json_text(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        json.loads(value)
+    except ValueError:
+        return False
+    return True
+
+
+def thread_version(connection: sa.Connection, session_id: str) -> int:
+    """The session's version (its ETag); 0 for a session with no message yet."""
+    query = sa.select(chat_sessions.c.version).where(chat_sessions.c.id == session_id)
+    return int(connection.execute(query).scalar() or 0)
+
+
+def _calls_of(connection: sa.Connection, session_id: str) -> set[str]:
+    query = sa.select(chat_messages.c.tool_calls).where(
+        chat_messages.c.session_id == session_id, chat_messages.c.tool_calls.is_not(None)
+    )
+    return {
+        str(call["id"])
+        for (calls,) in connection.execute(query)
+        for call in calls or ()
+        if call.get("id")
+    }
+
+
+def _answered(connection: sa.Connection, session_id: str) -> set[str]:
+    query = sa.select(chat_messages.c.tool_call_id).where(
+        chat_messages.c.session_id == session_id, chat_messages.c.tool_call_id.is_not(None)
+    )
+    return {row for (row,) in connection.execute(query)}
+
+
+def _foreign(connection: sa.Connection, session_id: str, call_ids: set[str]) -> str | None:
+    if not call_ids:
+        return None
+    query = sa.select(chat_messages.c.session_id).where(
+        chat_messages.c.session_id != session_id, chat_messages.c.tool_call_id.in_(call_ids)
+    )
+    return connection.execute(query.limit(1)).scalar()
+
+
+def _replayed(
+    connection: sa.Connection, session_id: str, operation_id: str, body: str
+) -> BatchResult | None:
+    query = sa.select(chat_operations.c.body_hash, chat_operations.c.version).where(
+        chat_operations.c.session_id == session_id, chat_operations.c.operation_id == operation_id
+    )
+    row = connection.execute(query).first()
+    if row is None:
+        return None
+    if row.body_hash != body:
+        raise ThreadError(
+            422,
+            "idempotency_conflict",
+            f"operation {operation_id!r} was already applied with another body",
+        )
+    return BatchResult(False, thread_version(connection, session_id), 0)
+
+
+def _check_version(version: int, if_match: int | None, require_if_match: bool) -> None:
+    if if_match is None:
+        if require_if_match:
+            raise ThreadError(
+                428, "precondition_required", "If-Match is required: send the thread's ETag"
+            )
+    elif if_match != version:
+        raise ThreadError(
+            412, "precondition_failed", f"If-Match {if_match} is stale: the thread is at {version}"
+        )
+
+
+def append_batch(
+    connection: sa.Connection,
+    session_id: str,
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    operation_id: str,
+    now: float,
+    if_match: int | None = None,
+    require_if_match: bool = False,
+) -> BatchResult:
+    """Append ``messages`` atomically; a replayed ``operation_id`` returns ``applied=False``."""
+    body = _hash(messages)
+    if replay := _replayed(connection, session_id, operation_id, body):
+        return replay
+    version = thread_version(connection, session_id)
+    _check_version(version, if_match, require_if_match)
+    _validate(messages, _calls_of(connection, session_id))
+    ids = {str(m["tool_call_id"]) for m in messages if m.get("role") == "tool"}
+    if other := _foreign(connection, session_id, ids):
+        _LOG.warning(
+            "refused a message of session %s in session %s", mask_pii(other), mask_pii(session_id)
+        )
+        raise ThreadError(
+            409, "foreign_message", "a tool result of another session cannot enter this thread"
+        )
+    answered = _answered(connection, session_id)
+    fresh = [m for m in messages if m.get("role") != "tool" or m["tool_call_id"] not in answered]
+    start = int(
+        connection.execute(
+            sa.select(sa.func.coalesce(sa.func.max(chat_messages.c.seq), 0)).where(
+                chat_messages.c.session_id == session_id
+            )
+        ).scalar()
+        or 0
+    )
+    rows = [
+        {
+            "session_id": session_id,
+            "seq": start + offset,
+            "role": m["role"],
+            "content": m.get("content")
+            if isinstance(m.get("content"), str | None)
+            else json.dumps(m.get("content")),
+            "name": m.get("name"),
+            "tool_call_id": m.get("tool_call_id"),
+            "tool_calls": m.get("tool_calls"),
+            "operation_id": operation_id,
+            "created_at": now,
+        }
+        for offset, m in enumerate(fresh, 1)
+    ]
+    if rows:
+        connection.execute(chat_messages.insert(), rows)
+    new_version = version + 1
+    if version == 0:
+        connection.execute(
+            chat_sessions.insert().values(id=session_id, version=1, created_at=now, updated_at=now)
+        )
+    else:
+        updated = connection.execute(
+            chat_sessions.update()
+            .where(chat_sessions.c.id == session_id, chat_sessions.c.version == version)
+            .values(version=new_version, updated_at=now)
+        )
+        if updated.rowcount != 1:
+            raise ThreadError(409, "conflict", "the thread changed meanwhile: reload it and retry")
+    connection.execute(
+        chat_operations.insert().values(
+            session_id=session_id,
+            operation_id=operation_id,
+            body_hash=body,
+            version=new_version,
+            applied_at=now,
+        )
+    )
+    return BatchResult(True, new_version, len(rows))
+
+
+def load_thread(connection: sa.Connection, session_id: str) -> list[dict[str, Any]]:
+    """The session's messages in order, in OpenAI shape (nothing from another session)."""
+    query = (
+        sa.select(chat_messages)
+        .where(chat_messages.c.session_id == session_id)
+        .order_by(chat_messages.c.seq)
+    )
+    thread = []
+    for row in connection.execute(query).mappings():
+        message: dict[str, Any] = {"role": row["role"], "content": row["content"]}
+        for key in ("name", "tool_call_id", "tool_calls"):
+            if row[key] is not None:
+                message[key] = row[key]
+        thread.append(message)
+    return thread
+
+
+def prune(messages: Sequence[dict[str, Any]], keep: int) -> list[dict[str, Any]]:
+    """The last ``keep`` messages or a few more: never a tool message without its assistant call.
+
+    Leading system messages are always kept.
+    """
+    system = [m for m in messages if m.get("role") == "system"]
+    rest = [m for m in messages if m.get("role") != "system"]
+    start = max(0, len(rest) - keep)
+    while start > 0 and rest[start].get("role") == "tool":
+        start -= 1
+    return [*system, *rest[start:]]

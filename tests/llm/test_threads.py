@@ -1,0 +1,136 @@
+"""Threads: atomic idempotent batches, ETags, validation, isolation, safe pruning."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from loopengine.llm.threads import ThreadError, append_batch, load_thread, mask_pii, prune
+from loopengine.store import Store
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    opened = await Store.open(f"sqlite:///{tmp_path / 'threads.db'}")
+    yield opened
+    await opened.close()
+
+
+def _round(call_id: str, result: Any = "ok") -> list[dict[str, Any]]:
+    call = {"id": call_id, "type": "function", "function": {"name": "list_dir", "arguments": "{}"}}
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call_id, "content": json.dumps({"result": result})},
+    ]
+
+
+def _append(
+    session: str, messages: list[dict[str, Any]], operation: str, **options: Any
+) -> Callable[[sa.Connection], Any]:
+    return lambda c: append_batch(c, session, messages, operation_id=operation, now=1.0, **options)
+
+
+async def test_a_batch_is_stored_and_rebuilt_in_order(store: Store) -> None:
+    user = [{"role": "user", "content": "list it"}]
+    await store.write(_append("s1", user, "op-0"))
+    result = await store.write(_append("s1", _round("call_a"), "op-1"))
+    assert (result.applied, result.version, result.stored) == (True, 2, 2)
+    thread = await store.read(lambda c: load_thread(c, "s1"))
+    assert [m["role"] for m in thread] == ["user", "assistant", "tool"]
+    assert thread[2]["tool_call_id"] == "call_a"
+
+
+async def test_a_replayed_batch_writes_nothing(store: Store) -> None:
+    await store.write(_append("s1", _round("call_a"), "op-1"))
+    replay = await store.write(_append("s1", _round("call_a"), "op-1"))
+    assert (replay.applied, replay.version) == (False, 1)
+    assert len(await store.read(lambda c: load_thread(c, "s1"))) == 2
+
+
+async def test_the_same_key_with_another_body_is_422(store: Store) -> None:
+    await store.write(_append("s1", _round("call_a"), "op-1"))
+    with pytest.raises(ThreadError) as caught:
+        await store.write(_append("s1", _round("call_b"), "op-1"))
+    assert (caught.value.status, caught.value.code) == (422, "idempotency_conflict")
+
+
+async def test_a_stale_if_match_is_412(store: Store) -> None:
+    await store.write(_append("s1", _round("call_a"), "op-1"))
+    with pytest.raises(ThreadError) as caught:
+        await store.write(_append("s1", _round("call_b"), "op-2", if_match=0))
+    assert caught.value.status == 412
+
+
+async def test_a_missing_if_match_when_required_is_428(store: Store) -> None:
+    with pytest.raises(ThreadError) as caught:
+        await store.write(_append("s1", _round("call_a"), "op-1", require_if_match=True))
+    assert caught.value.status == 428
+
+
+async def test_a_current_if_match_is_accepted(store: Store) -> None:
+    await store.write(_append("s1", _round("call_a"), "op-1"))
+    result = await store.write(_append("s1", _round("call_b"), "op-2", if_match=1))
+    assert result.version == 2
+
+
+@pytest.mark.parametrize(
+    ("message", "code"),
+    [
+        ({"role": "tool", "tool_call_id": "", "content": "{}"}, "missing_tool_call_id"),
+        ({"role": "tool", "tool_call_id": "nope", "content": "{}"}, "unknown_tool_call_id"),
+        ({"role": "tool", "tool_call_id": "call_a", "content": "not json"}, "invalid_tool_content"),
+        ({"role": "robot", "content": "hi"}, "invalid_role"),
+    ],
+)
+async def test_invalid_messages_are_refused_before_anything_is_stored(
+    store: Store, message: dict[str, Any], code: str
+) -> None:
+    batch = [_round("call_a")[0], message]
+    with pytest.raises(ThreadError) as caught:
+        await store.write(_append("s1", batch, "op-1"))
+    assert (caught.value.status, caught.value.code) == (422, code)
+    assert await store.read(lambda c: load_thread(c, "s1")) == []
+
+
+async def test_a_result_of_another_session_never_enters(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    await store.write(_append("alice", _round("call_x", "alice's secret"), "op-1"))
+    intruder = [
+        _round("call_x")[0],
+        {"role": "tool", "tool_call_id": "call_x", "content": '{"result": 1}'},
+    ]
+    with pytest.raises(ThreadError) as caught:
+        await store.write(_append("bob", intruder, "op-1"))
+    assert caught.value.status == 409
+    assert await store.read(lambda c: load_thread(c, "bob")) == []
+    assert "refused a message of session alice in session bob" in caplog.text
+
+
+def test_pruning_never_separates_calls_from_their_results() -> None:
+    messages = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "q"},
+        *_round("a"),
+        *_round("b"),
+    ]
+    kept = prune(messages, keep=1)
+    assert [m["role"] for m in kept] == ["system", "assistant", "tool"]
+    assert kept[1]["tool_calls"][0]["id"] == "b"
+
+
+def test_pii_is_masked_in_logs() -> None:
+    text = "mail ada@example.com key sk-abcdefghijklmnop phone +33 6 12 34 56 78"
+    assert mask_pii(text) == "mail <email> key <secret> phone <phone>"
