@@ -37,6 +37,7 @@ __all__ = [
     "HumanApproval",
     "Learn",
     "LearningConfig",
+    "MetricRecord",
     "Rule",
     "SkipIf",
     "Source",
@@ -259,10 +260,23 @@ class Adjustment(Strict):
     max: float | None = Field(None, description="Highest allowed value.")
 
 
+class MetricRecord(Strict):
+    """A metric point written when the execution learns (for loops that tune from them)."""
+
+    metric: Name = Field(description="Series name, e.g. `llm.latency_ms`.")
+    value: ExpressionField = Field(description="Number to record, over the context.")
+    labels: TemplateField = Field(
+        default_factory=_no_params, description="Labels (`${ }` allowed), e.g. `{node: ...}`."
+    )
+
+
 class Learn(PhaseSettings):
     """Phase 6: score the execution and adjust learned state."""
 
     feedback_sources: list[Feedback] = Field(default_factory=list)
+    record: list[MetricRecord] = Field(
+        default_factory=list, description="Metric points recorded from this execution."
+    )
     adjust: list[Adjustment] = Field(
         default_factory=list, description="Learned values; `state.score` is always learned."
     )

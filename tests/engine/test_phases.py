@@ -275,3 +275,15 @@ async def test_emitted_events_are_stored_on_matching_outcomes(harness: Harness) 
             {"loop": "emitter", "execution_id": done.execution_id, "outcome": "completed"},
         )
     ]
+
+
+async def test_learn_records_metric_points_with_labels(harness: Harness) -> None:
+    loop = harness.loop(
+        "id: recorder\ntrigger: {type: manual}\nanalyze:\n  analysis_steps:\n"
+        "    - {name: p, skill_id: report, params: {values: {chat: {latency_ms: 120, node: OL1}}}}\n"
+        "learn:\n  record:\n    - {metric: llm.latency_ms, value: chat.latency_ms, labels: {node: '${ chat.node }'}}\n"
+        "    - {metric: llm.missing, value: chat.nothing}\n"
+    )
+    await harness.engine.run(loop)
+    points = await harness.store.read(lambda c: signals.metric_points(c, "llm.latency_ms", None))
+    assert [(p["value"], p["labels"]) for p in points] == [(120.0, {"node": "OL1"})]

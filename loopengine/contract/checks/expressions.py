@@ -20,6 +20,7 @@ EXPRESSIONS: tuple[tuple[str, ...], ...] = (
     ("validate", "assertions", "*", "expression"),
     ("validate", "success_criteria", "*", "metric"),
     ("validate", "auto_rollback", "trigger_conditions", "*"),
+    ("learn", "record", "*", "value"),
     ("trigger", "config", "filter"),
     ("trigger", "config", "scope"),
     ("triggers", "*", "config", "filter"),
@@ -31,6 +32,7 @@ TEMPLATES: tuple[tuple[str, ...], ...] = (
     ("act", "actions", "*", "params"),
     ("act", "actions", "*", "rollback_params"),
     ("emit", "*", "data"),
+    ("learn", "record", "*", "labels"),
 )
 
 

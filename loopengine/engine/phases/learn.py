@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
+
+import sqlalchemy as sa
 
 from loopengine.contract.enums import FeedbackType
 from loopengine.contract.phases import Learn
@@ -62,10 +65,27 @@ def _adjust(
     return moved
 
 
+def _insert_points(points: list[dict[str, Any]], now: float, connection: sa.Connection) -> None:
+    for point in points:
+        signals.insert_metric(connection, point["name"], point["value"], now, point["labels"])
+
+
+def _recorded(spec: Learn, run: Run, services: Services, now: float) -> list[dict[str, Any]]:
+    points = []
+    for record in spec.record:
+        value = record.value.evaluate(run.data)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        labels = record.labels.render(run.data, services.environ) or {}
+        points.append({"name": record.metric, "value": float(value), "labels": labels})
+    return points
+
+
 async def run_learn(run: Run, services: Services) -> PhaseOutput:
     spec = run.loop.spec.learn
     assert spec is not None
     now = services.clock()
+    points = _recorded(spec, run, services, now)
     feedback = [
         Signal(f.name, await _signal_value(f.type, f.name, run, services), f.weight)
         for f in spec.feedback_sources
@@ -77,6 +97,9 @@ async def run_learn(run: Run, services: Services) -> PhaseOutput:
         data={"score": execution_score, "signals": {s.name: s.value for s in feedback}}
     )
     run.data["learn"] = {"score": execution_score}
+    if points:
+        output.data["recorded"] = points
+        output.writes.append(partial(_insert_points, points, now))
     loop_id, execution_id = run.loop.id, run.execution_id
     confidence = float(run.data.get("confidence", 1.0))
     guard = spec.anti_hallucination
