@@ -4,7 +4,7 @@ errors → repeat, until the model answers without tools or the stage's turns ru
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
@@ -59,6 +59,8 @@ class StageReport:
 
 
 Usage = Callable[[Completion], None]
+RoundHook = Callable[[list[dict[str, Any]]], Awaitable[list[dict[str, Any]] | None]]
+"""Told each round's messages (assistant tool calls + results); may return the thread reloaded."""
 
 
 class ChatNode(Protocol):
@@ -95,6 +97,83 @@ def _repeat(guard: LoopGuard, calls: Sequence[ToolCall]) -> str | None:
     return None
 
 
+class _Run:
+    """The state of one stage while it runs."""
+
+    def __init__(
+        self,
+        client: ChatNode,
+        messages: Sequence[dict[str, Any]],
+        toolbox: Toolbox,
+        tools: Sequence[str] | None,
+        usage: Usage | None,
+        on_round: RoundHook | None,
+    ) -> None:
+        self.client, self.toolbox, self.usage, self.on_round = client, toolbox, usage, on_round
+        self.report = StageReport(client.name, client.node.model)
+        self.specs = toolbox.specs(tools) if tools is None or tools else []
+        self.offered = [spec["function"]["name"] for spec in self.specs]
+        self.history = list(messages)
+        self.prefix = [m for m in self.history if m.get("role") == "system"]
+        self.guard = LoopGuard()
+
+    async def ask(self, with_tools: bool) -> Any:
+        completion = await self.client.chat(self.history, self.specs if with_tools else None)
+        self.report.tokens += completion.tokens
+        self.report.latencies_ms.append(completion.latency_ms)
+        if self.usage is not None:
+            self.usage(completion)
+        return parse_reply(completion.choice, self.offered if with_tools else ())
+
+    def add(self, message: dict[str, Any]) -> None:
+        self.history.append(message)
+        self.report.messages.append(message)
+
+    def stop(self, reason: str, calls: Sequence[ToolCall]) -> None:
+        self.report.status, self.report.reason = "loop_stopped", reason
+        for call in calls:
+            self.add(
+                {
+                    "role": "tool",
+                    "tool_call_id": call.id,
+                    "content": '{"error": "not run: the stage stopped a repeated call"}',
+                }
+            )
+
+    async def tools_round(self, calls: Sequence[ToolCall], content: str) -> None:
+        """Run one round of calls and feed every result back; may stop the stage."""
+        round_start = len(self.report.messages)
+        self.add(
+            {
+                "role": "assistant",
+                "content": content or None,
+                "tool_calls": [call.as_message() for call in calls],
+            }
+        )
+        if repeated := _repeat(self.guard, calls):
+            self.stop(repeated, calls)
+            return
+        for call, outcome in zip(calls, await _run_calls(self.toolbox, calls), strict=True):
+            self.add({"role": "tool", "tool_call_id": call.id, "content": outcome.content()})
+            self.report.tools_used.append(outcome.as_dict())
+            result = outcome.result if outcome.ok else outcome.error
+            self.guard, stop = self.guard.record(
+                call.name, call.arguments, ok=outcome.ok, result=result
+            )
+            if stop is not None:
+                self.report.status, self.report.reason = "loop_stopped", stop.detail
+        if self.on_round is not None:
+            rebuilt = await self.on_round(self.report.messages[round_start:])
+            if rebuilt is not None:
+                self.history = [*self.prefix, *rebuilt]
+
+    async def answer_now(self) -> None:
+        self.history.append({"role": "user", "content": ANSWER_NOW})
+        parsed = await self.ask(with_tools=False)
+        self.report.reply = parsed.content
+        self.add({"role": "assistant", "content": parsed.content})
+
+
 async def run_agent(
     client: ChatNode,
     messages: Sequence[dict[str, Any]],
@@ -104,81 +183,31 @@ async def run_agent(
     max_turns: int = 4,
     answer_now: bool = True,
     usage: Usage | None = None,
+    on_round: RoundHook | None = None,
 ) -> StageReport:
     """Run one stage; never raises for tool problems, only ``LLMError`` when the node fails."""
     started = time.perf_counter()
-    report = StageReport(client.name, client.node.model)
-    specs = toolbox.specs(tools) if tools is None or tools else []
-    offered = [spec["function"]["name"] for spec in specs]
-    history = list(messages)
-    guard = LoopGuard()
-
-    async def ask(with_tools: bool) -> Any:
-        completion = await client.chat(history, specs if with_tools else None)
-        report.tokens += completion.tokens
-        report.latencies_ms.append(completion.latency_ms)
-        if usage is not None:
-            usage(completion)
-        return parse_reply(completion.choice, offered if with_tools else ())
-
-    def add(message: dict[str, Any]) -> None:
-        history.append(message)
-        report.messages.append(message)
-
+    run = _Run(client, messages, toolbox, tools, usage, on_round)
+    report = run.report
     try:
-        while report.turns < max_turns:
+        while report.turns < max_turns and report.status == "ok":
             report.turns += 1
-            parsed = await ask(with_tools=bool(specs))
+            parsed = await run.ask(with_tools=bool(run.specs))
             if parsed.overflow:
                 report.status = "failed"
                 report.reason = (
                     "context overflow: the model reached its token limit before answering"
                 )
-                return report
-            if not parsed.tool_calls:
+            elif not parsed.tool_calls:
                 report.reply = parsed.content
-                add({"role": "assistant", "content": parsed.content})
+                run.add({"role": "assistant", "content": parsed.content})
                 return report
-            add(
-                {
-                    "role": "assistant",
-                    "content": parsed.content or None,
-                    "tool_calls": [call.as_message() for call in parsed.tool_calls],
-                }
-            )
-            if repeated := _repeat(guard, parsed.tool_calls):
-                report.status, report.reason = "loop_stopped", repeated
-                for call in parsed.tool_calls:
-                    add(
-                        {
-                            "role": "tool",
-                            "tool_call_id": call.id,
-                            "content": '{"error": "not run: the stage stopped a repeated call"}',
-                        }
-                    )
-                return report
-            for call, outcome in zip(
-                parsed.tool_calls, await _run_calls(toolbox, parsed.tool_calls), strict=True
-            ):
-                add({"role": "tool", "tool_call_id": call.id, "content": outcome.content()})
-                report.tools_used.append(outcome.as_dict())
-                guard, stop = guard.record(
-                    call.name,
-                    call.arguments,
-                    ok=outcome.ok,
-                    result=outcome.result if outcome.ok else outcome.error,
-                )
-                if stop is not None:
-                    report.status, report.reason = "loop_stopped", stop.detail
-            if report.status == "loop_stopped":
-                return report
-        report.status = "budget"
-        report.reason = f"used its {max_turns} turns"
-        if answer_now:
-            history.append({"role": "user", "content": ANSWER_NOW})
-            parsed = await ask(with_tools=False)
-            report.reply = parsed.content
-            add({"role": "assistant", "content": parsed.content})
+            else:
+                await run.tools_round(parsed.tool_calls, parsed.content)
+        if report.status == "ok":
+            report.status, report.reason = "budget", f"used its {max_turns} turns"
+            if answer_now:
+                await run.answer_now()
         return report
     finally:
         report.duration_ms = (time.perf_counter() - started) * 1000
