@@ -64,5 +64,5 @@ async def open_runtime(
         await escalate_overdue(runtime.engine, runtime.load_loop)
         yield runtime
     finally:
-        services.artifacts.close()
+        await services.aclose()
         await store.close()

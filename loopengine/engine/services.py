@@ -17,6 +17,7 @@ from loopengine.engine.middleware import Handler, SkillCall, SkillResult, build_
 from loopengine.engine.run import Run
 from loopengine.errors import SkillError
 from loopengine.expr import Template
+from loopengine.llm.runtime import LLMRuntime
 from loopengine.skills import Registry, SkillContext, SkillDef
 from loopengine.store import Store
 from loopengine.store.artifacts import ArtifactWriter
@@ -39,6 +40,7 @@ class Services:
     retry_base_s: float = 0.2
     stacks: dict[tuple[bool, bool], Handler] = field(init=False)
     artifacts: ArtifactWriter = field(init=False)
+    _llm: LLMRuntime | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.stacks = {
@@ -47,6 +49,19 @@ class Services:
             for retry in (False, True)
         }
         self.artifacts = ArtifactWriter(self.config.storage, self.base)
+
+    def llm(self) -> LLMRuntime | None:
+        """The LLM runtime, built on first use when the config has cluster nodes."""
+        if self._llm is None and self.config.cluster.nodes:
+            self._llm = LLMRuntime(self.config, self.base, self.registry, self.store, self.environ)
+        return self._llm
+
+    async def aclose(self) -> None:
+        """Release the LLM clients and artifact connections."""
+        self.artifacts.close()
+        if self._llm is not None:
+            await self._llm.aclose()
+            self._llm = None
 
     def _params(
         self, run: Run, definition: SkillDef, template: Template, extra: Any
@@ -113,6 +128,7 @@ class Services:
             data=run.data,
             dry_run=dry_run,
             logger=_LOGGER,
+            llm=self.llm(),
         )
         stack = self.stacks[run.loop.spec.budget is not None, max_retries > 0]
         return await stack(SkillCall(run, definition, params, ctx, max_retries))

@@ -16,7 +16,7 @@ from loopengine.llm.guard import LoopGuard, call_key
 from loopengine.llm.toolcalls import ToolCall, parse_reply
 from loopengine.llm.tools import Toolbox, ToolOutcome
 
-__all__ = ["ANSWER_NOW", "ChatNode", "StageReport", "run_agent"]
+__all__ = ["ANSWER_NOW", "ChatNode", "RoundHook", "StageReport", "Usage", "run_agent"]
 
 ANSWER_NOW = (
     "You have used all the turns available for tools. Answer now, as well as you can, with what "

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loopengine.errors import LLMError
-from loopengine.llm.agent import StageReport, Usage, run_agent
+from loopengine.llm.agent import RoundHook, StageReport, Usage, run_agent
 from loopengine.llm.cluster import Cluster
 from loopengine.llm.tools import Toolbox
 
@@ -107,6 +107,7 @@ async def _stage(
     toolbox: Toolbox,
     turns: int,
     usage: Usage | None,
+    on_round: RoundHook | None = None,
 ) -> StageReport:
     if reason := cluster.available(spec.node):
         return _skipped(spec, cluster, reason)
@@ -120,6 +121,7 @@ async def _stage(
             tools=None if spec.tools else [],
             max_turns=turns,
             usage=usage,
+            on_round=on_round,
         )
     except LLMError as exc:
         report = _skipped(spec, cluster, str(exc))
@@ -135,6 +137,7 @@ async def run_chain(
     stages: Sequence[StageSpec] = DEFAULT_STAGES,
     max_turns: int = MAX_TURNS,
     usage: Usage | None = None,
+    on_round: RoundHook | None = None,
 ) -> ChainResult:
     """Run the stages in order within ``max_turns`` in all; the last useful reply wins."""
     started = time.perf_counter()
@@ -162,6 +165,7 @@ async def run_simple(
     *,
     max_turns: int = 4,
     usage: Usage | None = None,
+    on_round: RoundHook | None = None,
 ) -> ChainResult:
     """One node (the first available for ``category``) runs the same agent loop, with tools."""
     started = time.perf_counter()
@@ -169,7 +173,7 @@ async def run_simple(
     if name is None:
         raise LLMError(f"no node of the cluster is available for category {category!r}")
     spec = StageSpec(name, "answer", max_turns)
-    report = await _stage(spec, cluster, history, (), toolbox, max_turns, usage)
+    report = await _stage(spec, cluster, history, (), toolbox, max_turns, usage, on_round)
     result = ChainResult(report.reply, "simple", [report])
     result.duration_ms = (time.perf_counter() - started) * 1000
     return result

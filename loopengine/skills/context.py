@@ -22,6 +22,8 @@ class SkillContext:
     data: Mapping[str, Any] = field(default_factory=dict)
     dry_run: bool = False
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("loopengine.skills"))
+    llm: Any = None
+    """The engine's LLM runtime (cluster, tools, threads), for LLM skills; None without one."""
 
 
 @dataclass(frozen=True, slots=True)

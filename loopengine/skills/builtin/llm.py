@@ -1,0 +1,121 @@
+"""Built-in LLM skills: ``llm.classify``, ``llm.agent`` (one node), ``llm.reflexive`` (chain)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from loopengine.errors import SkillError
+from loopengine.llm.chain import DEFAULT_STAGES, ChainResult, StageSpec, run_chain, run_simple
+from loopengine.llm.classify import classify_complexity
+from loopengine.llm.client import Completion
+from loopengine.llm.runtime import LLMRuntime
+from loopengine.skills.context import SkillContext, SkillOutput
+from loopengine.skills.definition import skill
+
+__all__ = ["classify", "llm_agent", "llm_reflexive"]
+
+
+def _runtime(ctx: SkillContext) -> LLMRuntime:
+    runtime = ctx.llm
+    if not isinstance(runtime, LLMRuntime):
+        raise SkillError(
+            "LLM skills need an engine with an LLM cluster (cluster: in loopengine.yaml)"
+        )
+    return runtime
+
+
+@skill("llm.classify", description="Classify a chat message as simple or reflexive (seed rules).")
+async def classify(ctx: SkillContext, message: str, category: str | None = None) -> dict[str, Any]:
+    result = classify_complexity(message, category)
+    return {"classification": {"mode": result.mode, "reasons": list(result.reasons)}}
+
+
+async def _converse(ctx: SkillContext, message: str, session: str | None, run: Any) -> SkillOutput:
+    runtime = _runtime(ctx)
+    await runtime.load_health()
+    session_id = session or uuid.uuid4().hex
+    user = {"role": "user", "content": message}
+    history = [*await runtime.thread(session_id), user]
+    await runtime.append(session_id, [user], f"{ctx.idempotency_key}:user")
+    calls = {"tokens": 0, "llm_calls": 0}
+
+    def usage(completion: Completion) -> None:
+        calls["tokens"] += completion.tokens
+        calls["llm_calls"] += 1
+
+    rounds = 0
+
+    async def on_round(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        nonlocal rounds
+        rounds += 1
+        await runtime.append(session_id, messages, f"{ctx.idempotency_key}:round:{rounds}")
+        return [*(await runtime.thread(session_id))]
+
+    started = time.perf_counter()
+    result: ChainResult = await run(runtime, history, usage, on_round)
+    await runtime.append(
+        session_id, [{"role": "assistant", "content": result.reply}], f"{ctx.idempotency_key}:reply"
+    )
+    await runtime.save_health()
+    answered = [s for s in result.stages if s.status != "skipped"]
+    chat = {
+        **result.as_dict(),
+        "session_id": session_id,
+        "node": answered[-1].node if answered else None,
+        "latency_ms": round((time.perf_counter() - started) * 1000, 1),
+        "skipped": [s.node for s in result.stages if s.status == "skipped"],
+    }
+    metrics = {"tokens_used": float(calls["tokens"]), "llm_calls": float(calls["llm_calls"])}
+    return SkillOutput(data={"chat": chat}, metrics=metrics)
+
+
+@skill("llm.agent", description="One node answers with the agent loop and tools.")
+async def llm_agent(
+    ctx: SkillContext,
+    message: str,
+    session: str | None = None,
+    category: str | None = None,
+    max_turns: int = 4,
+) -> SkillOutput:
+    async def run(
+        runtime: LLMRuntime, history: list[dict[str, Any]], usage: Any, on_round: Any
+    ) -> ChainResult:
+        return await run_simple(
+            runtime.cluster,
+            history,
+            runtime.toolbox,
+            category,
+            max_turns=max_turns,
+            usage=usage,
+            on_round=on_round,
+        )
+
+    return await _converse(ctx, message, session, run)
+
+
+@skill("llm.reflexive", description="The reflexive chain: research with tools, analysis, review.")
+async def llm_reflexive(
+    ctx: SkillContext,
+    message: str,
+    session: str | None = None,
+    stages: list[dict[str, Any]] | None = None,
+    max_turns: int = 8,
+) -> SkillOutput:
+    chosen = tuple(StageSpec(**stage) for stage in stages) if stages else DEFAULT_STAGES
+
+    async def run(
+        runtime: LLMRuntime, history: list[dict[str, Any]], usage: Any, on_round: Any
+    ) -> ChainResult:
+        return await run_chain(
+            runtime.cluster,
+            history,
+            runtime.toolbox,
+            stages=chosen,
+            max_turns=max_turns,
+            usage=usage,
+            on_round=on_round,
+        )
+
+    return await _converse(ctx, message, session, run)
