@@ -73,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _runtime_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     run = commands.add_parser("run", parents=[common], help="run a loop once now")
-    run.add_argument("loop", type=Path, metavar="LOOP.yaml")
+    run.add_argument("loop", type=Path, metavar="LOOP.yaml", help="a file, or a shipped loop's id")
     run.add_argument("--input", action="append", default=[], metavar="NAME=VALUE", help="a param")
     run.add_argument("--dry-run", action="store_true", help="run actions with dry_run: true only")
     run.add_argument(
@@ -94,6 +94,10 @@ def _runtime_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         answer = commands.add_parser(name, parents=[common], help=f"{name} a waiting execution")
         answer.add_argument("execution_id", metavar="EXECUTION_ID")
         answer.add_argument("--note", metavar="TEXT")
+
+    chat = commands.add_parser("chat", parents=[common], help="one message through reflexive_chat")
+    chat.add_argument("message", metavar="MESSAGE")
+    chat.add_argument("--session", metavar="ID", help="continue this conversation")
 
     resume = commands.add_parser(
         "resume", parents=[common], help="continue an interrupted execution"
@@ -120,7 +124,7 @@ def _runtime_commands(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _runtime_call(args: argparse.Namespace, console: Console) -> Any:
-    from loopengine.commands import admin, executions, run
+    from loopengine.commands import admin, chat, executions, run
 
     config: Path | None = getattr(args, "config", None)
     as_json: bool = getattr(args, "json", False)
@@ -136,6 +140,8 @@ def _runtime_call(args: argparse.Namespace, console: Console) -> Any:
             idempotency_key=args.idempotency_key,
             as_json=as_json,
         )
+    if command == "chat":
+        return partial(chat.run_chat, console, args.message, args.session, config, as_json)
     if command == "history":
         return partial(
             executions.run_history, console, args.loop_id, args.limit, args.outcome, config, as_json

@@ -12,6 +12,7 @@ from loopengine.contract.enums import Outcome
 from loopengine.engine.envelope import new_envelope
 from loopengine.engine.records import PhaseRecord
 from loopengine.engine.views import read_execution
+from loopengine.resources import shipped_loop
 
 __all__ = ["SUCCESS", "print_execution", "run_loop"]
 
@@ -86,6 +87,8 @@ async def run_loop(
         if live:
             console.print(_progress_line(console, record))
 
+    if not path.exists() and (shipped := shipped_loop(str(path))) is not None:
+        path = shipped
     async with open_runtime(config, listener) as runtime:
         loop = runtime.load_loop(str(path))
         inputs = parse_inputs(pairs, loop)
