@@ -13,6 +13,7 @@ server-sent events, as OpenAI sends them.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 import uuid
@@ -171,6 +172,10 @@ class FakeLLMServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                super().setup()
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
             def log_message(self, format: str, *args: Any) -> None:
                 return

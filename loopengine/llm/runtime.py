@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from loopengine.contract.config import Config
 from loopengine.llm.cluster import Cluster
 from loopengine.llm.health import NodeHealth
-from loopengine.llm.threads import append_batch, load_thread, prune
+from loopengine.llm.threads import append_and_load, append_batch, load_thread, prune
 from loopengine.llm.tools import Toolbox, builtin_tools
 from loopengine.skills.registry import Registry
 from loopengine.store import Store
@@ -83,6 +83,18 @@ class LLMRuntime:
         if self.store is None:
             return []
         return prune(await self.store.read(lambda c: load_thread(c, session)), THREAD_WINDOW)
+
+    async def append_and_reload(
+        self, session: str, messages: list[dict[str, Any]], operation_id: str
+    ) -> list[dict[str, Any]] | None:
+        """Persist one round atomically and return the thread rebuilt from the store."""
+        if self.store is None:
+            return None
+        now = time.time()
+        thread = await self.store.write(
+            lambda c: append_and_load(c, session, messages, operation_id=operation_id, now=now)
+        )
+        return prune(thread, THREAD_WINDOW)
 
     async def append(
         self, session: str, messages: list[dict[str, Any]], operation_id: str | None = None

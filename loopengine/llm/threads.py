@@ -19,11 +19,13 @@ from typing import Any
 import sqlalchemy as sa
 
 from loopengine.errors import LoopEngineError
+from loopengine.store import fastpath
 from loopengine.store.tables import chat_messages, chat_operations, chat_sessions
 
 __all__ = [
     "BatchResult",
     "ThreadError",
+    "append_and_load",
     "append_batch",
     "load_thread",
     "mask_pii",
@@ -117,50 +119,68 @@ def _is_json_text(value: Any) -> bool:
     return True
 
 
+_SID: sa.BindParameter[Any] = sa.bindparam("sid")
+_IDS: sa.BindParameter[Any] = sa.bindparam("ids", expanding=True)
+_VERSION = sa.select(chat_sessions.c.version).where(chat_sessions.c.id == _SID)
+_CALLS = sa.select(chat_messages.c.tool_calls).where(
+    chat_messages.c.session_id == _SID, chat_messages.c.tool_calls.is_not(None)
+)
+_ANSWERED = sa.select(chat_messages.c.tool_call_id).where(
+    chat_messages.c.session_id == _SID, chat_messages.c.tool_call_id.in_(_IDS)
+)
+_FOREIGN = (
+    sa.select(chat_messages.c.session_id)
+    .where(chat_messages.c.session_id != _SID, chat_messages.c.tool_call_id.in_(_IDS))
+    .limit(1)
+)
+_OPERATION = sa.select(chat_operations.c.body_hash, chat_operations.c.version).where(
+    chat_operations.c.session_id == _SID, chat_operations.c.operation_id == sa.bindparam("op")
+)
+_LAST_SEQ = sa.select(sa.func.coalesce(sa.func.max(chat_messages.c.seq), 0).label("seq")).where(
+    chat_messages.c.session_id == _SID
+)
+_INSERT_MESSAGES = chat_messages.insert()
+_INSERT_SESSION = chat_sessions.insert()
+_BUMP = chat_sessions.update().where(
+    chat_sessions.c.id == sa.bindparam("_sid"), chat_sessions.c.version == sa.bindparam("_version")
+)
+_INSERT_OPERATION = chat_operations.insert()
+_THREAD = (
+    sa.select(chat_messages).where(chat_messages.c.session_id == _SID).order_by(chat_messages.c.seq)
+)
+
+
 def thread_version(connection: sa.Connection, session_id: str) -> int:
     """The session's version (its ETag); 0 for a session with no message yet."""
-    query = sa.select(chat_sessions.c.version).where(chat_sessions.c.id == session_id)
-    return int(connection.execute(query).scalar() or 0)
+    row = fastpath.fetch_one(connection, _VERSION, {"sid": session_id})
+    return int(row["version"]) if row else 0
 
 
 def _calls_of(connection: sa.Connection, session_id: str) -> set[str]:
-    query = sa.select(chat_messages.c.tool_calls).where(
-        chat_messages.c.session_id == session_id, chat_messages.c.tool_calls.is_not(None)
-    )
-    return {
-        str(call["id"])
-        for (calls,) in connection.execute(query)
-        for call in calls or ()
-        if call.get("id")
-    }
+    rows = fastpath.fetch_all(connection, _CALLS, {"sid": session_id})
+    return {str(call["id"]) for row in rows for call in row["tool_calls"] or () if call.get("id")}
 
 
-def _answered(connection: sa.Connection, session_id: str) -> set[str]:
-    query = sa.select(chat_messages.c.tool_call_id).where(
-        chat_messages.c.session_id == session_id, chat_messages.c.tool_call_id.is_not(None)
-    )
-    return {row for (row,) in connection.execute(query)}
+def _answered(connection: sa.Connection, session_id: str, call_ids: set[str]) -> set[str]:
+    if not call_ids:
+        return set()
+    found = connection.execute(_ANSWERED, {"sid": session_id, "ids": sorted(call_ids)})
+    return {row for (row,) in found}
 
 
 def _foreign(connection: sa.Connection, session_id: str, call_ids: set[str]) -> str | None:
     if not call_ids:
         return None
-    query = sa.select(chat_messages.c.session_id).where(
-        chat_messages.c.session_id != session_id, chat_messages.c.tool_call_id.in_(call_ids)
-    )
-    return connection.execute(query.limit(1)).scalar()
+    return connection.execute(_FOREIGN, {"sid": session_id, "ids": sorted(call_ids)}).scalar()
 
 
 def _replayed(
     connection: sa.Connection, session_id: str, operation_id: str, body: str
 ) -> BatchResult | None:
-    query = sa.select(chat_operations.c.body_hash, chat_operations.c.version).where(
-        chat_operations.c.session_id == session_id, chat_operations.c.operation_id == operation_id
-    )
-    row = connection.execute(query).first()
+    row = fastpath.fetch_one(connection, _OPERATION, {"sid": session_id, "op": operation_id})
     if row is None:
         return None
-    if row.body_hash != body:
+    if row["body_hash"] != body:
         raise ThreadError(
             422,
             "idempotency_conflict",
@@ -197,8 +217,18 @@ def append_batch(
         return replay
     version = thread_version(connection, session_id)
     _check_version(version, if_match, require_if_match)
-    _validate(messages, _calls_of(connection, session_id))
-    ids = {str(m["tool_call_id"]) for m in messages if m.get("role") == "tool"}
+    ids = {
+        str(m["tool_call_id"])
+        for m in messages
+        if m.get("role") == "tool" and m.get("tool_call_id")
+    }
+    in_batch = {
+        str(c.get("id"))
+        for m in messages
+        for c in m.get("tool_calls") or ()
+        if isinstance(c, Mapping)
+    }
+    _validate(messages, _calls_of(connection, session_id) if ids - in_batch else set())
     if other := _foreign(connection, session_id, ids):
         _LOG.warning(
             "refused a message of session %s in session %s", mask_pii(other), mask_pii(session_id)
@@ -206,68 +236,73 @@ def append_batch(
         raise ThreadError(
             409, "foreign_message", "a tool result of another session cannot enter this thread"
         )
-    answered = _answered(connection, session_id)
+    answered = _answered(connection, session_id, ids)
     fresh = [m for m in messages if m.get("role") != "tool" or m["tool_call_id"] not in answered]
-    start = int(
-        connection.execute(
-            sa.select(sa.func.coalesce(sa.func.max(chat_messages.c.seq), 0)).where(
-                chat_messages.c.session_id == session_id
-            )
-        ).scalar()
-        or 0
-    )
+    last = fastpath.fetch_one(connection, _LAST_SEQ, {"sid": session_id})
+    start = int(last["seq"]) if last else 0
     rows = [
-        {
-            "session_id": session_id,
-            "seq": start + offset,
-            "role": m["role"],
-            "content": m.get("content")
-            if isinstance(m.get("content"), str | None)
-            else json.dumps(m.get("content")),
-            "name": m.get("name"),
-            "tool_call_id": m.get("tool_call_id"),
-            "tool_calls": m.get("tool_calls"),
-            "operation_id": operation_id,
-            "created_at": now,
-        }
-        for offset, m in enumerate(fresh, 1)
+        _row(session_id, start + offset, message, operation_id, now)
+        for offset, message in enumerate(fresh, 1)
     ]
-    if rows:
-        connection.execute(chat_messages.insert(), rows)
+    fastpath.execute_many(connection, _INSERT_MESSAGES, rows)
     new_version = version + 1
     if version == 0:
-        connection.execute(
-            chat_sessions.insert().values(id=session_id, version=1, created_at=now, updated_at=now)
+        session = {"id": session_id, "version": 1, "created_at": now, "updated_at": now}
+        fastpath.execute(connection, _INSERT_SESSION, session)
+    elif (
+        fastpath.execute(
+            connection,
+            _BUMP,
+            {"_sid": session_id, "_version": version, "version": new_version, "updated_at": now},
         )
-    else:
-        updated = connection.execute(
-            chat_sessions.update()
-            .where(chat_sessions.c.id == session_id, chat_sessions.c.version == version)
-            .values(version=new_version, updated_at=now)
-        )
-        if updated.rowcount != 1:
-            raise ThreadError(409, "conflict", "the thread changed meanwhile: reload it and retry")
-    connection.execute(
-        chat_operations.insert().values(
-            session_id=session_id,
-            operation_id=operation_id,
-            body_hash=body,
-            version=new_version,
-            applied_at=now,
-        )
-    )
+        != 1
+    ):
+        raise ThreadError(409, "conflict", "the thread changed meanwhile: reload it and retry")
+    operation = {
+        "session_id": session_id,
+        "operation_id": operation_id,
+        "body_hash": body,
+        "version": new_version,
+        "applied_at": now,
+    }
+    fastpath.execute(connection, _INSERT_OPERATION, operation)
     return BatchResult(True, new_version, len(rows))
+
+
+def _row(
+    session_id: str, seq: int, message: Mapping[str, Any], operation_id: str, now: float
+) -> dict[str, Any]:
+    content = message.get("content")
+    return {
+        "session_id": session_id,
+        "seq": seq,
+        "role": message["role"],
+        "content": content if isinstance(content, str | None) else json.dumps(content),
+        "name": message.get("name"),
+        "tool_call_id": message.get("tool_call_id"),
+        "tool_calls": message.get("tool_calls"),
+        "operation_id": operation_id,
+        "created_at": now,
+    }
+
+
+def append_and_load(
+    connection: sa.Connection,
+    session_id: str,
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    operation_id: str,
+    now: float,
+) -> list[dict[str, Any]]:
+    """Append a round and rebuild the thread in the same transaction (one trip to the store)."""
+    append_batch(connection, session_id, messages, operation_id=operation_id, now=now)
+    return load_thread(connection, session_id)
 
 
 def load_thread(connection: sa.Connection, session_id: str) -> list[dict[str, Any]]:
     """The session's messages in order, in OpenAI shape (nothing from another session)."""
-    query = (
-        sa.select(chat_messages)
-        .where(chat_messages.c.session_id == session_id)
-        .order_by(chat_messages.c.seq)
-    )
     thread = []
-    for row in connection.execute(query).mappings():
+    for row in fastpath.fetch_all(connection, _THREAD, {"sid": session_id}):
         message: dict[str, Any] = {"role": row["role"], "content": row["content"]}
         for key in ("name", "tool_call_id", "tool_calls"):
             if row[key] is not None:

@@ -226,14 +226,8 @@ class Toolbox:
 
     def __init__(self, tools: Iterable[ToolDef]) -> None:
         self.tools = {definition.name: definition for definition in tools}
-
-    def specs(self, names: Iterable[str] | None = None) -> list[dict[str, Any]]:
-        """OpenAI ``tools`` for ``names`` (all when None)."""
-        chosen = (
-            self.tools if names is None else {n: self.tools[n] for n in names if n in self.tools}
-        )
-        return [
-            {
+        self._specs = {
+            d.name: {
                 "type": "function",
                 "function": {
                     "name": d.name,
@@ -241,8 +235,14 @@ class Toolbox:
                     "parameters": d.json_schema(),
                 },
             }
-            for d in chosen.values()
-        ]
+            for d in self.tools.values()
+        }
+
+    def specs(self, names: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """OpenAI ``tools`` for ``names`` (all when None); the schemas are built once."""
+        if names is None:
+            return list(self._specs.values())
+        return [self._specs[name] for name in names if name in self._specs]
 
     async def run(self, name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
         """Run one call; never raises: failures come back as an error outcome."""

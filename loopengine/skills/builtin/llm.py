@@ -47,11 +47,11 @@ async def _converse(ctx: SkillContext, message: str, session: str | None, run: A
 
     rounds = 0
 
-    async def on_round(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    async def on_round(messages: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
         nonlocal rounds
         rounds += 1
-        await runtime.append(session_id, messages, f"{ctx.idempotency_key}:round:{rounds}")
-        return [*(await runtime.thread(session_id))]
+        operation = f"{ctx.idempotency_key}:round:{rounds}"
+        return await runtime.append_and_reload(session_id, messages, operation)
 
     started = time.perf_counter()
     result: ChainResult = await run(runtime, history, usage, on_round)
