@@ -212,3 +212,30 @@ async def test_repeated_failures_cool_a_node_down(server: FakeLLMServer, toolbox
         assert cluster.pick("simple") == "M1"
     finally:
         await cluster.aclose()
+
+
+async def test_node_health_survives_a_restart(server: FakeLLMServer, tmp_path: Path) -> None:
+    from loopengine.contract.config import Config
+    from loopengine.errors import LLMError
+    from loopengine.llm.runtime import LLMRuntime
+    from loopengine.skills import Registry
+    from loopengine.store import Store
+
+    config = Config.model_validate(
+        {"cluster": _config(server, offline=frozenset({"OL1"})).model_dump()}
+    )
+    store = await Store.open(f"sqlite:///{tmp_path / 'health.db'}")
+    try:
+        first = LLMRuntime(config, tmp_path, Registry(), store, {})
+        first.cluster.clients["OL1"].retries = 0
+        for _ in range(3):
+            with pytest.raises(LLMError):
+                await first.cluster.chat("OL1", [])
+        await first.save_health()
+        await first.aclose()
+        second = LLMRuntime(config, tmp_path, Registry(), store, {})
+        await second.load_health()
+        assert second.cluster.available("OL1") is not None
+        await second.aclose()
+    finally:
+        await store.close()
