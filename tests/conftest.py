@@ -18,6 +18,12 @@ SEED_DIR = ROOT / "examples" / "seo_audit"
 SEED_LOOP = SEED_DIR / "seo_audit_loop.yaml"
 
 
+@pytest.fixture
+def anyio_backend() -> str:
+    """Async tests run on asyncio, as the CLI does."""
+    return "asyncio"
+
+
 @pytest.fixture(scope="session")
 def seed_registry() -> Registry:
     registry = Registry.with_builtins()

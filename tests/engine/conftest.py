@@ -21,11 +21,6 @@ from loopengine.store import Store
 from tests.engine import skills_for_tests
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="session")
 def engine_registry() -> Registry:
     registry = Registry.with_builtins()

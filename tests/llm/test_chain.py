@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -16,17 +16,6 @@ from loopengine.testing import FakeLLMServer, forever, reply, tool_call
 
 pytestmark = pytest.mark.anyio
 QUESTION = [{"role": "user", "content": "Analyse the facts file and explain it"}]
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as running:
-        yield running
 
 
 def _config(server: FakeLLMServer, offline: frozenset[str] = frozenset()) -> ClusterConfig:

@@ -15,11 +15,6 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def root(tmp_path: Path) -> Path:
     (tmp_path / "docs").mkdir()
     (tmp_path / "facts.txt").write_text("The sky is blue.\nWater is wet.\n")
