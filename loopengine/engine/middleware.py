@@ -20,7 +20,7 @@ from loopengine.engine.run import Run
 from loopengine.errors import BudgetExceeded, LoopEngineError, SkillError
 from loopengine.skills import SkillContext, SkillDef, SkillOutput
 
-__all__ = ["Handler", "SkillCall", "SkillResult", "build_stack", "retryable"]
+__all__ = ["Handler", "SkillCall", "SkillResult", "build_stack", "retryable", "spent"]
 
 _RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 _MAX_BACKOFF_S = 30.0
@@ -84,19 +84,27 @@ class _Layer:
         self.inner = inner
 
 
+def spent(run: Run) -> str | None:
+    """Why the loop's token, LLM-call or wall-time budget is used up, or None."""
+    budget: Budget | None = run.loop.spec.budget
+    if budget is None:
+        return None
+    usage = run.usage
+    if budget.tokens is not None and usage.tokens >= budget.tokens:
+        return f"token budget of {budget.tokens} spent"
+    if budget.llm_calls is not None and usage.llm_calls >= budget.llm_calls:
+        return f"LLM-call budget of {budget.llm_calls} spent"
+    if budget.wall_ms is not None and _elapsed_ms(run) >= budget.wall_ms:
+        return f"wall-time budget of {budget.wall_ms} ms spent"
+    return None
+
+
 class _Budget(_Layer):
     """Refuses the call when the loop's token, LLM-call or wall-time budget is spent."""
 
     async def __call__(self, call: SkillCall) -> SkillResult:
-        budget: Budget | None = call.run.loop.spec.budget
-        if budget is not None:
-            usage = call.run.usage
-            if budget.tokens is not None and usage.tokens >= budget.tokens:
-                raise BudgetExceeded(f"token budget of {budget.tokens} spent")
-            if budget.llm_calls is not None and usage.llm_calls >= budget.llm_calls:
-                raise BudgetExceeded(f"LLM-call budget of {budget.llm_calls} spent")
-            if budget.wall_ms is not None and _elapsed_ms(call.run) >= budget.wall_ms:
-                raise BudgetExceeded(f"wall-time budget of {budget.wall_ms} ms spent")
+        if reason := spent(call.run):
+            raise BudgetExceeded(reason)
         result = await self.inner(call)
         usage = call.run.usage
         usage.tokens += int(result.metrics.get("tokens_used", result.metrics.get("tokens", 0)))

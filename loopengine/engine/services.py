@@ -7,13 +7,14 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from loopengine.contract.config import Config
-from loopengine.engine.middleware import Handler, SkillCall, SkillResult, build_stack
+from loopengine.engine.middleware import Handler, SkillCall, SkillResult, build_stack, spent
 from loopengine.engine.run import Run
 from loopengine.errors import SkillError
 from loopengine.expr import Template
@@ -25,6 +26,12 @@ from loopengine.store.artifacts import ArtifactWriter
 __all__ = ["Services"]
 
 _LOGGER = logging.getLogger("loopengine.skills")
+
+
+def _spend(run: Run, tokens: int, calls: int) -> str | None:
+    run.usage.tokens += tokens
+    run.usage.llm_calls += calls
+    return spent(run)
 
 
 @dataclass(slots=True)
@@ -129,6 +136,7 @@ class Services:
             dry_run=dry_run,
             logger=_LOGGER,
             llm=self.llm(),
+            spend=partial(_spend, run),
         )
         stack = self.stacks[run.loop.spec.budget is not None, max_retries > 0]
         return await stack(SkillCall(run, definition, params, ctx, max_retries))

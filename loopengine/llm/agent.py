@@ -16,7 +16,7 @@ from loopengine.llm.guard import LoopGuard, call_key
 from loopengine.llm.toolcalls import ToolCall, parse_reply
 from loopengine.llm.tools import Toolbox, ToolOutcome
 
-__all__ = ["ANSWER_NOW", "ChatNode", "RoundHook", "StageReport", "Usage", "run_agent"]
+__all__ = ["ANSWER_NOW", "ChatNode", "RoundHook", "Spend", "StageReport", "run_agent"]
 
 ANSWER_NOW = (
     "You have used all the turns available for tools. Answer now, as well as you can, with what "
@@ -58,7 +58,8 @@ class StageReport:
         return entry
 
 
-Usage = Callable[[Completion], None]
+Spend = Callable[[int, int], str | None]
+"""Counts ``(tokens, calls)`` into a budget and says why it is spent, if it is."""
 RoundHook = Callable[[list[dict[str, Any]]], Awaitable[list[dict[str, Any]] | None]]
 """Told each round's messages (assistant tool calls + results); may return the thread reloaded."""
 
@@ -106,10 +107,10 @@ class _Run:
         messages: Sequence[dict[str, Any]],
         toolbox: Toolbox,
         tools: Sequence[str] | None,
-        usage: Usage | None,
+        spend: Spend | None,
         on_round: RoundHook | None,
     ) -> None:
-        self.client, self.toolbox, self.usage, self.on_round = client, toolbox, usage, on_round
+        self.client, self.toolbox, self.spend, self.on_round = client, toolbox, spend, on_round
         self.report = StageReport(client.name, client.node.model)
         self.specs = toolbox.specs(tools) if tools is None or tools else []
         self.offered = [spec["function"]["name"] for spec in self.specs]
@@ -121,9 +122,15 @@ class _Run:
         completion = await self.client.chat(self.history, self.specs if with_tools else None)
         self.report.tokens += completion.tokens
         self.report.latencies_ms.append(completion.latency_ms)
-        if self.usage is not None:
-            self.usage(completion)
+        if self.spend is not None:
+            self.spend(completion.tokens, 1)
         return parse_reply(completion.choice, self.offered if with_tools else ())
+
+    def out_of_budget(self) -> bool:
+        reason = self.spend(0, 0) if self.spend is not None else None
+        if reason:
+            self.report.status, self.report.reason = "budget", reason
+        return reason is not None
 
     def add(self, message: dict[str, Any]) -> None:
         self.history.append(message)
@@ -182,15 +189,17 @@ async def run_agent(
     tools: Sequence[str] | None = None,
     max_turns: int = 4,
     answer_now: bool = True,
-    usage: Usage | None = None,
+    spend: Spend | None = None,
     on_round: RoundHook | None = None,
 ) -> StageReport:
     """Run one stage; never raises for tool problems, only ``LLMError`` when the node fails."""
     started = time.perf_counter()
-    run = _Run(client, messages, toolbox, tools, usage, on_round)
+    run = _Run(client, messages, toolbox, tools, spend, on_round)
     report = run.report
     try:
         while report.turns < max_turns and report.status == "ok":
+            if run.out_of_budget():
+                return report
             report.turns += 1
             parsed = await run.ask(with_tools=bool(run.specs))
             if parsed.overflow:
@@ -206,7 +215,7 @@ async def run_agent(
                 await run.tools_round(parsed.tool_calls, parsed.content)
         if report.status == "ok":
             report.status, report.reason = "budget", f"used its {max_turns} turns"
-            if answer_now:
+            if answer_now and not run.out_of_budget():
                 await run.answer_now()
         return report
     finally:

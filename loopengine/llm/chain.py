@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loopengine.errors import LLMError
-from loopengine.llm.agent import RoundHook, StageReport, Usage, run_agent
+from loopengine.llm.agent import RoundHook, Spend, StageReport, run_agent
 from loopengine.llm.cluster import Cluster
 from loopengine.llm.tools import Toolbox
 
@@ -106,7 +106,7 @@ async def _stage(
     done: Sequence[StageReport],
     toolbox: Toolbox,
     turns: int,
-    usage: Usage | None,
+    spend: Spend | None,
     on_round: RoundHook | None = None,
 ) -> StageReport:
     if reason := cluster.available(spec.node):
@@ -120,7 +120,7 @@ async def _stage(
             toolbox,
             tools=None if spec.tools else [],
             max_turns=turns,
-            usage=usage,
+            spend=spend,
             on_round=on_round,
         )
     except LLMError as exc:
@@ -136,7 +136,7 @@ async def run_chain(
     *,
     stages: Sequence[StageSpec] = DEFAULT_STAGES,
     max_turns: int = MAX_TURNS,
-    usage: Usage | None = None,
+    spend: Spend | None = None,
     on_round: RoundHook | None = None,
 ) -> ChainResult:
     """Run the stages in order within ``max_turns`` in all; the last useful reply wins."""
@@ -144,11 +144,14 @@ async def run_chain(
     result = ChainResult("", "reflexive")
     left = max_turns
     for spec in stages:
-        if left <= 0:
-            result.stages.append(_skipped(spec, cluster, f"the chain's {max_turns} turns are used"))
+        budget = spend(0, 0) if spend is not None else None
+        if left <= 0 or budget:
+            reason = budget or f"the chain's {max_turns} turns are used"
+            result.stages.append(_skipped(spec, cluster, reason))
             continue
+        turns = min(spec.max_turns, left)
         report = await _stage(
-            spec, cluster, history, result.stages, toolbox, min(spec.max_turns, left), usage
+            spec, cluster, history, result.stages, toolbox, turns, spend, on_round
         )
         left -= report.turns
         result.stages.append(report)
@@ -164,7 +167,7 @@ async def run_simple(
     category: str | None,
     *,
     max_turns: int = 4,
-    usage: Usage | None = None,
+    spend: Spend | None = None,
     on_round: RoundHook | None = None,
 ) -> ChainResult:
     """One node (the first available for ``category``) runs the same agent loop, with tools."""
@@ -173,7 +176,7 @@ async def run_simple(
     if name is None:
         raise LLMError(f"no node of the cluster is available for category {category!r}")
     spec = StageSpec(name, "answer", max_turns)
-    report = await _stage(spec, cluster, history, (), toolbox, max_turns, usage, on_round)
+    report = await _stage(spec, cluster, history, (), toolbox, max_turns, spend, on_round)
     result = ChainResult(report.reply, "simple", [report])
     result.duration_ms = (time.perf_counter() - started) * 1000
     return result

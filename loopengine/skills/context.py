@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +24,8 @@ class SkillContext:
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("loopengine.skills"))
     llm: Any = None
     """The engine's LLM runtime (cluster, tools, threads), for LLM skills; None without one."""
+    spend: Callable[[int, int], str | None] | None = None
+    """Count ``(tokens, llm_calls)`` into the loop's budget; returns why it is spent, if it is."""
 
 
 @dataclass(frozen=True, slots=True)

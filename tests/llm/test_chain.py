@@ -228,3 +228,21 @@ async def test_node_health_survives_a_restart(server: FakeLLMServer, tmp_path: P
         await second.aclose()
     finally:
         await store.close()
+
+
+async def test_a_spent_budget_stops_the_chain_with_what_it_gathered(
+    server: FakeLLMServer, cluster: Cluster, toolbox: Toolbox
+) -> None:
+    used = {"tokens": 0}
+
+    def spend(tokens: int, calls: int) -> str | None:
+        used["tokens"] += tokens
+        return "token budget of 20 spent" if used["tokens"] >= 20 else None
+
+    server.script("ol1", [tool_call("read_file", {"path": "facts.txt"}), tool_call("list_dir", {"path": "."})])
+    result = await run_chain(cluster, QUESTION, toolbox, spend=spend)
+    first, *rest = result.stages
+    assert (first.status, first.reason, first.turns) == ("budget", "token budget of 20 spent", 2)
+    assert [s.status for s in rest] == ["skipped", "skipped"]
+    assert [u["name"] for u in result.tools_used] == ["read_file", "list_dir"]
+    assert server.requests_for("m1") == []

@@ -9,7 +9,6 @@ from typing import Any
 from loopengine.errors import SkillError
 from loopengine.llm.chain import DEFAULT_STAGES, ChainResult, StageSpec, run_chain, run_simple
 from loopengine.llm.classify import classify_complexity
-from loopengine.llm.client import Completion
 from loopengine.llm.runtime import LLMRuntime
 from loopengine.skills.context import SkillContext, SkillOutput
 from loopengine.skills.definition import skill
@@ -41,9 +40,10 @@ async def _converse(ctx: SkillContext, message: str, session: str | None, run: A
     await runtime.append(session_id, [user], f"{ctx.idempotency_key}:user")
     calls = {"tokens": 0, "llm_calls": 0}
 
-    def usage(completion: Completion) -> None:
-        calls["tokens"] += completion.tokens
-        calls["llm_calls"] += 1
+    def spend(tokens: int, count: int) -> str | None:
+        calls["tokens"] += tokens
+        calls["llm_calls"] += count
+        return ctx.spend(tokens, count) if ctx.spend is not None else None
 
     rounds = 0
 
@@ -54,7 +54,7 @@ async def _converse(ctx: SkillContext, message: str, session: str | None, run: A
         return await runtime.append_and_reload(session_id, messages, operation)
 
     started = time.perf_counter()
-    result: ChainResult = await run(runtime, history, usage, on_round)
+    result: ChainResult = await run(runtime, history, spend, on_round)
     await runtime.append(
         session_id, [{"role": "assistant", "content": result.reply}], f"{ctx.idempotency_key}:reply"
     )
@@ -67,7 +67,7 @@ async def _converse(ctx: SkillContext, message: str, session: str | None, run: A
         "latency_ms": round((time.perf_counter() - started) * 1000, 1),
         "skipped": [s.node for s in result.stages if s.status == "skipped"],
     }
-    metrics = {"tokens_used": float(calls["tokens"]), "llm_calls": float(calls["llm_calls"])}
+    metrics = {"llm.tokens": float(calls["tokens"]), "llm.calls": float(calls["llm_calls"])}
     return SkillOutput(data={"chat": chat}, metrics=metrics)
 
 
@@ -80,7 +80,7 @@ async def llm_agent(
     max_turns: int = 4,
 ) -> SkillOutput:
     async def run(
-        runtime: LLMRuntime, history: list[dict[str, Any]], usage: Any, on_round: Any
+        runtime: LLMRuntime, history: list[dict[str, Any]], spend: Any, on_round: Any
     ) -> ChainResult:
         return await run_simple(
             runtime.cluster,
@@ -88,7 +88,7 @@ async def llm_agent(
             runtime.toolbox,
             category,
             max_turns=max_turns,
-            usage=usage,
+            spend=spend,
             on_round=on_round,
         )
 
@@ -106,7 +106,7 @@ async def llm_reflexive(
     chosen = tuple(StageSpec(**stage) for stage in stages) if stages else DEFAULT_STAGES
 
     async def run(
-        runtime: LLMRuntime, history: list[dict[str, Any]], usage: Any, on_round: Any
+        runtime: LLMRuntime, history: list[dict[str, Any]], spend: Any, on_round: Any
     ) -> ChainResult:
         return await run_chain(
             runtime.cluster,
@@ -114,7 +114,7 @@ async def llm_reflexive(
             runtime.toolbox,
             stages=chosen,
             max_turns=max_turns,
-            usage=usage,
+            spend=spend,
             on_round=on_round,
         )
 
