@@ -239,7 +239,9 @@ async def test_a_spent_budget_stops_the_chain_with_what_it_gathered(
         used["tokens"] += tokens
         return "token budget of 20 spent" if used["tokens"] >= 20 else None
 
-    server.script("ol1", [tool_call("read_file", {"path": "facts.txt"}), tool_call("list_dir", {"path": "."})])
+    server.script(
+        "ol1", [tool_call("read_file", {"path": "facts.txt"}), tool_call("list_dir", {"path": "."})]
+    )
     result = await run_chain(cluster, QUESTION, toolbox, spend=spend)
     first, *rest = result.stages
     assert (first.status, first.reason, first.turns) == ("budget", "token budget of 20 spent", 2)
