@@ -106,3 +106,16 @@ def test_the_human_output_shows_the_chain(
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "Paris."
     assert out[1] == "simple · 1 turns · [OL1 ▸ 1 turn, ok]"
+
+
+def test_no_reply_is_one_clear_error_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "loopengine.yaml").write_text(
+        "cluster:\n  nodes:\n    OL1: {base_url: 'http://127.0.0.1:9/v1', model: m, timeout_s: 2}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LOOPENGINE_CONFIG", raising=False)
+    assert main(["chat", "hello"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: no reply (OL1: node OL1 (http://127.0.0.1:9/v1) unreachable")

@@ -69,6 +69,11 @@ async def run_chat(
     }
     if as_json:
         console.json(response)
+    elif not response["reply"]:
+        reasons = "; ".join(
+            f"{s['node']}: {s.get('reason') or s['status']}" for s in response["chain"]
+        )
+        console.problem(f"{console.style('error:', 'red', 'bold')} no reply ({reasons})")
     else:
         console.print(str(response["reply"]))
         summary = f"{response['mode']} · {response['turns']} turns · "

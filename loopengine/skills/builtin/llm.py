@@ -55,9 +55,9 @@ async def _converse(ctx: SkillContext, message: str, session: str | None, run: A
 
     started = time.perf_counter()
     result: ChainResult = await run(runtime, history, spend, on_round)
-    await runtime.append(
-        session_id, [{"role": "assistant", "content": result.reply}], f"{ctx.idempotency_key}:reply"
-    )
+    if result.reply:
+        answer = [{"role": "assistant", "content": result.reply}]
+        await runtime.append(session_id, answer, f"{ctx.idempotency_key}:reply")
     await runtime.save_health()
     answered = [s for s in result.stages if s.status != "skipped"]
     chat = {
