@@ -1,4 +1,5 @@
-"""What users need to test their own loops: a scripted OpenAI-compatible server on loopback.
+"""What users need to test their own loops: a scripted OpenAI-compatible server on loopback,
+and an in-memory store (``await memory_store()``, the real store on SQLite ``:memory:``).
 
     with FakeLLMServer() as server:
         server.script("qwen3:1.7b", [tool_call("list_dir", {"path": "."}), reply("Done.")])
@@ -22,12 +23,15 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from loopengine.store import Store
+
 __all__ = [
     "FakeLLMServer",
     "Forever",
     "Response",
     "forever",
     "hang",
+    "memory_store",
     "raw",
     "reply",
     "status",
@@ -270,3 +274,8 @@ def _chunks(request: dict[str, Any], response: Response) -> Iterator[dict[str, A
         "choices": [{"index": 0, "delta": {}, "finish_reason": response.finish_reason}],
         "usage": response.usage,
     }
+
+
+async def memory_store() -> Store:
+    """A fresh store in memory (migrated, same code as the file one); close it when done."""
+    return await Store.open("sqlite://")
