@@ -18,8 +18,9 @@ import sqlalchemy as sa
 from loopengine.contract.phases import Source
 from loopengine.engine.run import Run
 from loopengine.engine.services import Services
-from loopengine.errors import SkillError
-from loopengine.store import create_engine, signals
+from loopengine.errors import SkillError, StorageError
+from loopengine.store import signals
+from loopengine.store.readonly import read_only_query
 from loopengine.store.tables import audit, trigger_states
 from loopengine.triggers import matches
 
@@ -127,22 +128,15 @@ async def _alert(source: Source, run: Run, services: Services) -> SourceResult:
 def _select(url: str, table: str, where: str | None, limit: int) -> list[dict[str, Any]]:
     if where and ";" in where:
         raise SkillError("database source: the filter must be one WHERE clause (no ';')")
-    engine = create_engine(url)
+
+    def statement(dialect: sa.Dialect) -> str:
+        quoted = dialect.identifier_preparer.quote(table)
+        return f"SELECT * FROM {quoted}" + (f" WHERE {where}" if where else "") + f" LIMIT {limit}"
+
     try:
-        with engine.connect() as connection:
-            if engine.dialect.name == "sqlite":
-                connection.exec_driver_sql("PRAGMA query_only=ON")
-            else:
-                connection.exec_driver_sql("SET TRANSACTION READ ONLY")
-            quoted = engine.dialect.identifier_preparer.quote(table)
-            sql = (
-                f"SELECT * FROM {quoted}" + (f" WHERE {where}" if where else "") + f" LIMIT {limit}"
-            )
-            return [dict(row) for row in connection.exec_driver_sql(sql).mappings()]
-    except sa.exc.SQLAlchemyError as exc:
-        raise SkillError(f"database source {table!r}: {getattr(exc, 'orig', exc)}") from None
-    finally:
-        engine.dispose()
+        return read_only_query(url, statement, limit)[1]
+    except StorageError as exc:
+        raise SkillError(f"database source {table!r}: {exc}") from None
 
 
 async def _database(source: Source, run: Run, services: Services) -> SourceResult:

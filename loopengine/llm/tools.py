@@ -17,10 +17,10 @@ from urllib.parse import urlsplit
 
 import anyio.to_thread
 import httpx
-import sqlalchemy as sa
 from pydantic import ValidationError
 
 from loopengine.skills.definition import ATTRIBUTE, ToolDef, tool
+from loopengine.store.readonly import read_only_query
 from loopengine.suggestions import did_you_mean
 
 __all__ = ["ToolOutcome", "Toolbox", "builtin_tools"]
@@ -167,18 +167,7 @@ def builtin_tools(root: Path, database_url: str, http_allow: Iterable[str] = ())
         statement = sql.strip().rstrip(";")
         if ";" in statement or not re.match(r"(?is)^\s*(select|with)\b", statement):
             raise ValueError("only one SELECT statement is allowed")
-        engine = sa.create_engine(database_url)
-        try:
-            with engine.connect() as connection:
-                if engine.dialect.name == "sqlite":
-                    connection.exec_driver_sql("PRAGMA query_only=ON")
-                else:
-                    connection.exec_driver_sql("SET TRANSACTION READ ONLY")
-                result = connection.exec_driver_sql(statement)
-                columns = list(result.keys())
-                rows = [dict(zip(columns, row, strict=True)) for row in result.fetchmany(limit)]
-        finally:
-            engine.dispose()
+        columns, rows = read_only_query(database_url, lambda _dialect: statement, limit)
         return {"columns": columns, "rows": rows, "count": len(rows)}
 
     @tool("http_get")
