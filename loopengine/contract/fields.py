@@ -24,6 +24,7 @@ __all__ = [
     "Name",
     "Strict",
     "TemplateField",
+    "no_params",
 ]
 
 DURATION_PATTERN = r"^\s*(\d+(\.\d+)?\s*(ms|s|m|h|d)\s*)+$"
@@ -41,6 +42,11 @@ def _expression(value: Any) -> Any:
 
 def _template(value: Any) -> Any:
     return value if isinstance(value, Template) else compile_template(value)
+
+
+def no_params() -> Template:
+    """A fresh empty params template (the default of every ``params:`` key)."""
+    return compile_template({})
 
 
 def _duration(value: Any) -> Any:

@@ -7,10 +7,9 @@ from typing import Any
 from pydantic import Field
 
 from loopengine.contract.enums import Durability, Outcome, OverlapPolicy
-from loopengine.contract.fields import Identifier, Name, Strict, TemplateField
+from loopengine.contract.fields import Identifier, Name, Strict, TemplateField, no_params
 from loopengine.contract.phases import Act, Analyze, Decide, Detect, Learn, Store, Validate
 from loopengine.contract.triggers import Trigger
-from loopengine.expr import Template, compile_template
 
 __all__ = ["Budget", "Concurrency", "Emit", "LoopSpec"]
 
@@ -37,12 +36,8 @@ class Emit(Strict):
     on: list[Outcome] = Field(min_length=1)
     event: Name = Field(examples=["seo.audit.done"])
     data: TemplateField = Field(
-        default_factory=lambda: compile_template({}), description="Event data (`${ }` allowed)."
+        default_factory=no_params, description="Event data (`${ }` allowed)."
     )
-
-
-def _no_template() -> Template:
-    return compile_template({})
 
 
 class LoopSpec(Strict):

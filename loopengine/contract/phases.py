@@ -16,8 +16,7 @@ from loopengine.contract.enums import (
     Severity,
     SourceType,
 )
-from loopengine.contract.fields import ExpressionField, Name, Strict, TemplateField
-from loopengine.expr import Template, compile_template
+from loopengine.contract.fields import ExpressionField, Name, Strict, TemplateField, no_params
 
 __all__ = [
     "Act",
@@ -47,10 +46,6 @@ __all__ = [
 ]
 
 
-def _no_params() -> Template:
-    return compile_template({})
-
-
 class PhaseSettings(Strict):
     """Settings every phase accepts."""
 
@@ -78,7 +73,7 @@ class Source(Strict):
     as_: Name | None = Field(
         None, alias="as", description="Put the whole result under this name in the context."
     )
-    params: TemplateField = Field(default_factory=_no_params, description="Params of `skill`.")
+    params: TemplateField = Field(default_factory=no_params, description="Params of `skill`.")
 
 
 class Condition(Strict):
@@ -124,7 +119,7 @@ class AnalysisStep(Strict):
 
     name: Name
     skill_id: Name = Field(description="Skill to call.")
-    params: TemplateField = Field(default_factory=_no_params, description="Params of the skill.")
+    params: TemplateField = Field(default_factory=no_params, description="Params of the skill.")
 
 
 class Analyze(PhaseSettings):
@@ -167,9 +162,9 @@ class Action(Strict):
 
     action_id: Name
     skill_id: Name
-    params: TemplateField = Field(default_factory=_no_params)
+    params: TemplateField = Field(default_factory=no_params)
     rollback_skill: Name | None = Field(None, description="Skill that undoes this action.")
-    rollback_params: TemplateField = Field(default_factory=_no_params)
+    rollback_params: TemplateField = Field(default_factory=no_params)
     on: list[Name] | None = Field(
         None, description="Decided actions that run this one; none means any other decision."
     )
@@ -266,7 +261,7 @@ class MetricRecord(Strict):
     metric: Name = Field(description="Series name, e.g. `llm.latency_ms`.")
     value: ExpressionField = Field(description="Number to record, over the context.")
     labels: TemplateField = Field(
-        default_factory=_no_params, description="Labels (`${ }` allowed), e.g. `{node: ...}`."
+        default_factory=no_params, description="Labels (`${ }` allowed), e.g. `{node: ...}`."
     )
 
 

@@ -17,14 +17,13 @@ from loopengine.engine.persistence import OWNER, Recorder
 from loopengine.engine.records import PhaseRecord, Usage
 from loopengine.engine.run import Rollback, Run
 from loopengine.engine.runner import ORDER, Engine, ExecutionDone
+from loopengine.engine.services import NO_PARAMS
 from loopengine.errors import LoopEngineError
-from loopengine.expr import compile_template
 from loopengine.store import approvals, executions, jobs, signals
 
 __all__ = ["NotResumable", "answer_approval", "escalate_overdue", "recover_interrupted", "resume"]
 
 LoopLoader = Callable[[str], Loop]
-_NO_PARAMS = compile_template({})
 
 
 class NotResumable(LoopEngineError):
@@ -35,7 +34,7 @@ def _rollback_template(loop: Loop, action_id: str) -> Any:
     for action in loop.spec.act.actions if loop.spec.act else ():
         if action.action_id == action_id:
             return action.rollback_params
-    return _NO_PARAMS
+    return NO_PARAMS
 
 
 async def _load(

@@ -29,7 +29,7 @@ from loopengine.engine.rollback import roll_back
 from loopengine.engine.run import Run
 from loopengine.engine.services import Services
 from loopengine.errors import BudgetExceeded, LoopEngineError
-from loopengine.store import executions, jobs, learning
+from loopengine.store import executions, jobs, learning, signals
 
 __all__ = ["ORDER", "Engine", "ExecutionDone", "PhaseListener"]
 
@@ -289,8 +289,6 @@ class Engine:
         return store
 
     def _emits(self, run: Run, outcome: Outcome) -> list[Write]:
-        from loopengine.store import signals
-
         events: list[tuple[str, dict[str, Any]]] = []
         for emit in run.loop.spec.emit:
             if outcome in emit.on:

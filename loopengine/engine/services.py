@@ -17,15 +17,17 @@ from loopengine.contract.config import Config
 from loopengine.engine.middleware import Handler, SkillCall, SkillResult, build_stack, spent
 from loopengine.engine.run import Run
 from loopengine.errors import SkillError
-from loopengine.expr import Template
+from loopengine.expr import Template, compile_template
 from loopengine.llm.runtime import LLMRuntime
 from loopengine.skills import Registry, SkillContext, SkillDef
 from loopengine.store import Store
 from loopengine.store.artifacts import ArtifactWriter
 
-__all__ = ["Services"]
+__all__ = ["NO_PARAMS", "Services"]
 
 _LOGGER = logging.getLogger("loopengine.skills")
+NO_PARAMS = compile_template({})
+"""Params of skills the engine calls without any (context loaders, built-in actions)."""
 
 
 def _spend(run: Run, tokens: int, calls: int) -> str | None:

@@ -12,14 +12,15 @@ from sqlalchemy.pool import StaticPool
 
 from loopengine.errors import StorageError
 
-__all__ = ["DATABASE_ENV", "WRITER", "create_engine", "is_sqlite"]
+__all__ = ["DATABASE_ENV", "WRITER", "create_engine", "dumps", "is_sqlite"]
 
 DATABASE_ENV = "LOOPENGINE_DATABASE"
 WRITER = "loopengine_writer"
 _BUSY_TIMEOUT_MS = 10_000
 
 
-def _dumps(value: Any) -> str:
+def dumps(value: Any) -> str:
+    """Compact JSON for JSON columns (anything unknown as its text)."""
     return json.dumps(value, separators=(",", ":"), default=str)
 
 
@@ -33,7 +34,7 @@ def _sqlite_engine(url: sa.URL) -> sa.Engine:
         Path(str(url.database)).expanduser().parent.mkdir(parents=True, exist_ok=True)
     engine = sa.create_engine(
         url,
-        json_serializer=_dumps,
+        json_serializer=dumps,
         connect_args={"check_same_thread": False},
         poolclass=StaticPool if memory else None,
     )
@@ -66,6 +67,6 @@ def create_engine(url: str) -> sa.Engine:
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")
     try:
-        return sa.create_engine(parsed, json_serializer=_dumps, pool_pre_ping=True)
+        return sa.create_engine(parsed, json_serializer=dumps, pool_pre_ping=True)
     except (sa.exc.ArgumentError, ImportError) as exc:
         raise StorageError(f"cannot use database {parsed.render_as_string()}: {exc}") from None

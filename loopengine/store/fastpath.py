@@ -18,11 +18,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from loopengine.store.database import dumps
+
 __all__ = ["execute", "execute_many", "fetch_all", "fetch_one"]
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), default=str)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +34,7 @@ class _Prepared:
     def arguments(self, params: Mapping[str, Any]) -> Sequence[Any] | dict[str, Any]:
         def value(name: str) -> Any:
             item = params[name] if name in params else self.constants.get(name)
-            return _dumps(item) if name in self.json_params and item is not None else item
+            return dumps(item) if name in self.json_params and item is not None else item
 
         if self.names is None:
             return {name: value(name) for name in {*params, *self.constants}}

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from loopengine.store import fastpath
 from loopengine.store.tables import artifacts, audit
 
-__all__ = ["expired_artifacts", "insert_artifact", "insert_audit", "remove_artifacts"]
+__all__ = ["insert_artifact", "insert_audit"]
 
 _INSERT_AUDIT = audit.insert()
 _INSERT_ARTIFACT = artifacts.insert()
@@ -27,14 +27,3 @@ def insert_audit(
 
 def insert_artifact(connection: sa.Connection, row: dict[str, Any]) -> None:
     connection.execute(_INSERT_ARTIFACT, row)
-
-
-def expired_artifacts(connection: sa.Connection, now: float) -> list[dict[str, Any]]:
-    query = sa.select(artifacts).where(
-        artifacts.c.expires_at.is_not(None), artifacts.c.expires_at <= now
-    )
-    return [dict(row) for row in connection.execute(query).mappings()]
-
-
-def remove_artifacts(connection: sa.Connection, ids: list[int]) -> None:
-    connection.execute(artifacts.delete().where(artifacts.c.id.in_(ids)))

@@ -27,6 +27,6 @@ def cron_problem(expression: str) -> str | None:
             f"cron expression {expression!r} has {len(fields)} fields; write 5 "
             "(minute hour day month weekday) or 6 with seconds first"
         )
-    if not croniter.is_valid(text, second_at_beginning=len(fields) == 6):
+    if not croniter.is_valid(text, second_at_beginning=has_seconds(text)):
         return f"invalid cron expression {expression!r}: a field is out of range or malformed"
     return None

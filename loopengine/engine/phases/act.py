@@ -12,15 +12,12 @@ from loopengine.engine.concurrency import run_all
 from loopengine.engine.context import publish
 from loopengine.engine.phases.base import PhaseOutput
 from loopengine.engine.run import Rollback, Run
-from loopengine.engine.services import Services
+from loopengine.engine.services import NO_PARAMS, Services
 from loopengine.errors import SkillError
-from loopengine.expr import compile_template
 from loopengine.skills.builtin import ACTION_NAMES
 from loopengine.store import flags
 
 __all__ = ["resolve", "run_act"]
-
-_NO_PARAMS = compile_template({})
 
 
 def resolve(spec: Act | None, decided: str) -> tuple[list[Action], str | None]:
@@ -151,7 +148,7 @@ async def run_act(run: Run, services: Services) -> PhaseOutput:
     actions, builtin = resolve(spec, decided)
     if builtin is not None:
         called = await services.call(
-            run, "act", builtin, builtin, _NO_PARAMS, max_retries=spec.max_retries
+            run, "act", builtin, builtin, NO_PARAMS, max_retries=spec.max_retries
         )
         run.data.setdefault("act", {})[builtin] = called.data
         output.data["builtin"] = builtin

@@ -8,13 +8,10 @@ from loopengine.contract.phases import Analyze, ContextRequirement
 from loopengine.engine.context import publish
 from loopengine.engine.phases.base import PhaseOutput
 from loopengine.engine.run import Run
-from loopengine.engine.services import Services
-from loopengine.expr import compile_template
+from loopengine.engine.services import NO_PARAMS, Services
 from loopengine.store import learning
 
 __all__ = ["run_analyze"]
-
-_NO_PARAMS = compile_template({})
 
 
 async def _context(
@@ -37,7 +34,7 @@ async def _context(
         "analyze",
         f"context:{requirement.context_type}",
         requirement.source,
-        _NO_PARAMS,
+        NO_PARAMS,
         max_retries=spec.max_retries,
     )
     if requirement.ttl_seconds and store is not None:
