@@ -203,3 +203,12 @@ def test_the_shipped_examples_validate(
     monkeypatch.chdir(SEED_DIR.parent / example)
     assert main(["validate", "."]) == 0
     assert capsys.readouterr().out.strip() == "✓ 1 loop valid"
+
+
+@pytest.mark.parametrize("command", [["schema", "loop"], ["skills"], ["validate", "x.yaml"]])
+def test_every_command_imports_cleanly_in_a_fresh_process(
+    command: list[str], tmp_path: Path
+) -> None:
+    (tmp_path / "x.yaml").write_text(MINIMAL)
+    result = _cli(*command, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr

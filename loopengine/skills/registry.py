@@ -22,10 +22,10 @@ class Registry:
 
     @classmethod
     def with_builtins(cls) -> Registry:
-        from loopengine.skills.builtin import MODULES
+        from loopengine.skills.builtin import builtin_modules
 
         registry = cls()
-        for module in MODULES:
+        for module in builtin_modules():
             registry.add_module(module)
         return registry
 

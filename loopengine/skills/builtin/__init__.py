@@ -1,9 +1,19 @@
-"""Built-in skills and the catalog of detect source types."""
+"""Built-in skills and the catalog of detect source types.
 
-from loopengine.skills.builtin import actions, llm
+The skill modules load on demand (``builtin_modules``): the LLM skills import the contract,
+which needs ``ACTION_NAMES`` from here, so importing them eagerly would be circular.
+"""
+
+from types import ModuleType
+
 from loopengine.skills.builtin.actions import ACTION_NAMES
 from loopengine.skills.builtin.sources import SOURCE_TYPES
 
-__all__ = ["ACTION_NAMES", "MODULES", "SOURCE_TYPES"]
+__all__ = ["ACTION_NAMES", "SOURCE_TYPES", "builtin_modules"]
 
-MODULES = (actions, llm)
+
+def builtin_modules() -> tuple[ModuleType, ...]:
+    """The modules whose ``@skill`` functions every registry starts with."""
+    from loopengine.skills.builtin import actions, llm
+
+    return (actions, llm)
