@@ -16,7 +16,15 @@ from loopengine.llm.guard import LoopGuard, call_key
 from loopengine.llm.toolcalls import ToolCall, parse_reply
 from loopengine.llm.tools import Toolbox, ToolOutcome
 
-__all__ = ["ANSWER_NOW", "ChatNode", "RoundHook", "Spend", "StageReport", "run_agent"]
+__all__ = [
+    "ANSWER_NOW",
+    "ChatNode",
+    "RoundCommit",
+    "RoundHook",
+    "Spend",
+    "StageReport",
+    "run_agent",
+]
 
 ANSWER_NOW = (
     "You have used all the turns available for tools. Answer now, as well as you can, with what "
@@ -60,8 +68,20 @@ class StageReport:
 
 Spend = Callable[[int, int], str | None]
 """Counts ``(tokens, calls)`` into a budget and says why it is spent, if it is."""
-RoundHook = Callable[[list[dict[str, Any]]], Awaitable[list[dict[str, Any]] | None]]
-"""Told each round's messages (assistant tool calls + results); may return the thread reloaded."""
+
+
+@dataclass(frozen=True, slots=True)
+class RoundCommit:
+    """A round handed to the store: the thread it makes, used at once for the next call, and the
+    commit, which settles with None when the store holds exactly that thread, else with the
+    store's thread (the next call's answer is then discarded and the call made again)."""
+
+    thread: list[dict[str, Any]]
+    committed: Awaitable[list[dict[str, Any]] | None]
+
+
+RoundHook = Callable[[list[dict[str, Any]]], RoundCommit]
+"""Told each round's messages (assistant tool calls + results) as the round ends."""
 
 
 class ChatNode(Protocol):
@@ -84,6 +104,15 @@ async def _run_calls(toolbox: Toolbox, calls: Sequence[ToolCall]) -> list[ToolOu
 
     await run_all([partial(one, index, call) for index, call in enumerate(calls)])
     return [outcome for outcome in outcomes if outcome is not None]
+
+
+def _call_ids(messages: Sequence[dict[str, Any]]) -> set[str]:
+    return {
+        str(call.get("id"))
+        for message in messages
+        for call in message.get("tool_calls") or ()
+        if isinstance(call, dict)
+    }
 
 
 def _repeat(guard: LoopGuard, calls: Sequence[ToolCall]) -> str | None:
@@ -117,14 +146,40 @@ class _Run:
         self.history = list(messages)
         self.prefix = [m for m in self.history if m.get("role") == "system"]
         self.guard = LoopGuard()
+        self.pending: Awaitable[list[dict[str, Any]] | None] | None = None
+
+    async def settle(self) -> bool:
+        """Wait for the last round's commit; True when the thread held was not the store's."""
+        if self.pending is None:
+            return False
+        pending, self.pending = self.pending, None
+        rebuilt = await pending
+        if rebuilt is None:
+            return False
+        self.history = [*self.prefix, *rebuilt]
+        return True
 
     async def ask(self, with_tools: bool) -> Any:
-        completion = await self.client.chat(self.history, self.specs if with_tools else None)
-        self.report.tokens += completion.tokens
-        self.report.latencies_ms.append(completion.latency_ms)
-        if self.spend is not None:
-            self.spend(completion.tokens, 1)
-        return parse_reply(completion.choice, self.offered if with_tools else ())
+        """One call, made while the last round commits; nothing is acted on before it has."""
+        while True:
+            try:
+                completion = await self.client.chat(
+                    self.history, self.specs if with_tools else None
+                )
+            except BaseException:
+                await self.settle()
+                raise
+            stale = await self.settle()
+            self.report.tokens += completion.tokens
+            self.report.latencies_ms.append(completion.latency_ms)
+            if self.spend is not None:
+                self.spend(completion.tokens, 1)
+            if not stale:
+                return parse_reply(
+                    completion.choice,
+                    self.offered if with_tools else (),
+                    taken=_call_ids(self.history),
+                )
 
     def out_of_budget(self) -> bool:
         reason = self.spend(0, 0) if self.spend is not None else None
@@ -170,11 +225,12 @@ class _Run:
             if stop is not None:
                 self.report.status, self.report.reason = "loop_stopped", stop.detail
         if self.on_round is not None:
-            rebuilt = await self.on_round(self.report.messages[round_start:])
-            if rebuilt is not None:
-                self.history = [*self.prefix, *rebuilt]
+            commit = self.on_round(self.report.messages[round_start:])
+            self.history = [*self.prefix, *commit.thread]
+            self.pending = commit.committed
 
     async def answer_now(self) -> None:
+        await self.settle()
         self.history.append({"role": "user", "content": ANSWER_NOW})
         parsed = await self.ask(with_tools=False)
         self.report.reply = parsed.content
@@ -219,4 +275,5 @@ async def run_agent(
                 await run.answer_now()
         return report
     finally:
+        await run.settle()
         report.duration_ms = (time.perf_counter() - started) * 1000

@@ -3,25 +3,21 @@
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import sqlalchemy as sa
 
 from loopengine.contract.config import Config
 from loopengine.llm.cluster import Cluster
+from loopengine.llm.conversation import Conversation
 from loopengine.llm.health import NodeHealth
-from loopengine.llm.threads import append_and_load, append_batch, load_thread, prune
 from loopengine.llm.tools import Toolbox, builtin_tools
 from loopengine.skills.registry import Registry
 from loopengine.store import Store
 from loopengine.store.tables import node_health
 
-__all__ = ["THREAD_WINDOW", "LLMRuntime"]
-
-THREAD_WINDOW = 40
+__all__ = ["LLMRuntime"]
 
 
 class LLMRuntime:
@@ -78,35 +74,9 @@ class LLMRuntime:
 
         await self.store.write(save)
 
-    async def thread(self, session: str) -> list[dict[str, Any]]:
-        """The session's messages, rebuilt from the store (the last ``THREAD_WINDOW``, safely)."""
-        if self.store is None:
-            return []
-        return prune(await self.store.read(lambda c: load_thread(c, session)), THREAD_WINDOW)
-
-    async def append_and_reload(
-        self, session: str, messages: list[dict[str, Any]], operation_id: str
-    ) -> list[dict[str, Any]] | None:
-        """Persist one round atomically and return the thread rebuilt from the store."""
-        if self.store is None:
-            return None
-        now = time.time()
-        thread = await self.store.write(
-            lambda c: append_and_load(c, session, messages, operation_id=operation_id, now=now)
-        )
-        return prune(thread, THREAD_WINDOW)
-
-    async def append(
-        self, session: str, messages: list[dict[str, Any]], operation_id: str | None = None
-    ) -> None:
-        """Append one atomic batch to the session's thread."""
-        if self.store is None or not messages:
-            return
-        operation = operation_id or uuid.uuid4().hex
-        now = time.time()
-        await self.store.write(
-            lambda c: append_batch(c, session, messages, operation_id=operation, now=now)
-        )
+    async def conversation(self, session: str) -> Conversation:
+        """The session's thread, rebuilt from the store."""
+        return await Conversation.open(self.store, session)
 
     async def aclose(self) -> None:
         await self.cluster.aclose()

@@ -24,9 +24,10 @@ from loopengine.store.tables import chat_messages, chat_operations, chat_session
 
 __all__ = [
     "BatchResult",
+    "Extended",
     "ThreadError",
-    "append_and_load",
     "append_batch",
+    "extend_thread",
     "load_thread",
     "mask_pii",
     "prune",
@@ -128,16 +129,17 @@ _CALLS = sa.select(chat_messages.c.tool_calls).where(
 _ANSWERED = sa.select(chat_messages.c.tool_call_id).where(
     chat_messages.c.session_id == _SID, chat_messages.c.tool_call_id.in_(_IDS)
 )
-_FOREIGN = (
-    sa.select(chat_messages.c.session_id)
-    .where(chat_messages.c.session_id != _SID, chat_messages.c.tool_call_id.in_(_IDS))
-    .limit(1)
-)
 _OPERATION = sa.select(chat_operations.c.body_hash, chat_operations.c.version).where(
     chat_operations.c.session_id == _SID, chat_operations.c.operation_id == sa.bindparam("op")
 )
-_LAST_SEQ = sa.select(sa.func.coalesce(sa.func.max(chat_messages.c.seq), 0).label("seq")).where(
-    chat_messages.c.session_id == _SID
+_STATE = sa.select(
+    sa.func.coalesce(_VERSION.scalar_subquery(), 0).label("version"),
+    sa.func.coalesce(
+        sa.select(sa.func.max(chat_messages.c.seq))
+        .where(chat_messages.c.session_id == _SID)
+        .scalar_subquery(),
+        0,
+    ).label("seq"),
 )
 _INSERT_MESSAGES = chat_messages.insert()
 _INSERT_SESSION = chat_sessions.insert()
@@ -168,10 +170,19 @@ def _answered(connection: sa.Connection, session_id: str, call_ids: set[str]) ->
     return {row for (row,) in found}
 
 
-def _foreign(connection: sa.Connection, session_id: str, call_ids: set[str]) -> str | None:
-    if not call_ids:
-        return None
-    return connection.execute(_FOREIGN, {"sid": session_id, "ids": sorted(call_ids)}).scalar()
+def _refuse_foreign(session_id: str, messages: Sequence[Mapping[str, Any]]) -> None:
+    """A message that says it belongs to another session never enters this thread."""
+    for message in messages:
+        owner = message.get("session_id")
+        if owner is not None and owner != session_id:
+            _LOG.warning(
+                "refused a message of session %s in session %s",
+                mask_pii(str(owner)),
+                mask_pii(session_id),
+            )
+            raise ThreadError(
+                409, "foreign_message", "a message of another session cannot enter this thread"
+            )
 
 
 def _replayed(
@@ -215,7 +226,8 @@ def append_batch(
     body = _hash(messages)
     if replay := _replayed(connection, session_id, operation_id, body):
         return replay
-    version = thread_version(connection, session_id)
+    state = fastpath.fetch_one(connection, _STATE, {"sid": session_id})
+    version, start = (int(state["version"]), int(state["seq"])) if state else (0, 0)
     _check_version(version, if_match, require_if_match)
     ids = {
         str(m["tool_call_id"])
@@ -228,18 +240,10 @@ def append_batch(
         for c in m.get("tool_calls") or ()
         if isinstance(c, Mapping)
     }
+    _refuse_foreign(session_id, messages)
     _validate(messages, _calls_of(connection, session_id) if ids - in_batch else set())
-    if other := _foreign(connection, session_id, ids):
-        _LOG.warning(
-            "refused a message of session %s in session %s", mask_pii(other), mask_pii(session_id)
-        )
-        raise ThreadError(
-            409, "foreign_message", "a tool result of another session cannot enter this thread"
-        )
     answered = _answered(connection, session_id, ids)
     fresh = [m for m in messages if m.get("role") != "tool" or m["tool_call_id"] not in answered]
-    last = fastpath.fetch_one(connection, _LAST_SEQ, {"sid": session_id})
-    start = int(last["seq"]) if last else 0
     rows = [
         _row(session_id, start + offset, message, operation_id, now)
         for offset, message in enumerate(fresh, 1)
@@ -286,17 +290,30 @@ def _row(
     }
 
 
-def append_and_load(
+@dataclass(frozen=True, slots=True)
+class Extended:
+    """A round committed: the session's new version, and its thread when the caller's is stale."""
+
+    version: int
+    thread: list[dict[str, Any]] | None
+
+
+def extend_thread(
     connection: sa.Connection,
     session_id: str,
     messages: Sequence[Mapping[str, Any]],
     *,
     operation_id: str,
     now: float,
-) -> list[dict[str, Any]]:
-    """Append a round and rebuild the thread in the same transaction (one trip to the store)."""
-    append_batch(connection, session_id, messages, operation_id=operation_id, now=now)
-    return load_thread(connection, session_id)
+    version: int,
+) -> Extended:
+    """Append a round to a thread the caller holds at ``version``; it is rebuilt from the store
+    only when the result is not that thread plus ``messages`` (another writer came in between,
+    or the round was there already), since every applied batch bumps the version by one."""
+    result = append_batch(connection, session_id, messages, operation_id=operation_id, now=now)
+    if result.applied and result.version == version + 1 and result.stored == len(messages):
+        return Extended(result.version, None)
+    return Extended(thread_version(connection, session_id), load_thread(connection, session_id))
 
 
 def load_thread(connection: sa.Connection, session_id: str) -> list[dict[str, Any]]:

@@ -10,8 +10,8 @@ import json
 import re
 import secrets
 import string
-from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 __all__ = ["ParsedReply", "ToolCall", "new_call_id", "parse_arguments", "parse_reply"]
@@ -196,12 +196,28 @@ def _text_calls(
     return text.strip(), found
 
 
+def _unique(
+    calls: Sequence[ToolCall], taken: Collection[str], make_id: Callable[[], str]
+) -> list[ToolCall]:
+    """Calls whose id is taken (by the thread or an earlier call) get a fresh one: some servers
+    number calls ``call_0``, ``call_1``… in every reply, and a result must answer one call."""
+    seen = set(taken)
+    unique: list[ToolCall] = []
+    for call in calls:
+        kept = replace(call, id=make_id()) if call.id in seen else call
+        seen.add(kept.id)
+        unique.append(kept)
+    return unique
+
+
 def parse_reply(
     choice: Mapping[str, Any],
     offered: Collection[str],
     make_id: Callable[[], str] = new_call_id,
+    taken: Collection[str] = (),
 ) -> ParsedReply:
-    """Parse one ``choices[i]`` of a chat completion (``message`` and ``finish_reason``)."""
+    """Parse one ``choices[i]`` of a chat completion (``message`` and ``finish_reason``);
+    ``taken`` are the call ids the thread holds already."""
     message = choice.get("message") or {}
     raw_content = message.get("content") or ""
     if not isinstance(raw_content, str):
@@ -219,6 +235,7 @@ def parse_reply(
         content, written = _text_calls(content, offered)
         calls = [ToolCall(make_id(), name, arguments) for name, arguments in written]
         text_calls = bool(calls)
+    calls = _unique(calls, taken, make_id)
     finish = choice.get("finish_reason")
     overflow = finish == "length" and not content and not calls
     return ParsedReply(content, tuple(calls), reasoning, finish, overflow, text_calls)

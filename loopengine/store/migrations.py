@@ -38,9 +38,14 @@ def _chat(connection: sa.Connection) -> None:
     tables.metadata.create_all(connection, tables=list(_CHAT_TABLES))
 
 
+def _drop_cross_session_index(connection: sa.Connection) -> None:
+    connection.execute(sa.text("DROP INDEX IF EXISTS ix_chat_messages_tool_call_id"))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial tables", _initial),
     Migration(2, "LLM node health and chat threads", _chat),
+    Migration(3, "tool-call ids are unique per session only", _drop_cross_session_index),
 )
 
 

@@ -228,7 +228,6 @@ chat_messages = sa.Table(
         sqlite_where=sa.text("tool_call_id IS NOT NULL"),
         postgresql_where=sa.text("tool_call_id IS NOT NULL"),
     ),
-    sa.Index("ix_chat_messages_tool_call_id", "tool_call_id"),
 )
 
 chat_operations = sa.Table(

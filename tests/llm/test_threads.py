@@ -99,19 +99,23 @@ async def test_invalid_messages_are_refused_before_anything_is_stored(
     assert await store.read(lambda c: load_thread(c, "s1")) == []
 
 
-async def test_a_result_of_another_session_never_enters(
+async def test_a_message_of_another_session_never_enters(
     store: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
     await store.write(_append("alice", _round("call_x", "alice's secret"), "op-1"))
-    intruder = [
-        _round("call_x")[0],
-        {"role": "tool", "tool_call_id": "call_x", "content": '{"result": 1}'},
-    ]
+    leaked = {**_round("call_x", "alice's secret")[1], "session_id": "alice"}
     with pytest.raises(ThreadError) as caught:
-        await store.write(_append("bob", intruder, "op-1"))
+        await store.write(_append("bob", [_round("call_x")[0], leaked], "op-1"))
     assert caught.value.status == 409
     assert await store.read(lambda c: load_thread(c, "bob")) == []
     assert "refused a message of session alice in session bob" in caplog.text
+
+
+async def test_the_same_call_id_in_two_sessions_is_two_answers(store: Store) -> None:
+    await store.write(_append("alice", _round("call_0", "for alice"), "op-1"))
+    await store.write(_append("bob", _round("call_0", "for bob"), "op-1"))
+    bob = await store.read(lambda c: load_thread(c, "bob"))
+    assert json.loads(bob[1]["content"]) == {"result": "for bob"}
 
 
 def test_pruning_never_separates_calls_from_their_results() -> None:

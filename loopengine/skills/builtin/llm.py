@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 from loopengine.errors import SkillError
+from loopengine.llm.agent import RoundCommit
 from loopengine.llm.chain import DEFAULT_STAGES, ChainResult, StageSpec, run_chain, run_simple
 from loopengine.llm.classify import classify_complexity
 from loopengine.llm.runtime import LLMRuntime
@@ -35,9 +36,8 @@ async def _converse(ctx: SkillContext, message: str, session: str | None, run: A
     runtime = _runtime(ctx)
     await runtime.load_health()
     session_id = session or uuid.uuid4().hex
-    user = {"role": "user", "content": message}
-    history = [*await runtime.thread(session_id), user]
-    await runtime.append(session_id, [user], f"{ctx.idempotency_key}:user")
+    conversation = await runtime.conversation(session_id)
+    await conversation.append([{"role": "user", "content": message}], f"{ctx.idempotency_key}:user")
     calls = {"tokens": 0, "llm_calls": 0}
 
     def spend(tokens: int, count: int) -> str | None:
@@ -47,17 +47,16 @@ async def _converse(ctx: SkillContext, message: str, session: str | None, run: A
 
     rounds = 0
 
-    async def on_round(messages: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    def on_round(messages: list[dict[str, Any]]) -> RoundCommit:
         nonlocal rounds
         rounds += 1
-        operation = f"{ctx.idempotency_key}:round:{rounds}"
-        return await runtime.append_and_reload(session_id, messages, operation)
+        return conversation.commit(messages, f"{ctx.idempotency_key}:round:{rounds}")
 
     started = time.perf_counter()
-    result: ChainResult = await run(runtime, history, spend, on_round)
+    result: ChainResult = await run(runtime, conversation.thread, spend, on_round)
     if result.reply:
         answer = [{"role": "assistant", "content": result.reply}]
-        await runtime.append(session_id, answer, f"{ctx.idempotency_key}:reply")
+        await conversation.append(answer, f"{ctx.idempotency_key}:reply")
     await runtime.save_health()
     answered = [s for s in result.stages if s.status != "skipped"]
     chat = {

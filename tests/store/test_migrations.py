@@ -1,0 +1,68 @@
+"""Schema migrations: each runs once, in order; a newer schema is refused, not damaged."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from loopengine.errors import StorageError
+from loopengine.store import tables
+from loopengine.store.database import create_engine
+from loopengine.store.migrations import MIGRATIONS, migrate
+
+
+@pytest.fixture
+def connection(tmp_path: Path) -> Iterator[sa.Connection]:
+    engine = create_engine(f"sqlite:///{tmp_path / 'store.db'}")
+    with engine.connect() as opened:
+        yield opened
+    engine.dispose()
+
+
+def _versions(connection: sa.Connection) -> list[int]:
+    query = sa.select(tables.schema_version.c.version).order_by(tables.schema_version.c.version)
+    return list(connection.execute(query).scalars())
+
+
+def test_a_new_database_gets_every_table_and_the_latest_version(connection: sa.Connection) -> None:
+    with connection.begin():
+        assert migrate(connection) == MIGRATIONS[-1].version
+    assert set(sa.inspect(connection).get_table_names()) == set(tables.metadata.tables)
+    assert _versions(connection) == [m.version for m in MIGRATIONS]
+
+
+def test_migrating_again_changes_nothing(connection: sa.Connection) -> None:
+    with connection.begin():
+        migrate(connection)
+    with connection.begin():
+        migrate(connection)
+    assert _versions(connection) == [m.version for m in MIGRATIONS]
+
+
+def test_a_schema_newer_than_this_loopengine_is_refused(connection: sa.Connection) -> None:
+    with connection.begin():
+        migrate(connection)
+        newer = {"version": 99, "applied_at": time.time(), "description": "from the future"}
+        connection.execute(tables.schema_version.insert().values(**newer))
+    with pytest.raises(StorageError, match=r"schema is version 99.*upgrade loopengine"):
+        migrate(connection)
+
+
+def test_version_3_drops_the_cross_session_tool_call_index(connection: sa.Connection) -> None:
+    with connection.begin():
+        tables.schema_version.create(connection)
+        for migration in MIGRATIONS[:2]:
+            migration.apply(connection)
+            row = {"version": migration.version, "applied_at": 0.0, "description": "old"}
+            connection.execute(tables.schema_version.insert().values(**row))
+        connection.execute(
+            sa.text("CREATE INDEX ix_chat_messages_tool_call_id ON chat_messages (tool_call_id)")
+        )
+    with connection.begin():
+        migrate(connection)
+    indexes = {index["name"] for index in sa.inspect(connection).get_indexes("chat_messages")}
+    assert "ix_chat_messages_tool_call_id" not in indexes
