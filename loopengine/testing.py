@@ -50,6 +50,8 @@ class Response:
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
     body: dict[str, Any] | None = None
+    chunk_delay_s: float = 0.0
+    """When streamed, the pause before each chunk (a slow model that keeps talking)."""
     usage: dict[str, int] = field(
         default_factory=lambda: {"prompt_tokens": 10, "completion_tokens": 5}
     )
@@ -233,6 +235,8 @@ class FakeLLMServer:
                 self.send_header("Connection", "close")
                 self.end_headers()
                 for chunk in _chunks(request, response):
+                    if response.chunk_delay_s:
+                        time.sleep(response.chunk_delay_s)
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                     self.wfile.flush()
                 self.wfile.write(b"data: [DONE]\n\n")
@@ -241,9 +245,13 @@ class FakeLLMServer:
         return Handler
 
 
-def _completion(request: dict[str, Any], response: Response) -> dict[str, Any]:
+def _usage(response: Response) -> dict[str, int]:
     usage = dict(response.usage)
     usage["total_tokens"] = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+    return usage
+
+
+def _completion(request: dict[str, Any], response: Response) -> dict[str, Any]:
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
         "object": "chat.completion",
@@ -252,28 +260,38 @@ def _completion(request: dict[str, Any], response: Response) -> dict[str, Any]:
         "choices": [
             {"index": 0, "message": response.message, "finish_reason": response.finish_reason}
         ],
-        "usage": usage,
+        "usage": _usage(response),
     }
 
 
 def _chunks(request: dict[str, Any], response: Response) -> Iterator[dict[str, Any]]:
+    """The answer as real servers stream it: text and call arguments in small pieces, usage last
+    when ``stream_options.include_usage`` asks for it."""
     message = response.message or {}
     base = {
         "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
         "object": "chat.completion.chunk",
         "model": request.get("model"),
     }
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+
+    yield chunk({"role": "assistant"})
     content = message.get("content") or ""
     for start in range(0, len(content), 8):
-        yield {**base, "choices": [{"index": 0, "delta": {"content": content[start : start + 8]}}]}
+        yield chunk({"content": content[start : start + 8]})
     for index, call in enumerate(message.get("tool_calls") or ()):
-        delta = {"tool_calls": [{"index": index, **call}]}
-        yield {**base, "choices": [{"index": 0, "delta": delta}]}
-    yield {
-        **base,
-        "choices": [{"index": 0, "delta": {}, "finish_reason": response.finish_reason}],
-        "usage": response.usage,
-    }
+        function = call.get("function") or {}
+        head = {**call, "function": {"name": function.get("name"), "arguments": ""}}
+        yield chunk({"tool_calls": [{"index": index, **head}]})
+        arguments = function.get("arguments") or ""
+        for start in range(0, len(arguments), 8):
+            piece = {"index": index, "function": {"arguments": arguments[start : start + 8]}}
+            yield chunk({"tool_calls": [piece]})
+    yield chunk({}, response.finish_reason)
+    if (request.get("stream_options") or {}).get("include_usage"):
+        yield {**base, "choices": [], "usage": _usage(response)}
 
 
 async def memory_store() -> Store:

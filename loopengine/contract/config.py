@@ -24,6 +24,11 @@ class Node(Strict):
     api_key: str | None = Field(None, description="Bearer key; write `${ secret.NAME }`.")
     tool_choice: bool = Field(True, description="Whether the endpoint accepts `tool_choice`.")
     max_tokens: int | None = Field(None, gt=0, description="Cap of completion tokens per call.")
+    stream: bool = Field(
+        False,
+        description="Ask for server-sent events (for proxies that cut long silent answers); "
+        "`timeout_s` still covers the whole answer.",
+    )
 
 
 class Cluster(Strict):

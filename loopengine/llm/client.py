@@ -1,11 +1,12 @@
 """The OpenAI-compatible client: one shared httpx client per node, a total deadline per call,
-retries with backoff on connect errors, 429 and 5xx (honouring ``Retry-After``)."""
+retries with backoff on connect errors, 429 and 5xx (honouring ``Retry-After``); plain or
+streamed (server-sent events)."""
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,8 +15,12 @@ import httpx
 
 from loopengine.contract.config import Node
 from loopengine.errors import LLMError
+from loopengine.llm.stream import DONE, Assembly, StreamProblem, event_data
 
-__all__ = ["ChatClient", "Completion"]
+__all__ = ["ChatClient", "Completion", "TextSink"]
+
+TextSink = Callable[[str], None]
+"""Told each piece of an answer's text as a streamed call receives it."""
 
 _RETRYABLE = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 _MAX_RETRY_AFTER_S = 30.0
@@ -93,24 +98,29 @@ class ChatClient:
         body.update({k: v for k, v in extra.items() if v is not None})
         return body
 
-    async def _once(self, body: dict[str, Any]) -> Completion:
-        started = time.perf_counter()
+    def _unreachable(self, exc: httpx.TransportError) -> LLMError:
+        return LLMError(
+            f"node {self.name} ({self.node.base_url}) unreachable: {type(exc).__name__}: {exc}",
+            node=self.name,
+            retryable=True,
+        )
+
+    def _refused(self, response: httpx.Response) -> LLMError:
+        return LLMError(
+            f"node {self.name} answered {response.status_code}: {_message(response)}",
+            node=self.name,
+            status_code=response.status_code,
+            retryable=response.status_code in _RETRYABLE,
+            retry_after=_retry_after(response),
+        )
+
+    async def _plain(self, body: dict[str, Any], started: float) -> Completion:
         try:
             response = await self.http.post(self.url, json=body, headers=self.headers)
         except httpx.TransportError as exc:
-            raise LLMError(
-                f"node {self.name} ({self.node.base_url}) unreachable: {type(exc).__name__}: {exc}",
-                node=self.name,
-                retryable=True,
-            ) from None
+            raise self._unreachable(exc) from None
         if response.status_code != 200:
-            raise LLMError(
-                f"node {self.name} answered {response.status_code}: {_message(response)}",
-                node=self.name,
-                status_code=response.status_code,
-                retryable=response.status_code in _RETRYABLE,
-                retry_after=_retry_after(response),
-            )
+            raise self._refused(response)
         try:
             payload = response.json()
             choice = payload["choices"][0]
@@ -127,22 +137,60 @@ class ChatClient:
             latency,
         )
 
+    async def _streamed(
+        self, body: dict[str, Any], started: float, on_text: TextSink | None
+    ) -> Completion:
+        body = {**body, "stream": True, "stream_options": {"include_usage": True}}
+        assembly = Assembly()
+        try:
+            async with self.http.stream(
+                "POST", self.url, json=body, headers=self.headers
+            ) as response:
+                if response.status_code != 200:
+                    await response.aread()
+                    raise self._refused(response)
+                async for line in response.aiter_lines():
+                    data = event_data(line)
+                    if data is None:
+                        continue
+                    if data.strip() == DONE:
+                        break
+                    text = assembly.feed(data)
+                    if text and on_text is not None:
+                        on_text(text)
+        except httpx.TransportError as exc:
+            raise self._unreachable(exc) from None
+        except StreamProblem as exc:
+            raise LLMError(f"node {self.name} broke its stream: {exc}", node=self.name) from None
+        latency = (time.perf_counter() - started) * 1000
+        return Completion(
+            assembly.choice(), assembly.usage, assembly.model or self.node.model, latency
+        )
+
     async def chat(
         self,
         messages: Sequence[Mapping[str, Any]],
         tools: Sequence[Mapping[str, Any]] | None = None,
         *,
         temperature: float | None = None,
+        on_text: TextSink | None = None,
     ) -> Completion:
-        """One completion within the node's total deadline (``timeout_s``), retrying what can be."""
+        """One completion within the node's total deadline (``timeout_s``), retrying what can be.
+
+        Streamed when the node says ``stream: true`` or ``on_text`` wants the answer's text as it
+        comes; the deadline covers the whole stream, not each chunk."""
         body = self._body(messages, tools, temperature=temperature)
+        streamed = self.node.stream or on_text is not None
         deadline = self.node.timeout_s
         try:
             with anyio.fail_after(deadline):
                 attempt = 0
                 while True:
                     try:
-                        return await self._once(body)
+                        started = time.perf_counter()
+                        if streamed:
+                            return await self._streamed(body, started, on_text)
+                        return await self._plain(body, started)
                     except LLMError as exc:
                         if not exc.retryable or attempt >= self.retries:
                             raise

@@ -142,6 +142,23 @@ async def test_a_simple_question_uses_one_node(
     assert server.requests_for("m1") == []
 
 
+async def test_a_streaming_node_runs_the_same_agent_loop(
+    server: FakeLLMServer, toolbox: Toolbox
+) -> None:
+    config = ClusterConfig.model_validate(
+        {"nodes": {"OL1": {"base_url": server.base_url, "model": "ol1", "stream": True}}}
+    )
+    server.script("ol1", [tool_call("read_file", {"path": "facts.txt"}), reply("Seven phases.")])
+    cluster = Cluster(config, {})
+    try:
+        result = await run_simple(cluster, QUESTION, toolbox, None)
+    finally:
+        await cluster.aclose()
+    assert result.reply == "Seven phases."
+    assert result.tools_used[0]["result"]["text"] == "Loops have seven phases."
+    assert all(request["stream"] for request in server.requests_for("ol1"))
+
+
 async def test_out_of_turns_hands_back_a_partial_answer(
     server: FakeLLMServer, cluster: Cluster, toolbox: Toolbox
 ) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import httpx
 import pytest
@@ -77,7 +79,7 @@ async def test_client_errors_are_not_retried(
     assert len(server.requests) == 1
 
 
-async def test_the_total_deadline_holds_even_when_bytes_trickle(
+async def test_the_total_deadline_holds_for_a_silent_node(
     server: FakeLLMServer, http: httpx.AsyncClient
 ) -> None:
     server.script("m", [hang(3)])
@@ -85,6 +87,49 @@ async def test_the_total_deadline_holds_even_when_bytes_trickle(
     with pytest.raises(LLMError, match=r"did not answer within 0\.3 s"):
         await _client(server, http, timeout_s=0.3).chat([])
     assert time.monotonic() - started < 2
+
+
+async def test_the_total_deadline_holds_even_when_chunks_trickle(
+    server: FakeLLMServer, http: httpx.AsyncClient
+) -> None:
+    server.script("m", [replace(reply("x" * 400), chunk_delay_s=0.05)])
+    started = time.monotonic()
+    with pytest.raises(LLMError, match=r"did not answer within 0\.3 s"):
+        await _client(server, http, timeout_s=0.3, stream=True).chat([])
+    assert time.monotonic() - started < 2
+
+
+async def test_a_streamed_answer_is_the_same_completion_with_its_text_as_it_comes(
+    server: FakeLLMServer, http: httpx.AsyncClient
+) -> None:
+    server.script("m", [reply("hello world, streamed in pieces")])
+    pieces: list[str] = []
+    completion = await _client(server, http).chat([], on_text=pieces.append)
+    assert completion.choice["message"]["content"] == "hello world, streamed in pieces"
+    assert "".join(pieces) == "hello world, streamed in pieces"
+    assert len(pieces) > 1
+    assert completion.tokens == 15
+    assert server.requests[0]["stream_options"] == {"include_usage": True}
+
+
+async def test_streamed_tool_calls_are_assembled_from_their_fragments(
+    server: FakeLLMServer, http: httpx.AsyncClient
+) -> None:
+    server.script("m", [tool_call("read_file", {"path": "docs/a-long-file-name.txt"})])
+    completion = await _client(server, http, stream=True).chat([])
+    (call,) = completion.choice["message"]["tool_calls"]
+    assert call["function"]["name"] == "read_file"
+    assert json.loads(call["function"]["arguments"]) == {"path": "docs/a-long-file-name.txt"}
+    assert call["id"].startswith("call_")
+    assert completion.choice["finish_reason"] == "tool_calls"
+
+
+async def test_a_streamed_call_refused_by_the_node_is_retried_like_a_plain_one(
+    server: FakeLLMServer, http: httpx.AsyncClient
+) -> None:
+    server.script("m", [status(503), reply("after a retry")])
+    completion = await _client(server, http, stream=True).chat([])
+    assert completion.choice["message"]["content"] == "after a retry"
 
 
 async def test_an_offline_node_is_a_retryable_llm_error(http: httpx.AsyncClient) -> None:
