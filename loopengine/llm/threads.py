@@ -121,18 +121,21 @@ def _is_json_text(value: Any) -> bool:
 
 
 _SID: sa.BindParameter[Any] = sa.bindparam("sid")
-_IDS: sa.BindParameter[Any] = sa.bindparam("ids", expanding=True)
 _VERSION = sa.select(chat_sessions.c.version).where(chat_sessions.c.id == _SID)
 _CALLS = sa.select(chat_messages.c.tool_calls).where(
     chat_messages.c.session_id == _SID, chat_messages.c.tool_calls.is_not(None)
 )
 _ANSWERED = sa.select(chat_messages.c.tool_call_id).where(
-    chat_messages.c.session_id == _SID, chat_messages.c.tool_call_id.in_(_IDS)
-)
-_OPERATION = sa.select(chat_operations.c.body_hash, chat_operations.c.version).where(
-    chat_operations.c.session_id == _SID, chat_operations.c.operation_id == sa.bindparam("op")
+    chat_messages.c.session_id == _SID, chat_messages.c.tool_call_id == sa.bindparam("call")
 )
 _STATE = sa.select(
+    sa.select(chat_operations.c.body_hash)
+    .where(
+        chat_operations.c.session_id == _SID,
+        chat_operations.c.operation_id == sa.bindparam("op"),
+    )
+    .scalar_subquery()
+    .label("applied"),
     sa.func.coalesce(_VERSION.scalar_subquery(), 0).label("version"),
     sa.func.coalesce(
         sa.select(sa.func.max(chat_messages.c.seq))
@@ -164,10 +167,12 @@ def _calls_of(connection: sa.Connection, session_id: str) -> set[str]:
 
 
 def _answered(connection: sa.Connection, session_id: str, call_ids: set[str]) -> set[str]:
-    if not call_ids:
-        return set()
-    found = connection.execute(_ANSWERED, {"sid": session_id, "ids": sorted(call_ids)})
-    return {row for (row,) in found}
+    """The calls of ``call_ids`` this thread has a result for (one indexed lookup each)."""
+    return {
+        call_id
+        for call_id in call_ids
+        if fastpath.fetch_one(connection, _ANSWERED, {"sid": session_id, "call": call_id})
+    }
 
 
 def _refuse_foreign(session_id: str, messages: Sequence[Mapping[str, Any]]) -> None:
@@ -183,21 +188,6 @@ def _refuse_foreign(session_id: str, messages: Sequence[Mapping[str, Any]]) -> N
             raise ThreadError(
                 409, "foreign_message", "a message of another session cannot enter this thread"
             )
-
-
-def _replayed(
-    connection: sa.Connection, session_id: str, operation_id: str, body: str
-) -> BatchResult | None:
-    row = fastpath.fetch_one(connection, _OPERATION, {"sid": session_id, "op": operation_id})
-    if row is None:
-        return None
-    if row["body_hash"] != body:
-        raise ThreadError(
-            422,
-            "idempotency_conflict",
-            f"operation {operation_id!r} was already applied with another body",
-        )
-    return BatchResult(False, thread_version(connection, session_id), 0)
 
 
 def _check_version(version: int, if_match: int | None, require_if_match: bool) -> None:
@@ -224,10 +214,16 @@ def append_batch(
 ) -> BatchResult:
     """Append ``messages`` atomically; a replayed ``operation_id`` returns ``applied=False``."""
     body = _hash(messages)
-    if replay := _replayed(connection, session_id, operation_id, body):
-        return replay
-    state = fastpath.fetch_one(connection, _STATE, {"sid": session_id})
+    state = fastpath.fetch_one(connection, _STATE, {"sid": session_id, "op": operation_id})
     version, start = (int(state["version"]), int(state["seq"])) if state else (0, 0)
+    if state and state["applied"] is not None:
+        if state["applied"] != body:
+            raise ThreadError(
+                422,
+                "idempotency_conflict",
+                f"operation {operation_id!r} was already applied with another body",
+            )
+        return BatchResult(False, version, 0)
     _check_version(version, if_match, require_if_match)
     ids = {
         str(m["tool_call_id"])
