@@ -33,6 +33,8 @@ async def classify(ctx: SkillContext, message: str, category: str | None = None)
 
 
 async def _converse(ctx: SkillContext, message: str, session: str | None, run: Any) -> SkillOutput:
+    """The user's message is stored once per step, even when a resumed execution runs the step
+    again; that run's rounds and reply are its own (the model may answer otherwise)."""
     runtime = _runtime(ctx)
     await runtime.load_health()
     session_id = session or uuid.uuid4().hex
@@ -46,17 +48,18 @@ async def _converse(ctx: SkillContext, message: str, session: str | None, run: A
         return ctx.spend(tokens, count) if ctx.spend is not None else None
 
     rounds = 0
+    attempt = f"{ctx.idempotency_key}:{uuid.uuid4().hex[:12]}"
 
     def on_round(messages: list[dict[str, Any]]) -> RoundCommit:
         nonlocal rounds
         rounds += 1
-        return conversation.commit(messages, f"{ctx.idempotency_key}:round:{rounds}")
+        return conversation.commit(messages, f"{attempt}:round:{rounds}")
 
     started = time.perf_counter()
     result: ChainResult = await run(runtime, conversation.thread, spend, on_round)
     if result.reply:
         answer = [{"role": "assistant", "content": result.reply}]
-        await conversation.append(answer, f"{ctx.idempotency_key}:reply")
+        await conversation.append(answer, f"{attempt}:reply")
     await runtime.save_health()
     answered = [s for s in result.stages if s.status != "skipped"]
     chat = {
