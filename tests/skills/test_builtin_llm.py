@@ -37,13 +37,13 @@ async def runtime(server: FakeLLMServer, tmp_path: Path) -> AsyncIterator[LLMRun
     await store.close()
 
 
-def _ctx(runtime: LLMRuntime) -> SkillContext:
+def _ctx(runtime: LLMRuntime, execution: str = "e1") -> SkillContext:
     return SkillContext(
-        execution_id="e1",
+        execution_id=execution,
         loop_id="reflexive_chat",
         phase="act",
         step="answer",
-        idempotency_key="e1:act:answer",
+        idempotency_key=f"{execution}:act:answer",
         llm=runtime,
     )
 
@@ -79,15 +79,7 @@ async def test_a_step_run_again_stores_the_message_once_and_answers_anew(
 async def test_a_session_continues_where_it_was(server: FakeLLMServer, runtime: LLMRuntime) -> None:
     server.script("ol1", [reply("Seven."), reply("Detect first.")])
     await llm_agent(_ctx(runtime), message="How many phases?", session="s1")
-    second = SkillContext(
-        execution_id="e2",
-        loop_id="reflexive_chat",
-        phase="act",
-        step="answer",
-        idempotency_key="e2:act:answer",
-        llm=runtime,
-    )
-    await llm_agent(second, message="Which comes first?", session="s1")
+    await llm_agent(_ctx(runtime, "e2"), message="Which comes first?", session="s1")
     sent = server.requests_for("ol1")[1]["messages"]
     assert [m["content"] for m in sent if m["role"] != "system"] == [
         "How many phases?",
