@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 
 from loopengine.contract.config import Node
-from loopengine.llm.agent import run_agent
+from loopengine.llm.agent import Hooks, run_agent
 from loopengine.llm.client import ChatClient
 from loopengine.llm.conversation import Conversation
 from loopengine.llm.tools import Toolbox
@@ -88,7 +88,7 @@ async def _agent(base_url: str, runs: int, store: Store | None) -> _Timing:
                 conversation.thread,
                 toolbox,
                 max_turns=TURNS + 1,
-                on_round=lambda round_, c=conversation: c.commit(round_, uuid.uuid4().hex),
+                hooks=Hooks(on_round=lambda r, c=conversation: c.commit(r, uuid.uuid4().hex)),
             )
             answered = time.perf_counter()
             assert report.status == "ok", report.reason

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from loopengine.cli import main
+from loopengine.commands.chat import progress_line, run_chat
+from loopengine.console import Console
 from loopengine.testing import FakeLLMServer, forever, reply, tool_call
 
 
@@ -105,7 +109,7 @@ def test_the_human_output_shows_the_chain(
     assert main(["chat", "Capital of France?"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "Paris."
-    assert out[1] == "simple · 1 turns · [OL1 ▸ 1 turn, ok]"
+    assert out[1] == "simple · 1 turn · [OL1 ▸ 1 turn, ok]"
 
 
 def test_no_reply_is_one_clear_error_line(
@@ -119,3 +123,43 @@ def test_no_reply_is_one_clear_error_line(
     assert main(["chat", "hello"]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: no reply (OL1: node OL1 (http://127.0.0.1:9/v1) unreachable")
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_sees_each_stage_and_tool_as_it_happens(
+    server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    server.script("ol1", [tool_call("read_file", {"path": "facts.txt"}), reply("Facts read.")])
+    server.script("m1", [tool_call("move_file", {"to": "x"}), reply("Seven phases.")])
+    server.script("m2", [reply("Reviewed: seven phases.")])
+    terminal = _Terminal()
+    message = "Analyse the facts file and explain what it says"
+    code = anyio.run(run_chat, Console(terminal), message, None, None, False)
+    assert code == 0
+    lines = terminal.getvalue().splitlines()
+    assert lines[:6] == [
+        "OL1 · research…",
+        '  ↳ read_file({"path": "facts.txt"}) ok',
+        "M1 · analysis…",
+        '  ↳ move_file({"to": "x"}) error: unknown tool \'move_file\'; did you mean '
+        "'read_file'?; available tools: http_get, list_dir, query_db, read_file, search_files",
+        "M2 · review…",
+        "",
+    ]
+    assert lines[6] == "Reviewed: seven phases."
+
+
+def test_progress_lines_say_why_a_stage_did_not_finish() -> None:
+    skipped = {"node": "M1", "status": "skipped", "reason": "node M1 is cooling down"}
+    assert progress_line("llm.stage_done", skipped) == "  M1 skipped: node M1 is cooling down"
+    assert progress_line("llm.stage_done", {"node": "M2", "status": "ok"}) is None
+    long_args = {"name": "search_files", "args": {"pattern": "x" * 200}, "ok": True}
+    line = progress_line("llm.tool", long_args)
+    assert line is not None
+    assert line.endswith("…) ok")
+    assert len(line) < 110

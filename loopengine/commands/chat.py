@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,22 @@ def _badges(console: Console, chain: list[dict[str, Any]]) -> str:
     return " ".join(badges)
 
 
+def progress_line(event: str, fields: Mapping[str, Any]) -> str | None:
+    """One line of live progress for a chain event; None for events not shown."""
+    if event == "llm.stage":
+        return f"{fields['node']} · {fields['role']}…"
+    if event == "llm.tool":
+        arguments = json.dumps(fields.get("args") or {}, ensure_ascii=False)
+        if len(arguments) > 80:
+            arguments = arguments[:77] + "…"
+        outcome = "ok" if fields.get("ok") else f"error: {fields.get('error')}"
+        return f"  ↳ {fields['name']}({arguments}) {outcome}"
+    if event == "llm.stage_done" and fields.get("status") != "ok":
+        reason = fields.get("reason")
+        return f"  {fields['node']} {fields['status']}" + (f": {reason}" if reason else "")
+    return None
+
+
 async def run_chat(
     console: Console,
     message: str,
@@ -49,7 +67,13 @@ async def run_chat(
     path = shipped_loop(CHAT_LOOP)
     if path is None:
         raise ContractError(f"the shipped loop {CHAT_LOOP!r} is missing from this installation")
-    async with open_runtime(config) as runtime:
+    live = console.interactive and not as_json
+
+    def progress(event: str, fields: Mapping[str, Any]) -> None:
+        if (line := progress_line(event, fields)) is not None:
+            console.print(console.style(line, "dim"))
+
+    async with open_runtime(config, progress=progress if live else None) as runtime:
         if not runtime.workspace.config.cluster.nodes:
             raise ContractError("no LLM nodes configured: add cluster.nodes to loopengine.yaml")
         loop = runtime.load_loop(str(path))
@@ -75,8 +99,11 @@ async def run_chat(
         )
         console.problem(f"{console.style('error:', 'red', 'bold')} no reply ({reasons})")
     else:
+        if live:
+            console.print()
         console.print(str(response["reply"]))
-        summary = f"{response['mode']} · {response['turns']} turns · "
+        turns = response["turns"]
+        summary = f"{response['mode']} · {turns} turn{'s' if turns != 1 else ''} · "
         console.print(console.style(summary, "dim") + _badges(console, response["chain"]))
         console.print(console.style(f"session {response['session_id']}", "dim"))
     return 0 if done.outcome is Outcome.COMPLETED else 1

@@ -15,6 +15,7 @@ from loopengine.engine.lifecycle import escalate_overdue, recover_interrupted
 from loopengine.engine.runner import Engine, PhaseListener
 from loopengine.engine.services import Services
 from loopengine.errors import ContractError
+from loopengine.llm.agent import Progress
 from loopengine.store import DATABASE_ENV, Store
 from loopengine.workspace import Workspace, load_workspace
 
@@ -52,12 +53,16 @@ class Runtime:
 
 @asynccontextmanager
 async def open_runtime(
-    config: Path | None, listener: PhaseListener | None = None
+    config: Path | None,
+    listener: PhaseListener | None = None,
+    progress: Progress | None = None,
 ) -> AsyncIterator[Runtime]:
     """Open the store, recover executions a dead process left, escalate overdue approvals."""
     workspace = load_workspace(config)
     store = await Store.open(database_url(workspace))
-    services = Services(workspace.registry, store, workspace.config, workspace.base)
+    services = Services(
+        workspace.registry, store, workspace.config, workspace.base, progress=progress
+    )
     runtime = Runtime(workspace, store, Engine(services, listener), LoopLoader(workspace.env))
     try:
         await recover_interrupted(runtime.engine)

@@ -47,6 +47,8 @@ class Services:
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
     clock: Callable[[], float] = time.time
     retry_base_s: float = 0.2
+    progress: Callable[[str, Mapping[str, Any]], None] | None = None
+    """Told what long skills are doing (``SkillContext.progress``)."""
     stacks: dict[tuple[bool, bool], Handler] = field(init=False)
     artifacts: ArtifactWriter = field(init=False)
     _llm: LLMRuntime | None = field(default=None, init=False)
@@ -139,6 +141,7 @@ class Services:
             logger=_LOGGER,
             llm=self.llm(),
             spend=partial(_spend, run),
+            progress=self.progress,
         )
         stack = self.stacks[run.loop.spec.budget is not None, max_retries > 0]
         return await stack(SkillCall(run, definition, params, ctx, max_retries))

@@ -4,7 +4,7 @@ errors → repeat, until the model answers without tools or the stage's turns ru
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
@@ -18,7 +18,10 @@ from loopengine.llm.tools import Toolbox, ToolOutcome
 
 __all__ = [
     "ANSWER_NOW",
+    "NO_HOOKS",
     "ChatNode",
+    "Hooks",
+    "Progress",
     "RoundCommit",
     "RoundHook",
     "Spend",
@@ -82,6 +85,24 @@ class RoundCommit:
 
 RoundHook = Callable[[list[dict[str, Any]]], RoundCommit]
 """Told each round's messages (assistant tool calls + results) as the round ends."""
+Progress = Callable[[str, Mapping[str, Any]], None]
+"""Told what is happening (an event name and its fields), for live displays."""
+
+
+@dataclass(frozen=True, slots=True)
+class Hooks:
+    """What the caller of a stage or chain is told as it runs; each is optional."""
+
+    spend: Spend | None = None
+    on_round: RoundHook | None = None
+    progress: Progress | None = None
+
+    def tell(self, event: str, **fields: Any) -> None:
+        if self.progress is not None:
+            self.progress(event, fields)
+
+
+NO_HOOKS = Hooks()
 
 
 class ChatNode(Protocol):
@@ -136,10 +157,9 @@ class _Run:
         messages: Sequence[dict[str, Any]],
         toolbox: Toolbox,
         tools: Sequence[str] | None,
-        spend: Spend | None,
-        on_round: RoundHook | None,
+        hooks: Hooks,
     ) -> None:
-        self.client, self.toolbox, self.spend, self.on_round = client, toolbox, spend, on_round
+        self.client, self.toolbox, self.hooks = client, toolbox, hooks
         self.report = StageReport(client.name, client.node.model)
         self.specs = toolbox.specs(tools) if tools is None or tools else []
         self.offered = [spec["function"]["name"] for spec in self.specs]
@@ -172,8 +192,8 @@ class _Run:
             stale = await self.settle()
             self.report.tokens += completion.tokens
             self.report.latencies_ms.append(completion.latency_ms)
-            if self.spend is not None:
-                self.spend(completion.tokens, 1)
+            if self.hooks.spend is not None:
+                self.hooks.spend(completion.tokens, 1)
             if not stale:
                 return parse_reply(
                     completion.choice,
@@ -182,7 +202,7 @@ class _Run:
                 )
 
     def out_of_budget(self) -> bool:
-        reason = self.spend(0, 0) if self.spend is not None else None
+        reason = self.hooks.spend(0, 0) if self.hooks.spend is not None else None
         if reason:
             self.report.status, self.report.reason = "budget", reason
         return reason is not None
@@ -217,15 +237,17 @@ class _Run:
             return
         for call, outcome in zip(calls, await _run_calls(self.toolbox, calls), strict=True):
             self.add({"role": "tool", "tool_call_id": call.id, "content": outcome.content()})
-            self.report.tools_used.append(outcome.as_dict())
+            used = outcome.as_dict()
+            self.report.tools_used.append(used)
+            self.hooks.tell("llm.tool", node=self.report.node, **used)
             result = outcome.result if outcome.ok else outcome.error
             self.guard, stop = self.guard.record(
                 call.name, call.arguments, ok=outcome.ok, result=result
             )
             if stop is not None:
                 self.report.status, self.report.reason = "loop_stopped", stop.detail
-        if self.on_round is not None:
-            commit = self.on_round(self.report.messages[round_start:])
+        if self.hooks.on_round is not None:
+            commit = self.hooks.on_round(self.report.messages[round_start:])
             self.history = [*self.prefix, *commit.thread]
             self.pending = commit.committed
 
@@ -245,12 +267,11 @@ async def run_agent(
     tools: Sequence[str] | None = None,
     max_turns: int = 4,
     answer_now: bool = True,
-    spend: Spend | None = None,
-    on_round: RoundHook | None = None,
+    hooks: Hooks = NO_HOOKS,
 ) -> StageReport:
     """Run one stage; never raises for tool problems, only ``LLMError`` when the node fails."""
     started = time.perf_counter()
-    run = _Run(client, messages, toolbox, tools, spend, on_round)
+    run = _Run(client, messages, toolbox, tools, hooks)
     report = run.report
     try:
         while report.turns < max_turns and report.status == "ok":

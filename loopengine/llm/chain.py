@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loopengine.errors import LLMError
-from loopengine.llm.agent import RoundHook, Spend, StageReport, run_agent
+from loopengine.llm.agent import NO_HOOKS, Hooks, StageReport, run_agent
 from loopengine.llm.cluster import Cluster
 from loopengine.llm.tools import Toolbox
 
@@ -106,22 +106,35 @@ async def _stage(
     done: Sequence[StageReport],
     toolbox: Toolbox,
     turns: int,
-    spend: Spend | None,
-    on_round: RoundHook | None = None,
+    hooks: Hooks,
 ) -> StageReport:
     if reason := cluster.available(spec.node):
-        return _skipped(spec, cluster, reason)
-    messages = _messages(spec.role, history, _briefing(done))
+        report = _skipped(spec, cluster, reason)
+    else:
+        hooks.tell("llm.stage", node=spec.node, role=spec.role)
+        report = await _run_stage(spec, cluster, history, done, toolbox, turns, hooks)
+    hooks.tell("llm.stage_done", **report.as_dict())
+    return report
+
+
+async def _run_stage(
+    spec: StageSpec,
+    cluster: Cluster,
+    history: Sequence[dict[str, Any]],
+    done: Sequence[StageReport],
+    toolbox: Toolbox,
+    turns: int,
+    hooks: Hooks,
+) -> StageReport:
     started = time.perf_counter()
     try:
         return await run_agent(
             cluster.bind(spec.node),
-            messages,
+            _messages(spec.role, history, _briefing(done)),
             toolbox,
             tools=None if spec.tools else [],
             max_turns=turns,
-            spend=spend,
-            on_round=on_round,
+            hooks=hooks,
         )
     except LLMError as exc:
         report = _skipped(spec, cluster, str(exc))
@@ -136,23 +149,21 @@ async def run_chain(
     *,
     stages: Sequence[StageSpec] = DEFAULT_STAGES,
     max_turns: int = MAX_TURNS,
-    spend: Spend | None = None,
-    on_round: RoundHook | None = None,
+    hooks: Hooks = NO_HOOKS,
 ) -> ChainResult:
     """Run the stages in order within ``max_turns`` in all; the last useful reply wins."""
     started = time.perf_counter()
     result = ChainResult("", "reflexive")
     left = max_turns
     for spec in stages:
-        budget = spend(0, 0) if spend is not None else None
+        budget = hooks.spend(0, 0) if hooks.spend is not None else None
         if left <= 0 or budget:
-            reason = budget or f"the chain's {max_turns} turns are used"
-            result.stages.append(_skipped(spec, cluster, reason))
+            skipped = _skipped(spec, cluster, budget or f"the chain's {max_turns} turns are used")
+            hooks.tell("llm.stage_done", **skipped.as_dict())
+            result.stages.append(skipped)
             continue
         turns = min(spec.max_turns, left)
-        report = await _stage(
-            spec, cluster, history, result.stages, toolbox, turns, spend, on_round
-        )
+        report = await _stage(spec, cluster, history, result.stages, toolbox, turns, hooks)
         left -= report.turns
         result.stages.append(report)
     result.reply = next((s.reply for s in reversed(result.stages) if s.reply.strip()), "")
@@ -167,8 +178,7 @@ async def run_simple(
     category: str | None,
     *,
     max_turns: int = 4,
-    spend: Spend | None = None,
-    on_round: RoundHook | None = None,
+    hooks: Hooks = NO_HOOKS,
 ) -> ChainResult:
     """One node (the first available for ``category``) runs the same agent loop, with tools."""
     started = time.perf_counter()
@@ -176,7 +186,7 @@ async def run_simple(
     if name is None:
         raise LLMError(f"no node of the cluster is available for category {category!r}")
     spec = StageSpec(name, "answer", max_turns)
-    report = await _stage(spec, cluster, history, (), toolbox, max_turns, spend, on_round)
+    report = await _stage(spec, cluster, history, (), toolbox, max_turns, hooks)
     result = ChainResult(report.reply, "simple", [report])
     result.duration_ms = (time.perf_counter() - started) * 1000
     return result

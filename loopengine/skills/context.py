@@ -26,6 +26,8 @@ class SkillContext:
     """The engine's LLM runtime (cluster, tools, threads), for LLM skills; None without one."""
     spend: Callable[[int, int], str | None] | None = None
     """Count ``(tokens, llm_calls)`` into the loop's budget; returns why it is spent, if it is."""
+    progress: Callable[[str, Mapping[str, Any]], None] | None = None
+    """Tell a live display what a long skill is doing (event name, fields); None if none listens."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from loopengine.contract.config import Cluster as ClusterConfig
+from loopengine.llm.agent import Hooks
 from loopengine.llm.chain import run_chain, run_simple
 from loopengine.llm.cluster import Cluster
 from loopengine.llm.tools import Toolbox, builtin_tools
@@ -259,7 +260,7 @@ async def test_a_spent_budget_stops_the_chain_with_what_it_gathered(
     server.script(
         "ol1", [tool_call("read_file", {"path": "facts.txt"}), tool_call("list_dir", {"path": "."})]
     )
-    result = await run_chain(cluster, QUESTION, toolbox, spend=spend)
+    result = await run_chain(cluster, QUESTION, toolbox, hooks=Hooks(spend=spend))
     first, *rest = result.stages
     assert (first.status, first.reason, first.turns) == ("budget", "token budget of 20 spent", 2)
     assert [s.status for s in rest] == ["skipped", "skipped"]

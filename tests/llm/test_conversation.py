@@ -13,7 +13,7 @@ import pytest
 
 from loopengine.contract.config import Node
 from loopengine.errors import StorageError
-from loopengine.llm.agent import RoundCommit, run_agent
+from loopengine.llm.agent import Hooks, RoundCommit, run_agent
 from loopengine.llm.client import ChatClient
 from loopengine.llm.conversation import Conversation
 from loopengine.llm.threads import load_thread
@@ -71,7 +71,7 @@ async def test_every_round_is_in_the_store_when_the_stage_ends(
     conversation = await Conversation.open(store, "s1")
     await conversation.append([USER], "user")
     report = await run_agent(
-        client, conversation.thread, toolbox, max_turns=4, on_round=_hook(conversation)
+        client, conversation.thread, toolbox, max_turns=4, hooks=Hooks(on_round=_hook(conversation))
     )
     assert report.reply == "Seven."
     assert await _stored(store, "s1") == conversation.thread
@@ -94,7 +94,9 @@ async def test_a_thread_another_writer_changed_is_rebuilt_and_the_call_made_agai
     await mine.append([USER], "user")
     elsewhere = await Conversation.open(store, "s1")
     await elsewhere.append([{"role": "user", "content": "Also: the date?"}], "other")
-    report = await run_agent(client, mine.thread, toolbox, max_turns=4, on_round=_hook(mine))
+    report = await run_agent(
+        client, mine.thread, toolbox, max_turns=4, hooks=Hooks(on_round=_hook(mine))
+    )
     assert report.reply == "Fresh answer."
     speculative, again = server.requests_for("m")[1:]
     assert "Also: the date?" not in json.dumps(speculative["messages"])
@@ -125,7 +127,7 @@ async def test_nothing_is_acted_on_when_a_round_fails_to_commit(
 
     toolbox = Toolbox([getattr(note, ATTRIBUTE)])
     with pytest.raises(StorageError, match="disk I/O error"):
-        await run_agent(client, [USER], toolbox, max_turns=4, on_round=hook)
+        await run_agent(client, [USER], toolbox, max_turns=4, hooks=Hooks(on_round=hook))
     assert len(server.requests_for("m")) == 2
     assert noted == ["first"]
 
@@ -136,7 +138,9 @@ async def test_servers_that_number_calls_per_reply_keep_every_result(
     server.script("m", [_numbered_call("list_dir"), _numbered_call("read_file"), reply("Done.")])
     conversation = await Conversation.open(store, "s1")
     await conversation.append([USER], "user")
-    await run_agent(client, conversation.thread, toolbox, max_turns=4, on_round=_hook(conversation))
+    await run_agent(
+        client, conversation.thread, toolbox, max_turns=4, hooks=Hooks(on_round=_hook(conversation))
+    )
     stored = await _stored(store, "s1")
     answered = [m["tool_call_id"] for m in stored if m["role"] == "tool"]
     called = [c["id"] for m in stored for c in m.get("tool_calls") or ()]

@@ -7,7 +7,7 @@ import uuid
 from typing import Any
 
 from loopengine.errors import SkillError
-from loopengine.llm.agent import RoundCommit
+from loopengine.llm.agent import Hooks, RoundCommit
 from loopengine.llm.chain import DEFAULT_STAGES, ChainResult, StageSpec, run_chain, run_simple
 from loopengine.llm.classify import classify_complexity
 from loopengine.llm.runtime import LLMRuntime
@@ -56,7 +56,8 @@ async def _converse(ctx: SkillContext, message: str, session: str | None, run: A
         return conversation.commit(messages, f"{attempt}:round:{rounds}")
 
     started = time.perf_counter()
-    result: ChainResult = await run(runtime, conversation.thread, spend, on_round)
+    hooks = Hooks(spend, on_round, ctx.progress)
+    result: ChainResult = await run(runtime, conversation.thread, hooks)
     if result.reply:
         answer = [{"role": "assistant", "content": result.reply}]
         await conversation.append(answer, f"{attempt}:reply")
@@ -81,17 +82,9 @@ async def llm_agent(
     category: str | None = None,
     max_turns: int = 4,
 ) -> SkillOutput:
-    async def run(
-        runtime: LLMRuntime, history: list[dict[str, Any]], spend: Any, on_round: Any
-    ) -> ChainResult:
+    async def run(runtime: LLMRuntime, history: list[dict[str, Any]], hooks: Hooks) -> ChainResult:
         return await run_simple(
-            runtime.cluster,
-            history,
-            runtime.toolbox,
-            category,
-            max_turns=max_turns,
-            spend=spend,
-            on_round=on_round,
+            runtime.cluster, history, runtime.toolbox, category, max_turns=max_turns, hooks=hooks
         )
 
     return await _converse(ctx, message, session, run)
@@ -107,17 +100,14 @@ async def llm_reflexive(
 ) -> SkillOutput:
     chosen = tuple(StageSpec(**stage) for stage in stages) if stages else DEFAULT_STAGES
 
-    async def run(
-        runtime: LLMRuntime, history: list[dict[str, Any]], spend: Any, on_round: Any
-    ) -> ChainResult:
+    async def run(runtime: LLMRuntime, history: list[dict[str, Any]], hooks: Hooks) -> ChainResult:
         return await run_chain(
             runtime.cluster,
             history,
             runtime.toolbox,
             stages=chosen,
             max_turns=max_turns,
-            spend=spend,
-            on_round=on_round,
+            hooks=hooks,
         )
 
     return await _converse(ctx, message, session, run)
