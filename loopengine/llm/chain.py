@@ -112,34 +112,21 @@ async def _stage(
         report = _skipped(spec, cluster, reason)
     else:
         hooks.tell("llm.stage", node=spec.node, role=spec.role)
-        report = await _run_stage(spec, cluster, history, done, toolbox, turns, hooks)
+        started = time.perf_counter()
+        try:
+            report = await run_agent(
+                cluster.bind(spec.node),
+                _messages(spec.role, history, _briefing(done)),
+                toolbox,
+                tools=None if spec.tools else [],
+                max_turns=turns,
+                hooks=hooks,
+            )
+        except LLMError as exc:
+            report = _skipped(spec, cluster, str(exc))
+            report.duration_ms = (time.perf_counter() - started) * 1000
     hooks.tell("llm.stage_done", **report.as_dict())
     return report
-
-
-async def _run_stage(
-    spec: StageSpec,
-    cluster: Cluster,
-    history: Sequence[dict[str, Any]],
-    done: Sequence[StageReport],
-    toolbox: Toolbox,
-    turns: int,
-    hooks: Hooks,
-) -> StageReport:
-    started = time.perf_counter()
-    try:
-        return await run_agent(
-            cluster.bind(spec.node),
-            _messages(spec.role, history, _briefing(done)),
-            toolbox,
-            tools=None if spec.tools else [],
-            max_turns=turns,
-            hooks=hooks,
-        )
-    except LLMError as exc:
-        report = _skipped(spec, cluster, str(exc))
-        report.duration_ms = (time.perf_counter() - started) * 1000
-        return report
 
 
 async def run_chain(
