@@ -56,6 +56,12 @@ async def _stored(store: Store, session: str) -> list[dict[str, Any]]:
     return await store.read(lambda c: load_thread(c, session))
 
 
+async def _asked(store: Store) -> Conversation:
+    """Session s1 with the user's question in it."""
+    conversation = await _asked(store)
+    return conversation
+
+
 def _hook(conversation: Conversation) -> Any:
     operations = iter(range(1000))
     return lambda messages: conversation.commit(messages, f"round-{next(operations)}")
@@ -68,8 +74,7 @@ async def test_every_round_is_in_the_store_when_the_stage_ends(
         "m",
         [tool_call("list_dir"), tool_call("read_file", {"path": "facts.txt"}), reply("Seven.")],
     )
-    conversation = await Conversation.open(store, "s1")
-    await conversation.append([USER], "user")
+    conversation = await _asked(store)
     report = await run_agent(
         client, conversation.thread, toolbox, max_turns=4, hooks=Hooks(on_round=_hook(conversation))
     )
@@ -90,8 +95,7 @@ async def test_a_thread_another_writer_changed_is_rebuilt_and_the_call_made_agai
     server: FakeLLMServer, client: ChatClient, toolbox: Toolbox, store: Store
 ) -> None:
     server.script("m", [tool_call("list_dir"), reply("stale answer"), reply("Fresh answer.")])
-    mine = await Conversation.open(store, "s1")
-    await mine.append([USER], "user")
+    mine = await _asked(store)
     elsewhere = await Conversation.open(store, "s1")
     await elsewhere.append([{"role": "user", "content": "Also: the date?"}], "other")
     report = await run_agent(
@@ -136,8 +140,7 @@ async def test_servers_that_number_calls_per_reply_keep_every_result(
     server: FakeLLMServer, client: ChatClient, toolbox: Toolbox, store: Store
 ) -> None:
     server.script("m", [_numbered_call("list_dir"), _numbered_call("read_file"), reply("Done.")])
-    conversation = await Conversation.open(store, "s1")
-    await conversation.append([USER], "user")
+    conversation = await _asked(store)
     await run_agent(
         client, conversation.thread, toolbox, max_turns=4, hooks=Hooks(on_round=_hook(conversation))
     )
