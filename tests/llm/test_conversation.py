@@ -58,7 +58,8 @@ async def _stored(store: Store, session: str) -> list[dict[str, Any]]:
 
 async def _asked(store: Store) -> Conversation:
     """Session s1 with the user's question in it."""
-    conversation = await _asked(store)
+    conversation = await Conversation.open(store, "s1")
+    await conversation.append([USER], "user")
     return conversation
 
 
