@@ -12,7 +12,8 @@ import anyio
 import pytest
 
 from loopengine.cli import main
-from loopengine.commands.chat import progress_line, run_chat
+from loopengine.commands.chat import run_chat
+from loopengine.commands.progress import progress_line
 from loopengine.console import Console
 from loopengine.testing import FakeLLMServer, forever, reply, tool_call
 

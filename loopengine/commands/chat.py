@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 
+from loopengine.commands.progress import live_progress
 from loopengine.commands.runtime import open_runtime
 from loopengine.console import Console
 from loopengine.contract.enums import Outcome
@@ -41,22 +40,6 @@ def _badges(console: Console, chain: list[dict[str, Any]]) -> str:
     return " ".join(badges)
 
 
-def progress_line(event: str, fields: Mapping[str, Any]) -> str | None:
-    """One line of live progress for a chain event; None for events not shown."""
-    if event == "llm.stage":
-        return f"{fields['node']} · {fields['role']}…"
-    if event == "llm.tool":
-        arguments = json.dumps(fields.get("args") or {}, ensure_ascii=False)
-        if len(arguments) > 80:
-            arguments = arguments[:77] + "…"
-        outcome = "ok" if fields.get("ok") else f"error: {fields.get('error')}"
-        return f"  ↳ {fields['name']}({arguments}) {outcome}"
-    if event == "llm.stage_done" and fields.get("status") != "ok":
-        reason = fields.get("reason")
-        return f"  {fields['node']} {fields['status']}" + (f": {reason}" if reason else "")
-    return None
-
-
 async def run_chat(
     console: Console,
     message: str,
@@ -69,11 +52,8 @@ async def run_chat(
         raise ContractError(f"the shipped loop {CHAT_LOOP!r} is missing from this installation")
     live = console.interactive and not as_json
 
-    def progress(event: str, fields: Mapping[str, Any]) -> None:
-        if (line := progress_line(event, fields)) is not None:
-            console.print(console.style(line, "dim"))
-
-    async with open_runtime(config, progress=progress if live else None) as runtime:
+    progress = live_progress(console) if live else None
+    async with open_runtime(config, progress=progress) as runtime:
         if not runtime.workspace.config.cluster.nodes:
             raise ContractError("no LLM nodes configured: add cluster.nodes to loopengine.yaml")
         loop = runtime.load_loop(str(path))

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from loopengine.commands.inputs import parse_inputs
+from loopengine.commands.progress import live_progress
 from loopengine.commands.runtime import open_runtime
 from loopengine.console import Console
 from loopengine.contract.enums import Outcome
@@ -89,7 +90,7 @@ async def run_loop(
 
     if not path.exists() and (shipped := shipped_loop(str(path))) is not None:
         path = shipped
-    async with open_runtime(config, listener) as runtime:
+    async with open_runtime(config, listener, live_progress(console) if live else None) as runtime:
         loop = runtime.load_loop(str(path))
         inputs = parse_inputs(pairs, loop)
         envelope = new_envelope(loop.id, inputs, idempotency_key=idempotency_key)
