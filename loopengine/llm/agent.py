@@ -17,6 +17,7 @@ from loopengine.llm.toolcalls import ToolCall, parse_reply
 from loopengine.llm.tools import Toolbox, ToolOutcome
 
 __all__ = [
+    "ANSWER_AFTER_STOP",
     "ANSWER_NOW",
     "NO_HOOKS",
     "ChatNode",
@@ -31,6 +32,10 @@ __all__ = [
 
 ANSWER_NOW = (
     "You have used all the turns available for tools. Answer now, as well as you can, with what "
+    "you have gathered; do not call any tool."
+)
+ANSWER_AFTER_STOP = (
+    "You repeated a tool call, so tools are closed. Answer now, as well as you can, with what "
     "you have gathered; do not call any tool."
 )
 
@@ -251,9 +256,9 @@ class _Run:
             self.history = [*self.prefix, *commit.thread]
             self.pending = commit.committed
 
-    async def answer_now(self) -> None:
+    async def answer_now(self, prompt: str = ANSWER_NOW) -> None:
         await self.settle()
-        self.history.append({"role": "user", "content": ANSWER_NOW})
+        self.history.append({"role": "user", "content": prompt})
         parsed = await self.ask(with_tools=False)
         self.report.reply = parsed.content
         self.add({"role": "assistant", "content": parsed.content})
@@ -267,6 +272,7 @@ async def run_agent(
     tools: Sequence[str] | None = None,
     max_turns: int = 4,
     answer_now: bool = True,
+    answer_after_stop: bool = False,
     hooks: Hooks = NO_HOOKS,
 ) -> StageReport:
     """Run one stage; never raises for tool problems, only ``LLMError`` when the node fails."""
@@ -294,6 +300,8 @@ async def run_agent(
             report.status, report.reason = "budget", f"used its {max_turns} turns"
             if answer_now and not run.out_of_budget():
                 await run.answer_now()
+        elif report.status == "loop_stopped" and answer_after_stop and not run.out_of_budget():
+            await run.answer_now(ANSWER_AFTER_STOP)
         return report
     finally:
         await run.settle()

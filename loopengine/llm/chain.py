@@ -31,10 +31,14 @@ _RESULT_CHARS = 2000
 
 @dataclass(frozen=True, slots=True)
 class StageSpec:
+    """One stage: its node, role and turns; ``answer_after_stop`` asks a stage stopped for a
+    repeated call for a tool-free answer (a single node has no later stage to answer)."""
+
     node: str
     role: str
     max_turns: int
     tools: bool = True
+    answer_after_stop: bool = False
 
 
 DEFAULT_STAGES = (
@@ -120,6 +124,7 @@ async def _stage(
                 toolbox,
                 tools=None if spec.tools else [],
                 max_turns=turns,
+                answer_after_stop=spec.answer_after_stop,
                 hooks=hooks,
             )
         except LLMError as exc:
@@ -172,7 +177,7 @@ async def run_simple(
     name = cluster.pick(category)
     if name is None:
         raise LLMError(f"no node of the cluster is available for category {category!r}")
-    spec = StageSpec(name, "answer", max_turns)
+    spec = StageSpec(name, "answer", max_turns, answer_after_stop=True)
     report = await _stage(spec, cluster, history, (), toolbox, max_turns, hooks)
     result = ChainResult(report.reply, "simple", [report])
     result.duration_ms = (time.perf_counter() - started) * 1000

@@ -143,6 +143,26 @@ async def test_a_simple_question_uses_one_node(
     assert server.requests_for("m1") == []
 
 
+async def test_a_single_node_stopped_for_repeating_itself_still_answers(
+    server: FakeLLMServer, cluster: Cluster, toolbox: Toolbox
+) -> None:
+    server.script(
+        "ol1",
+        [
+            tool_call("list_dir", {"path": "."}),
+            tool_call("list_dir", {"path": "."}),
+            reply("The folder holds facts.txt."),
+        ],
+    )
+    result = await run_simple(cluster, QUESTION, toolbox, "simple")
+    (stage,) = result.stages
+    assert (stage.status, stage.turns) == ("loop_stopped", 2)
+    assert result.reply == "The folder holds facts.txt."
+    last = server.requests_for("ol1")[-1]
+    assert "tools" not in last
+    assert "repeated a tool call" in last["messages"][-1]["content"]
+
+
 async def test_a_streaming_node_runs_the_same_agent_loop(
     server: FakeLLMServer, toolbox: Toolbox
 ) -> None:
