@@ -132,15 +132,6 @@ async def _run_calls(toolbox: Toolbox, calls: Sequence[ToolCall]) -> list[ToolOu
     return [outcome for outcome in outcomes if outcome is not None]
 
 
-def _call_ids(messages: Sequence[dict[str, Any]]) -> set[str]:
-    return {
-        str(call.get("id"))
-        for message in messages
-        for call in message.get("tool_calls") or ()
-        if isinstance(call, dict)
-    }
-
-
 def _repeat(guard: LoopGuard, calls: Sequence[ToolCall]) -> str | None:
     keys: set[str] = set()
     for call in calls:
@@ -200,11 +191,7 @@ class _Run:
             if self.hooks.spend is not None:
                 self.hooks.spend(completion.tokens, 1)
             if not stale:
-                return parse_reply(
-                    completion.choice,
-                    self.offered if with_tools else (),
-                    taken=_call_ids(self.history),
-                )
+                return parse_reply(completion.choice, self.offered if with_tools else ())
 
     def out_of_budget(self) -> bool:
         reason = self.hooks.spend(0, 0) if self.hooks.spend is not None else None

@@ -5,11 +5,19 @@ another writer came in between."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 from loopengine.llm.agent import RoundCommit
-from loopengine.llm.threads import Extended, extend_thread, load_thread, prune, thread_version
+from loopengine.llm.threads import (
+    Extended,
+    call_ids,
+    extend_thread,
+    load_thread,
+    prune,
+    thread_version,
+    with_fresh_call_ids,
+)
 from loopengine.store import Store
 
 __all__ = ["THREAD_WINDOW", "Conversation"]
@@ -34,6 +42,7 @@ class Conversation:
         self.window = window
         self._messages = list(messages)
         self._version = version
+        self._call_ids = call_ids(self._messages)
 
     @classmethod
     async def open(
@@ -58,7 +67,10 @@ class Conversation:
 
     def commit(self, messages: list[dict[str, Any]], operation_id: str) -> RoundCommit:
         """Append ``messages`` as one atomic batch; the write starts now, its outcome is awaited
-        through the returned commit (see ``RoundCommit``)."""
+        through the returned commit (see ``RoundCommit``). Calls reusing an id of the session are
+        renamed, in the returned thread too."""
+        messages = with_fresh_call_ids(messages, self._call_ids)
+        self._call_ids |= call_ids(messages)
         version = self._version
         self._messages = [*self._messages, *messages]
         self._version = version + 1
@@ -76,15 +88,16 @@ class Conversation:
         """Append ``messages`` as one atomic batch, committed when this returns."""
         await self.commit(messages, operation_id).committed
 
-    async def _settle(self, written: Any) -> list[dict[str, Any]] | None:
+    async def _settle(self, written: Awaitable[Extended]) -> list[dict[str, Any]] | None:
         try:
-            extended: Extended = await written
+            extended = await written
         except BaseException:
             self._version = -1  # unknown now: the next commit finds it stale and rebuilds
             raise
         if extended.thread is None:
             return None
         self._messages, self._version = extended.thread, extended.version
+        self._call_ids = call_ids(self._messages)
         return self.thread
 
 

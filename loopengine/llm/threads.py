@@ -12,13 +12,14 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
 from loopengine.errors import LoopEngineError
+from loopengine.llm.toolcalls import new_call_id
 from loopengine.store import fastpath
 from loopengine.store.tables import chat_messages, chat_operations, chat_sessions
 
@@ -27,11 +28,13 @@ __all__ = [
     "Extended",
     "ThreadError",
     "append_batch",
+    "call_ids",
     "extend_thread",
     "load_thread",
     "mask_pii",
     "prune",
     "thread_version",
+    "with_fresh_call_ids",
 ]
 
 _LOG = logging.getLogger("loopengine.threads")
@@ -162,8 +165,45 @@ def thread_version(connection: sa.Connection, session_id: str) -> int:
 
 
 def _calls_of(connection: sa.Connection, session_id: str) -> set[str]:
-    rows = fastpath.fetch_all(connection, _CALLS, {"sid": session_id})
-    return {str(call["id"]) for row in rows for call in row["tool_calls"] or () if call.get("id")}
+    return call_ids(fastpath.fetch_all(connection, _CALLS, {"sid": session_id}))
+
+
+def call_ids(messages: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The ids of the tool calls ``messages`` make."""
+    return {
+        str(call["id"])
+        for message in messages
+        for call in message.get("tool_calls") or ()
+        if isinstance(call, Mapping) and call.get("id")
+    }
+
+
+def with_fresh_call_ids(
+    messages: Sequence[dict[str, Any]],
+    taken: Collection[str],
+    make_id: Callable[[], str] = new_call_id,
+) -> list[dict[str, Any]]:
+    """``messages`` with each call whose id ``taken`` holds renamed, and the results answering it:
+    some servers number calls ``call_0``… in every reply, yet in a session a result answers one
+    call (a later result for a known id is taken for a replay and dropped)."""
+    if not call_ids(messages) & set(taken):
+        return list(messages)
+    renamed: dict[str, str] = {}
+
+    def fresh_call(call: Any) -> Any:
+        if isinstance(call, Mapping) and str(call.get("id")) in taken:
+            renamed[str(call["id"])] = make_id()
+            return {**call, "id": renamed[str(call["id"])]}
+        return call
+
+    def fresh_message(message: dict[str, Any]) -> dict[str, Any]:
+        if message.get("tool_calls"):
+            return {**message, "tool_calls": [fresh_call(c) for c in message["tool_calls"]]}
+        if message.get("role") == "tool" and message.get("tool_call_id") in renamed:
+            return {**message, "tool_call_id": renamed[message["tool_call_id"]]}
+        return message
+
+    return [fresh_message(message) for message in messages]
 
 
 def _answered(connection: sa.Connection, session_id: str, call_ids: set[str]) -> set[str]:
@@ -230,14 +270,8 @@ def append_batch(
         for m in messages
         if m.get("role") == "tool" and m.get("tool_call_id")
     }
-    in_batch = {
-        str(c.get("id"))
-        for m in messages
-        for c in m.get("tool_calls") or ()
-        if isinstance(c, Mapping)
-    }
     _refuse_foreign(session_id, messages)
-    _validate(messages, _calls_of(connection, session_id) if ids - in_batch else set())
+    _validate(messages, _calls_of(connection, session_id) if ids - call_ids(messages) else set())
     answered = _answered(connection, session_id, ids)
     fresh = [m for m in messages if m.get("role") != "tool" or m["tool_call_id"] not in answered]
     rows = [

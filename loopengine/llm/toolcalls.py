@@ -196,12 +196,10 @@ def _text_calls(
     return text.strip(), found
 
 
-def _unique(
-    calls: Sequence[ToolCall], taken: Collection[str], make_id: Callable[[], str]
-) -> list[ToolCall]:
-    """Calls whose id is taken (by the thread or an earlier call) get a fresh one: some servers
-    number calls ``call_0``, ``call_1``… in every reply, and a result must answer one call."""
-    seen = set(taken)
+def _unique(calls: Sequence[ToolCall], make_id: Callable[[], str]) -> list[ToolCall]:
+    """Two calls of one reply never share an id (a result must answer one call); ids reused
+    across replies are the thread's concern (``threads.with_fresh_call_ids``)."""
+    seen: set[str] = set()
     unique: list[ToolCall] = []
     for call in calls:
         kept = replace(call, id=make_id()) if call.id in seen else call
@@ -214,10 +212,8 @@ def parse_reply(
     choice: Mapping[str, Any],
     offered: Collection[str],
     make_id: Callable[[], str] = new_call_id,
-    taken: Collection[str] = (),
 ) -> ParsedReply:
-    """Parse one ``choices[i]`` of a chat completion (``message`` and ``finish_reason``);
-    ``taken`` are the call ids the thread holds already."""
+    """Parse one ``choices[i]`` of a chat completion (``message`` and ``finish_reason``)."""
     message = choice.get("message") or {}
     raw_content = message.get("content") or ""
     if not isinstance(raw_content, str):
@@ -235,7 +231,7 @@ def parse_reply(
         content, written = _text_calls(content, offered)
         calls = [ToolCall(make_id(), name, arguments) for name, arguments in written]
         text_calls = bool(calls)
-    calls = _unique(calls, taken, make_id)
+    calls = _unique(calls, make_id)
     finish = choice.get("finish_reason")
     overflow = finish == "length" and not content and not calls
     return ParsedReply(content, tuple(calls), reasoning, finish, overflow, text_calls)

@@ -150,3 +150,17 @@ async def test_servers_that_number_calls_per_reply_keep_every_result(
     called = [c["id"] for m in stored for c in m.get("tool_calls") or ()]
     assert len(set(answered)) == 2
     assert answered == called
+
+
+async def test_a_call_id_from_before_the_window_is_still_renamed(store: Store) -> None:
+    conversation = Conversation(store, "s1", window=2)
+    for result in ("first", "second"):
+        call = {"id": "call_0", "type": "function", "function": {"name": "list_dir"}}
+        answer = {"role": "tool", "tool_call_id": "call_0", "content": json.dumps(result)}
+        await conversation.append([{"role": "user", "content": "again"}], f"user-{result}")
+        await conversation.append(
+            [{"role": "assistant", "content": None, "tool_calls": [call]}, answer], result
+        )
+    stored = await _stored(store, "s1")
+    results = {m["tool_call_id"]: json.loads(m["content"]) for m in stored if m["role"] == "tool"}
+    assert sorted(results.values()) == ["first", "second"]

@@ -10,7 +10,14 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from loopengine.llm.threads import ThreadError, append_batch, load_thread, mask_pii, prune
+from loopengine.llm.threads import (
+    ThreadError,
+    append_batch,
+    load_thread,
+    mask_pii,
+    prune,
+    with_fresh_call_ids,
+)
 from loopengine.store import Store
 
 pytestmark = pytest.mark.anyio
@@ -116,6 +123,18 @@ async def test_the_same_call_id_in_two_sessions_is_two_answers(store: Store) -> 
     await store.write(_append("bob", _round("call_0", "for bob"), "op-1"))
     bob = await store.read(lambda c: load_thread(c, "bob"))
     assert json.loads(bob[1]["content"]) == {"result": "for bob"}
+
+
+def test_an_id_the_thread_holds_already_is_replaced_with_its_result() -> None:
+    counter = iter(range(1000))
+    fresh = with_fresh_call_ids(_round("call_0"), {"call_0"}, lambda: f"id{next(counter):07d}")
+    assert fresh[0]["tool_calls"][0]["id"] == "id0000000"
+    assert fresh[1]["tool_call_id"] == "id0000000"
+
+
+def test_a_result_answering_an_earlier_call_keeps_its_id() -> None:
+    late = [{"role": "tool", "tool_call_id": "call_0", "content": "{}"}]
+    assert with_fresh_call_ids(late, {"call_0"}) == late
 
 
 def test_pruning_never_separates_calls_from_their_results() -> None:

@@ -83,12 +83,6 @@ def test_missing_ids_are_synthesised(missing: Any) -> None:
     assert re.fullmatch(r"[A-Za-z0-9]{9}", call.id)
 
 
-def test_an_id_the_thread_holds_already_is_replaced() -> None:
-    choice = _choice(tool_calls=[_native("list_dir", "{}", "call_0")])
-    (call,) = parse_reply(choice, OFFERED, _ids(), taken={"call_0"}).tool_calls
-    assert call.id == "id0000000"
-
-
 def test_two_calls_of_one_reply_never_share_an_id() -> None:
     calls = [_native("list_dir", "{}", "call_0"), _native("read_file", "{}", "call_0")]
     parsed = parse_reply(_choice(tool_calls=calls), OFFERED, _ids())
