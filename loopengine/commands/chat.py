@@ -51,9 +51,7 @@ async def run_chat(
     if path is None:
         raise ContractError(f"the shipped loop {CHAT_LOOP!r} is missing from this installation")
     live = console.interactive and not as_json
-
-    progress = live_progress(console) if live else None
-    async with open_runtime(config, progress=progress) as runtime:
+    async with open_runtime(config, progress=live_progress(console) if live else None) as runtime:
         if not runtime.workspace.config.cluster.nodes:
             raise ContractError("no LLM nodes configured: add cluster.nodes to loopengine.yaml")
         loop = runtime.load_loop(str(path))

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from loopengine.console import Console
-from loopengine.llm.agent import Progress
+from loopengine.skills.context import Progress
 
 __all__ = ["live_progress", "progress_line"]
 

@@ -15,7 +15,7 @@ from loopengine.engine.lifecycle import escalate_overdue, recover_interrupted
 from loopengine.engine.runner import Engine, PhaseListener
 from loopengine.engine.services import Services
 from loopengine.errors import ContractError
-from loopengine.llm.agent import Progress
+from loopengine.skills.context import Progress
 from loopengine.store import DATABASE_ENV, Store
 from loopengine.workspace import Workspace, load_workspace
 

@@ -20,6 +20,7 @@ from loopengine.errors import SkillError
 from loopengine.expr import Template, compile_template
 from loopengine.llm.runtime import LLMRuntime
 from loopengine.skills import Registry, SkillContext, SkillDef
+from loopengine.skills.context import Progress
 from loopengine.store import Store
 from loopengine.store.artifacts import ArtifactWriter
 
@@ -47,7 +48,7 @@ class Services:
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
     clock: Callable[[], float] = time.time
     retry_base_s: float = 0.2
-    progress: Callable[[str, Mapping[str, Any]], None] | None = None
+    progress: Progress | None = None
     """Told what long skills are doing (``SkillContext.progress``)."""
     stacks: dict[tuple[bool, bool], Handler] = field(init=False)
     artifacts: ArtifactWriter = field(init=False)

@@ -4,7 +4,7 @@ errors → repeat, until the model answers without tools or the stage's turns ru
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
@@ -15,6 +15,7 @@ from loopengine.llm.client import Completion
 from loopengine.llm.guard import LoopGuard, call_key
 from loopengine.llm.toolcalls import ToolCall, parse_reply
 from loopengine.llm.tools import Toolbox, ToolOutcome
+from loopengine.skills.context import Progress
 
 __all__ = [
     "ANSWER_AFTER_STOP",
@@ -22,7 +23,6 @@ __all__ = [
     "NO_HOOKS",
     "ChatNode",
     "Hooks",
-    "Progress",
     "RoundCommit",
     "RoundHook",
     "Spend",
@@ -90,8 +90,6 @@ class RoundCommit:
 
 RoundHook = Callable[[list[dict[str, Any]]], RoundCommit]
 """Told each round's messages (assistant tool calls + results) as the round ends."""
-Progress = Callable[[str, Mapping[str, Any]], None]
-"""Told what is happening (an event name and its fields), for live displays."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["SkillContext", "SkillOutput"]
+__all__ = ["Progress", "SkillContext", "SkillOutput"]
+
+Progress = Callable[[str, Mapping[str, Any]], None]
+"""Told what a long skill is doing (an event name and its fields), for live displays."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +29,7 @@ class SkillContext:
     """The engine's LLM runtime (cluster, tools, threads), for LLM skills; None without one."""
     spend: Callable[[int, int], str | None] | None = None
     """Count ``(tokens, llm_calls)`` into the loop's budget; returns why it is spent, if it is."""
-    progress: Callable[[str, Mapping[str, Any]], None] | None = None
+    progress: Progress | None = None
     """Tell a live display what a long skill is doing (event name, fields); None if none listens."""
 
 
