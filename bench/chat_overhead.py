@@ -27,12 +27,12 @@ from typing import Any
 
 import httpx
 
-from loopengine.contract.config import Node
-from loopengine.llm.agent import Hooks, run_agent
-from loopengine.llm.client import ChatClient
-from loopengine.llm.conversation import Conversation
-from loopengine.llm.tools import Toolbox
-from loopengine.skills.definition import ATTRIBUTE, tool
+from loopengine.contract._config import Node
+from loopengine.llm._agent import Hooks, run_agent
+from loopengine.llm._client import ChatClient
+from loopengine.llm._conversation import Conversation
+from loopengine.llm._tools import Toolbox
+from loopengine.skills._definition import ATTRIBUTE, tool
 from loopengine.store import Store
 from loopengine.testing import FakeLLMServer, reply, tool_call
 

@@ -28,8 +28,8 @@ from typing import Any, TypedDict
 from loopengine import SkillContext, skill
 from loopengine.contract import Loop, LoopLoader
 from loopengine.contract.checks import Env
-from loopengine.engine.runner import Engine
-from loopengine.engine.services import Services
+from loopengine.engine._runner import Engine
+from loopengine.engine._services import Services
 from loopengine.skills import Registry
 from loopengine.store import Store
 

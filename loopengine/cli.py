@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from loopengine.console import Console
+    from loopengine.commands._console import Console
 
 __all__ = ["main"]
 
@@ -202,7 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    from loopengine.console import Console
+    from loopengine.commands._console import Console
     from loopengine.errors import LoopEngineError
 
     console = Console()

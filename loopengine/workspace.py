@@ -7,15 +7,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from loopengine._suggestions import did_you_mean
+from loopengine.contract._config import Config
+from loopengine.contract._diagnostics import Diagnostic
+from loopengine.contract._documents import build_model, config_validator, schema_check
+from loopengine.contract._yaml_source import YamlDocument, parse_yaml
 from loopengine.contract.checks import Env
-from loopengine.contract.config import Config
-from loopengine.contract.diagnostics import Diagnostic
-from loopengine.contract.documents import build_model, config_validator, schema_check
-from loopengine.contract.yaml_source import YamlDocument, parse_yaml
 from loopengine.errors import ContractError
-from loopengine.skills.plugins import load_entry_points, load_plugin
-from loopengine.skills.registry import Registry
-from loopengine.suggestions import did_you_mean
+from loopengine.skills._plugins import load_entry_points, load_plugin
+from loopengine.skills._registry import Registry
 
 __all__ = ["CONFIG_ENV", "CONFIG_NAME", "Workspace", "find_config", "load_workspace"]
 

@@ -11,7 +11,7 @@ import pytest
 from loopengine.contract import LoadReport, LoopLoader
 from loopengine.contract.checks import Env
 from loopengine.skills import Registry
-from loopengine.skills.plugins import load_plugin
+from loopengine.skills._plugins import load_plugin
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED_DIR = ROOT / "examples" / "seo_audit"

@@ -12,9 +12,9 @@ import anyio
 import pytest
 
 from loopengine.cli import main
+from loopengine.commands._console import Console
+from loopengine.commands._progress import progress_line
 from loopengine.commands.chat import run_chat
-from loopengine.commands.progress import progress_line
-from loopengine.console import Console
 from loopengine.testing import FakeLLMServer, forever, reply, tool_call
 
 

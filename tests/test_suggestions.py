@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loopengine.suggestions import did_you_mean, hint
+from loopengine._suggestions import did_you_mean, hint
 
 
 def test_hint_names_the_close_name() -> None:

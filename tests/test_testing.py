@@ -8,8 +8,8 @@ import httpx
 import pytest
 
 from loopengine.contract import LoadReport
-from loopengine.engine.runner import Engine
-from loopengine.engine.services import Services
+from loopengine.engine._runner import Engine
+from loopengine.engine._services import Services
 from loopengine.skills import Registry
 from loopengine.store import executions
 from loopengine.testing import FakeLLMServer, memory_store, raw, reply, status, tool_calls

@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from loopengine.commands.runtime import open_runtime
-from loopengine.console import Console
-from loopengine.engine.records import iso
+from loopengine.commands._console import Console
+from loopengine.engine._records import iso
 from loopengine.errors import ContractError
+from loopengine.runtime import open_runtime
 from loopengine.store import flags, signals
 
 __all__ = ["run_flags_list", "run_flags_set", "run_metric"]

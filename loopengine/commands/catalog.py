@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from loopengine.console import Console
+from loopengine.commands._console import Console
 from loopengine.skills.builtin import SOURCE_TYPES
 from loopengine.workspace import load_workspace
 
@@ -104,7 +104,7 @@ def run_tools(console: Console, config: Path | None, as_json: bool) -> int:
 
 
 def run_schema(console: Console, which: str) -> int:
-    from loopengine.contract.schema import config_schema, loop_schema
+    from loopengine.contract._schema import config_schema, loop_schema
 
     console.json(loop_schema() if which == "loop" else config_schema())
     return 0

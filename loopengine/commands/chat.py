@@ -7,13 +7,13 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine.commands.progress import live_progress
-from loopengine.commands.runtime import open_runtime
-from loopengine.console import Console
-from loopengine.contract.enums import Outcome
-from loopengine.engine.envelope import new_envelope
+from loopengine._resources import shipped_loop
+from loopengine.commands._console import Console
+from loopengine.commands._progress import live_progress
+from loopengine.contract._enums import Outcome
+from loopengine.engine._envelope import new_envelope
 from loopengine.errors import ContractError, LoopEngineError
-from loopengine.resources import shipped_loop
+from loopengine.runtime import open_runtime
 from loopengine.store import executions
 
 __all__ = ["CHAT_LOOP", "run_chat"]

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from loopengine.commands._console import Console
 from loopengine.commands.run import SUCCESS, print_execution
-from loopengine.commands.runtime import Runtime, open_runtime
-from loopengine.console import Console
-from loopengine.engine.lifecycle import answer_approval, resume
-from loopengine.engine.runner import ExecutionDone
-from loopengine.engine.views import history_view, read_execution
+from loopengine.engine._lifecycle import answer_approval, resume
+from loopengine.engine._runner import ExecutionDone
+from loopengine.engine._views import history_view, read_execution
 from loopengine.errors import LoopEngineError
+from loopengine.runtime import Runtime, open_runtime
 from loopengine.store import executions
 
 __all__ = ["run_answer", "run_history", "run_resume", "run_show"]

@@ -5,15 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from loopengine.commands.inputs import parse_inputs
-from loopengine.commands.progress import live_progress
-from loopengine.commands.runtime import open_runtime
-from loopengine.console import Console
-from loopengine.contract.enums import Outcome
-from loopengine.engine.envelope import new_envelope
-from loopengine.engine.records import PhaseRecord
-from loopengine.engine.views import read_execution
-from loopengine.resources import shipped_loop
+from loopengine._resources import shipped_loop
+from loopengine.commands._console import Console
+from loopengine.commands._inputs import parse_inputs
+from loopengine.commands._progress import live_progress
+from loopengine.contract._enums import Outcome
+from loopengine.engine._envelope import new_envelope
+from loopengine.engine._records import PhaseRecord
+from loopengine.engine._views import read_execution
+from loopengine.runtime import open_runtime
 
 __all__ = ["SUCCESS", "print_execution", "run_loop"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loopengine.console import Console
+from loopengine.commands._console import Console
 from loopengine.contract import Diagnostic, LoadReport, LoopLoader, find_loop_files
 from loopengine.errors import ContractError
 from loopengine.workspace import load_workspace

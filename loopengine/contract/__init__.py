@@ -1,10 +1,10 @@
 """Loop contracts: models, YAML loading with positions, JSON Schemas and semantic checks."""
 
-from loopengine.contract.config import Config
-from loopengine.contract.diagnostics import Diagnostic, Level
-from loopengine.contract.loader import LoadReport, Loop, LoopLoader, find_loop_files
-from loopengine.contract.loop import LoopSpec
-from loopengine.contract.schema import config_schema, loop_schema
+from loopengine.contract._config import Config
+from loopengine.contract._diagnostics import Diagnostic, Level
+from loopengine.contract._loader import LoadReport, Loop, LoopLoader, find_loop_files
+from loopengine.contract._loop import LoopSpec
+from loopengine.contract._schema import config_schema, loop_schema
 
 __all__ = [
     "Config",

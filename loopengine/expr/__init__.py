@@ -1,8 +1,8 @@
 """The expression language: JMESPath with numbers, percentages, durations and ``${ }`` templates."""
 
-from loopengine.expr.durations import parse_duration
-from loopengine.expr.expression import Expression, compile_expression, truthy
-from loopengine.expr.template import Template, compile_template
+from loopengine.expr._durations import parse_duration
+from loopengine.expr._expression import Expression, compile_expression, truthy
+from loopengine.expr._template import Template, compile_template
 
 __all__ = [
     "Expression",

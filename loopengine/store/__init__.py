@@ -1,6 +1,6 @@
 """Persistence: SQLAlchemy Core tables, migrations, one writer thread, repositories."""
 
-from loopengine.store.database import DATABASE_ENV, create_engine
-from loopengine.store.store import Store
+from loopengine.store._database import DATABASE_ENV, create_engine
+from loopengine.store._store import Store
 
 __all__ = ["DATABASE_ENV", "Store", "create_engine"]

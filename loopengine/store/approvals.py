@@ -6,7 +6,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine.store.tables import approvals
+from loopengine.store._tables import approvals
 
 __all__ = ["decide_approval", "get_approval", "insert_approval", "pending_approvals"]
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine.store import fastpath
-from loopengine.store.tables import executions, phase_results
+from loopengine.store import _fastpath as fastpath
+from loopengine.store._tables import executions, phase_results
 
 __all__ = [
     "get_execution",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from loopengine.store.tables import feature_flags
+from loopengine.store._tables import feature_flags
 
 __all__ = ["flag_enabled", "list_flags", "set_flag"]
 

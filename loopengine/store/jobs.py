@@ -7,8 +7,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine.store import fastpath
-from loopengine.store.tables import envelopes
+from loopengine.store import _fastpath as fastpath
+from loopengine.store._tables import envelopes
 
 __all__ = ["envelope_by_key", "get_envelope", "insert_envelope"]
 

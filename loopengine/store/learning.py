@@ -6,8 +6,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine.store import fastpath
-from loopengine.store.tables import context_cache, loop_state, reviews
+from loopengine.store import _fastpath as fastpath
+from loopengine.store._tables import context_cache, loop_state, reviews
 
 __all__ = ["cached_context", "get_state", "put_context", "put_state", "queue_review"]
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine.store import fastpath
-from loopengine.store.tables import artifacts, audit
+from loopengine.store import _fastpath as fastpath
+from loopengine.store._tables import artifacts, audit
 
 __all__ = ["insert_artifact", "insert_audit"]
 

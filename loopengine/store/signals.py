@@ -6,7 +6,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine.store.tables import events, metrics
+from loopengine.store._tables import events, metrics
 
 __all__ = ["insert_event", "insert_metric", "metric_points", "recent_events"]
 

@@ -1,6 +1,6 @@
 """Pure trigger decisions: cron schedules, event matching, threshold edges; no I/O."""
 
-from loopengine.triggers.cron import cron_problem
-from loopengine.triggers.events import matches, pattern_problem
+from loopengine.triggers._cron import cron_problem
+from loopengine.triggers._events import matches, pattern_problem
 
 __all__ = ["cron_problem", "matches", "pattern_problem"]

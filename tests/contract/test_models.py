@@ -8,8 +8,8 @@ import pytest
 from pydantic import ValidationError
 
 from loopengine.contract import LoopSpec
-from loopengine.contract.enums import Durability, ExecMode, Outcome, OverlapPolicy, Phase
-from loopengine.contract.triggers import CronTrigger, ThresholdTrigger, WebhookTrigger
+from loopengine.contract._enums import Durability, ExecMode, Outcome, OverlapPolicy, Phase
+from loopengine.contract._triggers import CronTrigger, ThresholdTrigger, WebhookTrigger
 from loopengine.expr import Expression, Template
 
 

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from loopengine.contract.yaml_source import MAX_NODES, Position, parse_yaml
+from loopengine.contract._yaml_source import MAX_NODES, Position, parse_yaml
 from loopengine.errors import ContractError
 
 BILLION_LAUGHS = """\

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from loopengine.contract import Loop, LoopLoader
+from loopengine.contract._config import Config
 from loopengine.contract.checks import Env
-from loopengine.contract.config import Config
-from loopengine.engine.runner import Engine, ExecutionDone
-from loopengine.engine.services import Services
-from loopengine.engine.views import read_execution
+from loopengine.engine._runner import Engine, ExecutionDone
+from loopengine.engine._services import Services
+from loopengine.engine._views import read_execution
 from loopengine.skills import Registry
 from loopengine.store import Store
 from tests.engine import skills_for_tests

@@ -12,8 +12,8 @@ import anyio
 
 from loopengine.contract import LoopLoader
 from loopengine.contract.checks import Env
-from loopengine.engine.runner import Engine
-from loopengine.engine.services import Services
+from loopengine.engine._runner import Engine
+from loopengine.engine._services import Services
 from loopengine.skills import Registry
 from loopengine.store import Store
 from tests.engine import skills_for_tests

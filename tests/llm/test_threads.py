@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from loopengine.llm.threads import (
+from loopengine.llm._threads import (
     ThreadError,
     append_batch,
     load_thread,

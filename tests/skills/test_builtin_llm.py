@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from loopengine.contract.config import Config
-from loopengine.llm.runtime import LLMRuntime
-from loopengine.llm.threads import load_thread
+from loopengine.contract._config import Config
+from loopengine.llm._runtime import LLMRuntime
+from loopengine.llm._threads import load_thread
 from loopengine.skills import Registry, SkillContext
-from loopengine.skills.builtin.llm import llm_agent
+from loopengine.skills.builtin._llm import llm_agent
 from loopengine.store import Store
 from loopengine.testing import FakeLLMServer, reply, tool_call
 

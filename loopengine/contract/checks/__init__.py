@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from loopengine.contract.checks.actions import check_actions, check_unique_names
-from loopengine.contract.checks.expressions import check_expressions
-from loopengine.contract.checks.inputs import check_params, check_storage
-from loopengine.contract.checks.skills import check_skills
-from loopengine.contract.checks.triggers import check_triggers
-from loopengine.contract.checks.walk import Checked, Env
-from loopengine.contract.diagnostics import Diagnostic
-from loopengine.contract.yaml_source import YamlDocument
+from loopengine.contract._diagnostics import Diagnostic
+from loopengine.contract._yaml_source import YamlDocument
+from loopengine.contract.checks._actions import check_actions, check_unique_names
+from loopengine.contract.checks._expressions import check_expressions
+from loopengine.contract.checks._inputs import check_params, check_storage
+from loopengine.contract.checks._skills import check_skills
+from loopengine.contract.checks._triggers import check_triggers
+from loopengine.contract.checks._walk import Checked, Env
 
 __all__ = ["Env", "semantic_diagnostics"]
 

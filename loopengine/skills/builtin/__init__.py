@@ -6,14 +6,15 @@ which needs ``ACTION_NAMES`` from here, so importing them eagerly would be circu
 
 from types import ModuleType
 
-from loopengine.skills.builtin.actions import ACTION_NAMES
-from loopengine.skills.builtin.sources import SOURCE_TYPES
+from loopengine.skills.builtin._actions import ACTION_NAMES
+from loopengine.skills.builtin._sources import SOURCE_TYPES
 
 __all__ = ["ACTION_NAMES", "SOURCE_TYPES", "builtin_modules"]
 
 
 def builtin_modules() -> tuple[ModuleType, ...]:
     """The modules whose ``@skill`` functions every registry starts with."""
-    from loopengine.skills.builtin import actions, llm
+    from loopengine.skills.builtin import _actions as actions
+    from loopengine.skills.builtin import _llm as llm
 
     return (actions, llm)

@@ -1,0 +1,76 @@
+"""The model of ``loopengine.yaml``; every key has a working default."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from loopengine.contract._fields import Name, Strict
+
+__all__ = ["Cluster", "Config", "DaemonSettings", "Node"]
+
+DEFAULT_DATABASE = "sqlite:///.loopengine/loopengine.db"
+
+
+class Node(Strict):
+    """An OpenAI-compatible chat endpoint (Ollama /v1, LM Studio, vLLM, llama.cpp, OpenAI)."""
+
+    base_url: str = Field(
+        pattern=r"^https?://",
+        description="Base URL up to `/v1`.",
+        examples=["http://127.0.0.1:11434/v1"],
+    )
+    model: Name = Field(description="Model name the endpoint serves.")
+    timeout_s: float = Field(60, gt=0, description="Total deadline of one call.")
+    api_key: str | None = Field(None, description="Bearer key; write `${ secret.NAME }`.")
+    tool_choice: bool = Field(True, description="Whether the endpoint accepts `tool_choice`.")
+    max_tokens: int | None = Field(None, gt=0, description="Cap of completion tokens per call.")
+    stream: bool = Field(
+        False,
+        description="Ask for server-sent events (for proxies that cut long silent answers); "
+        "`timeout_s` still covers the whole answer.",
+    )
+
+
+class Cluster(Strict):
+    """The LLM nodes and which of them serve which category of request."""
+
+    nodes: dict[str, Node] = Field(default_factory=dict, description="Nodes by name.")
+    routing: dict[str, list[Name]] = Field(
+        default_factory=dict, description="Category → node names in preference order."
+    )
+
+
+class DaemonSettings(Strict):
+    """Where the daemon listens and which loops it schedules."""
+
+    host: str = Field("127.0.0.1", description="Interface of the HTTP API.")
+    port: int = Field(8787, ge=1, le=65535)
+    loops: str = Field("loops/", description="Folder of loop files.")
+
+
+class Config(Strict):
+    """loopengine.yaml: database, plugins, tools sandbox, LLM cluster, storage, daemon."""
+
+    database: str = Field(
+        DEFAULT_DATABASE, description="SQLAlchemy URL: `sqlite:///path` or `postgresql://…`."
+    )
+    plugins: list[Name] = Field(
+        default_factory=list, description="Modules or `.py` files that register skills and tools."
+    )
+    tools_root: str = Field(".", description="Sandbox root of the built-in file tools.")
+    http_allow: list[Name] = Field(
+        default_factory=list,
+        description="Hosts `http_get` may reach although they are loopback or private "
+        "(names or addresses, e.g. `127.0.0.1`).",
+    )
+    cluster: Cluster = Field(Cluster(), description="OpenAI-compatible chat endpoints.")
+    databases: dict[str, str] = Field(
+        default_factory=dict,
+        description="SQL databases that `database` sources read, by name; `default` unless a "
+        "source sets `params: {database: NAME}` (default: the store's own database).",
+    )
+    storage: dict[str, str] = Field(
+        default_factory=dict,
+        description="Artifact storage names → URLs (`file://`, `sqlite://`, `postgresql://`, `redis://`).",
+    )
+    daemon: DaemonSettings = DaemonSettings()

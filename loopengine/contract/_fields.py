@@ -1,0 +1,91 @@
+"""Field types shared by the contract models: compiled expressions, templates, durations, ids."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    PlainSerializer,
+    StringConstraints,
+    WithJsonSchema,
+)
+
+from loopengine.expr import Expression, Template, compile_expression, compile_template
+from loopengine.expr._durations import parse_duration
+
+__all__ = [
+    "DURATION_PATTERN",
+    "Duration",
+    "ExpressionField",
+    "Identifier",
+    "Name",
+    "Strict",
+    "TemplateField",
+    "no_params",
+]
+
+DURATION_PATTERN = r"^\s*(\d+(\.\d+)?\s*(ms|s|m|h|d)\s*)+$"
+
+
+class Strict(BaseModel):
+    """Base of every contract model: unknown keys are errors and instances are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+def _expression(value: Any) -> Any:
+    return compile_expression(value) if isinstance(value, str) else value
+
+
+def _template(value: Any) -> Any:
+    return value if isinstance(value, Template) else compile_template(value)
+
+
+def no_params() -> Template:
+    """A fresh empty params template (the default of every ``params:`` key)."""
+    return compile_template({})
+
+
+def _duration(value: Any) -> Any:
+    return parse_duration(value) if isinstance(value, str) else value
+
+
+ExpressionField = Annotated[
+    Expression,
+    BeforeValidator(_expression),
+    PlainSerializer(lambda expression: expression.source, return_type=str),
+    WithJsonSchema({"type": "string", "minLength": 1}),
+]
+"""An expression over the execution context, compiled when the loop loads."""
+
+TemplateField = Annotated[
+    Template,
+    BeforeValidator(_template),
+    PlainSerializer(lambda template: template.source),
+    WithJsonSchema({"type": "object"}),
+]
+"""Skill params whose strings may hold ``${ expr }`` references."""
+
+Duration = Annotated[
+    float,
+    BeforeValidator(_duration),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "number", "minimum": 0},
+                {"type": "string", "pattern": DURATION_PATTERN},
+            ],
+            "examples": ["90s", "5m", "1h30m"],
+        }
+    ),
+]
+"""Seconds, written as a number or with units (``90s``, ``5m``, ``1h30m``)."""
+
+Identifier = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$")]
+"""Lower-case snake_case, as loop ids are."""
+
+Name = Annotated[str, StringConstraints(min_length=1)]
+"""A non-empty name (skill, action, source, event)."""

@@ -1,0 +1,138 @@
+"""Load loop files: YAML with positions, JSON Schema, then semantic checks; all errors at once."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from loopengine.contract._diagnostics import Diagnostic
+from loopengine.contract._documents import build_model, loop_validator, schema_check
+from loopengine.contract._loop import LoopSpec
+from loopengine.contract._yaml_source import YamlDocument, parse_yaml
+from loopengine.contract.checks import Env, semantic_diagnostics
+from loopengine.errors import ContractError
+
+__all__ = ["LOOP_SUFFIXES", "LoadReport", "Loop", "LoopLoader", "find_loop_files"]
+
+LOOP_SUFFIXES = (".yaml", ".yml")
+NOT_LOOPS = frozenset({"loopengine.yaml", "loopengine.yml"})
+
+
+@dataclass(frozen=True, slots=True)
+class Loop:
+    """A validated loop: its spec (expressions compiled), its file and its version hash."""
+
+    spec: LoopSpec
+    file: str
+    version: str
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+
+@dataclass(frozen=True, slots=True)
+class LoadReport:
+    """What loading one file gave: the loop when valid, and every diagnostic."""
+
+    file: str
+    loop: Loop | None
+    diagnostics: tuple[Diagnostic, ...] = field(default=())
+    id_at: tuple[int, int] = (1, 1)
+
+    @property
+    def ok(self) -> bool:
+        return self.loop is not None and not any(d.is_error for d in self.diagnostics)
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.is_error]
+
+
+def _unwrap(document: YamlDocument) -> tuple[YamlDocument, list[Diagnostic]]:
+    data = document.data
+    if not (isinstance(data, dict) and "Loop" in data):
+        return document, []
+    extra = [
+        document.diagnostic(
+            (key,), f"unknown key '{key}' beside 'Loop:'; move it under Loop:", at_key=True
+        )
+        for key in data
+        if key != "Loop"
+    ]
+    return document.within("Loop"), extra
+
+
+def find_loop_files(paths: Iterable[Path]) -> Iterator[Path]:
+    """Each file given, and every ``*.yaml``/``*.yml`` below each folder (hidden ones and config
+    files skipped)."""
+    for path in paths:
+        if path.is_dir():
+            for found in sorted(path.rglob("*")):
+                hidden = any(part.startswith(".") for part in found.relative_to(path).parts)
+                loop_file = found.suffix in LOOP_SUFFIXES and found.name not in NOT_LOOPS
+                if loop_file and found.is_file() and not hidden:
+                    yield found
+        else:
+            yield path
+
+
+class LoopLoader:
+    """Loads loops against one registry and config; reusable across many files."""
+
+    def __init__(self, env: Env) -> None:
+        self.env = env
+
+    def load_text(self, text: str, file: str) -> LoadReport:
+        try:
+            document = parse_yaml(text, file)
+        except ContractError as exc:
+            return LoadReport(file, None, exc.diagnostics)
+        body, problems = _unwrap(document)
+        problems += schema_check(loop_validator(), body)
+        if isinstance(body.data, dict):
+            problems += semantic_diagnostics(body, self.env)
+        problems.sort(key=lambda d: (d.line, d.column))
+        if any(d.is_error for d in problems):
+            return LoadReport(file, None, tuple(problems))
+        spec, model_problems = build_model(LoopSpec, body)
+        if spec is None:
+            return LoadReport(file, None, tuple(problems + model_problems))
+        version = hashlib.sha256(text.encode()).hexdigest()
+        position = body.locate(("id",))
+        id_at = (position.line, position.column)
+        return LoadReport(file, Loop(spec, file, version), tuple(problems), id_at)
+
+    def load_file(self, path: Path) -> LoadReport:
+        file = str(path)
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            return LoadReport(file, None, (Diagnostic(file, 1, 1, (), f"cannot read: {reason}"),))
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            line = raw[: exc.start].count(b"\n") + 1
+            message = f"not UTF-8 text (byte {exc.start}): save the file as UTF-8"
+            return LoadReport(file, None, (Diagnostic(file, line, 1, (), message),))
+        return self.load_text(text, file)
+
+    def load_paths(self, paths: Iterable[Path]) -> list[LoadReport]:
+        """Load every loop file under ``paths``; a loop id used twice is an error on the second."""
+        reports = [self.load_file(path) for path in find_loop_files(paths)]
+        first: dict[str, str] = {}
+        for index, report in enumerate(reports):
+            if report.loop is None:
+                continue
+            owner = first.setdefault(report.loop.id, report.file)
+            if owner != report.file:
+                line, column = report.id_at
+                message = (
+                    f"loop id '{report.loop.id}' is already used by {owner}; ids must be unique"
+                )
+                duplicate = Diagnostic(report.file, line, column, ("id",), message)
+                reports[index] = LoadReport(report.file, None, (*report.diagnostics, duplicate))
+        return reports

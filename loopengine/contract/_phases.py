@@ -1,0 +1,303 @@
+"""Models of the seven phases: detect, analyze, decide, act, validate, learn, store."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from loopengine.contract._enums import (
+    Aggregation,
+    AnalysisStrategy,
+    ArtifactType,
+    AuditField,
+    ExecMode,
+    FeedbackType,
+    Operator,
+    Priority,
+    Severity,
+    SourceType,
+)
+from loopengine.contract._fields import ExpressionField, Name, Strict, TemplateField, no_params
+
+__all__ = [
+    "Act",
+    "Action",
+    "AnalysisStep",
+    "Analyze",
+    "AntiHallucination",
+    "Artifact",
+    "Assertion",
+    "AuditTrail",
+    "AutoRollback",
+    "Condition",
+    "ContextRequirement",
+    "Decide",
+    "Detect",
+    "Feedback",
+    "HumanApproval",
+    "Learn",
+    "LearningConfig",
+    "MetricRecord",
+    "Rule",
+    "SkipIf",
+    "Source",
+    "Store",
+    "SuccessCriterion",
+    "Validate",
+]
+
+
+class PhaseSettings(Strict):
+    """Settings every phase accepts."""
+
+    timeout_ms: int | None = Field(None, gt=0, description="Deadline of the whole phase.")
+    max_retries: int = Field(
+        0,
+        ge=0,
+        le=20,
+        description="Retries of a failed retryable skill call (exponential backoff).",
+    )
+
+
+class Source(Strict):
+    """Where detect reads data: a built-in source `type`, or any `skill`."""
+
+    type: SourceType | None = Field(None, description="Built-in source; omit when `skill` is set.")
+    skill: Name | None = Field(None, description="A skill to call instead of a built-in source.")
+    name: Name = Field(description="Series, event, log, alert or table name the source reads.")
+    filter: str | None = Field(
+        None, description="Source-specific filter (for `database`, the SQL WHERE clause)."
+    )
+    freshness_hours: float | None = Field(
+        None, gt=0, description="Data older than this is stale (recorded; conditions can test it)."
+    )
+    as_: Name | None = Field(
+        None, alias="as", description="Put the whole result under this name in the context."
+    )
+    params: TemplateField = Field(default_factory=no_params, description="Params of `skill`.")
+
+
+class Condition(Strict):
+    """A condition that must hold for the loop to go on past detect."""
+
+    expression: ExpressionField = Field(examples=["violations.count > 0"])
+    threshold: float | None = Field(
+        None, description="Value the aggregated source is compared with."
+    )
+    aggregation: Aggregation | None = Field(
+        None, description="Aggregation applied to the source's list before comparing."
+    )
+
+
+class SkipIf(Strict):
+    """When true, the execution ends as `skipped`."""
+
+    expression: ExpressionField = Field(examples=["since_last_run < 6h"])
+
+
+class Detect(PhaseSettings):
+    """Phase 1: observe the sources and decide whether there is anything to do."""
+
+    sources: list[Source] = Field(default_factory=list, description="Read in parallel.")
+    conditions: list[Condition] = Field(
+        default_factory=list, description="All must hold, else the outcome is `nothing_detected`."
+    )
+    skip_if: list[SkipIf] = Field(
+        default_factory=list, description="Any true ends the execution as `skipped`."
+    )
+
+
+class ContextRequirement(Strict):
+    """Context the analysis needs, cached for `ttl_seconds`."""
+
+    context_type: Name = Field(description="Name the context is put under.")
+    source: Name = Field(description="Skill or stored state that provides it.")
+    ttl_seconds: float = Field(0, ge=0, description="How long a loaded context is reused.")
+
+
+class AnalysisStep(Strict):
+    """One analysis step; its output is `analysis.<name>` and is merged into the context."""
+
+    name: Name
+    skill_id: Name = Field(description="Skill to call.")
+    params: TemplateField = Field(default_factory=no_params, description="Params of the skill.")
+
+
+class Analyze(PhaseSettings):
+    """Phase 2: load context and run the analysis steps in order."""
+
+    strategy: AnalysisStrategy = Field(
+        AnalysisStrategy.RULE_BASED, description="`llm` steps get the loop's cluster."
+    )
+    context_required: list[ContextRequirement] = Field(default_factory=list)
+    analysis_steps: list[AnalysisStep] = Field(default_factory=list)
+
+
+class Rule(Strict):
+    """A decision: the first rule whose condition holds with enough confidence wins."""
+
+    condition: ExpressionField
+    confidence_required: float = Field(0, ge=0, le=1, description="Minimum analysis confidence.")
+    action: Name = Field(description="Action to take: an action id, an `on:` tag or a built-in.")
+    priority: Priority = Priority.NORMAL
+
+
+class HumanApproval(Strict):
+    """Actions that wait for a human before they run."""
+
+    required_for: list[Name] = Field(default_factory=list, description="Decided actions gated.")
+    timeout_hours: float = Field(24, gt=0, description="Escalate after this long without answer.")
+    escalation_target: Name | None = Field(None, description="Event emitted on escalation.")
+
+
+class Decide(PhaseSettings):
+    """Phase 3: choose one action."""
+
+    decision_tree: list[Rule] = Field(default_factory=list)
+    fallback_action: Name | None = Field(None, description="Action when no rule applies.")
+    human_approval: HumanApproval | None = None
+
+
+class Action(Strict):
+    """A skill run by act, bounded and reversible."""
+
+    action_id: Name
+    skill_id: Name
+    params: TemplateField = Field(default_factory=no_params)
+    rollback_skill: Name | None = Field(None, description="Skill that undoes this action.")
+    rollback_params: TemplateField = Field(default_factory=no_params)
+    on: list[Name] | None = Field(
+        None, description="Decided actions that run this one; none means any other decision."
+    )
+    items: ExpressionField | None = Field(
+        None, description="Expression giving the list of items to act on (needs max_affected)."
+    )
+    max_affected: int | None = Field(None, ge=1, description="Most items one execution affects.")
+    feature_flag: Name | None = Field(None, description="Flag that must be on for it to run.")
+
+
+class Act(PhaseSettings):
+    """Phase 4: run the actions of the decision."""
+
+    actions: list[Action] = Field(default_factory=list)
+    execution_mode: ExecMode = ExecMode.SEQUENTIAL
+    batch_size: int = Field(10, ge=1, description="Items per batch with `execution_mode: batch`.")
+    dry_run_first: bool = Field(False, description="Run each skill with `dry_run: true` first.")
+
+
+class Assertion(Strict):
+    """A check on the result of act."""
+
+    expression: ExpressionField = Field(examples=["violations.after <= violations.before"])
+    severity: Severity = Field(Severity.ERROR, description="`error` fails the execution.")
+    retry_on_fail: bool = Field(False, description="Re-run act, then validate again.")
+    max_retries: int = Field(0, ge=0, le=20)
+    message: str | None = Field(None, description="Shown when the assertion fails.")
+
+
+class SuccessCriterion(Strict):
+    """A metric comparison recorded as met or not."""
+
+    metric: ExpressionField = Field(description="Value in the context, e.g. `violations.count`.")
+    operator: Operator
+    expected: float
+
+
+class AutoRollback(Strict):
+    """Undo completed actions when things got worse."""
+
+    enabled: bool = False
+    trigger_conditions: list[ExpressionField] = Field(
+        default_factory=list, description="Any true (or a failed error assertion) rolls back."
+    )
+    max_rollback_time_ms: int = Field(60_000, gt=0)
+
+
+class Validate(PhaseSettings):
+    """Phase 5: verify what act did."""
+
+    assertions: list[Assertion] = Field(default_factory=list)
+    success_criteria: list[SuccessCriterion] = Field(default_factory=list)
+    auto_rollback: AutoRollback | None = None
+
+
+class Feedback(Strict):
+    """A signal that scores an execution."""
+
+    type: FeedbackType
+    name: Name
+    weight: float = Field(1, ge=0, le=1)
+
+
+class LearningConfig(Strict):
+    """How fast learned values move."""
+
+    rate: float = Field(0.1, gt=0, le=1)
+    max_adjustment: float | None = Field(None, ge=0, description="Cap of one adjustment.")
+    min_samples: int = Field(1, ge=0, description="Executions needed before any adjustment.")
+    cooldown_hours: float = Field(0, ge=0, description="Pause between two adjustments.")
+
+
+class AntiHallucination(Strict):
+    """Keep low-confidence executions from teaching."""
+
+    enabled: bool = False
+    confidence_floor: float = Field(0.7, ge=0, le=1, description="Below it, never learn.")
+    human_review_threshold: float = Field(0.5, ge=0, le=1, description="Below it, queue a review.")
+
+
+class Adjustment(Strict):
+    """A learned value kept in `state`, moved toward `target` after each execution."""
+
+    name: Name = Field(description="Key in `state`.")
+    target: ExpressionField = Field(description="Where the value should go, over the context.")
+    initial: float = Field(0, description="Value before the first adjustment.")
+    min: float | None = Field(None, description="Lowest allowed value.")
+    max: float | None = Field(None, description="Highest allowed value.")
+
+
+class MetricRecord(Strict):
+    """A metric point written when the execution learns (for loops that tune from them)."""
+
+    metric: Name = Field(description="Series name, e.g. `llm.latency_ms`.")
+    value: ExpressionField = Field(description="Number to record, over the context.")
+    labels: TemplateField = Field(
+        default_factory=no_params, description="Labels (`${ }` allowed), e.g. `{node: ...}`."
+    )
+
+
+class Learn(PhaseSettings):
+    """Phase 6: score the execution and adjust learned state."""
+
+    feedback_sources: list[Feedback] = Field(default_factory=list)
+    record: list[MetricRecord] = Field(
+        default_factory=list, description="Metric points recorded from this execution."
+    )
+    adjust: list[Adjustment] = Field(
+        default_factory=list, description="Learned values; `state.score` is always learned."
+    )
+    learning_config: LearningConfig = LearningConfig()
+    anti_hallucination: AntiHallucination = AntiHallucination()
+
+
+class Artifact(Strict):
+    """A record written by the store phase."""
+
+    type: ArtifactType
+    name: Name
+    storage: Name = Field("file", description="Storage name from the config's `storage:` map.")
+    retention_days: int | None = Field(None, ge=0, description="The daemon prunes older ones.")
+    indexed: bool = False
+
+
+class AuditTrail(Strict):
+    """The audit record appended for every execution."""
+
+    enabled: bool = True
+    fields: list[AuditField] = Field(default_factory=lambda: list(AuditField))
+
+
+class Store(PhaseSettings):
+    """Phase 7: persist artifacts and the audit trail."""
+
+    artifacts: list[Artifact] = Field(default_factory=list)
+    audit_trail: AuditTrail = AuditTrail()

@@ -1,0 +1,208 @@
+"""Safe YAML loading that remembers where every key and value stands.
+
+Only plain data is built: tags that would run code (``!!python/...``) are errors, keys are kept as
+written (``on:`` stays the string ``on``), booleans are YAML 1.2's ``true``/``false`` only, and a
+document whose aliases expand past ``MAX_NODES`` nodes (a "billion laughs") is refused before it
+is built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from yaml import nodes
+
+from loopengine.contract._diagnostics import Diagnostic, Level, Path
+from loopengine.errors import ContractError
+
+__all__ = ["MAX_NODES", "Position", "YamlDocument", "parse_yaml"]
+
+MAX_NODES = 100_000
+
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_TAG = "tag:yaml.org,2002:"
+_SCALARS = yaml.constructor.SafeConstructor()
+_PLAIN_TAGS = {_TAG + name for name in ("null", "bool", "int", "float", "str")}
+_COLLECTION_TAGS = {_TAG + "map", _TAG + "seq"}
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    line: int
+    column: int
+
+
+@dataclass(frozen=True)
+class YamlDocument:
+    """Plain data of one YAML file plus the 1-based position of every value and key."""
+
+    file: str
+    data: Any
+    values: Mapping[Path, Position] = field(repr=False)
+    keys: Mapping[Path, Position] = field(repr=False)
+    prefix: Path = ()
+
+    def within(self, key: str) -> YamlDocument:
+        """The document rooted at ``data[key]``; paths stay relative to the new root."""
+        return YamlDocument(self.file, self.data[key], self.values, self.keys, (*self.prefix, key))
+
+    def locate(self, path: Path, *, at_key: bool = False) -> Position:
+        """Where ``path`` stands (its key when ``at_key``), or its nearest existing parent."""
+        full = (*self.prefix, *path)
+        if at_key and full in self.keys:
+            return self.keys[full]
+        for end in range(len(full), -1, -1):
+            position = self.values.get(full[:end])
+            if position is not None:
+                return position
+        return Position(1, 1)
+
+    def diagnostic(
+        self, path: Path, message: str, level: Level = Level.ERROR, *, at_key: bool = False
+    ) -> Diagnostic:
+        position = self.locate(path, at_key=at_key)
+        return Diagnostic(self.file, position.line, position.column, path, message, level)
+
+
+def _position(node: nodes.Node) -> Position:
+    return Position(node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+class _Builder:
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.values: dict[Path, Position] = {}
+        self.keys: dict[Path, Position] = {}
+        self.problems: list[Diagnostic] = []
+        self.count = 0
+        self.active: set[int] = set()
+
+    def problem(self, node: nodes.Node, path: Path, message: str) -> None:
+        position = _position(node)
+        self.problems.append(Diagnostic(self.file, position.line, position.column, path, message))
+
+    def build(self, node: nodes.Node, path: Path) -> Any:
+        self.count += 1
+        if self.count > MAX_NODES:
+            raise _TooLarge
+        self.values.setdefault(path, _position(node))
+        if not isinstance(node, nodes.CollectionNode):
+            return self.scalar(node, path)
+        if node.tag not in _COLLECTION_TAGS:
+            self._bad_tag(node, path)
+            return None
+        if id(node) in self.active:
+            raise _RecursiveAlias(node)
+        self.active.add(id(node))
+        try:
+            if isinstance(node, nodes.MappingNode):
+                return self.mapping(node, path)
+            return [self.build(item, (*path, index)) for index, item in enumerate(node.value)]
+        finally:
+            self.active.discard(id(node))
+
+    def scalar(self, node: nodes.Node, path: Path) -> Any:
+        tag = node.tag
+        if tag == _TAG + "bool" and node.value.lower() not in ("true", "false"):
+            return node.value
+        if tag in _PLAIN_TAGS:
+            return _SCALARS.construct_object(node)
+        if tag == _TAG + "timestamp":
+            return node.value
+        self._bad_tag(node, path)
+        return None
+
+    def _bad_tag(self, node: nodes.Node, path: Path) -> None:
+        tag = str(node.tag).replace(_TAG, "!!")
+        message = f"tag {tag!r} is not allowed: loop files hold plain data (remove the tag)"
+        self.problem(node, path, message)
+
+    def mapping(self, node: nodes.MappingNode, path: Path) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        merges: list[nodes.Node] = []
+        for key_node, value_node in node.value:
+            if key_node.tag == _TAG + "merge":
+                merges.extend(self._merge_sources(value_node, path))
+                continue
+            if not isinstance(key_node, nodes.ScalarNode):
+                self.problem(key_node, path, "a key must be a plain string, not a list or mapping")
+                continue
+            key = str(key_node.value)
+            if key in result:
+                first = self.keys[(*path, key)]
+                self.problem(
+                    key_node, (*path, key), f"duplicate key '{key}' (first at line {first.line})"
+                )
+                continue
+            self.keys[(*path, key)] = _position(key_node)
+            result[key] = self.build(value_node, (*path, key))
+        for source in merges:
+            merged = self.mapping(source, path) if isinstance(source, nodes.MappingNode) else {}
+            for key, value in merged.items():
+                result.setdefault(key, value)
+        return result
+
+    def _merge_sources(self, node: nodes.Node, path: Path) -> Iterator[nodes.Node]:
+        candidates = node.value if isinstance(node, nodes.SequenceNode) else [node]
+        for candidate in candidates:
+            if isinstance(candidate, nodes.MappingNode):
+                yield candidate
+            else:
+                self.problem(candidate, path, "'<<' merges only mappings (write <<: *anchor)")
+
+
+class _RecursiveAlias(Exception):
+    def __init__(self, node: nodes.Node) -> None:
+        self.node = node
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _syntax_error(file: str, exc: yaml.YAMLError) -> ContractError:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    context = getattr(exc, "context", None)
+    context_mark = getattr(exc, "context_mark", None)
+    if isinstance(exc, yaml.composer.ComposerError) and "single document" in str(context):
+        message = "a file holds one YAML document: move the others (after '---') to their own files"
+    else:
+        started = ""
+        if context_mark is not None and mark is not None and context_mark.line != mark.line:
+            started = f" started at line {context_mark.line + 1}, column {context_mark.column + 1}"
+        message = f"invalid YAML: {problem}" + (f" ({context}{started})" if context else "")
+    diagnostic = Diagnostic(file, line, column, (), message)
+    return ContractError(diagnostic.format(), [diagnostic])
+
+
+def _failure(file: str, position: Position, message: str) -> ContractError:
+    diagnostic = Diagnostic(file, position.line, position.column, (), message)
+    return ContractError(diagnostic.format(), [diagnostic])
+
+
+def parse_yaml(text: str, file: str) -> YamlDocument:
+    """Parse one YAML document; raises ``ContractError`` listing every structural problem."""
+    builder = _Builder(file)
+    try:
+        root = yaml.compose(text, Loader=_Loader)
+        data = None if root is None else builder.build(root, ())
+    except yaml.YAMLError as exc:
+        raise _syntax_error(file, exc) from None
+    except RecursionError:
+        raise _failure(file, Position(1, 1), "YAML nested too deeply") from None
+    except _RecursiveAlias as exc:
+        raise _failure(file, _position(exc.node), "recursive alias") from None
+    except _TooLarge:
+        message = (
+            f"aliases expand this document past {MAX_NODES:,} nodes (an alias bomb?): "
+            "write the data out or use fewer aliases"
+        )
+        raise _failure(file, Position(1, 1), message) from None
+    if builder.problems:
+        raise ContractError(builder.problems[0].format(), builder.problems)
+    return YamlDocument(file, data, builder.values, builder.keys)

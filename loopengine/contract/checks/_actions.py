@@ -1,0 +1,74 @@
+"""Decided actions resolve, approvals name real actions, scopes are bounded, ids are unique."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from loopengine._suggestions import did_you_mean, hint
+from loopengine.contract._diagnostics import Path
+from loopengine.contract.checks._walk import Checked, at, walk
+from loopengine.skills.builtin import ACTION_NAMES
+
+__all__ = ["check_actions", "check_unique_names"]
+
+_UNIQUE: tuple[tuple[tuple[str, ...], str, str], ...] = (
+    (("act", "actions", "*"), "action_id", "action id"),
+    (("analyze", "analysis_steps", "*"), "name", "analysis step name"),
+    (("analyze", "context_required", "*"), "context_type", "context type"),
+    (("detect", "sources", "*"), "as", "source 'as' name"),
+    (("learn", "feedback_sources", "*"), "name", "feedback source name"),
+    (("store", "artifacts", "*"), "name", "artifact name"),
+)
+
+
+def _decided(data: Any) -> Iterator[tuple[Path, str]]:
+    for path, rule in walk(data, ("decide", "decision_tree", "*")):
+        if isinstance(action := at(rule, "action"), str):
+            yield (*path, "action"), action
+    if isinstance(fallback := at(data, "decide", "fallback_action"), str):
+        yield ("decide", "fallback_action"), fallback
+
+
+def check_actions(checked: Checked) -> None:
+    data = checked.document.data
+    actions = [a for _, a in walk(data, ("act", "actions", "*")) if isinstance(a, dict)]
+    ids = {a["action_id"] for a in actions if isinstance(a.get("action_id"), str)}
+    tags = {
+        t for a in actions if isinstance(a.get("on"), list) for t in a["on"] if isinstance(t, str)
+    }
+    catch_all = any(a.get("on") is None for a in actions)
+    resolvable = ids | tags | ACTION_NAMES
+    decided = dict(_decided(data))
+    for path, name in decided.items():
+        if name not in resolvable and not catch_all:
+            known = ", ".join(sorted(resolvable))
+            suggestion = did_you_mean(name, resolvable)
+            checked.error(path, f"unknown action '{name}' (known: {known}){suggestion}")
+    names = set(decided.values())
+    for path, tag in walk(data, ("act", "actions", "*", "on", "*")):
+        if isinstance(tag, str) and tag not in names:
+            checked.warning(path, f"no decision rule chooses '{tag}', so this never runs on it")
+    for path, gated in walk(data, ("decide", "human_approval", "required_for", "*")):
+        if isinstance(gated, str) and gated not in names | ids:
+            checked.error(
+                path, f"approval names '{gated}', which no rule decides; {hint(gated, names | ids)}"
+            )
+    for path, action in walk(data, ("act", "actions", "*")):
+        if isinstance(action, dict) and "items" in action and "max_affected" not in action:
+            checked.error(
+                (*path, "items"),
+                "'items' needs 'max_affected' to bound the scope (e.g. max_affected: 100)",
+                at_key=True,
+            )
+
+
+def check_unique_names(checked: Checked) -> None:
+    for pattern, key, label in _UNIQUE:
+        seen: set[str] = set()
+        for path, node in walk(checked.document.data, pattern):
+            value = at(node, key)
+            if isinstance(value, str):
+                if value in seen:
+                    checked.error((*path, key), f"duplicate {label} '{value}'")
+                seen.add(value)

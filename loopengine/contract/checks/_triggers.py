@@ -1,0 +1,103 @@
+"""Triggers: exactly one of trigger/triggers, valid cron and time zone, patterns, hysteresis."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+
+from loopengine._suggestions import hint
+from loopengine.contract._diagnostics import Path
+from loopengine.contract.checks._walk import Checked, at
+from loopengine.expr._template import compile_template
+from loopengine.triggers import cron_problem, pattern_problem
+
+__all__ = ["check_triggers"]
+
+_BELOW = {">", ">="}
+_ABOVE = {"<", "<="}
+
+
+@cache
+def _zones() -> frozenset[str]:
+    return frozenset(available_timezones())
+
+
+def _triggers(data: dict[str, Any], checked: Checked) -> list[tuple[Path, dict[str, Any]]]:
+    single, several = data.get("trigger"), data.get("triggers")
+    if single is None and several is None:
+        checked.error((), "missing required key 'trigger' (or 'triggers:' for several)")
+    if single is not None and several is not None:
+        checked.error(("triggers",), "write either 'trigger' or 'triggers', not both", at_key=True)
+    found: list[tuple[Path, dict[str, Any]]] = []
+    if isinstance(single, dict):
+        found.append((("trigger",), single))
+    if isinstance(several, list):
+        found.extend((("triggers", i), t) for i, t in enumerate(several) if isinstance(t, dict))
+    return found
+
+
+def _check_cron(path: Path, config: dict[str, Any], checked: Checked) -> None:
+    expression = config.get("expression")
+    if isinstance(expression, str) and (problem := cron_problem(expression)):
+        checked.error((*path, "expression"), problem)
+    zone = config.get("timezone")
+    if isinstance(zone, str):
+        try:
+            ZoneInfo(zone)
+        except (ZoneInfoNotFoundError, ValueError):
+            checked.error(
+                (*path, "timezone"), f"unknown time zone {zone!r}; {hint(zone, _zones())}"
+            )
+
+
+def _check_threshold(path: Path, config: dict[str, Any], checked: Checked) -> None:
+    operator, value, clear = config.get("operator"), config.get("value"), config.get("clear_value")
+    if not isinstance(value, int | float) or not isinstance(clear, int | float):
+        return
+    if (operator in _BELOW and clear > value) or (operator in _ABOVE and clear < value):
+        side = "at or below" if operator in _BELOW else "at or above"
+        checked.error(
+            (*path, "clear_value"),
+            f"clear_value {clear} must be {side} value {value} for operator '{operator}' "
+            "(the metric re-arms once back past it)",
+        )
+
+
+def _check_webhook(path: Path, config: dict[str, Any], checked: Checked) -> None:
+    secret = config.get("secret")
+    if isinstance(secret, str) and not compile_template(secret).secret_names:
+        checked.warning(
+            (*path, "secret"),
+            "webhook secret written in clear: put it in the environment and write ${ secret.NAME }",
+        )
+
+
+def _check_event(path: Path, config: dict[str, Any], checked: Checked) -> None:
+    pattern = at(config, "event_pattern")
+    if isinstance(pattern, str) and (problem := pattern_problem(pattern)):
+        checked.error((*path, "event_pattern"), problem)
+
+
+def check_triggers(checked: Checked) -> None:
+    data = checked.document.data
+    triggers = _triggers(data, checked)
+    seen: dict[str, Path] = {}
+    for path, trigger in triggers:
+        config = trigger.get("config")
+        trigger_id = trigger.get("id")
+        if isinstance(trigger_id, str):
+            if trigger_id in seen:
+                checked.error((*path, "id"), f"duplicate trigger id '{trigger_id}'")
+            seen.setdefault(trigger_id, path)
+        if not isinstance(config, dict):
+            continue
+        kind = trigger.get("type")
+        if kind == "cron":
+            _check_cron((*path, "config"), config, checked)
+        elif kind == "threshold":
+            _check_threshold((*path, "config"), config, checked)
+        elif kind == "webhook":
+            _check_webhook((*path, "config"), config, checked)
+        elif kind == "event":
+            _check_event((*path, "config"), config, checked)

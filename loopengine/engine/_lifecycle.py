@@ -1,0 +1,266 @@
+"""What happens to an execution between processes: resume, approve, reject, escalate, recover."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Callable
+from typing import Any
+
+import sqlalchemy as sa
+
+from loopengine.contract import Loop
+from loopengine.contract._enums import Outcome
+from loopengine.engine._envelope import JobEnvelope
+from loopengine.engine._persistence import OWNER, Recorder
+from loopengine.engine._records import PhaseRecord, Usage
+from loopengine.engine._run import Rollback, Run
+from loopengine.engine._runner import ORDER, Engine, ExecutionDone
+from loopengine.engine._services import NO_PARAMS
+from loopengine.errors import LoopEngineError
+from loopengine.store import approvals, executions, jobs, signals
+
+__all__ = ["NotResumable", "answer_approval", "escalate_overdue", "recover_interrupted", "resume"]
+
+LoopLoader = Callable[[str], Loop]
+
+
+class NotResumable(LoopEngineError):
+    """The execution is not in a state that allows the request."""
+
+
+def _rollback_template(loop: Loop, action_id: str) -> Any:
+    for action in loop.spec.act.actions if loop.spec.act else ():
+        if action.action_id == action_id:
+            return action.rollback_params
+    return NO_PARAMS
+
+
+async def _load(
+    engine: Engine, execution_id: str
+) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+    store = engine.services.store
+    assert store is not None
+
+    def read(connection: Any) -> tuple[Any, Any, Any]:
+        row = executions.get_execution(connection, execution_id)
+        if row is None:
+            return None, [], None
+        return (
+            row,
+            executions.phases_of(connection, execution_id),
+            jobs.get_envelope(connection, row["job_id"]),
+        )
+
+    row, phases, envelope = await store.read(read)
+    if row is None:
+        raise NotResumable(f"no execution {execution_id!r} (see `loopengine history`)")
+    return row, phases, envelope
+
+
+def _rebuild(
+    row: dict[str, Any], phases: list[dict[str, Any]], envelope: dict[str, Any], loop: Loop
+) -> Run:
+    state = row["context"]
+    run = Run(
+        execution_id=row["id"],
+        loop=loop,
+        envelope=JobEnvelope(
+            envelope["job_id"],
+            envelope["trace_id"],
+            envelope["intent"],
+            envelope["scope"],
+            envelope["payload"],
+            envelope["constraints"],
+            envelope["idempotency_key"],
+        ),
+        data=state["data"],
+        started_at=row["started_at"],
+        trigger_type=row["trigger_type"],
+        dry_run=row["dry_run"],
+    )
+    run.phases = [
+        PhaseRecord(
+            p["phase"],
+            p["started_at"],
+            p["completed_at"],
+            p["success"],
+            p["data"],
+            tuple(p["errors"]),
+            p["outcome"],
+        )
+        for p in phases
+    ]
+    run.usage = Usage(**row["usage"])
+    run.rollbacks = [
+        Rollback(
+            r["action_id"],
+            r["skill"],
+            _rollback_template(loop, r["action_id"]),
+            r["extra"],
+            r["key"],
+        )
+        for r in state.get("rollbacks", ())
+    ]
+    run.act_attempts = state.get("act_attempts", 0)
+    run.samples = state.get("samples", 0)
+    run.last_adjusted_at = state.get("last_adjusted_at")
+    return run
+
+
+async def _restore(
+    engine: Engine, load_loop: LoopLoader, execution_id: str
+) -> tuple[Run, Recorder, dict[str, Any]]:
+    row, phases, envelope = await _load(engine, execution_id)
+    loop = load_loop(row["loop_file"])
+    if loop.id != row["loop_id"]:
+        raise NotResumable(f"{row['loop_file']} now holds loop '{loop.id}', not '{row['loop_id']}'")
+    run = _rebuild(row, phases, envelope, loop)
+    recorder = engine.recorder(loop, resumed=True)
+    recorder.resume_at(max((p["seq"] for p in phases), default=0))
+    return run, recorder, row
+
+
+def _next_index(run: Run) -> int:
+    done = {record.phase for record in run.phases}
+    for index, (phase, _) in enumerate(ORDER):
+        if phase.value not in done:
+            return index
+    return len(ORDER)
+
+
+async def resume(engine: Engine, load_loop: LoopLoader, execution_id: str) -> ExecutionDone:
+    """Continue an interrupted execution from the phase after its last committed one."""
+    run, recorder, row = await _restore(engine, load_loop, execution_id)
+    if row["status"] != "interrupted":
+        raise NotResumable(
+            f"execution {execution_id} is {row['outcome'] or row['status']}, not interrupted"
+        )
+    store = engine.services.store
+    assert store is not None
+    await store.write(
+        lambda c: executions.update_execution(
+            c, execution_id, status="running", outcome=None, owner=OWNER
+        )
+    )
+    return await engine.drive(run, recorder, _next_index(run))
+
+
+async def _pending(engine: Engine, execution_id: str) -> dict[str, Any]:
+    store = engine.services.store
+    assert store is not None
+    gate = await store.read(lambda c: approvals.get_approval(c, execution_id))
+    if gate is None:
+        raise NotResumable(f"execution {execution_id} has no approval gate")
+    if gate["status"] != "pending":
+        raise NotResumable(f"execution {execution_id} was already {gate['status']}")
+    return gate
+
+
+async def answer_approval(
+    engine: Engine, load_loop: LoopLoader, execution_id: str, approve: bool, note: str | None
+) -> ExecutionDone:
+    """Approve (the gated action runs now) or reject (the execution ends as ``rejected``)."""
+    gate = await _pending(engine, execution_id)
+    now = engine.services.clock()
+    if now > gate["deadline"]:
+        await escalate_overdue(engine, load_loop)
+        raise NotResumable(f"the approval window of {execution_id} closed: it was escalated")
+    store = engine.services.store
+    assert store is not None
+    status = "approved" if approve else "rejected"
+    if not await store.write(
+        lambda c: approvals.decide_approval(c, execution_id, status, now, note)
+    ):
+        raise NotResumable(f"execution {execution_id} was answered meanwhile")
+    run, recorder, _ = await _restore(engine, load_loop, execution_id)
+    run.data["approval"] = {"status": status, "note": note}
+    if approve:
+        await store.write(
+            lambda c: executions.update_execution(
+                c, execution_id, status="running", outcome=None, owner=OWNER
+            )
+        )
+        return await engine.drive(run, recorder, _next_index(run))
+    skipped = [engine.skipped(run, phase, "rejected") for phase, _ in ORDER[_next_index(run) :]]
+    return await engine.finish(run, recorder, Outcome.REJECTED, skipped, note)
+
+
+async def _escalate(
+    engine: Engine, load_loop: LoopLoader, gate: dict[str, Any], now: float
+) -> bool:
+    store = engine.services.store
+    assert store is not None
+    execution_id = gate["execution_id"]
+
+    def close(connection: sa.Connection) -> bool:
+        return approvals.decide_approval(connection, execution_id, "escalated", now, None)
+
+    if not await store.write(close):
+        return False
+    run, recorder, _ = await _restore(engine, load_loop, execution_id)
+    decide = run.loop.spec.decide
+    target = decide.human_approval.escalation_target if decide and decide.human_approval else None
+    event = {"execution_id": execution_id, "loop_id": run.loop.id, "action": gate["action"]}
+    name, source = target or "loop.escalated", run.loop.id
+
+    def emit(connection: sa.Connection) -> None:
+        signals.insert_event(connection, name, source, event, now, execution_id)
+
+    skipped = [engine.skipped(run, phase, "escalated") for phase, _ in ORDER[_next_index(run) :]]
+    reason = f"no answer within the approval window; escalated to {name}"
+    await engine.finish(run, recorder, Outcome.ESCALATED, skipped, reason, [emit])
+    return True
+
+
+async def escalate_overdue(engine: Engine, load_loop: LoopLoader) -> list[str]:
+    """End every approval wait past its deadline as ``escalated`` and emit the escalation event."""
+    store = engine.services.store
+    assert store is not None
+    now = engine.services.clock()
+    overdue = [g for g in await store.read(approvals.pending_approvals) if g["deadline"] < now]
+    return [g["execution_id"] for g in overdue if await _escalate(engine, load_loop, g, now)]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+async def recover_interrupted(engine: Engine) -> list[str]:
+    """Mark executions whose process died mid-run (on this host) as ``interrupted``."""
+    store = engine.services.store
+    if store is None:
+        return []
+    host = socket.gethostname()
+    found = []
+    for row in await store.read(executions.running_executions):
+        owner_host, _, pid = str(row["owner"] or "").rpartition(":")
+        if (
+            owner_host == host
+            and pid.isdigit()
+            and int(pid) != os.getpid()
+            and not _alive(int(pid))
+        ):
+            found.append(row["id"])
+    now = time.time()
+
+    def mark(connection: sa.Connection) -> None:
+        for execution_id in found:
+            executions.update_execution(
+                connection,
+                execution_id,
+                status="interrupted",
+                outcome="interrupted",
+                completed_at=now,
+            )
+
+    if found:
+        await store.write(mark)
+    return found

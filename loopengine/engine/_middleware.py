@@ -1,0 +1,205 @@
+"""The one stack every skill call goes through: budget · timeout · retry · trace · redact.
+
+Built once per engine; each layer is a small callable wrapping the next, as in starlette.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from loopengine.contract._loop import Budget
+from loopengine.engine._run import Run
+from loopengine.errors import BudgetExceeded, LoopEngineError, SkillError
+from loopengine.skills import SkillContext, SkillDef, SkillOutput
+
+__all__ = ["Handler", "SkillCall", "SkillResult", "build_stack", "retryable", "spent"]
+
+_RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+_MAX_BACKOFF_S = 30.0
+
+
+@dataclass(slots=True)
+class SkillCall:
+    run: Run
+    definition: SkillDef
+    params: dict[str, Any]
+    ctx: SkillContext
+    max_retries: int = 0
+    attempts: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SkillResult:
+    data: Any
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    confidence: float | None = None
+    artifacts: tuple[Mapping[str, Any], ...] = ()
+
+
+Handler = Callable[[SkillCall], Awaitable[SkillResult]]
+
+
+def retryable(exc: BaseException) -> bool:
+    """Whether a failure may succeed on retry: flagged skill errors, network errors, 429/5xx."""
+    if isinstance(exc, SkillError):
+        return exc.retryable
+    if isinstance(exc, ConnectionError | TimeoutError):
+        return True
+    status = getattr(exc, "status_code", None) or getattr(
+        getattr(exc, "response", None), "status_code", None
+    )
+    return status in _RETRYABLE_STATUS
+
+
+def _result(output: Any) -> SkillResult:
+    if isinstance(output, SkillOutput):
+        return SkillResult(output.data, output.metrics, output.confidence, output.artifacts)
+    confidence = output.get("confidence") if isinstance(output, Mapping) else None
+    return SkillResult(output, {}, confidence if isinstance(confidence, int | float) else None)
+
+
+async def _invoke(call: SkillCall) -> SkillResult:
+    definition = call.definition
+    if definition.takes_model:
+        arguments: tuple[Any, ...] = (call.ctx, definition.params.model_validate(call.params))
+        keywords: dict[str, Any] = {}
+    else:
+        arguments, keywords = (call.ctx,), call.params
+    if definition.is_async:
+        return _result(await definition.fn(*arguments, **keywords))
+    output = await anyio.to_thread.run_sync(partial(definition.fn, *arguments, **keywords))
+    return _result(output)
+
+
+class _Layer:
+    def __init__(self, inner: Handler) -> None:
+        self.inner = inner
+
+
+def spent(run: Run) -> str | None:
+    """Why the loop's token, LLM-call or wall-time budget is used up, or None."""
+    budget: Budget | None = run.loop.spec.budget
+    if budget is None:
+        return None
+    usage = run.usage
+    if budget.tokens is not None and usage.tokens >= budget.tokens:
+        return f"token budget of {budget.tokens} spent"
+    if budget.llm_calls is not None and usage.llm_calls >= budget.llm_calls:
+        return f"LLM-call budget of {budget.llm_calls} spent"
+    if budget.wall_ms is not None and _elapsed_ms(run) >= budget.wall_ms:
+        return f"wall-time budget of {budget.wall_ms} ms spent"
+    return None
+
+
+class _Budget(_Layer):
+    """Refuses the call when the loop's token, LLM-call or wall-time budget is spent."""
+
+    async def __call__(self, call: SkillCall) -> SkillResult:
+        if reason := spent(call.run):
+            raise BudgetExceeded(reason)
+        result = await self.inner(call)
+        usage = call.run.usage
+        usage.tokens += int(result.metrics.get("tokens_used", result.metrics.get("tokens", 0)))
+        usage.llm_calls += int(result.metrics.get("llm_calls", 0))
+        return result
+
+
+def _elapsed_ms(run: Run) -> float:
+    return (time.time() - run.started_at) * 1000
+
+
+class _Timeout(_Layer):
+    """One deadline: what is left of the loop's wall-time budget, when it has one."""
+
+    async def __call__(self, call: SkillCall) -> SkillResult:
+        budget = call.run.loop.spec.budget
+        if budget is None or budget.wall_ms is None:
+            return await self.inner(call)
+        remaining = max(0.0, (budget.wall_ms - _elapsed_ms(call.run)) / 1000)
+        try:
+            with anyio.fail_after(remaining):
+                return await self.inner(call)
+        except TimeoutError:
+            raise BudgetExceeded(f"wall-time budget of {budget.wall_ms} ms spent") from None
+
+
+class _Retry(_Layer):
+    """Retries retryable failures with exponential backoff and full jitter (or ``retry_after``)."""
+
+    def __init__(self, inner: Handler, base_s: float) -> None:
+        super().__init__(inner)
+        self.base_s = base_s
+
+    async def __call__(self, call: SkillCall) -> SkillResult:
+        while True:
+            call.attempts += 1
+            try:
+                return await self.inner(call)
+            except Exception as exc:
+                if call.attempts > call.max_retries or not retryable(exc):
+                    raise
+                delay = getattr(exc, "retry_after", None)
+                if delay is None:
+                    delay = random.uniform(
+                        0, min(_MAX_BACKOFF_S, self.base_s * 2 ** (call.attempts - 1))
+                    )
+                await anyio.sleep(delay)
+
+
+class _Trace(_Layer):
+    """Records each call (step, attempts, duration, ok) for the phase record."""
+
+    async def __call__(self, call: SkillCall) -> SkillResult:
+        started = time.perf_counter()
+        entry: dict[str, Any] = {"skill": call.definition.name, "step": call.ctx.step}
+        try:
+            result = await self.inner(call)
+        except BaseException as exc:
+            entry.update(ok=False, error=f"{type(exc).__name__}: {exc}")
+            raise
+        else:
+            entry["ok"] = True
+            return result
+        finally:
+            entry["attempts"] = call.attempts or 1
+            entry["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
+            call.run.calls.append(entry)
+
+
+class _Redact(_Layer):
+    """Turns foreign exceptions into ``SkillError`` and keeps secret values out of messages."""
+
+    async def __call__(self, call: SkillCall) -> SkillResult:
+        try:
+            return await self.inner(call)
+        except LoopEngineError:
+            raise
+        except Exception as exc:
+            message = f"skill '{call.definition.name}' failed: {type(exc).__name__}: {exc}"
+            for secret in call.run.secrets:
+                message = message.replace(secret, "***")
+            raise SkillError(message, retryable=retryable(exc)) from exc
+
+
+def build_stack(retry_base_s: float = 0.2, *, budget: bool = True, retry: bool = True) -> Handler:
+    """The middleware stack, outermost first: budget, timeout, retry, trace, redact.
+
+    A loop without a budget does not need the first two layers, nor a call with no retries the
+    third, so engines build the four variants once and pick one per call.
+    """
+    handler: Handler = _invoke
+    handler = _Redact(handler)
+    handler = _Trace(handler)
+    if retry:
+        handler = _Retry(handler, retry_base_s)
+    if budget:
+        handler = _Budget(_Timeout(handler))
+    return handler

@@ -1,0 +1,49 @@
+"""The mutable state of one execution while it runs (owned by the runner, never shared)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from loopengine.contract import Loop
+from loopengine.engine._envelope import JobEnvelope
+from loopengine.engine._records import PhaseRecord, Usage
+from loopengine.expr import Template
+
+__all__ = ["Rollback", "Run"]
+
+
+@dataclass(frozen=True, slots=True)
+class Rollback:
+    """A completed action that can be undone: its rollback skill, params and the item it touched."""
+
+    action_id: str
+    skill: str
+    params: Template
+    extra: dict[str, Any]
+    key: str
+
+
+@dataclass(slots=True)
+class Run:
+    execution_id: str
+    loop: Loop
+    envelope: JobEnvelope
+    data: dict[str, Any]
+    started_at: float
+    trigger_type: str
+    dry_run: bool = False
+    phases: list[PhaseRecord] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    rollbacks: list[Rollback] = field(default_factory=list)
+    secrets: set[str] = field(default_factory=set)
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    artifacts: list[dict[str, Any]] = field(default_factory=list)
+    metrics: dict[str, float] = field(default_factory=dict)
+    act_attempts: int = 0
+    samples: int = 0
+    last_adjusted_at: float | None = None
+
+    @property
+    def id(self) -> str:
+        return self.execution_id

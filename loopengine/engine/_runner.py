@@ -1,0 +1,323 @@
+"""The engine: one execution goes detect → analyze → decide → act → validate → learn → store.
+
+Phases a loop leaves out, and phases after an early end, are recorded as skipped. Learn runs once
+act ran; store (artifacts and the audit record) runs for every execution that ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import sqlalchemy as sa
+
+from loopengine.contract import Loop
+from loopengine.contract._enums import Outcome, Phase
+from loopengine.engine._envelope import JobEnvelope, new_envelope, new_id
+from loopengine.engine._persistence import CommitListener, Recorder, Write
+from loopengine.engine._records import PhaseRecord, iso
+from loopengine.engine._rollback import roll_back
+from loopengine.engine._run import Run
+from loopengine.engine._services import Services
+from loopengine.engine.phases._act import run_act
+from loopengine.engine.phases._analyze import run_analyze
+from loopengine.engine.phases._base import PhaseOutput
+from loopengine.engine.phases._decide import run_decide
+from loopengine.engine.phases._detect import run_detect
+from loopengine.engine.phases._learn import run_learn
+from loopengine.engine.phases._store import run_store
+from loopengine.engine.phases._validate import run_validate
+from loopengine.errors import BudgetExceeded, LoopEngineError
+from loopengine.store import executions, jobs, learning, signals
+
+__all__ = ["ORDER", "Engine", "ExecutionDone", "PhaseListener"]
+
+PhaseFn = Callable[[Run, Services], Awaitable[PhaseOutput]]
+PhaseListener = Callable[[PhaseRecord], None]
+ORDER: tuple[tuple[Phase, PhaseFn], ...] = (
+    (Phase.DETECT, run_detect),
+    (Phase.ANALYZE, run_analyze),
+    (Phase.DECIDE, run_decide),
+    (Phase.ACT, run_act),
+    (Phase.VALIDATE, run_validate),
+    (Phase.LEARN, run_learn),
+)
+_AFTER_ACT = frozenset({Phase.LEARN})
+
+
+class ExecutionDone:
+    """How an execution ended (or that it waits for approval)."""
+
+    __slots__ = ("error", "execution_id", "outcome")
+
+    def __init__(self, execution_id: str, outcome: Outcome, error: str | None = None) -> None:
+        self.execution_id = execution_id
+        self.outcome = outcome
+        self.error = error
+
+
+class Engine:
+    """Runs loops against a registry, persisting through an optional store."""
+
+    def __init__(
+        self,
+        services: Services,
+        listener: PhaseListener | None = None,
+        on_commit: CommitListener | None = None,
+    ) -> None:
+        self.services = services
+        self.listener = listener
+        self.on_commit = on_commit
+
+    def recorder(self, loop: Loop, *, resumed: bool = False) -> Recorder:
+        """How this engine persists executions of ``loop``."""
+        return Recorder(
+            self.services.store, loop.spec.durability, resumed=resumed, on_commit=self.on_commit
+        )
+
+    def _spec_of(self, run: Run, phase: Phase) -> Any:
+        spec = run.loop.spec
+        return spec.validate_ if phase is Phase.VALIDATE else getattr(spec, phase)
+
+    @staticmethod
+    def _prelude(run: Run, last: dict[str, Any] | None, state: dict[str, Any] | None) -> None:
+        if last is not None:
+            run.data["last_run"] = {
+                "outcome": last["outcome"],
+                "completed_at": iso(last["completed_at"]),
+            }
+            run.data["since_last_run"] = run.started_at - (
+                last["completed_at"] or last["started_at"]
+            )
+        if state is not None:
+            run.data["state"] = dict(state["values"])
+            run.samples = state["samples"]
+            run.last_adjusted_at = state["last_adjusted_at"]
+
+    def new_run(
+        self,
+        loop: Loop,
+        envelope: JobEnvelope,
+        trigger: dict[str, Any],
+        dry_run: bool,
+    ) -> Run:
+        now = self.services.clock()
+        inputs = {
+            name: fragment["default"]
+            for name, fragment in loop.spec.params.items()
+            if "default" in fragment
+        }
+        inputs.update(envelope.payload)
+        data: dict[str, Any] = {
+            "loop": {"id": loop.id, "name": loop.spec.name, "domain": loop.spec.domain},
+            "trigger": {"fired_at": now, **trigger},
+            "job": envelope.as_dict(),
+            "input": inputs,
+            "last_run": None,
+            "since_last_run": None,
+            "state": {},
+            "now": now,
+        }
+        return Run(
+            execution_id=new_id(),
+            loop=loop,
+            envelope=envelope,
+            data=data,
+            started_at=now,
+            trigger_type=str(trigger.get("type", "manual")),
+            dry_run=dry_run,
+        )
+
+    async def run(
+        self,
+        loop: Loop,
+        *,
+        inputs: dict[str, Any] | None = None,
+        envelope: JobEnvelope | None = None,
+        trigger: dict[str, Any] | None = None,
+        dry_run: bool = False,
+    ) -> ExecutionDone:
+        """Start and drive one execution; an already-accepted idempotency key returns the first."""
+        envelope = envelope or new_envelope(loop.id, inputs)
+        run = self.new_run(loop, envelope, trigger or {"type": "manual"}, dry_run)
+        store = self.services.store
+        if store is not None:
+            key, loop_id = envelope.idempotency_key, loop.id
+            fresh_key = key == envelope.job_id
+
+            def read(c: sa.Connection) -> tuple[Any, Any, Any]:
+                existing = None if fresh_key else jobs.envelope_by_key(c, key)
+                if existing is not None:
+                    return existing, None, None
+                return None, executions.last_finished(c, loop_id), learning.get_state(c, loop_id)
+
+            existing, last, state = await store.read(read)
+            if existing is not None:
+                return await self._existing(existing["execution_id"])
+            self._prelude(run, last, state)
+        recorder = self.recorder(loop)
+        await recorder.started(run)
+        return await self.drive(run, recorder, 0)
+
+    async def _existing(self, execution_id: str) -> ExecutionDone:
+        assert self.services.store is not None
+        row = await self.services.store.read(lambda c: executions.get_execution(c, execution_id))
+        assert row is not None
+        return ExecutionDone(execution_id, Outcome(row["outcome"] or "interrupted"), row["error"])
+
+    async def _phase(
+        self, run: Run, phase: Phase, fn: PhaseFn, spec: Any
+    ) -> tuple[PhaseRecord, PhaseOutput]:
+        clock = self.services.clock
+        started = clock()
+        run.calls = []
+        timeout_ms = spec.timeout_ms if spec is not None else None
+        try:
+            if timeout_ms is None:
+                output = await fn(run, self.services)
+            else:
+                with anyio.fail_after(timeout_ms / 1000):
+                    output = await fn(run, self.services)
+        except TimeoutError:
+            output = PhaseOutput(
+                stop=Outcome.TIMED_OUT, errors=[f"{phase} exceeded {timeout_ms} ms"]
+            )
+        except BudgetExceeded as exc:
+            output = PhaseOutput(stop=Outcome.BUDGET_EXCEEDED, errors=[str(exc)])
+        except LoopEngineError as exc:
+            output = PhaseOutput(stop=Outcome.FAILED, errors=[str(exc)])
+        if run.calls:
+            output.data["calls"] = run.calls
+        record = PhaseRecord(
+            phase,
+            started,
+            clock(),
+            not output.errors,
+            output.data,
+            tuple(output.errors),
+            output.stop,
+        )
+        run.phases.append(record)
+        if self.listener is not None:
+            self.listener(record)
+        return record, output
+
+    async def _failed_act(self, run: Run, output: PhaseOutput) -> None:
+        """An act that failed part-way is undone when the loop enables auto-rollback."""
+        rollback = run.loop.spec.validate_.auto_rollback if run.loop.spec.validate_ else None
+        if output.stop is Outcome.FAILED and run.rollbacks and rollback and rollback.enabled:
+            result = await roll_back(run, self.services, rollback.max_rollback_time_ms)
+            output.data["rollback"] = result
+            output.errors.extend(result["errors"])
+            if result["complete"]:
+                output.stop = Outcome.ROLLED_BACK
+
+    def skipped(self, run: Run, phase: Phase, reason: str) -> PhaseRecord:
+        """Record ``phase`` as not run, with why."""
+        now = self.services.clock()
+        record = PhaseRecord(phase, now, now, True, {"skipped": reason})
+        run.phases.append(record)
+        if self.listener is not None:
+            self.listener(record)
+        return record
+
+    async def drive(self, run: Run, recorder: Recorder, start: int) -> ExecutionDone:
+        """Run the phases from ``start``; returns once the execution ends or waits for approval.
+
+        A cancelled execution (Ctrl-C, shutdown) is still recorded, as ``cancelled``.
+        """
+        try:
+            return await self._drive(run, recorder, start)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self.finish(run, recorder, Outcome.CANCELLED, [], "cancelled")
+            raise
+
+    async def _drive(self, run: Run, recorder: Recorder, start: int) -> ExecutionDone:
+        outcome: Outcome | None = None
+        acted = any(r.phase == Phase.ACT and "skipped" not in r.data for r in run.phases)
+        error: str | None = None
+        for phase, fn in ORDER[start:]:
+            reached = outcome is None or (phase in _AFTER_ACT and acted)
+            spec = self._spec_of(run, phase)
+            if spec is None or not reached:
+                reason = "not in the loop" if reached else f"execution ended: {outcome}"
+                recorder.hold(run, self.skipped(run, phase, reason))
+                continue
+            record, output = await self._phase(run, phase, fn, spec)
+            if phase is Phase.ACT:
+                acted = True
+                await self._failed_act(run, output)
+            if output.stop is not None and outcome is None:
+                outcome = output.stop
+                error = "; ".join(output.errors) or None
+            if output.stop is Outcome.AWAITING_APPROVAL:
+                await recorder.phase(run, record, output.writes)
+                await self._suspend(run, recorder)
+                return ExecutionDone(run.execution_id, Outcome.AWAITING_APPROVAL)
+            if recorder.store is not None:
+                await recorder.phase(run, record, output.writes)
+        return await self.finish(run, recorder, outcome or Outcome.COMPLETED, [], error)
+
+    async def finish(
+        self,
+        run: Run,
+        recorder: Recorder,
+        outcome: Outcome,
+        skipped: list[PhaseRecord],
+        error: str | None,
+        extra: list[Write] | None = None,
+    ) -> ExecutionDone:
+        """Run the store phase and make the outcome durable."""
+        store_fn = self._store_for(outcome)
+        record, output = await self._phase(run, Phase.STORE, store_fn, run.loop.spec.store)
+        final = outcome
+        if output.errors and outcome is Outcome.COMPLETED:
+            final = Outcome.FAILED
+            error = "; ".join(output.errors)
+        writes = [*output.writes, *self._emits(run, final), *(extra or [])]
+        await recorder.finished(
+            run, [*skipped, record], final, self.services.clock(), writes, error
+        )
+        return ExecutionDone(run.execution_id, final, error)
+
+    def _store_for(self, outcome: Outcome) -> PhaseFn:
+        async def store(run: Run, services: Services) -> PhaseOutput:
+            return await run_store(run, services, outcome)
+
+        return store
+
+    def _emits(self, run: Run, outcome: Outcome) -> list[Write]:
+        events: list[tuple[str, dict[str, Any]]] = []
+        for emit in run.loop.spec.emit:
+            if outcome in emit.on:
+                data = emit.data.render(run.data, self.services.environ) or {}
+                data.update(execution_id=run.execution_id, outcome=outcome)
+                events.append((emit.event, data))
+        if not events:
+            return []
+        now, source, execution_id = self.services.clock(), run.loop.id, run.execution_id
+
+        def insert(connection: sa.Connection) -> None:
+            for name, data in events:
+                signals.insert_event(connection, name, source, data, now, execution_id)
+
+        return [insert]
+
+    async def _suspend(self, run: Run, recorder: Recorder) -> None:
+        decision = run.data.get("decision") or {}
+        gate = run.loop.spec.decide.human_approval if run.loop.spec.decide else None
+        assert gate is not None
+        now = self.services.clock()
+        await recorder.suspended(
+            run,
+            {
+                "execution_id": run.execution_id,
+                "loop_id": run.loop.id,
+                "action": decision.get("action"),
+                "status": "pending",
+                "requested_at": now,
+                "deadline": now + gate.timeout_hours * 3600,
+            },
+        )

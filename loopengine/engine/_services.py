@@ -1,0 +1,148 @@
+"""What phases use besides the run: registry, store, config, clock, and the skill call path."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from loopengine.contract._config import Config
+from loopengine.engine._middleware import Handler, SkillCall, SkillResult, build_stack, spent
+from loopengine.engine._run import Run
+from loopengine.errors import SkillError
+from loopengine.expr import Template, compile_template
+from loopengine.llm._runtime import LLMRuntime
+from loopengine.skills import Registry, SkillContext, SkillDef
+from loopengine.skills._context import Progress
+from loopengine.store import Store
+from loopengine.store._artifacts import ArtifactWriter
+
+__all__ = ["NO_PARAMS", "Services"]
+
+_LOGGER = logging.getLogger("loopengine.skills")
+NO_PARAMS = compile_template({})
+"""Params of skills the engine calls without any (context loaders, built-in actions)."""
+
+
+def _spend(run: Run, tokens: int, calls: int) -> str | None:
+    run.usage.tokens += tokens
+    run.usage.llm_calls += calls
+    return spent(run)
+
+
+@dataclass(slots=True)
+class Services:
+    """Shared by every execution of an engine."""
+
+    registry: Registry
+    store: Store | None = None
+    config: Config = field(default_factory=Config)
+    base: Path = field(default_factory=Path.cwd)
+    environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
+    clock: Callable[[], float] = time.time
+    retry_base_s: float = 0.2
+    progress: Progress | None = None
+    """Told what long skills are doing (``SkillContext.progress``)."""
+    stacks: dict[tuple[bool, bool], Handler] = field(init=False)
+    artifacts: ArtifactWriter = field(init=False)
+    _llm: LLMRuntime | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.stacks = {
+            (budget, retry): build_stack(self.retry_base_s, budget=budget, retry=retry)
+            for budget in (False, True)
+            for retry in (False, True)
+        }
+        self.artifacts = ArtifactWriter(self.config.storage, self.base)
+
+    def llm(self) -> LLMRuntime | None:
+        """The LLM runtime, built on first use when the config has cluster nodes."""
+        if self._llm is None and self.config.cluster.nodes:
+            self._llm = LLMRuntime(self.config, self.base, self.registry, self.store, self.environ)
+        return self._llm
+
+    async def aclose(self) -> None:
+        """Release the LLM clients and artifact connections."""
+        self.artifacts.close()
+        if self._llm is not None:
+            await self._llm.aclose()
+            self._llm = None
+
+    def _params(
+        self, run: Run, definition: SkillDef, template: Template, extra: Any
+    ) -> dict[str, Any]:
+        if template.is_static and not extra:
+            cached = template.prepared.get(definition.name)
+            if cached is None:
+                cached = template.prepared[definition.name] = self._validated(
+                    definition, template.source
+                )
+            return dict(cached)
+        if extra:
+            run.data.update(extra)
+        try:
+            rendered = template.render(run.data, self.environ)
+        finally:
+            for key in extra or ():
+                run.data.pop(key, None)
+        for name in template.secret_names:
+            if name in self.environ:
+                run.secrets.add(self.environ[name])
+        return self._validated(definition, rendered)
+
+    @staticmethod
+    def _validated(definition: SkillDef, params: Any) -> dict[str, Any]:
+        if definition.takes_model:
+            return dict(params or {})
+        try:
+            model = definition.params.model_validate(params or {})
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            where = ".".join(str(part) for part in problem["loc"])
+            raise SkillError(
+                f"params of skill '{definition.name}': {where}: {problem['msg']}"
+            ) from None
+        values = {name: getattr(model, name) for name in type(model).model_fields}
+        values.update(model.model_extra or {})
+        return values
+
+    async def call(
+        self,
+        run: Run,
+        phase: str,
+        step: str,
+        skill: str,
+        template: Template,
+        *,
+        extra: dict[str, Any] | None = None,
+        dry_run: bool = False,
+        max_retries: int = 0,
+        key: str | None = None,
+    ) -> SkillResult:
+        """Call ``skill`` with ``template`` rendered against the context (plus ``extra``)."""
+        definition = self.registry.skill(skill)
+        params = self._params(run, definition, template, extra)
+        if dry_run:
+            params["dry_run"] = True
+        ctx = SkillContext(
+            execution_id=run.execution_id,
+            loop_id=run.loop.id,
+            phase=phase,
+            step=step,
+            idempotency_key=key or f"{run.execution_id}:{phase}:{step}",
+            data=run.data,
+            dry_run=dry_run,
+            logger=_LOGGER,
+            llm=self.llm(),
+            spend=partial(_spend, run),
+            progress=self.progress,
+        )
+        stack = self.stacks[run.loop.spec.budget is not None, max_retries > 0]
+        return await stack(SkillCall(run, definition, params, ctx, max_retries))

@@ -1,0 +1,157 @@
+"""Phase 4, act: run the decided action's skills over a bounded scope, remembering rollbacks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+from loopengine._concurrency import run_all
+from loopengine.contract._enums import ExecMode, Outcome
+from loopengine.contract._phases import Act, Action
+from loopengine.engine._context import publish
+from loopengine.engine._run import Rollback, Run
+from loopengine.engine._services import NO_PARAMS, Services
+from loopengine.engine.phases._base import PhaseOutput
+from loopengine.errors import SkillError
+from loopengine.skills.builtin import ACTION_NAMES
+from loopengine.store import flags
+
+__all__ = ["resolve", "run_act"]
+
+
+def resolve(spec: Act | None, decided: str) -> tuple[list[Action], str | None]:
+    """The actions a decision runs, or the built-in action it names."""
+    actions = spec.actions if spec else []
+    if chosen := [a for a in actions if a.action_id == decided]:
+        return chosen, None
+    if tagged := [a for a in actions if a.on and decided in a.on]:
+        return tagged, None
+    if decided in ACTION_NAMES:
+        return [], decided
+    return [a for a in actions if a.on is None], None
+
+
+def _units(action: Action, run: Run, spec: Act) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    if action.items is None:
+        return [{}], {}
+    items = action.items.evaluate(run.data)
+    if items is None:
+        items = []
+    if not isinstance(items, list):
+        raise SkillError(
+            f"items of action '{action.action_id}' is {type(items).__name__}, not a list"
+        )
+    bound = action.max_affected or len(items)
+    info = {
+        "items": len(items),
+        "affected": min(len(items), bound),
+        "truncated": len(items) > bound,
+    }
+    items = items[:bound]
+    if spec.execution_mode is ExecMode.BATCH:
+        size = spec.batch_size
+        return [{"batch": items[i : i + size]} for i in range(0, len(items), size)], info
+    return [{"item": item} for item in items], info
+
+
+async def _execute(
+    action: Action, run: Run, services: Services, spec: Act, dry_run: bool
+) -> dict[str, Any]:
+    units, info = _units(action, run, spec)
+    outputs: list[Any] = [None] * len(units)
+    suffix = ":dry" if dry_run else f":{run.act_attempts}"
+
+    async def one(index: int, extra: dict[str, Any]) -> None:
+        key = f"{run.execution_id}:act:{action.action_id}:{index}{suffix}"
+        called = await services.call(
+            run,
+            "act",
+            action.action_id,
+            action.skill_id,
+            action.params,
+            extra=extra,
+            dry_run=dry_run,
+            max_retries=spec.max_retries,
+            key=key,
+        )
+        outputs[index] = called.data
+        if action.rollback_skill and not dry_run:
+            run.rollbacks.append(
+                Rollback(
+                    action.action_id, action.rollback_skill, action.rollback_params, extra, key
+                )
+            )
+
+    if spec.execution_mode is ExecMode.PARALLEL:
+        await run_all([partial(one, index, extra) for index, extra in enumerate(units)])
+    else:
+        for index, extra in enumerate(units):
+            await one(index, extra)
+    if not dry_run:
+        result = outputs[0] if action.items is None else outputs
+        run.data.setdefault("act", {})[action.action_id] = result
+        for output in outputs:
+            publish(run.data, output)
+    return {"action_id": action.action_id, "calls": len(units), "dry_run": dry_run, **info}
+
+
+async def _enabled(action: Action, services: Services) -> bool:
+    if action.feature_flag is None:
+        return True
+    if services.store is None:
+        return False
+    flag = action.feature_flag
+    return await services.store.read(lambda c: flags.flag_enabled(c, flag))
+
+
+async def _run_actions(
+    actions: Sequence[Action], run: Run, services: Services, spec: Act, output: PhaseOutput
+) -> None:
+    ran: list[dict[str, Any]] = output.data.setdefault("actions", [])
+    skipped: list[dict[str, str]] = []
+    runnable = []
+    for action in actions:
+        if await _enabled(action, services):
+            runnable.append(action)
+        else:
+            skipped.append(
+                {
+                    "action_id": action.action_id,
+                    "reason": f"feature flag '{action.feature_flag}' is off",
+                }
+            )
+    if skipped:
+        output.data["skipped"] = skipped
+    if spec.dry_run_first and not run.dry_run:
+        for action in runnable:
+            try:
+                ran.append(await _execute(action, run, services, spec, dry_run=True))
+            except SkillError as exc:
+                output.errors.append(
+                    f"dry run of '{action.action_id}' failed, nothing changed: {exc}"
+                )
+                output.stop = Outcome.FAILED
+                return
+    for action in runnable:
+        ran.append(await _execute(action, run, services, spec, dry_run=run.dry_run))
+    if not runnable:
+        output.stop = Outcome.NO_ACTION
+
+
+async def run_act(run: Run, services: Services) -> PhaseOutput:
+    decision = run.data.get("decision") or {}
+    decided = str(decision.get("action"))
+    spec = run.loop.spec.act or Act()
+    run.act_attempts += 1
+    output = PhaseOutput(data={"action": decided, "attempt": run.act_attempts})
+    actions, builtin = resolve(spec, decided)
+    if builtin is not None:
+        called = await services.call(
+            run, "act", builtin, builtin, NO_PARAMS, max_retries=spec.max_retries
+        )
+        run.data.setdefault("act", {})[builtin] = called.data
+        output.data["builtin"] = builtin
+        return output
+    await _run_actions(actions, run, services, spec, output)
+    return output

@@ -1,0 +1,124 @@
+"""Phase 7, store: write the artifacts where their storage points and append the audit record."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio.to_thread
+import sqlalchemy as sa
+
+from loopengine.contract._enums import ArtifactType, AuditField
+from loopengine.contract._phases import Store
+from loopengine.engine._records import iso
+from loopengine.engine._run import Run
+from loopengine.engine._services import Services
+from loopengine.engine.phases._base import PhaseOutput
+from loopengine.errors import StorageError
+from loopengine.store import records
+
+__all__ = ["audit_record", "run_store"]
+
+
+def _actions_taken(run: Run) -> list[str]:
+    taken: list[str] = []
+    for record in run.phases:
+        if record.phase == "act":
+            taken += [
+                a["action_id"] for a in record.data.get("actions", ()) if not a.get("dry_run")
+            ]
+            if "builtin" in record.data:
+                taken.append(record.data["builtin"])
+    return list(dict.fromkeys(taken))
+
+
+def audit_record(run: Run, fields: list[AuditField], outcome: str, now: float) -> dict[str, Any]:
+    """The audit record with exactly ``fields``."""
+    decision = run.data.get("decision") or {}
+    values: dict[AuditField, Any] = {
+        AuditField.TIMESTAMP: iso(now),
+        AuditField.LOOP_ID: run.loop.id,
+        AuditField.LOOP_VERSION: run.loop.version,
+        AuditField.EXECUTION_ID: run.execution_id,
+        AuditField.JOB_ID: run.envelope.job_id,
+        AuditField.TRACE_ID: run.envelope.trace_id,
+        AuditField.TRIGGER_TYPE: run.trigger_type,
+        AuditField.DECISION_MADE: decision.get("action"),
+        AuditField.ACTIONS_TAKEN: _actions_taken(run),
+        AuditField.OUTCOME: outcome,
+        AuditField.CONFIDENCE: run.data.get("confidence"),
+        AuditField.DURATION_MS: round((now - run.started_at) * 1000, 3),
+    }
+    return {field: values[field] for field in fields}
+
+
+def _content(kind: ArtifactType, run: Run, outcome: str, now: float) -> Any:
+    if kind is ArtifactType.DECISION:
+        return run.data.get("decision")
+    if kind is ArtifactType.OUTCOME:
+        return {
+            "outcome": outcome,
+            "validate": run.data.get("validate"),
+            "learn": run.data.get("learn"),
+        }
+    if kind is ArtifactType.METRIC:
+        durations = {r.phase: r.duration_ms for r in run.phases}
+        return {"usage": run.usage.as_dict(), "phase_ms": durations, "metrics": dict(run.metrics)}
+    if kind is ArtifactType.LOG:
+        return [r.as_dict() for r in run.phases]
+    return audit_record(run, list(AuditField), outcome, now)
+
+
+async def run_store(run: Run, services: Services, outcome: str) -> PhaseOutput:
+    """Write artifacts and the audit record for an execution that ends with ``outcome``."""
+    spec = run.loop.spec.store or Store()
+    now = services.clock()
+    output = PhaseOutput()
+    written: list[dict[str, Any]] = []
+    for artifact in spec.artifacts:
+        record = {
+            "loop_id": run.loop.id,
+            "execution_id": run.execution_id,
+            "name": artifact.name,
+            "type": artifact.type.value,
+            "content": _content(artifact.type, run, outcome, now),
+        }
+        try:
+            location = await anyio.to_thread.run_sync(
+                services.artifacts.write, artifact.storage, record
+            )
+        except StorageError as exc:
+            output.errors.append(f"artifact '{artifact.name}': {exc}")
+            continue
+        expires = (
+            now + artifact.retention_days * 86400 if artifact.retention_days is not None else None
+        )
+        row = {
+            "execution_id": run.execution_id,
+            "loop_id": run.loop.id,
+            "name": artifact.name,
+            "type": artifact.type.value,
+            "storage": artifact.storage,
+            "location": location,
+            "indexed": artifact.indexed,
+            "created_at": now,
+            "expires_at": expires,
+        }
+        written.append(row)
+
+    def index(connection: sa.Connection) -> None:
+        for row in written:
+            records.insert_artifact(connection, row)
+
+    if written:
+        output.writes.append(index)
+    run.artifacts.extend(written)
+    output.data["artifacts"] = [
+        {"name": r["name"], "storage": r["storage"], "location": r["location"]} for r in written
+    ]
+    final = "failed" if output.errors and outcome == "completed" else outcome
+    if spec.audit_trail.enabled:
+        entry = audit_record(run, spec.audit_trail.fields, final, now)
+        loop_id, execution_id = run.loop.id, run.execution_id
+        output.writes.append(lambda c: records.insert_audit(c, execution_id, loop_id, entry, now))
+        output.data["audit"] = entry
+    return output

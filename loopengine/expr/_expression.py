@@ -1,0 +1,135 @@
+"""Compiled expressions: parsed once at load, evaluated on the hot path with one interpreter."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from jmespath import exceptions as jp_errors
+from jmespath import visitor
+from jmespath.parser import Parser
+
+from loopengine._suggestions import hint
+from loopengine.errors import ExpressionError
+from loopengine.expr._functions import LoopFunctions, arity
+from loopengine.expr._rewrite import Rewritten, rewrite
+
+__all__ = ["Expression", "compile_expression", "truthy"]
+
+_INTERPRETER = visitor.TreeInterpreter(visitor.Options(custom_functions=LoopFunctions()))
+
+
+def truthy(value: Any) -> bool:
+    """JMESPath truthiness: false, null and empty strings, lists and objects are false."""
+    return not (value is None or value is False or value in ("", [], {}))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Expression:
+    """An author's expression, compiled; ``evaluate`` only ever raises ``ExpressionError``."""
+
+    source: str
+    jmespath: str
+    _ast: Any
+
+    def evaluate(self, data: Any) -> Any:
+        """The expression's value over ``data`` (names that resolve nowhere are null)."""
+        try:
+            return _INTERPRETER.visit(self._ast, data)
+        except ExpressionError:
+            raise
+        except jp_errors.JMESPathError as exc:
+            raise ExpressionError(f"{self.source!r}: {_first_line(exc)}", self.source) from None
+        except RecursionError:
+            raise ExpressionError(f"{self.source!r}: data nested too deeply", self.source) from None
+        except (TypeError, ValueError, ArithmeticError) as exc:
+            raise ExpressionError(f"{self.source!r}: {exc}", self.source) from None
+
+    def holds(self, data: Any) -> bool:
+        """Whether the expression is true over ``data`` (JMESPath truthiness)."""
+        return truthy(self.evaluate(data))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Expression) and other.source == self.source
+
+    def __hash__(self) -> int:
+        return hash(self.source)
+
+    def __repr__(self) -> str:
+        return f"Expression({self.source!r})"
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def _parse_error(
+    source: str, rewritten: Rewritten, exc: jp_errors.JMESPathError
+) -> ExpressionError:
+    position = getattr(exc, "lex_position", None)
+    if position is None:
+        position = getattr(exc, "lexer_position", None)
+    if isinstance(exc, jp_errors.EmptyExpressionError) or not source.strip():
+        return ExpressionError("empty expression", source, 0)
+    if isinstance(exc, jp_errors.IncompleteExpressionError):
+        return ExpressionError(f"incomplete expression {source!r}", source, len(source))
+    if isinstance(exc, jp_errors.LexerError):
+        message = f"invalid expression {source!r}: {exc.message}"
+    else:
+        token = getattr(exc, "token_value", "")
+        found = f"{token!r}" if token else "end of expression"
+        message = f"invalid expression {source!r}: unexpected {found}"
+    if isinstance(position, int):
+        column = rewritten.source_column(position)
+        return ExpressionError(f"{message} at column {column + 1}", source, column)
+    return ExpressionError(message, source)
+
+
+def _check_functions(node: Any, source: str) -> None:
+    if node.get("type") == "function_expression":
+        name = node["value"]
+        spec = arity(name)
+        if spec is None:
+            known = hint(name, LoopFunctions.FUNCTION_TABLE)
+            raise ExpressionError(f"unknown function {name}() in {source!r}; {known}", source)
+        count, variadic = spec
+        given = len(node["children"])
+        if given < count or (given > count and not variadic):
+            plural = "" if count == 1 else "s"
+            more = " or more" if variadic else ""
+            raise ExpressionError(
+                f"{name}() takes {count}{more} argument{plural}, {given} given in {source!r}",
+                source,
+            )
+    for child in node.get("children", ()):
+        if isinstance(child, dict):
+            _check_functions(child, source)
+
+
+@lru_cache(maxsize=4096)
+def compile_expression(source: str) -> Expression:
+    """Compile an author's expression; raises ``ExpressionError`` with the column at fault."""
+    if not isinstance(source, str):
+        raise ExpressionError(f"an expression must be a string, not {type(source).__name__}")
+    rewritten = rewrite(source)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", PendingDeprecationWarning)
+            ast: Any = Parser().parse(rewritten.text).parsed
+    except PendingDeprecationWarning:
+        raise ExpressionError(
+            f"invalid literal in {source!r}: text between backticks must be JSON; "
+            "write 'text' for a string",
+            source,
+        ) from None
+    except jp_errors.JMESPathError as exc:
+        raise _parse_error(source, rewritten, exc) from None
+    except RecursionError:
+        raise ExpressionError(f"expression nested too deeply: {source[:40]!r}…", source) from None
+    try:
+        _check_functions(ast, source)
+    except RecursionError:
+        raise ExpressionError(f"expression nested too deeply: {source[:40]!r}…", source) from None
+    return Expression(source, rewritten.text, ast)

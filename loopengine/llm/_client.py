@@ -1,0 +1,207 @@
+"""The OpenAI-compatible client: one shared httpx client per node, a total deadline per call,
+retries with backoff on connect errors, 429 and 5xx (honouring ``Retry-After``); plain or
+streamed (server-sent events)."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import httpx
+
+from loopengine.contract._config import Node
+from loopengine.errors import LLMError
+from loopengine.llm._stream import DONE, Assembly, StreamProblem, event_data
+
+__all__ = ["ChatClient", "Completion", "TextSink"]
+
+TextSink = Callable[[str], None]
+"""Told each piece of an answer's text as a streamed call receives it."""
+
+_RETRYABLE = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+_MAX_RETRY_AFTER_S = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """One answer: the first choice, token usage and how long it took."""
+
+    choice: dict[str, Any]
+    usage: dict[str, int]
+    model: str
+    latency_ms: float
+
+    @property
+    def tokens(self) -> int:
+        return int(self.usage.get("total_tokens") or 0) or int(
+            self.usage.get("prompt_tokens", 0) + self.usage.get("completion_tokens", 0)
+        )
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("Retry-After")
+    try:
+        return min(_MAX_RETRY_AFTER_S, max(0.0, float(value))) if value else None
+    except ValueError:
+        return None
+
+
+def _message(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:200]
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict):
+        return str(error.get("message") or error)
+    return str(error or body)[:200]
+
+
+class ChatClient:
+    """Chat completions against one node."""
+
+    def __init__(
+        self,
+        name: str,
+        node: Node,
+        http: httpx.AsyncClient,
+        *,
+        api_key: str | None = None,
+        retries: int = 2,
+        backoff_s: float = 0.5,
+    ) -> None:
+        self.name = name
+        self.node = node
+        self.http = http
+        self.retries = retries
+        self.backoff_s = backoff_s
+        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.url = node.base_url.rstrip("/") + "/chat/completions"
+
+    def _body(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.node.model, "messages": list(messages)}
+        if tools:
+            body["tools"] = list(tools)
+            if self.node.tool_choice:
+                body["tool_choice"] = "auto"
+        if self.node.max_tokens is not None:
+            body["max_tokens"] = self.node.max_tokens
+        body.update({k: v for k, v in extra.items() if v is not None})
+        return body
+
+    def _unreachable(self, exc: httpx.TransportError) -> LLMError:
+        return LLMError(
+            f"node {self.name} ({self.node.base_url}) unreachable: {type(exc).__name__}: {exc}",
+            node=self.name,
+            retryable=True,
+        )
+
+    def _refused(self, response: httpx.Response) -> LLMError:
+        return LLMError(
+            f"node {self.name} answered {response.status_code}: {_message(response)}",
+            node=self.name,
+            status_code=response.status_code,
+            retryable=response.status_code in _RETRYABLE,
+            retry_after=_retry_after(response),
+        )
+
+    async def _plain(self, body: dict[str, Any], started: float) -> Completion:
+        try:
+            response = await self.http.post(self.url, json=body, headers=self.headers)
+        except httpx.TransportError as exc:
+            raise self._unreachable(exc) from None
+        if response.status_code != 200:
+            raise self._refused(response)
+        try:
+            payload = response.json()
+            choice = payload["choices"][0]
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise LLMError(
+                f"node {self.name} sent no usable completion: {response.text[:200]!r}",
+                node=self.name,
+            ) from None
+        latency = (time.perf_counter() - started) * 1000
+        return Completion(
+            choice,
+            payload.get("usage") or {},
+            str(payload.get("model") or self.node.model),
+            latency,
+        )
+
+    async def _streamed(
+        self, body: dict[str, Any], started: float, on_text: TextSink | None
+    ) -> Completion:
+        body = {**body, "stream": True, "stream_options": {"include_usage": True}}
+        assembly = Assembly()
+        try:
+            async with self.http.stream(
+                "POST", self.url, json=body, headers=self.headers
+            ) as response:
+                if response.status_code != 200:
+                    await response.aread()
+                    raise self._refused(response)
+                async for line in response.aiter_lines():
+                    data = event_data(line)
+                    if data is None:
+                        continue
+                    if data.strip() == DONE:
+                        break
+                    text = assembly.feed(data)
+                    if text and on_text is not None:
+                        on_text(text)
+        except httpx.TransportError as exc:
+            raise self._unreachable(exc) from None
+        except StreamProblem as exc:
+            raise LLMError(f"node {self.name} broke its stream: {exc}", node=self.name) from None
+        latency = (time.perf_counter() - started) * 1000
+        return Completion(
+            assembly.choice(), assembly.usage, assembly.model or self.node.model, latency
+        )
+
+    async def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        temperature: float | None = None,
+        on_text: TextSink | None = None,
+    ) -> Completion:
+        """One completion within the node's total deadline (``timeout_s``), retrying what can be.
+
+        Streamed when the node says ``stream: true`` or ``on_text`` wants the answer's text as it
+        comes; the deadline covers the whole stream, not each chunk."""
+        body = self._body(messages, tools, temperature=temperature)
+        streamed = self.node.stream or on_text is not None
+        deadline = self.node.timeout_s
+        try:
+            with anyio.fail_after(deadline):
+                attempt = 0
+                while True:
+                    try:
+                        started = time.perf_counter()
+                        if streamed:
+                            return await self._streamed(body, started, on_text)
+                        return await self._plain(body, started)
+                    except LLMError as exc:
+                        if not exc.retryable or attempt >= self.retries:
+                            raise
+                        attempt += 1
+                        delay = exc.retry_after
+                        if delay is None:
+                            delay = random.uniform(0, self.backoff_s * 2 ** (attempt - 1))
+                        await anyio.sleep(delay)
+        except TimeoutError:
+            raise LLMError(
+                f"node {self.name} did not answer within {deadline:g} s",
+                node=self.name,
+                retryable=True,
+            ) from None

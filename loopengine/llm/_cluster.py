@@ -1,0 +1,95 @@
+"""The LLM cluster of the config: a client per node, shared health, and routing by category."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from loopengine.contract._config import Cluster as ClusterConfig
+from loopengine.errors import LLMError
+from loopengine.expr import compile_template
+from loopengine.llm._client import ChatClient, Completion
+from loopengine.llm._health import NodeHealth
+
+__all__ = ["BoundNode", "Cluster"]
+
+
+class Cluster:
+    """Clients for every configured node, their health, and the routing table."""
+
+    def __init__(
+        self,
+        config: ClusterConfig,
+        environ: Mapping[str, str],
+        *,
+        clock: Callable[[], float] = time.time,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.http = httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(None))
+        self.clients: dict[str, ChatClient] = {}
+        for name, node in config.nodes.items():
+            key = compile_template(node.api_key).render({}, environ) if node.api_key else None
+            self.clients[name] = ChatClient(name, node, self.http, api_key=key)
+        self.health: dict[str, NodeHealth] = {name: NodeHealth() for name in config.nodes}
+
+    def available(self, name: str) -> str | None:
+        """Why ``name`` cannot be used now, or None when it can."""
+        if name not in self.clients:
+            return f"node {name} is not in the cluster"
+        health = self.health[name]
+        if not health.available(self.clock()):
+            return f"node {name} is cooling down after failures ({health.last_error})"
+        return None
+
+    def route(self, category: str | None) -> list[str]:
+        """Nodes for a category in preference order (``default``, then every node, as fallback)."""
+        routing = self.config.routing
+        chosen = routing.get(category or "") or routing.get("default") or list(self.clients)
+        return [name for name in chosen if name in self.clients]
+
+    def pick(self, category: str | None) -> str | None:
+        """The first available node for ``category``."""
+        return next((name for name in self.route(category) if self.available(name) is None), None)
+
+    def succeeded(self, name: str) -> None:
+        self.health[name] = self.health[name].after_success()
+
+    def failed(self, name: str, error: LLMError) -> None:
+        self.health[name] = self.health[name].after_failure(
+            self.clock(), str(error), error.status_code
+        )
+
+    async def chat(
+        self, name: str, messages: Sequence[dict[str, Any]], tools: Any = None
+    ) -> Completion:
+        """A completion from ``name``, keeping its health up to date."""
+        try:
+            completion = await self.clients[name].chat(messages, tools)
+        except LLMError as exc:
+            self.failed(name, exc)
+            raise
+        self.succeeded(name)
+        return completion
+
+    def bind(self, name: str) -> BoundNode:
+        return BoundNode(self, name)
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+
+class BoundNode:
+    """One node of a cluster, as an agent talks to it (health kept by the cluster)."""
+
+    def __init__(self, cluster: Cluster, name: str) -> None:
+        self.cluster = cluster
+        self.name = name
+        self.node = cluster.clients[name].node
+
+    async def chat(self, messages: Sequence[dict[str, Any]], tools: Any = None) -> Completion:
+        return await self.cluster.chat(self.name, messages, tools)

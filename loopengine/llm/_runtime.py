@@ -1,0 +1,82 @@
+"""What LLM skills share within one process: the cluster, the toolbox, and threads in the store."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from loopengine.contract._config import Config
+from loopengine.llm._cluster import Cluster
+from loopengine.llm._conversation import Conversation
+from loopengine.llm._health import NodeHealth
+from loopengine.llm._tools import Toolbox, builtin_tools
+from loopengine.skills._registry import Registry
+from loopengine.store import Store
+from loopengine.store._tables import node_health
+
+__all__ = ["LLMRuntime"]
+
+
+class LLMRuntime:
+    """One cluster and toolbox for every LLM skill of an engine; threads and health persist."""
+
+    def __init__(
+        self,
+        config: Config,
+        base: Path,
+        registry: Registry,
+        store: Store | None,
+        environ: Mapping[str, str],
+    ) -> None:
+        self.cluster = Cluster(config.cluster, environ)
+        database = config.databases.get("default") or config.database
+        tools = [
+            *builtin_tools(base / config.tools_root, database, config.http_allow),
+            *registry.tools,
+        ]
+        self.toolbox = Toolbox(tools)
+        self.store = store
+        self._health_loaded = False
+
+    async def load_health(self) -> None:
+        """Remember nodes cooled down by an earlier process."""
+        if self._health_loaded or self.store is None:
+            return
+        rows = await self.store.read(lambda c: list(c.execute(sa.select(node_health)).mappings()))
+        for row in rows:
+            if row["node"] in self.cluster.health:
+                self.cluster.health[row["node"]] = NodeHealth(
+                    row["failures"], row["cooled_until"], row["last_error"]
+                )
+        self._health_loaded = True
+
+    async def save_health(self) -> None:
+        if self.store is None:
+            return
+        rows = [
+            {
+                "node": name,
+                "failures": h.failures,
+                "cooled_until": h.cooled_until,
+                "last_error": h.last_error,
+                "updated_at": time.time(),
+            }
+            for name, h in self.cluster.health.items()
+        ]
+
+        def save(connection: sa.Connection) -> None:
+            connection.execute(node_health.delete())
+            if rows:
+                connection.execute(node_health.insert(), rows)
+
+        await self.store.write(save)
+
+    async def conversation(self, session: str) -> Conversation:
+        """The session's thread, rebuilt from the store."""
+        return await Conversation.open(self.store, session)
+
+    async def aclose(self) -> None:
+        await self.cluster.aclose()

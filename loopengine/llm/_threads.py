@@ -1,0 +1,371 @@
+"""Chat threads (seed 002): messages persisted per session, tool results of one round appended as
+one atomic, idempotent batch, optimistic concurrency by version (ETag), strict session isolation.
+
+Functions of a SQLAlchemy connection (run them through ``Store.write``); errors carry the HTTP
+status the API answers with: 412 stale ``If-Match``, 428 missing when required, 422 invalid
+messages or an idempotency key reused with another body, 409 a message of another session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from loopengine.errors import LoopEngineError
+from loopengine.llm._toolcalls import new_call_id
+from loopengine.store import _fastpath as fastpath
+from loopengine.store._tables import chat_messages, chat_operations, chat_sessions
+
+__all__ = [
+    "BatchResult",
+    "Extended",
+    "ThreadError",
+    "append_batch",
+    "call_ids",
+    "extend_thread",
+    "load_thread",
+    "mask_pii",
+    "prune",
+    "thread_version",
+    "with_fresh_call_ids",
+]
+
+_LOG = logging.getLogger("loopengine.threads")
+_ROLES = frozenset({"system", "user", "assistant", "tool"})
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
+_SECRET = re.compile(r"(?i)\b(?:(?:sk|pk|api|key|token)[-_]|bearer\s+)[A-Za-z0-9._\-]{12,}")
+_PHONE = re.compile(r"\+?\d[\d .-]{7,}\d")
+
+
+class ThreadError(LoopEngineError):
+    """A batch refused; ``status`` is the HTTP status the API answers with."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    applied: bool
+    version: int
+    stored: int
+
+
+def mask_pii(text: str) -> str:
+    """``text`` fit for logs: e-mail addresses, tokens and phone numbers masked."""
+    text = _EMAIL.sub("<email>", text)
+    text = _SECRET.sub("<secret>", text)
+    return _PHONE.sub("<phone>", text)
+
+
+def _hash(messages: Sequence[Mapping[str, Any]]) -> str:
+    return hashlib.sha256(
+        json.dumps(list(messages), sort_keys=True, default=str).encode()
+    ).hexdigest()
+
+
+def _validate(messages: Sequence[Mapping[str, Any]], offered: set[str]) -> None:
+    """Every message well-formed; every tool message answers a call made before it."""
+    calls = set(offered)
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if role not in _ROLES:
+            raise ThreadError(
+                422,
+                "invalid_role",
+                f"messages[{index}]: role {role!r} is not one of {sorted(_ROLES)}",
+            )
+        for call in message.get("tool_calls") or ():
+            if not isinstance(call, Mapping) or not call.get("id"):
+                raise ThreadError(
+                    422, "invalid_tool_call", f"messages[{index}]: every tool call needs an id"
+                )
+            calls.add(str(call["id"]))
+        if role != "tool":
+            continue
+        call_id = message.get("tool_call_id")
+        if not isinstance(call_id, str) or not call_id:
+            raise ThreadError(
+                422,
+                "missing_tool_call_id",
+                f"messages[{index}]: a tool message needs a tool_call_id",
+            )
+        if call_id not in calls:
+            raise ThreadError(
+                422,
+                "unknown_tool_call_id",
+                f"messages[{index}]: tool_call_id {call_id!r} answers no call of this thread",
+            )
+        if not _is_json_text(message.get("content")):
+            raise ThreadError(
+                422,
+                "invalid_tool_content",
+                f"messages[{index}]: tool content must be a JSON string",
+            )
+
+
+def _is_json_text(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        json.loads(value)
+    except ValueError:
+        return False
+    return True
+
+
+_SID: sa.BindParameter[Any] = sa.bindparam("sid")
+_VERSION = sa.select(chat_sessions.c.version).where(chat_sessions.c.id == _SID)
+_CALLS = sa.select(chat_messages.c.tool_calls).where(
+    chat_messages.c.session_id == _SID, chat_messages.c.tool_calls.is_not(None)
+)
+_ANSWERED = sa.select(chat_messages.c.tool_call_id).where(
+    chat_messages.c.session_id == _SID, chat_messages.c.tool_call_id == sa.bindparam("call")
+)
+_STATE = sa.select(
+    sa.select(chat_operations.c.body_hash)
+    .where(
+        chat_operations.c.session_id == _SID,
+        chat_operations.c.operation_id == sa.bindparam("op"),
+    )
+    .scalar_subquery()
+    .label("applied"),
+    sa.func.coalesce(_VERSION.scalar_subquery(), 0).label("version"),
+    sa.func.coalesce(
+        sa.select(sa.func.max(chat_messages.c.seq))
+        .where(chat_messages.c.session_id == _SID)
+        .scalar_subquery(),
+        0,
+    ).label("seq"),
+)
+_INSERT_MESSAGES = chat_messages.insert()
+_INSERT_SESSION = chat_sessions.insert()
+_BUMP = chat_sessions.update().where(
+    chat_sessions.c.id == sa.bindparam("_sid"), chat_sessions.c.version == sa.bindparam("_version")
+)
+_INSERT_OPERATION = chat_operations.insert()
+_THREAD = (
+    sa.select(chat_messages).where(chat_messages.c.session_id == _SID).order_by(chat_messages.c.seq)
+)
+
+
+def thread_version(connection: sa.Connection, session_id: str) -> int:
+    """The session's version (its ETag); 0 for a session with no message yet."""
+    row = fastpath.fetch_one(connection, _VERSION, {"sid": session_id})
+    return int(row["version"]) if row else 0
+
+
+def _calls_of(connection: sa.Connection, session_id: str) -> set[str]:
+    return call_ids(fastpath.fetch_all(connection, _CALLS, {"sid": session_id}))
+
+
+def call_ids(messages: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The ids of the tool calls ``messages`` make."""
+    return {
+        str(call["id"])
+        for message in messages
+        for call in message.get("tool_calls") or ()
+        if isinstance(call, Mapping) and call.get("id")
+    }
+
+
+def with_fresh_call_ids(
+    messages: Sequence[dict[str, Any]],
+    taken: Collection[str],
+    make_id: Callable[[], str] = new_call_id,
+) -> list[dict[str, Any]]:
+    """``messages`` with each call whose id ``taken`` holds renamed, and the results answering it:
+    some servers number calls ``call_0``… in every reply, yet in a session a result answers one
+    call (a later result for a known id is taken for a replay and dropped)."""
+    if not call_ids(messages) & set(taken):
+        return list(messages)
+    renamed: dict[str, str] = {}
+
+    def fresh_call(call: Any) -> Any:
+        if isinstance(call, Mapping) and str(call.get("id")) in taken:
+            renamed[str(call["id"])] = make_id()
+            return {**call, "id": renamed[str(call["id"])]}
+        return call
+
+    def fresh_message(message: dict[str, Any]) -> dict[str, Any]:
+        if message.get("tool_calls"):
+            return {**message, "tool_calls": [fresh_call(c) for c in message["tool_calls"]]}
+        if message.get("role") == "tool" and message.get("tool_call_id") in renamed:
+            return {**message, "tool_call_id": renamed[message["tool_call_id"]]}
+        return message
+
+    return [fresh_message(message) for message in messages]
+
+
+def _answered(connection: sa.Connection, session_id: str, call_ids: set[str]) -> set[str]:
+    """The calls of ``call_ids`` this thread has a result for (one indexed lookup each)."""
+    return {
+        call_id
+        for call_id in call_ids
+        if fastpath.fetch_one(connection, _ANSWERED, {"sid": session_id, "call": call_id})
+    }
+
+
+def _refuse_foreign(session_id: str, messages: Sequence[Mapping[str, Any]]) -> None:
+    """A message that says it belongs to another session never enters this thread."""
+    for message in messages:
+        owner = message.get("session_id")
+        if owner is not None and owner != session_id:
+            _LOG.warning(
+                "refused a message of session %s in session %s",
+                mask_pii(str(owner)),
+                mask_pii(session_id),
+            )
+            raise ThreadError(
+                409, "foreign_message", "a message of another session cannot enter this thread"
+            )
+
+
+def _check_version(version: int, if_match: int | None, require_if_match: bool) -> None:
+    if if_match is None:
+        if require_if_match:
+            raise ThreadError(
+                428, "precondition_required", "If-Match is required: send the thread's ETag"
+            )
+    elif if_match != version:
+        raise ThreadError(
+            412, "precondition_failed", f"If-Match {if_match} is stale: the thread is at {version}"
+        )
+
+
+def append_batch(
+    connection: sa.Connection,
+    session_id: str,
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    operation_id: str,
+    now: float,
+    if_match: int | None = None,
+    require_if_match: bool = False,
+) -> BatchResult:
+    """Append ``messages`` atomically; a replayed ``operation_id`` returns ``applied=False``."""
+    body = _hash(messages)
+    state = fastpath.fetch_one(connection, _STATE, {"sid": session_id, "op": operation_id})
+    version, start = (int(state["version"]), int(state["seq"])) if state else (0, 0)
+    if state and state["applied"] is not None:
+        if state["applied"] != body:
+            raise ThreadError(
+                422,
+                "idempotency_conflict",
+                f"operation {operation_id!r} was already applied with another body",
+            )
+        return BatchResult(False, version, 0)
+    _check_version(version, if_match, require_if_match)
+    ids = {
+        str(m["tool_call_id"])
+        for m in messages
+        if m.get("role") == "tool" and m.get("tool_call_id")
+    }
+    _refuse_foreign(session_id, messages)
+    _validate(messages, _calls_of(connection, session_id) if ids - call_ids(messages) else set())
+    answered = _answered(connection, session_id, ids)
+    fresh = [m for m in messages if m.get("role") != "tool" or m["tool_call_id"] not in answered]
+    rows = [
+        _row(session_id, start + offset, message, operation_id, now)
+        for offset, message in enumerate(fresh, 1)
+    ]
+    fastpath.execute_many(connection, _INSERT_MESSAGES, rows)
+    new_version = version + 1
+    if version == 0:
+        session = {"id": session_id, "version": 1, "created_at": now, "updated_at": now}
+        fastpath.execute(connection, _INSERT_SESSION, session)
+    elif (
+        fastpath.execute(
+            connection,
+            _BUMP,
+            {"_sid": session_id, "_version": version, "version": new_version, "updated_at": now},
+        )
+        != 1
+    ):
+        raise ThreadError(409, "conflict", "the thread changed meanwhile: reload it and retry")
+    operation = {
+        "session_id": session_id,
+        "operation_id": operation_id,
+        "body_hash": body,
+        "version": new_version,
+        "applied_at": now,
+    }
+    fastpath.execute(connection, _INSERT_OPERATION, operation)
+    return BatchResult(True, new_version, len(rows))
+
+
+def _row(
+    session_id: str, seq: int, message: Mapping[str, Any], operation_id: str, now: float
+) -> dict[str, Any]:
+    content = message.get("content")
+    return {
+        "session_id": session_id,
+        "seq": seq,
+        "role": message["role"],
+        "content": content if isinstance(content, str | None) else json.dumps(content),
+        "name": message.get("name"),
+        "tool_call_id": message.get("tool_call_id"),
+        "tool_calls": message.get("tool_calls"),
+        "operation_id": operation_id,
+        "created_at": now,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Extended:
+    """A round committed: the session's new version, and its thread when the caller's is stale."""
+
+    version: int
+    thread: list[dict[str, Any]] | None
+
+
+def extend_thread(
+    connection: sa.Connection,
+    session_id: str,
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    operation_id: str,
+    now: float,
+    version: int,
+) -> Extended:
+    """Append a round to a thread the caller holds at ``version``; it is rebuilt from the store
+    only when the result is not that thread plus ``messages`` (another writer came in between,
+    or the round was there already), since every applied batch bumps the version by one."""
+    result = append_batch(connection, session_id, messages, operation_id=operation_id, now=now)
+    if result.applied and result.version == version + 1 and result.stored == len(messages):
+        return Extended(result.version, None)
+    return Extended(thread_version(connection, session_id), load_thread(connection, session_id))
+
+
+def load_thread(connection: sa.Connection, session_id: str) -> list[dict[str, Any]]:
+    """The session's messages in order, in OpenAI shape (nothing from another session)."""
+    thread = []
+    for row in fastpath.fetch_all(connection, _THREAD, {"sid": session_id}):
+        message: dict[str, Any] = {"role": row["role"], "content": row["content"]}
+        for key in ("name", "tool_call_id", "tool_calls"):
+            if row[key] is not None:
+                message[key] = row[key]
+        thread.append(message)
+    return thread
+
+
+def prune(messages: Sequence[dict[str, Any]], keep: int) -> list[dict[str, Any]]:
+    """The last ``keep`` messages or a few more: never a tool message without its assistant call.
+
+    Leading system messages are always kept.
+    """
+    system = [m for m in messages if m.get("role") == "system"]
+    rest = [m for m in messages if m.get("role") != "system"]
+    start = max(0, len(rest) - keep)
+    while start > 0 and rest[start].get("role") == "tool":
+        start -= 1
+    return [*system, *rest[start:]]

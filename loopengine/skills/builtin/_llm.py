@@ -1,0 +1,113 @@
+"""Built-in LLM skills: ``llm.classify``, ``llm.agent`` (one node), ``llm.reflexive`` (chain)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from loopengine.errors import SkillError
+from loopengine.llm._agent import Hooks, RoundCommit
+from loopengine.llm._chain import DEFAULT_STAGES, ChainResult, StageSpec, run_chain, run_simple
+from loopengine.llm._classify import classify_complexity
+from loopengine.llm._runtime import LLMRuntime
+from loopengine.skills._context import SkillContext, SkillOutput
+from loopengine.skills._definition import skill
+
+__all__ = ["classify", "llm_agent", "llm_reflexive"]
+
+
+def _runtime(ctx: SkillContext) -> LLMRuntime:
+    runtime = ctx.llm
+    if not isinstance(runtime, LLMRuntime):
+        raise SkillError(
+            "LLM skills need an engine with an LLM cluster (cluster: in loopengine.yaml)"
+        )
+    return runtime
+
+
+@skill("llm.classify", description="Classify a chat message as simple or reflexive (seed rules).")
+async def classify(ctx: SkillContext, message: str, category: str | None = None) -> dict[str, Any]:
+    result = classify_complexity(message, category)
+    return {"classification": {"mode": result.mode, "reasons": list(result.reasons)}}
+
+
+async def _converse(ctx: SkillContext, message: str, session: str | None, run: Any) -> SkillOutput:
+    """The user's message is stored once per step, even when a resumed execution runs the step
+    again; that run's rounds and reply are its own (the model may answer otherwise)."""
+    runtime = _runtime(ctx)
+    await runtime.load_health()
+    session_id = session or uuid.uuid4().hex
+    conversation = await runtime.conversation(session_id)
+    await conversation.append([{"role": "user", "content": message}], f"{ctx.idempotency_key}:user")
+    calls = {"tokens": 0, "llm_calls": 0}
+
+    def spend(tokens: int, count: int) -> str | None:
+        calls["tokens"] += tokens
+        calls["llm_calls"] += count
+        return ctx.spend(tokens, count) if ctx.spend is not None else None
+
+    rounds = 0
+    attempt = f"{ctx.idempotency_key}:{uuid.uuid4().hex[:12]}"
+
+    def on_round(messages: list[dict[str, Any]]) -> RoundCommit:
+        nonlocal rounds
+        rounds += 1
+        return conversation.commit(messages, f"{attempt}:round:{rounds}")
+
+    started = time.perf_counter()
+    hooks = Hooks(spend, on_round, ctx.progress)
+    result: ChainResult = await run(runtime, conversation.thread, hooks)
+    if result.reply:
+        answer = [{"role": "assistant", "content": result.reply}]
+        await conversation.append(answer, f"{attempt}:reply")
+    await runtime.save_health()
+    answered = [s for s in result.stages if s.status != "skipped"]
+    chat = {
+        **result.as_dict(),
+        "session_id": session_id,
+        "node": answered[-1].node if answered else None,
+        "latency_ms": round((time.perf_counter() - started) * 1000, 1),
+        "skipped": [s.node for s in result.stages if s.status == "skipped"],
+    }
+    metrics = {"llm.tokens": float(calls["tokens"]), "llm.calls": float(calls["llm_calls"])}
+    return SkillOutput(data={"chat": chat}, metrics=metrics)
+
+
+@skill("llm.agent", description="One node answers with the agent loop and tools.")
+async def llm_agent(
+    ctx: SkillContext,
+    message: str,
+    session: str | None = None,
+    category: str | None = None,
+    max_turns: int = 4,
+) -> SkillOutput:
+    async def run(runtime: LLMRuntime, history: list[dict[str, Any]], hooks: Hooks) -> ChainResult:
+        return await run_simple(
+            runtime.cluster, history, runtime.toolbox, category, max_turns=max_turns, hooks=hooks
+        )
+
+    return await _converse(ctx, message, session, run)
+
+
+@skill("llm.reflexive", description="The reflexive chain: research with tools, analysis, review.")
+async def llm_reflexive(
+    ctx: SkillContext,
+    message: str,
+    session: str | None = None,
+    stages: list[dict[str, Any]] | None = None,
+    max_turns: int = 8,
+) -> SkillOutput:
+    chosen = tuple(StageSpec(**stage) for stage in stages) if stages else DEFAULT_STAGES
+
+    async def run(runtime: LLMRuntime, history: list[dict[str, Any]], hooks: Hooks) -> ChainResult:
+        return await run_chain(
+            runtime.cluster,
+            history,
+            runtime.toolbox,
+            stages=chosen,
+            max_turns=max_turns,
+            hooks=hooks,
+        )
+
+    return await _converse(ctx, message, session, run)

@@ -1,0 +1,132 @@
+"""The hot path's statements, compiled once per dialect and run on the DBAPI cursor.
+
+Results are plain DBAPI values (booleans come back as 0/1 on SQLite), so only statements whose
+results need no type processing besides JSON go through here.
+
+SQLAlchemy Core builds them; executing a compiled string with positional parameters skips the
+per-call compile-cache lookup and result processing that cost ~20 µs a statement. JSON columns
+are (de)serialised here, as SQLAlchemy's JSON type would. Only module-level statements go through
+this path, so caching them by identity is safe.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from loopengine.store._database import dumps
+
+__all__ = ["execute", "execute_many", "fetch_all", "fetch_one"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    sql: str
+    names: tuple[str, ...] | None
+    json_params: frozenset[str]
+    json_results: frozenset[str]
+    constants: Mapping[str, Any]
+
+    def arguments(self, params: Mapping[str, Any]) -> Sequence[Any] | dict[str, Any]:
+        def value(name: str) -> Any:
+            item = params[name] if name in params else self.constants.get(name)
+            return dumps(item) if name in self.json_params and item is not None else item
+
+        if self.names is None:
+            return {name: value(name) for name in {*params, *self.constants}}
+        return tuple(value(name) for name in self.names)
+
+
+_CACHE: dict[tuple[int, str, frozenset[str]], _Prepared] = {}
+
+
+def _is_json(type_: Any) -> bool:
+    return isinstance(type_, sa.JSON)
+
+
+def _prepare(connection: sa.Connection, statement: Any, keys: frozenset[str]) -> _Prepared:
+    dialect = connection.dialect
+    cache_key = (id(statement), dialect.name, keys)
+    prepared = _CACHE.get(cache_key)
+    if prepared is None:
+        compiled = statement.compile(dialect=dialect, column_keys=sorted(keys) or None)
+        positional = compiled.positiontup is not None
+        json_params = frozenset(
+            name for name, bind in compiled.binds.items() if _is_json(bind.type)
+        )
+        selected = getattr(statement, "selected_columns", ())
+        json_results = frozenset(c.key for c in selected if _is_json(c.type))
+        constants = {
+            name: bind.effective_value
+            for name, bind in compiled.binds.items()
+            if name not in keys and bind.value is not None
+        }
+        prepared = _Prepared(
+            compiled.string,
+            tuple(compiled.positiontup) if positional and compiled.positiontup else None,
+            json_params,
+            json_results,
+            constants,
+        )
+        _CACHE[cache_key] = prepared
+    return prepared
+
+
+def _cursor(connection: sa.Connection) -> Any:
+    return connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
+
+
+def execute(connection: sa.Connection, statement: Any, params: Mapping[str, Any]) -> int:
+    """Run one statement; returns the row count."""
+    prepared = _prepare(connection, statement, frozenset(params))
+    cursor = _cursor(connection)
+    try:
+        cursor.execute(prepared.sql, prepared.arguments(params))
+        return int(cursor.rowcount)
+    finally:
+        cursor.close()
+
+
+def execute_many(
+    connection: sa.Connection, statement: Any, rows: Sequence[Mapping[str, Any]]
+) -> None:
+    """Run one statement for each of ``rows`` (which share their keys)."""
+    if not rows:
+        return
+    prepared = _prepare(connection, statement, frozenset(rows[0]))
+    cursor = _cursor(connection)
+    try:
+        cursor.executemany(prepared.sql, [prepared.arguments(row) for row in rows])
+    finally:
+        cursor.close()
+
+
+def fetch_all(
+    connection: sa.Connection, statement: Any, params: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """Rows of a SELECT as dicts, JSON columns decoded."""
+    prepared = _prepare(connection, statement, frozenset(params))
+    cursor = _cursor(connection)
+    try:
+        cursor.execute(prepared.sql, prepared.arguments(params))
+        names = [column[0] for column in cursor.description]
+        rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    finally:
+        cursor.close()
+    for row in rows:
+        for name in prepared.json_results:
+            if isinstance(row.get(name), str):
+                row[name] = json.loads(row[name])
+    return rows
+
+
+def fetch_one(
+    connection: sa.Connection, statement: Any, params: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The first row of a SELECT, or None."""
+    rows = fetch_all(connection, statement, params)
+    return rows[0] if rows else None

@@ -1,0 +1,73 @@
+"""Versioned schema: each migration runs once, in order, inside the writer's transaction."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from loopengine.errors import StorageError
+from loopengine.store import _tables as tables
+
+__all__ = ["MIGRATIONS", "Migration", "migrate"]
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    description: str
+    apply: Callable[[sa.Connection], None]
+
+
+_CHAT_TABLES = (
+    tables.node_health,
+    tables.chat_sessions,
+    tables.chat_messages,
+    tables.chat_operations,
+)
+
+
+def _initial(connection: sa.Connection) -> None:
+    wanted = [t for t in tables.metadata.sorted_tables if t not in _CHAT_TABLES]
+    tables.metadata.create_all(connection, tables=wanted)
+
+
+def _chat(connection: sa.Connection) -> None:
+    tables.metadata.create_all(connection, tables=list(_CHAT_TABLES))
+
+
+def _drop_cross_session_index(connection: sa.Connection) -> None:
+    connection.execute(sa.text("DROP INDEX IF EXISTS ix_chat_messages_tool_call_id"))
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "initial tables", _initial),
+    Migration(2, "LLM node health and chat threads", _chat),
+    Migration(3, "tool-call ids are unique per session only", _drop_cross_session_index),
+)
+
+
+def migrate(connection: sa.Connection) -> int:
+    """Bring the schema to the latest version; returns that version."""
+    tables.schema_version.create(connection, checkfirst=True)
+    current = connection.execute(sa.select(sa.func.max(tables.schema_version.c.version))).scalar()
+    current = current or 0
+    latest = MIGRATIONS[-1].version
+    if current > latest:
+        raise StorageError(
+            f"the database schema is version {current}, newer than this loopengine knows "
+            f"({latest}): upgrade loopengine"
+        )
+    for migration in MIGRATIONS:
+        if migration.version > current:
+            migration.apply(connection)
+            connection.execute(
+                tables.schema_version.insert().values(
+                    version=migration.version,
+                    applied_at=time.time(),
+                    description=migration.description,
+                )
+            )
+    return latest
