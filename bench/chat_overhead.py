@@ -27,12 +27,9 @@ from typing import Any
 
 import httpx
 
-from loopengine.contract._config import Node
-from loopengine.llm._agent import Hooks, run_agent
-from loopengine.llm._client import ChatClient
-from loopengine.llm._conversation import Conversation
-from loopengine.llm._tools import Toolbox
-from loopengine.skills._definition import ATTRIBUTE, tool
+from loopengine.contract import Node
+from loopengine.llm import ChatClient, Conversation, Hooks, Toolbox, run_agent
+from loopengine.skills import ATTRIBUTE, tool
 from loopengine.store import Store
 from loopengine.testing import FakeLLMServer, reply, tool_call
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from loopengine.contract._diagnostics import Diagnostic
+    from loopengine.contract import Diagnostic
 
 __all__ = [
     "BudgetExceeded",

@@ -11,11 +11,9 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from loopengine.contract import Loop, LoopLoader
-from loopengine.engine._lifecycle import escalate_overdue, recover_interrupted
-from loopengine.engine._runner import Engine, PhaseListener
-from loopengine.engine._services import Services
+from loopengine.engine import Engine, PhaseListener, Services, escalate_overdue, recover_interrupted
 from loopengine.errors import ContractError
-from loopengine.skills._context import Progress
+from loopengine.skills import Progress
 from loopengine.store import DATABASE_ENV, Store
 from loopengine.workspace import Workspace, load_workspace
 

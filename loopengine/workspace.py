@@ -8,14 +8,19 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from loopengine._suggestions import did_you_mean
-from loopengine.contract._config import Config
-from loopengine.contract._diagnostics import Diagnostic
-from loopengine.contract._documents import build_model, config_validator, schema_check
-from loopengine.contract._yaml_source import YamlDocument, parse_yaml
+from loopengine.contract import (
+    Config,
+    Diagnostic,
+    YamlDocument,
+    build_model,
+    config_validator,
+    parse_yaml,
+    schema_check,
+)
 from loopengine.contract.checks import Env
 from loopengine.errors import ContractError
-from loopengine.skills._plugins import load_entry_points, load_plugin
-from loopengine.skills._registry import Registry
+from loopengine.skills import Registry, load_entry_points, load_plugin
+from loopengine.skills.builtin import builtin_registry
 
 __all__ = ["CONFIG_ENV", "CONFIG_NAME", "Workspace", "find_config", "load_workspace"]
 
@@ -92,7 +97,7 @@ def _read_config(file: Path) -> tuple[Config, YamlDocument]:
 def load_workspace(config_file: Path | None = None, *, entry_points: bool = True) -> Workspace:
     """Read the config (defaults when there is none) and load built-in and plugin skills."""
     file = find_config(config_file)
-    registry = Registry.with_builtins()
+    registry = builtin_registry()
     if file is None:
         config, base, document = Config(), Path.cwd(), None
     else:

@@ -10,8 +10,8 @@ import pytest
 
 from loopengine.contract import LoadReport, LoopLoader
 from loopengine.contract.checks import Env
-from loopengine.skills import Registry
-from loopengine.skills._plugins import load_plugin
+from loopengine.skills import Registry, load_plugin
+from loopengine.skills.builtin import builtin_registry
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED_DIR = ROOT / "examples" / "seo_audit"
@@ -26,7 +26,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="session")
 def seed_registry() -> Registry:
-    registry = Registry.with_builtins()
+    registry = builtin_registry()
     load_plugin("./seo_skills.py", SEED_DIR, registry)
     return registry
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from loopengine.cli import main
-from loopengine.contract._enums import Phase
+from loopengine.contract import Phase
 
 SKILLS = """\
 from loopengine import skill

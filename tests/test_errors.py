@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from loopengine import errors
-from loopengine.contract._yaml_source import parse_yaml
+from loopengine.contract import parse_yaml
 from loopengine.expr import compile_expression
 
 

@@ -8,9 +8,8 @@ import httpx
 import pytest
 
 from loopengine.contract import LoadReport
-from loopengine.engine._runner import Engine
-from loopengine.engine._services import Services
-from loopengine.skills import Registry
+from loopengine.engine import Engine, Services
+from loopengine.skills.builtin import builtin_registry
 from loopengine.store import executions
 from loopengine.testing import FakeLLMServer, memory_store, raw, reply, status, tool_calls
 from tests.conftest import MINIMAL
@@ -23,7 +22,7 @@ async def test_memory_store_runs_a_loop(load: Callable[[str], LoadReport]) -> No
     assert report.loop is not None
     store = await memory_store()
     try:
-        done = await Engine(Services(Registry.with_builtins(), store)).run(report.loop)
+        done = await Engine(Services(builtin_registry(), store)).run(report.loop)
         rows = await store.read(executions.list_executions)
         assert [r["id"] for r in rows] == [done.execution_id]
     finally:

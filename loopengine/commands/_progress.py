@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from loopengine.commands._console import Console
-from loopengine.skills._context import Progress
+from loopengine.skills import Progress
 
 __all__ = ["live_progress", "progress_line"]
 

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 from loopengine.commands._console import Console
-from loopengine.engine._records import iso
+from loopengine.engine import iso
 from loopengine.errors import ContractError
 from loopengine.runtime import open_runtime
 from loopengine.store import flags, signals

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from loopengine.commands._console import Console
-from loopengine.skills.builtin import SOURCE_TYPES
+from loopengine.contract import SourceType
 from loopengine.workspace import load_workspace
 
 __all__ = ["run_schema", "run_skills", "run_tools"]
@@ -63,8 +63,9 @@ def run_skills(console: Console, config: Path | None, as_json: bool) -> int:
         }
         for d in registry.skills
     ]
+    source_types = {kind.value: registry.skill(kind.skill).description for kind in SourceType}
     if as_json:
-        console.json({"skills": skills, "source_types": dict(SOURCE_TYPES)})
+        console.json({"skills": skills, "source_types": source_types})
         return 0
     console.print(console.style("Skills", "bold"))
     width = max(len(d.name) for d in registry.skills)
@@ -76,7 +77,7 @@ def run_skills(console: Console, config: Path | None, as_json: bool) -> int:
         console.print(f"  {' ' * width}  {console.style(signature, 'dim')}")
     console.print()
     console.print(console.style("Detect source types (detect.sources[].type)", "bold"))
-    rows = [(f"  {name}", text) for name, text in SOURCE_TYPES.items()]
+    rows = [(f"  {name}", text) for name, text in source_types.items()]
     console.table(rows, (("cyan",), ()))
     return 0
 
@@ -104,7 +105,7 @@ def run_tools(console: Console, config: Path | None, as_json: bool) -> int:
 
 
 def run_schema(console: Console, which: str) -> int:
-    from loopengine.contract._schema import config_schema, loop_schema
+    from loopengine.contract import config_schema, loop_schema
 
     console.json(loop_schema() if which == "loop" else config_schema())
     return 0

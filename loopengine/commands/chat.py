@@ -10,8 +10,8 @@ import sqlalchemy as sa
 from loopengine._resources import shipped_loop
 from loopengine.commands._console import Console
 from loopengine.commands._progress import live_progress
-from loopengine.contract._enums import Outcome
-from loopengine.engine._envelope import new_envelope
+from loopengine.contract import Outcome
+from loopengine.engine import new_envelope
 from loopengine.errors import ContractError, LoopEngineError
 from loopengine.runtime import open_runtime
 from loopengine.store import executions

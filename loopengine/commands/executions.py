@@ -6,9 +6,7 @@ from pathlib import Path
 
 from loopengine.commands._console import Console
 from loopengine.commands.run import SUCCESS, print_execution
-from loopengine.engine._lifecycle import answer_approval, resume
-from loopengine.engine._runner import ExecutionDone
-from loopengine.engine._views import history_view, read_execution
+from loopengine.engine import ExecutionDone, answer_approval, history_view, read_execution, resume
 from loopengine.errors import LoopEngineError
 from loopengine.runtime import Runtime, open_runtime
 from loopengine.store import executions

@@ -9,10 +9,8 @@ from loopengine._resources import shipped_loop
 from loopengine.commands._console import Console
 from loopengine.commands._inputs import parse_inputs
 from loopengine.commands._progress import live_progress
-from loopengine.contract._enums import Outcome
-from loopengine.engine._envelope import new_envelope
-from loopengine.engine._records import PhaseRecord
-from loopengine.engine._views import read_execution
+from loopengine.contract import Outcome
+from loopengine.engine import PhaseRecord, new_envelope, read_execution
 from loopengine.runtime import open_runtime
 
 __all__ = ["SUCCESS", "print_execution", "run_loop"]

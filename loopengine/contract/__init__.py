@@ -1,20 +1,104 @@
 """Loop contracts: models, YAML loading with positions, JSON Schemas and semantic checks."""
 
-from loopengine.contract._config import Config
+from loopengine.contract._config import Cluster, Config, Node
 from loopengine.contract._diagnostics import Diagnostic, Level
+from loopengine.contract._documents import build_model, config_validator, schema_check
+from loopengine.contract._enums import (
+    Aggregation,
+    AnalysisStrategy,
+    ArtifactType,
+    AuditField,
+    BuiltinAction,
+    Catchup,
+    Durability,
+    ExecMode,
+    FeedbackType,
+    MissingMetric,
+    Operator,
+    Outcome,
+    OverlapPolicy,
+    Phase,
+    Priority,
+    Severity,
+    SourceType,
+    TriggerType,
+    WebhookMethod,
+)
 from loopengine.contract._loader import LoadReport, Loop, LoopLoader, find_loop_files
-from loopengine.contract._loop import LoopSpec
+from loopengine.contract._lookup import ParamProblem, SkillInfo, SkillLookup
+from loopengine.contract._loop import Budget, LoopSpec
+from loopengine.contract._phases import (
+    Act,
+    Action,
+    Analyze,
+    Condition,
+    ContextRequirement,
+    Detect,
+    Learn,
+    Rule,
+    Source,
+    Store,
+    Validate,
+)
 from loopengine.contract._schema import config_schema, loop_schema
+from loopengine.contract._triggers import CronTrigger, ThresholdTrigger, WebhookTrigger
+from loopengine.contract._yaml_source import MAX_NODES, Position, YamlDocument, parse_yaml
 
 __all__ = [
+    "MAX_NODES",
+    "Act",
+    "Action",
+    "Aggregation",
+    "AnalysisStrategy",
+    "Analyze",
+    "ArtifactType",
+    "AuditField",
+    "Budget",
+    "BuiltinAction",
+    "Catchup",
+    "Cluster",
+    "Condition",
     "Config",
+    "ContextRequirement",
+    "CronTrigger",
+    "Detect",
     "Diagnostic",
+    "Durability",
+    "ExecMode",
+    "FeedbackType",
+    "Learn",
     "Level",
     "LoadReport",
     "Loop",
     "LoopLoader",
     "LoopSpec",
+    "MissingMetric",
+    "Node",
+    "Operator",
+    "Outcome",
+    "OverlapPolicy",
+    "ParamProblem",
+    "Phase",
+    "Position",
+    "Priority",
+    "Rule",
+    "Severity",
+    "SkillInfo",
+    "SkillLookup",
+    "Source",
+    "SourceType",
+    "Store",
+    "ThresholdTrigger",
+    "TriggerType",
+    "Validate",
+    "WebhookMethod",
+    "WebhookTrigger",
+    "YamlDocument",
+    "build_model",
     "config_schema",
+    "config_validator",
     "find_loop_files",
     "loop_schema",
+    "parse_yaml",
+    "schema_check",
 ]

@@ -9,6 +9,7 @@ __all__ = [
     "AnalysisStrategy",
     "ArtifactType",
     "AuditField",
+    "BuiltinAction",
     "Catchup",
     "Durability",
     "ExecMode",
@@ -116,14 +117,29 @@ class WebhookMethod(StrEnum):
     PUT = "PUT"
 
 
+class BuiltinAction(StrEnum):
+    """Decided actions that need no ``act.actions`` entry (built-in skills of the same name)."""
+
+    NONE = "none"
+    LOG_ONLY = "log_only"
+    NOTIFY = "notify"
+    LOG_AND_NOTIFY = "log_and_notify"
+    ESCALATE_TO_HUMAN = "escalate_to_human"
+
+
 class SourceType(StrEnum):
-    """Built-in detect sources."""
+    """Built-in detect sources; each is read by the built-in skill ``source.<type>``."""
 
     METRIC = "metric"
     LOG = "log"
     EVENT = "event"
     ALERT = "alert"
     DATABASE = "database"
+
+    @property
+    def skill(self) -> str:
+        """The built-in skill that reads sources of this type."""
+        return f"source.{self.value}"
 
 
 class Aggregation(StrEnum):

@@ -13,8 +13,13 @@ from pydantic import (
     WithJsonSchema,
 )
 
-from loopengine.expr import Expression, Template, compile_expression, compile_template
-from loopengine.expr._durations import parse_duration
+from loopengine.expr import (
+    Expression,
+    Template,
+    compile_expression,
+    compile_template,
+    parse_duration,
+)
 
 __all__ = [
     "DURATION_PATTERN",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from functools import cached_property
+from typing import Any
+
 from pydantic import Field
 
 from loopengine.contract._enums import (
@@ -17,6 +20,7 @@ from loopengine.contract._enums import (
     SourceType,
 )
 from loopengine.contract._fields import ExpressionField, Name, Strict, TemplateField, no_params
+from loopengine.expr import Template, compile_template
 
 __all__ = [
     "Act",
@@ -74,6 +78,20 @@ class Source(Strict):
         None, alias="as", description="Put the whole result under this name in the context."
     )
     params: TemplateField = Field(default_factory=no_params, description="Params of `skill`.")
+
+    @cached_property
+    def reader_params(self) -> Template:
+        """Params of the built-in skill reading a ``type`` source (name, filter, window…)."""
+        assert self.type is not None
+        fields: dict[str, Any] = {"name": self.name, **(self.params.source or {})}
+        if self.filter is not None:
+            fields["filter"] = self.filter
+        if self.freshness_hours is not None and self.type in _WINDOWED:
+            fields["freshness_hours"] = self.freshness_hours
+        return compile_template(fields)
+
+
+_WINDOWED = frozenset({SourceType.METRIC, SourceType.EVENT})
 
 
 class Condition(Strict):

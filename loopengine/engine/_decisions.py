@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loopengine.contract._phases import Rule
+from loopengine.contract import Rule
 
 __all__ = ["Choice", "choose"]
 

@@ -10,8 +10,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine.contract import Loop
-from loopengine.contract._enums import Outcome
+from loopengine.contract import Loop, Outcome
 from loopengine.engine._envelope import JobEnvelope
 from loopengine.engine._persistence import OWNER, Recorder
 from loopengine.engine._records import PhaseRecord, Usage

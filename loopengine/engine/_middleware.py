@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from loopengine.contract._loop import Budget
+from loopengine.contract import Budget
 from loopengine.engine._run import Run
 from loopengine.errors import BudgetExceeded, LoopEngineError, SkillError
 from loopengine.skills import SkillContext, SkillDef, SkillOutput

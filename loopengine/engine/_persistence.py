@@ -10,7 +10,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine.contract._enums import Durability
+from loopengine.contract import Durability
 from loopengine.engine._records import PhaseRecord
 from loopengine.engine._redact import redact
 from loopengine.engine._run import Run

@@ -12,22 +12,23 @@ from typing import Any
 import anyio
 import sqlalchemy as sa
 
-from loopengine.contract import Loop
-from loopengine.contract._enums import Outcome, Phase
+from loopengine.contract import Loop, Outcome, Phase
 from loopengine.engine._envelope import JobEnvelope, new_envelope, new_id
 from loopengine.engine._persistence import CommitListener, Recorder, Write
 from loopengine.engine._records import PhaseRecord, iso
 from loopengine.engine._rollback import roll_back
 from loopengine.engine._run import Run
 from loopengine.engine._services import Services
-from loopengine.engine.phases._act import run_act
-from loopengine.engine.phases._analyze import run_analyze
-from loopengine.engine.phases._base import PhaseOutput
-from loopengine.engine.phases._decide import run_decide
-from loopengine.engine.phases._detect import run_detect
-from loopengine.engine.phases._learn import run_learn
-from loopengine.engine.phases._store import run_store
-from loopengine.engine.phases._validate import run_validate
+from loopengine.engine.phases import (
+    PhaseOutput,
+    run_act,
+    run_analyze,
+    run_decide,
+    run_detect,
+    run_learn,
+    run_store,
+    run_validate,
+)
 from loopengine.errors import BudgetExceeded, LoopEngineError
 from loopengine.store import executions, jobs, learning, signals
 

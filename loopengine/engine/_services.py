@@ -13,16 +13,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from loopengine.contract._config import Config
+from loopengine.contract import Config
 from loopengine.engine._middleware import Handler, SkillCall, SkillResult, build_stack, spent
 from loopengine.engine._run import Run
 from loopengine.errors import SkillError
 from loopengine.expr import Template, compile_template
-from loopengine.llm._runtime import LLMRuntime
-from loopengine.skills import Registry, SkillContext, SkillDef
-from loopengine.skills._context import Progress
-from loopengine.store import Store
-from loopengine.store._artifacts import ArtifactWriter
+from loopengine.llm import LLMRuntime
+from loopengine.skills import Progress, Registry, SkillContext, SkillDef
+from loopengine.store import ArtifactWriter, Store
 
 __all__ = ["NO_PARAMS", "Services"]
 
@@ -143,6 +141,11 @@ class Services:
             llm=self.llm(),
             spend=partial(_spend, run),
             progress=self.progress,
+            store=self.store,
+            config=self.config,
+            base=self.base,
+            scope=run.envelope.scope,
+            clock=self.clock,
         )
         stack = self.stacks[run.loop.spec.budget is not None, max_retries > 0]
         return await stack(SkillCall(run, definition, params, ctx, max_retries))

@@ -7,8 +7,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from loopengine.engine._records import iso
-from loopengine.store import approvals, executions, jobs
-from loopengine.store._tables import artifacts
+from loopengine.store import approvals, artifacts, executions, jobs
 
 __all__ = ["execution_view", "history_view", "read_execution"]
 

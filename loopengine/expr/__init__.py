@@ -2,6 +2,7 @@
 
 from loopengine.expr._durations import parse_duration
 from loopengine.expr._expression import Expression, compile_expression, truthy
+from loopengine.expr._rewrite import rewrite
 from loopengine.expr._template import Template, compile_template
 
 __all__ = [
@@ -10,5 +11,6 @@ __all__ = [
     "compile_expression",
     "compile_template",
     "parse_duration",
+    "rewrite",
     "truthy",
 ]

@@ -10,12 +10,12 @@ from functools import partial
 from typing import Any, Protocol
 
 from loopengine._concurrency import run_all
-from loopengine.contract._config import Node
+from loopengine.contract import Node
 from loopengine.llm._client import Completion
 from loopengine.llm._guard import LoopGuard, call_key
 from loopengine.llm._toolcalls import ToolCall, parse_reply
 from loopengine.llm._tools import Toolbox, ToolOutcome
-from loopengine.skills._context import Progress
+from loopengine.skills import Progress
 
 __all__ = [
     "ANSWER_AFTER_STOP",

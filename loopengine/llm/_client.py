@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import httpx
 
-from loopengine.contract._config import Node
+from loopengine.contract import Node
 from loopengine.errors import LLMError
 from loopengine.llm._stream import DONE, Assembly, StreamProblem, event_data
 

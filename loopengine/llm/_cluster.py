@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from loopengine.contract._config import Cluster as ClusterConfig
+from loopengine.contract import Cluster as ClusterConfig
 from loopengine.errors import LLMError
 from loopengine.expr import compile_template
 from loopengine.llm._client import ChatClient, Completion

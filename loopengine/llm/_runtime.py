@@ -8,14 +8,13 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from loopengine.contract._config import Config
+from loopengine.contract import Config
 from loopengine.llm._cluster import Cluster
 from loopengine.llm._conversation import Conversation
 from loopengine.llm._health import NodeHealth
 from loopengine.llm._tools import Toolbox, builtin_tools
-from loopengine.skills._registry import Registry
-from loopengine.store import Store
-from loopengine.store._tables import node_health
+from loopengine.skills import Registry
+from loopengine.store import Store, node_health
 
 __all__ = ["LLMRuntime"]
 

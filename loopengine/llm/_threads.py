@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from loopengine.errors import LoopEngineError
 from loopengine.llm._toolcalls import new_call_id
 from loopengine.store import _fastpath as fastpath
-from loopengine.store._tables import chat_messages, chat_operations, chat_sessions
+from loopengine.store import chat_messages, chat_operations, chat_sessions
 
 __all__ = [
     "BatchResult",

@@ -20,8 +20,8 @@ import httpx
 from pydantic import ValidationError
 
 from loopengine._suggestions import did_you_mean
-from loopengine.skills._definition import ATTRIBUTE, ToolDef, tool
-from loopengine.store._readonly import read_only_query
+from loopengine.skills import ATTRIBUTE, ToolDef, tool
+from loopengine.store import read_only_query
 
 __all__ = ["ToolOutcome", "Toolbox", "builtin_tools"]
 

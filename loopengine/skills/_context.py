@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["Progress", "SkillContext", "SkillOutput"]
+from loopengine.contract import Config
+
+if TYPE_CHECKING:
+    from loopengine.store import Store
+
+__all__ = ["Progress", "SkillContext", "SkillOutput", "Spend"]
 
 Progress = Callable[[str, Mapping[str, Any]], None]
 """Told what a long skill is doing (an event name and its fields), for live displays."""
+Spend = Callable[[int, int], str | None]
+"""Counts ``(tokens, llm_calls)`` into the loop's budget as they happen (the one way usage is
+counted); returns why the budget is spent, if it is."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,10 +37,17 @@ class SkillContext:
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("loopengine.skills"))
     llm: Any = None
     """The engine's LLM runtime (cluster, tools, threads), for LLM skills; None without one."""
-    spend: Callable[[int, int], str | None] | None = None
-    """Count ``(tokens, llm_calls)`` into the loop's budget; returns why it is spent, if it is."""
+    spend: Spend | None = None
     progress: Progress | None = None
     """Tell a live display what a long skill is doing (event name, fields); None if none listens."""
+    store: Store | None = None
+    """The engine's store (events, metrics, state); None outside an engine."""
+    config: Config = field(default_factory=Config)
+    base: Path = field(default_factory=Path.cwd)
+    """The folder relative paths of the config start from."""
+    scope: Mapping[str, Any] = field(default_factory=dict)
+    """The job's bounded scope (``limit``…)."""
+    clock: Callable[[], float] = time.time
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,22 +14,15 @@ from typing import Any, Literal, TypeVar, overload
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from loopengine._suggestions import hint
+from loopengine.contract import ParamProblem
 from loopengine.errors import ContractError
 from loopengine.skills._docstrings import parse_docstring
 
-__all__ = ["ATTRIBUTE", "Definition", "ParamProblem", "SkillDef", "ToolDef", "skill", "tool"]
+__all__ = ["ATTRIBUTE", "Definition", "SkillDef", "ToolDef", "skill", "tool"]
 
 ATTRIBUTE = "__loopengine_definition__"
 _BUILTIN_PREFIX = "loopengine.skills.builtin."
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-@dataclass(frozen=True, slots=True)
-class ParamProblem:
-    """A param that does not fit a skill: its key path inside ``params`` and what is wrong."""
-
-    path: tuple[str | int, ...]
-    message: str
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -170,7 +163,7 @@ def _common(
     model: type[BaseModel] | None,
 ) -> dict[str, Any]:
     summary, docs = parse_docstring(fn.__doc__)
-    final_name = name or fn.__name__
+    final_name = str(name) if name else fn.__name__
     return {
         "name": final_name,
         "fn": fn,

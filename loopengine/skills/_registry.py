@@ -14,20 +14,12 @@ __all__ = ["Registry"]
 
 
 class Registry:
-    """Skills and tools by name; ``Registry.with_builtins()`` starts with the built-in ones."""
+    """Skills and tools by name (``loopengine.skills.builtin.builtin_registry()`` starts with the
+    built-in ones)."""
 
     def __init__(self) -> None:
         self._skills: dict[str, SkillDef] = {}
         self._tools: dict[str, ToolDef] = {}
-
-    @classmethod
-    def with_builtins(cls) -> Registry:
-        from loopengine.skills.builtin import builtin_modules
-
-        registry = cls()
-        for module in builtin_modules():
-            registry.add_module(module)
-        return registry
 
     def add(self, definition: Definition) -> None:
         """Register one definition; another definition under the same name is an error."""

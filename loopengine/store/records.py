@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from loopengine.store import _fastpath as fastpath
 from loopengine.store._tables import artifacts, audit
 
-__all__ = ["insert_artifact", "insert_audit"]
+__all__ = ["artifacts_of", "audit_of", "insert_artifact", "insert_audit"]
 
 _INSERT_AUDIT = audit.insert()
 _INSERT_ARTIFACT = artifacts.insert()
@@ -27,3 +27,20 @@ def insert_audit(
 
 def insert_artifact(connection: sa.Connection, row: dict[str, Any]) -> None:
     connection.execute(_INSERT_ARTIFACT, row)
+
+
+def audit_of(connection: sa.Connection, loop_id: str, limit: int) -> list[dict[str, Any]]:
+    """The newest ``limit`` audit records of ``loop_id`` (record and when it was written)."""
+    query = (
+        sa.select(audit.c.record, audit.c.created_at)
+        .where(audit.c.loop_id == loop_id)
+        .order_by(audit.c.id.desc())
+        .limit(limit)
+    )
+    return [dict(row) for row in connection.execute(query).mappings()]
+
+
+def artifacts_of(connection: sa.Connection, execution_id: str) -> list[dict[str, Any]]:
+    """Where the artifacts of one execution were stored."""
+    query = sa.select(artifacts).where(artifacts.c.execution_id == execution_id)
+    return [dict(row) for row in connection.execute(query).mappings()]

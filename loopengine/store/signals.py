@@ -6,9 +6,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine.store._tables import events, metrics
+from loopengine.store._tables import events, metrics, trigger_states
 
-__all__ = ["insert_event", "insert_metric", "metric_points", "recent_events"]
+__all__ = ["firing_alerts", "insert_event", "insert_metric", "metric_points", "recent_events"]
 
 
 def insert_event(
@@ -57,4 +57,10 @@ def metric_points(
     )
     if since is not None:
         query = query.where(metrics.c.recorded_at >= since)
+    return [dict(row) for row in connection.execute(query).mappings()]
+
+
+def firing_alerts(connection: sa.Connection) -> list[dict[str, Any]]:
+    """Threshold triggers now in the ``firing`` state."""
+    query = sa.select(trigger_states).where(trigger_states.c.state == "firing")
     return [dict(row) for row in connection.execute(query).mappings()]

@@ -8,8 +8,7 @@ import pytest
 
 from loopengine.contract import LoopLoader
 from loopengine.contract.checks import Env
-from loopengine.skills import Registry
-from loopengine.skills._plugins import load_plugin
+from loopengine.skills import Registry, load_plugin
 
 PLUGINS = Path(__file__).parent / "plugins"
 

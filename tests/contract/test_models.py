@@ -7,9 +7,17 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from loopengine.contract import LoopSpec
-from loopengine.contract._enums import Durability, ExecMode, Outcome, OverlapPolicy, Phase
-from loopengine.contract._triggers import CronTrigger, ThresholdTrigger, WebhookTrigger
+from loopengine.contract import (
+    CronTrigger,
+    Durability,
+    ExecMode,
+    LoopSpec,
+    Outcome,
+    OverlapPolicy,
+    Phase,
+    ThresholdTrigger,
+    WebhookTrigger,
+)
 from loopengine.expr import Expression, Template
 
 

@@ -10,20 +10,18 @@ from typing import Any
 
 import pytest
 
-from loopengine.contract import Loop, LoopLoader
-from loopengine.contract._config import Config
+from loopengine.contract import Config, Loop, LoopLoader
 from loopengine.contract.checks import Env
-from loopengine.engine._runner import Engine, ExecutionDone
-from loopengine.engine._services import Services
-from loopengine.engine._views import read_execution
+from loopengine.engine import Engine, ExecutionDone, Services, read_execution
 from loopengine.skills import Registry
+from loopengine.skills.builtin import builtin_registry
 from loopengine.store import Store
 from tests.engine import skills_for_tests
 
 
 @pytest.fixture(scope="session")
 def engine_registry() -> Registry:
-    registry = Registry.with_builtins()
+    registry = builtin_registry()
     registry.add_module(skills_for_tests)
     return registry
 

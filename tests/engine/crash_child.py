@@ -12,9 +12,8 @@ import anyio
 
 from loopengine.contract import LoopLoader
 from loopengine.contract.checks import Env
-from loopengine.engine._runner import Engine
-from loopengine.engine._services import Services
-from loopengine.skills import Registry
+from loopengine.engine import Engine, Services
+from loopengine.skills.builtin import builtin_registry
 from loopengine.store import Store
 from tests.engine import skills_for_tests
 
@@ -25,7 +24,7 @@ def _acknowledge(execution_id: str, what: str) -> None:
 
 
 async def main(database: str, loop_path: str) -> None:
-    registry = Registry.with_builtins()
+    registry = builtin_registry()
     registry.add_module(skills_for_tests)
     report = LoopLoader(Env(registry)).load_file(Path(loop_path))
     assert report.loop is not None, [d.format() for d in report.diagnostics]

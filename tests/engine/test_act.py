@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from loopengine.contract._enums import Outcome
+from loopengine.contract import Outcome
 from loopengine.store import flags
 from tests.engine import skills_for_tests
 from tests.engine.conftest import Harness

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import anyio
 
-from loopengine.contract._enums import Outcome
-from loopengine.engine._lifecycle import recover_interrupted, resume
+from loopengine.contract import Outcome
+from loopengine.engine import recover_interrupted, resume
 from loopengine.skills import Registry
 from tests.conftest import ROOT
 from tests.engine.conftest import open_harness

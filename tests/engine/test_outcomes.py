@@ -9,8 +9,8 @@ import time
 import anyio
 import pytest
 
-from loopengine.contract._enums import Outcome
-from loopengine.engine._lifecycle import answer_approval, escalate_overdue, recover_interrupted
+from loopengine.contract import Outcome
+from loopengine.engine import answer_approval, escalate_overdue, recover_interrupted
 from loopengine.store import executions, signals
 from tests.engine.conftest import Harness
 

@@ -7,13 +7,10 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from loopengine.contract._enums import Outcome
-from loopengine.engine._envelope import new_envelope
-from loopengine.engine._lifecycle import NotResumable, answer_approval, resume
-from loopengine.engine._runner import Engine
+from loopengine.contract import Outcome
+from loopengine.engine import Engine, NotResumable, answer_approval, new_envelope, resume
 from loopengine.skills import Registry
-from loopengine.store import approvals, executions
-from loopengine.store._tables import phase_results
+from loopengine.store import approvals, executions, phase_results
 from tests.engine import skills_for_tests
 from tests.engine.conftest import Harness, open_harness
 
@@ -149,7 +146,7 @@ async def test_resume_refuses_an_execution_that_is_not_interrupted(harness: Harn
 
 
 async def test_an_engine_without_a_store_still_runs(harness: Harness) -> None:
-    from loopengine.engine._services import Services
+    from loopengine.engine import Services
 
     engine = Engine(Services(harness.registry, None, base=harness.tmp))
     loop = harness.loop(SEVEN.replace("DURABILITY", "phase"))

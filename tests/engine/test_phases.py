@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from loopengine.contract._enums import Outcome
+from loopengine.contract import Outcome
 from loopengine.store import learning, signals
 from tests.engine import skills_for_tests
 from tests.engine.conftest import Harness

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from loopengine.errors import ExpressionError
-from loopengine.expr._rewrite import rewrite
+from loopengine.expr import rewrite
 
 
 @pytest.mark.parametrize(

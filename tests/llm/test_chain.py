@@ -8,11 +8,8 @@ from typing import Any
 
 import pytest
 
-from loopengine.contract._config import Cluster as ClusterConfig
-from loopengine.llm._agent import Hooks
-from loopengine.llm._chain import run_chain, run_simple
-from loopengine.llm._cluster import Cluster
-from loopengine.llm._tools import Toolbox, builtin_tools
+from loopengine.contract import Cluster as ClusterConfig
+from loopengine.llm import Cluster, Hooks, Toolbox, builtin_tools, run_chain, run_simple
 from loopengine.testing import FakeLLMServer, forever, reply, tool_call
 
 pytestmark = pytest.mark.anyio
@@ -242,9 +239,9 @@ async def test_repeated_failures_cool_a_node_down(server: FakeLLMServer, toolbox
 
 
 async def test_node_health_survives_a_restart(server: FakeLLMServer, tmp_path: Path) -> None:
-    from loopengine.contract._config import Config
+    from loopengine.contract import Config
     from loopengine.errors import LLMError
-    from loopengine.llm._runtime import LLMRuntime
+    from loopengine.llm import LLMRuntime
     from loopengine.skills import Registry
     from loopengine.store import Store
 

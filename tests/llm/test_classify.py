@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from loopengine.llm._classify import classify_complexity
+from loopengine.llm import classify_complexity
 
 
 @pytest.mark.parametrize("message", ["Bonjour !", "What is the capital of France?", "merci"])

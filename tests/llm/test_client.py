@@ -10,10 +10,9 @@ from dataclasses import replace
 import httpx
 import pytest
 
-from loopengine.contract._config import Node
+from loopengine.contract import Node
 from loopengine.errors import LLMError
-from loopengine.llm._client import ChatClient
-from loopengine.llm._health import COOL_AFTER, NodeHealth
+from loopengine.llm import COOL_AFTER, ChatClient, NodeHealth
 from loopengine.testing import FakeLLMServer, hang, reply, status, tool_call
 
 pytestmark = pytest.mark.anyio

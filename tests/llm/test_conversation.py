@@ -11,14 +11,19 @@ from typing import Any
 import httpx
 import pytest
 
-from loopengine.contract._config import Node
+from loopengine.contract import Node
 from loopengine.errors import StorageError
-from loopengine.llm._agent import Hooks, RoundCommit, run_agent
-from loopengine.llm._client import ChatClient
-from loopengine.llm._conversation import Conversation
-from loopengine.llm._threads import load_thread
-from loopengine.llm._tools import Toolbox, builtin_tools
-from loopengine.skills._definition import ATTRIBUTE, tool
+from loopengine.llm import (
+    ChatClient,
+    Conversation,
+    Hooks,
+    RoundCommit,
+    Toolbox,
+    builtin_tools,
+    load_thread,
+    run_agent,
+)
+from loopengine.skills import ATTRIBUTE, tool
 from loopengine.store import Store
 from loopengine.testing import FakeLLMServer, Response, reply, tool_call
 

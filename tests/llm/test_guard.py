@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loopengine.llm._guard import LoopGuard, call_key, canonical
+from loopengine.llm import LoopGuard, call_key, canonical
 
 
 def test_canonical_form_ignores_key_order_number_form_and_spacing() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from loopengine.llm._stream import Assembly, StreamProblem, event_data
+from loopengine.llm import Assembly, StreamProblem, event_data
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:

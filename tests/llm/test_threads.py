@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from loopengine.llm._threads import (
+from loopengine.llm import (
     ThreadError,
     append_batch,
     load_thread,

@@ -11,9 +11,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from loopengine.llm._threads import ThreadError, append_batch, load_thread, thread_version
-from loopengine.store._database import create_engine
-from loopengine.store._migrations import migrate
+from loopengine.llm import ThreadError, append_batch, load_thread, thread_version
+from loopengine.store import create_engine, migrate
 
 SESSION = "s"
 

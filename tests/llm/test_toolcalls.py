@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from loopengine.llm._toolcalls import new_call_id, parse_arguments, parse_reply
+from loopengine.llm import new_call_id, parse_arguments, parse_reply
 
 OFFERED = frozenset({"list_dir", "read_file", "query_db"})
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from loopengine.llm._tools import Toolbox, builtin_tools
+from loopengine.llm import Toolbox, builtin_tools
 from loopengine.testing import FakeLLMServer
 
 pytestmark = pytest.mark.anyio
@@ -121,7 +121,7 @@ def test_specs_are_openai_functions(toolbox: Toolbox) -> None:
 
 
 def test_outcomes_serialise_for_the_model() -> None:
-    from loopengine.llm._tools import ToolOutcome
+    from loopengine.llm import ToolOutcome
 
     assert ToolOutcome("t", {}, False, error="boom").content() == '{"error": "boom"}'
     assert ToolOutcome("t", {}, True, result=[1]).content() == '{"result": [1]}'

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from loopengine.skills import Registry, SkillContext
+from loopengine.skills import SkillContext
+from loopengine.skills.builtin import builtin_registry
 
 
 def _ctx(decision: str = "auto_fix_batch") -> SkillContext:
@@ -23,7 +24,7 @@ def _ctx(decision: str = "auto_fix_batch") -> SkillContext:
 
 
 def _call(name: str, **params: Any) -> Any:
-    definition = Registry.with_builtins().skill(name)
+    definition = builtin_registry().skill(name)
     return asyncio.run(definition.fn(_ctx(), **params))
 
 

@@ -8,11 +8,10 @@ from typing import Any
 
 import pytest
 
-from loopengine.contract._config import Config
-from loopengine.llm._runtime import LLMRuntime
-from loopengine.llm._threads import load_thread
+from loopengine.contract import Config
+from loopengine.llm import LLMRuntime, load_thread
 from loopengine.skills import Registry, SkillContext
-from loopengine.skills.builtin._llm import llm_agent
+from loopengine.skills.builtin import builtin_registry
 from loopengine.store import Store
 from loopengine.testing import FakeLLMServer, reply, tool_call
 
@@ -48,6 +47,10 @@ def _ctx(runtime: LLMRuntime, execution: str = "e1") -> SkillContext:
     )
 
 
+async def _agent(ctx: SkillContext, **params: Any) -> Any:
+    return await builtin_registry().skill("llm.agent").fn(ctx, **params)
+
+
 async def _thread(runtime: LLMRuntime, session: str) -> list[dict[str, Any]]:
     assert runtime.store is not None
     return await runtime.store.read(lambda c: load_thread(c, session))
@@ -65,8 +68,8 @@ async def test_a_step_run_again_stores_the_message_once_and_answers_anew(
             reply("Second run."),
         ],
     )
-    await llm_agent(_ctx(runtime), message="What is here?", session="s1")
-    again = await llm_agent(_ctx(runtime), message="What is here?", session="s1")
+    await _agent(_ctx(runtime), message="What is here?", session="s1")
+    again = await _agent(_ctx(runtime), message="What is here?", session="s1")
     assert again.data["chat"]["reply"] == "Second run."
     thread = await _thread(runtime, "s1")
     assert [m["content"] for m in thread if m["role"] == "user"] == ["What is here?"]
@@ -78,8 +81,8 @@ async def test_a_step_run_again_stores_the_message_once_and_answers_anew(
 
 async def test_a_session_continues_where_it_was(server: FakeLLMServer, runtime: LLMRuntime) -> None:
     server.script("ol1", [reply("Seven."), reply("Detect first.")])
-    await llm_agent(_ctx(runtime), message="How many phases?", session="s1")
-    await llm_agent(_ctx(runtime, "e2"), message="Which comes first?", session="s1")
+    await _agent(_ctx(runtime), message="How many phases?", session="s1")
+    await _agent(_ctx(runtime, "e2"), message="Which comes first?", session="s1")
     sent = server.requests_for("ol1")[1]["messages"]
     assert [m["content"] for m in sent if m["role"] != "system"] == [
         "How many phases?",

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from loopengine import SkillContext, skill, tool
 from loopengine.errors import ContractError
-from loopengine.skills._definition import ATTRIBUTE, SkillDef, ToolDef
+from loopengine.skills import ATTRIBUTE, SkillDef, ToolDef
 
 
 def _definition(fn: Any) -> Any:

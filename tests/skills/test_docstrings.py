@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loopengine.skills._docstrings import parse_docstring
+from loopengine.skills import parse_docstring
 
 
 def test_google_style() -> None:

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from loopengine.errors import ContractError
-from loopengine.skills import Registry
-from loopengine.skills._plugins import load_entry_points, load_plugin, looks_like_file
+from loopengine.skills import Registry, load_entry_points, load_plugin, looks_like_file
 
 PLUGIN = """\
 from loopengine import skill, tool

@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 
 from loopengine import SkillContext, skill, tool
+from loopengine.contract import BuiltinAction, SourceType
 from loopengine.errors import ContractError
 from loopengine.skills import Registry
-from loopengine.skills.builtin import ACTION_NAMES
+from loopengine.skills.builtin import builtin_registry
 
 
 def _module(**members: Any) -> types.ModuleType:
@@ -30,10 +31,15 @@ def lookup(term: str) -> str:
     return term
 
 
-def test_builtins_are_registered() -> None:
-    registry = Registry.with_builtins()
-    assert registry.skill_names() >= ACTION_NAMES
+def test_every_builtin_action_is_a_builtin_skill() -> None:
+    registry = builtin_registry()
+    assert registry.skill_names() >= set(BuiltinAction)
     assert all(d.builtin for d in registry.skills)
+
+
+def test_every_source_type_is_read_by_a_builtin_skill() -> None:
+    registry = builtin_registry()
+    assert {kind.skill for kind in SourceType} <= registry.skill_names()
 
 
 def test_add_module_registers_skills_and_tools() -> None:
@@ -62,7 +68,7 @@ def test_two_definitions_under_one_name_are_refused() -> None:
 
 
 def test_unknown_skill_suggests_the_close_name() -> None:
-    registry = Registry.with_builtins()
+    registry = builtin_registry()
     with pytest.raises(ContractError, match="did you mean 'log_only'"):
         registry.skill("log_onyl")
 

@@ -10,9 +10,8 @@ import pytest
 import sqlalchemy as sa
 
 from loopengine.errors import StorageError
+from loopengine.store import MIGRATIONS, create_engine, migrate
 from loopengine.store import _tables as tables
-from loopengine.store._database import create_engine
-from loopengine.store._migrations import MIGRATIONS, migrate
 
 
 @pytest.fixture

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from loopengine.triggers import cron_problem
-from loopengine.triggers._cron import has_seconds
+from loopengine.triggers import cron_problem, has_seconds
 
 
 @pytest.mark.parametrize("expression", ["0 2 * * *", "*/15 * * * 1-5", "30 0 2 * * *", "@daily"])

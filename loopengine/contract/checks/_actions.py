@@ -7,8 +7,8 @@ from typing import Any
 
 from loopengine._suggestions import did_you_mean, hint
 from loopengine.contract._diagnostics import Path
+from loopengine.contract._enums import BuiltinAction
 from loopengine.contract.checks._walk import Checked, at, walk
-from loopengine.skills.builtin import ACTION_NAMES
 
 __all__ = ["check_actions", "check_unique_names"]
 
@@ -38,7 +38,7 @@ def check_actions(checked: Checked) -> None:
         t for a in actions if isinstance(a.get("on"), list) for t in a["on"] if isinstance(t, str)
     }
     catch_all = any(a.get("on") is None for a in actions)
-    resolvable = ids | tags | ACTION_NAMES
+    resolvable = ids | tags | set(BuiltinAction)
     decided = dict(_decided(data))
     for path, name in decided.items():
         if name not in resolvable and not catch_all:

@@ -6,8 +6,8 @@ from typing import Any
 
 from loopengine._suggestions import did_you_mean
 from loopengine.contract._diagnostics import Path
+from loopengine.contract._lookup import SkillInfo
 from loopengine.contract.checks._walk import Checked, Env, at, walk
-from loopengine.skills._definition import SkillDef
 
 __all__ = ["check_skills"]
 
@@ -23,7 +23,7 @@ def _dynamic(params: dict[str, Any]) -> frozenset[str]:
     return frozenset(key for key, value in params.items() if "${" in repr(value))
 
 
-def _check_params(checked: Checked, definition: SkillDef, path: Path, params: Any) -> None:
+def _check_params(checked: Checked, definition: SkillInfo, path: Path, params: Any) -> None:
     if not isinstance(params, dict):
         params = {}
     for problem in definition.check_params(params, _dynamic(params)):

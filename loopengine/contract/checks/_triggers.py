@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 from loopengine._suggestions import hint
 from loopengine.contract._diagnostics import Path
 from loopengine.contract.checks._walk import Checked, at
-from loopengine.expr._template import compile_template
+from loopengine.expr import compile_template
 from loopengine.triggers import cron_problem, pattern_problem
 
 __all__ = ["check_triggers"]

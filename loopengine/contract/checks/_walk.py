@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopengine.contract._diagnostics import Diagnostic, Level, Path
+from loopengine.contract._lookup import SkillLookup
 from loopengine.contract._yaml_source import YamlDocument
-from loopengine.skills._registry import Registry
 
 __all__ = ["Checked", "Env", "at", "walk"]
 
@@ -17,7 +17,7 @@ __all__ = ["Checked", "Env", "at", "walk"]
 class Env:
     """What semantic checks consult besides the document."""
 
-    registry: Registry
+    registry: SkillLookup
     storage: frozenset[str] = frozenset()
 
 

@@ -7,14 +7,12 @@ from functools import partial
 from typing import Any
 
 from loopengine._concurrency import run_all
-from loopengine.contract._enums import ExecMode, Outcome
-from loopengine.contract._phases import Act, Action
+from loopengine.contract import Act, Action, BuiltinAction, ExecMode, Outcome
 from loopengine.engine._context import publish
 from loopengine.engine._run import Rollback, Run
 from loopengine.engine._services import NO_PARAMS, Services
 from loopengine.engine.phases._base import PhaseOutput
 from loopengine.errors import SkillError
-from loopengine.skills.builtin import ACTION_NAMES
 from loopengine.store import flags
 
 __all__ = ["resolve", "run_act"]
@@ -27,7 +25,7 @@ def resolve(spec: Act | None, decided: str) -> tuple[list[Action], str | None]:
         return chosen, None
     if tagged := [a for a in actions if a.on and decided in a.on]:
         return tagged, None
-    if decided in ACTION_NAMES:
+    if decided in set(BuiltinAction):
         return [], decided
     return [a for a in actions if a.on is None], None
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopengine.contract._phases import Analyze, ContextRequirement
+from loopengine.contract import Analyze, ContextRequirement
 from loopengine.engine._context import publish
 from loopengine.engine._run import Run
 from loopengine.engine._services import NO_PARAMS, Services

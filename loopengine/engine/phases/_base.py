@@ -8,7 +8,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine.contract._enums import Outcome
+from loopengine.contract import Outcome
 
 __all__ = ["PhaseOutput"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loopengine.contract._enums import Outcome
+from loopengine.contract import Outcome
 from loopengine.engine._decisions import choose
 from loopengine.engine._run import Run
 from loopengine.engine._services import Services

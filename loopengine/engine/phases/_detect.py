@@ -2,35 +2,60 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from loopengine._concurrency import run_all
-from loopengine.contract._enums import Outcome
-from loopengine.contract._phases import Condition, Detect, Source
+from loopengine.contract import Condition, Detect, Outcome, Source, SourceType
 from loopengine.engine._context import publish, set_path
 from loopengine.engine._run import Run
 from loopengine.engine._services import Services
-from loopengine.engine._sources import SourceResult, local_name, read_source
 from loopengine.engine.phases._base import PhaseOutput
 from loopengine.expr import truthy
 
 __all__ = ["run_detect"]
 
 
-async def _read(source: Source, run: Run, services: Services, max_retries: int) -> SourceResult:
-    if source.type is not None:
-        return await read_source(source, run, services)
-    assert source.skill is not None
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """What a source read: its result, what lands in the context, and its newest datum's time."""
+
+    result: Any
+    published: Any
+    latest_at: float | None
+
+
+async def _read(source: Source, run: Run, services: Services, max_retries: int) -> _Found:
+    step = source.as_ or source.name
+    if source.type is None:
+        assert source.skill is not None
+        called = await services.call(
+            run, "detect", step, source.skill, source.params, max_retries=max_retries
+        )
+        return _Found(called.data if called.data is not None else {}, called.data, None)
     called = await services.call(
         run,
         "detect",
-        source.as_ or source.name,
-        source.skill,
-        source.params,
+        step,
+        source.type.skill,
+        source.reader_params,
         max_retries=max_retries,
     )
-    return SourceResult(called.data if called.data is not None else {}, called.data, None)
+    result = dict(called.data or {})
+    published = result.get("value") if source.type is SourceType.METRIC else result
+    return _Found(result, published, result.get("latest_at"))
+
+
+def local_name(name: str, domain: str | None) -> str:
+    """``__seo_pages`` → ``pages`` and ``seo.violations.count`` → ``violations.count`` in SEO."""
+    text = name.lstrip("_")
+    if domain:
+        for separator in (".", "_"):
+            prefix = f"{domain.lower()}{separator}"
+            if text.lower().startswith(prefix):
+                return text[len(prefix) :]
+    return text
 
 
 def _with_path(data: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
@@ -72,7 +97,7 @@ async def run_detect(run: Run, services: Services) -> PhaseOutput:
         output.data["skipped_by"] = skipped
         output.stop = Outcome.SKIPPED
         return output
-    results: dict[int, SourceResult] = {}
+    results: dict[int, _Found] = {}
 
     async def read(index: int, source: Source) -> None:
         results[index] = await _read(source, run, services, spec.max_retries)

@@ -7,8 +7,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine.contract._enums import FeedbackType
-from loopengine.contract._phases import Learn
+from loopengine.contract import FeedbackType, Learn
 from loopengine.engine._learning import Signal, gate, score, step
 from loopengine.engine._run import Run
 from loopengine.engine._services import Services

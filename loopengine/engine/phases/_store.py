@@ -7,8 +7,7 @@ from typing import Any
 import anyio.to_thread
 import sqlalchemy as sa
 
-from loopengine.contract._enums import ArtifactType, AuditField
-from loopengine.contract._phases import Store
+from loopengine.contract import ArtifactType, AuditField, Store
 from loopengine.engine._records import iso
 from loopengine.engine._run import Run
 from loopengine.engine._services import Services

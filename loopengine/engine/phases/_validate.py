@@ -6,8 +6,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from loopengine.contract._enums import Outcome, Severity
-from loopengine.contract._phases import Validate
+from loopengine.contract import Outcome, Severity, Validate
 from loopengine.engine._rollback import roll_back
 from loopengine.engine._run import Run
 from loopengine.engine._services import Services

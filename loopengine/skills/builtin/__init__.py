@@ -1,20 +1,18 @@
-"""Built-in skills and the catalog of detect source types.
+"""The built-in skills: decided actions, detect source readers (``source.<type>``) and LLM skills.
 
-The skill modules load on demand (``builtin_modules``): the LLM skills import the contract,
-which needs ``ACTION_NAMES`` from here, so importing them eagerly would be circular.
+Their modules are light: what they run (the store, the LLM client) is imported when they are
+called, so a registry with the built-ins costs no database or HTTP import.
 """
 
-from types import ModuleType
+from loopengine.skills._registry import Registry
+from loopengine.skills.builtin import _actions, _llm, _sources
 
-from loopengine.skills.builtin._actions import ACTION_NAMES
-from loopengine.skills.builtin._sources import SOURCE_TYPES
-
-__all__ = ["ACTION_NAMES", "SOURCE_TYPES", "builtin_modules"]
+__all__ = ["builtin_registry"]
 
 
-def builtin_modules() -> tuple[ModuleType, ...]:
-    """The modules whose ``@skill`` functions every registry starts with."""
-    from loopengine.skills.builtin import _actions as actions
-    from loopengine.skills.builtin import _llm as llm
-
-    return (actions, llm)
+def builtin_registry() -> Registry:
+    """A registry holding the built-in skills (plugins are added to it by the workspace)."""
+    registry = Registry()
+    for module in (_actions, _llm, _sources):
+        registry.add_module(module)
+    return registry

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from loopengine.contract import BuiltinAction
 from loopengine.skills._context import SkillContext
 from loopengine.skills._definition import skill
 
-__all__ = ["ACTION_NAMES"]
-
-ACTION_NAMES = frozenset({"log_only", "log_and_notify", "notify", "escalate_to_human", "none"})
+__all__ = ["escalate_to_human", "log_and_notify", "log_only", "none_action", "notify"]
 
 
 def _decided(ctx: SkillContext) -> str:
@@ -18,19 +17,23 @@ def _decided(ctx: SkillContext) -> str:
     return f"loop {ctx.loop_id} decided {action!r}" if action else f"loop {ctx.loop_id} ran"
 
 
-@skill("none", description="Do nothing; the decision is only recorded.")
+@skill(BuiltinAction.NONE, description="Do nothing; the decision is only recorded.")
 async def none_action(ctx: SkillContext) -> dict[str, Any]:
     return {}
 
 
-@skill("log_only", description="Write the decision to the execution log; change nothing.")
+@skill(
+    BuiltinAction.LOG_ONLY, description="Write the decision to the execution log; change nothing."
+)
 async def log_only(ctx: SkillContext, message: str | None = None) -> dict[str, Any]:
     text = message or _decided(ctx)
     ctx.logger.info("%s", text)
     return {"log": {"message": text}}
 
 
-@skill("notify", description="Send a notification event (`loop.notification` by default).")
+@skill(
+    BuiltinAction.NOTIFY, description="Send a notification event (`loop.notification` by default)."
+)
 async def notify(
     ctx: SkillContext,
     message: str | None = None,
@@ -42,7 +45,7 @@ async def notify(
     return {"notification": {"event": event, "message": text, "severity": severity}}
 
 
-@skill("log_and_notify", description="Log the decision and send a notification event.")
+@skill(BuiltinAction.LOG_AND_NOTIFY, description="Log the decision and send a notification event.")
 async def log_and_notify(
     ctx: SkillContext, message: str | None = None, event: str = "loop.notification"
 ) -> dict[str, Any]:
@@ -51,7 +54,10 @@ async def log_and_notify(
     return {**logged, **notified}
 
 
-@skill("escalate_to_human", description="Hand the decision to a person (an escalation event).")
+@skill(
+    BuiltinAction.ESCALATE_TO_HUMAN,
+    description="Hand the decision to a person (an escalation event).",
+)
 async def escalate_to_human(
     ctx: SkillContext, reason: str | None = None, target: str | None = None
 ) -> dict[str, Any]:

@@ -1,23 +1,27 @@
-"""Built-in LLM skills: ``llm.classify``, ``llm.agent`` (one node), ``llm.reflexive`` (chain)."""
+"""Built-in LLM skills: ``llm.classify``, ``llm.agent`` (one node), ``llm.reflexive`` (chain).
+
+``loopengine.llm`` (httpx, the store) is imported when a skill runs, not when it is registered.
+"""
 
 from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loopengine.errors import SkillError
-from loopengine.llm._agent import Hooks, RoundCommit
-from loopengine.llm._chain import DEFAULT_STAGES, ChainResult, StageSpec, run_chain, run_simple
-from loopengine.llm._classify import classify_complexity
-from loopengine.llm._runtime import LLMRuntime
 from loopengine.skills._context import SkillContext, SkillOutput
 from loopengine.skills._definition import skill
+
+if TYPE_CHECKING:
+    from loopengine.llm import ChainResult, Hooks, LLMRuntime, RoundCommit
 
 __all__ = ["classify", "llm_agent", "llm_reflexive"]
 
 
 def _runtime(ctx: SkillContext) -> LLMRuntime:
+    from loopengine.llm import LLMRuntime
+
     runtime = ctx.llm
     if not isinstance(runtime, LLMRuntime):
         raise SkillError(
@@ -28,6 +32,8 @@ def _runtime(ctx: SkillContext) -> LLMRuntime:
 
 @skill("llm.classify", description="Classify a chat message as simple or reflexive (seed rules).")
 async def classify(ctx: SkillContext, message: str, category: str | None = None) -> dict[str, Any]:
+    from loopengine.llm import classify_complexity
+
     result = classify_complexity(message, category)
     return {"classification": {"mode": result.mode, "reasons": list(result.reasons)}}
 
@@ -35,6 +41,8 @@ async def classify(ctx: SkillContext, message: str, category: str | None = None)
 async def _converse(ctx: SkillContext, message: str, session: str | None, run: Any) -> SkillOutput:
     """The user's message is stored once per step, even when a resumed execution runs the step
     again; that run's rounds and reply are its own (the model may answer otherwise)."""
+    from loopengine.llm import Hooks
+
     runtime = _runtime(ctx)
     await runtime.load_health()
     session_id = session or uuid.uuid4().hex
@@ -82,6 +90,8 @@ async def llm_agent(
     category: str | None = None,
     max_turns: int = 4,
 ) -> SkillOutput:
+    from loopengine.llm import run_simple
+
     async def run(runtime: LLMRuntime, history: list[dict[str, Any]], hooks: Hooks) -> ChainResult:
         return await run_simple(
             runtime.cluster, history, runtime.toolbox, category, max_turns=max_turns, hooks=hooks
@@ -98,6 +108,8 @@ async def llm_reflexive(
     stages: list[dict[str, Any]] | None = None,
     max_turns: int = 8,
 ) -> SkillOutput:
+    from loopengine.llm import DEFAULT_STAGES, StageSpec, run_chain
+
     chosen = tuple(StageSpec(**stage) for stage in stages) if stages else DEFAULT_STAGES
 
     async def run(runtime: LLMRuntime, history: list[dict[str, Any]], hooks: Hooks) -> ChainResult:

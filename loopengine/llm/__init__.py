@@ -1,0 +1,61 @@
+"""OpenAI-compatible clients, cluster health and routing, tool-call parsing, tools, the agent loop
+with its anti-loop guard, the reflexive chain and chat threads."""
+
+from loopengine.llm._agent import Hooks, RoundCommit, run_agent
+from loopengine.llm._chain import DEFAULT_STAGES, ChainResult, StageSpec, run_chain, run_simple
+from loopengine.llm._classify import classify_complexity
+from loopengine.llm._client import ChatClient
+from loopengine.llm._cluster import Cluster
+from loopengine.llm._conversation import Conversation
+from loopengine.llm._guard import LoopGuard, call_key, canonical
+from loopengine.llm._health import COOL_AFTER, NodeHealth
+from loopengine.llm._runtime import LLMRuntime
+from loopengine.llm._stream import Assembly, StreamProblem, event_data
+from loopengine.llm._threads import (
+    ThreadError,
+    append_batch,
+    load_thread,
+    mask_pii,
+    prune,
+    thread_version,
+    with_fresh_call_ids,
+)
+from loopengine.llm._toolcalls import new_call_id, parse_arguments, parse_reply
+from loopengine.llm._tools import Toolbox, ToolOutcome, builtin_tools
+
+__all__ = [
+    "COOL_AFTER",
+    "DEFAULT_STAGES",
+    "Assembly",
+    "ChainResult",
+    "ChatClient",
+    "Cluster",
+    "Conversation",
+    "Hooks",
+    "LLMRuntime",
+    "LoopGuard",
+    "NodeHealth",
+    "RoundCommit",
+    "StageSpec",
+    "StreamProblem",
+    "ThreadError",
+    "ToolOutcome",
+    "Toolbox",
+    "append_batch",
+    "builtin_tools",
+    "call_key",
+    "canonical",
+    "classify_complexity",
+    "event_data",
+    "load_thread",
+    "mask_pii",
+    "new_call_id",
+    "parse_arguments",
+    "parse_reply",
+    "prune",
+    "run_agent",
+    "run_chain",
+    "run_simple",
+    "thread_version",
+    "with_fresh_call_ids",
+]
