@@ -1,15 +1,18 @@
 """The one error tree of loopengine.
 
-    LoopEngineError
+    LoopEngineError           ``retryable`` / ``retry_after`` tell the retry middleware
      ├── ContractError        a loop, config or plugin is invalid (carries diagnostics)
      ├── ExpressionError      an expression or template does not compile or evaluate
      ├── TriggerError         a trigger cannot be scheduled or matched
-     ├── SkillError           a skill failed (``retryable`` tells the retry middleware)
-     ├── LLMError             an LLM node failed or answered unusably
+     ├── SkillError           a skill failed
+     ├── LLMError             an LLM node failed or answered unusably (a broken stream too)
      ├── StorageError         the store or an artifact backend failed
-     └── BudgetExceeded       a loop's token, call or time budget ran out
+     │    └── ThreadError     a chat-thread batch refused (``status``: 409, 412, 422, 428)
+     ├── BudgetExceeded       a loop's token, call or time budget ran out
+     └── NotResumable         an execution is not in a state that allows the request
 
-Foreign errors (yaml, jmespath, httpx, sqlite) are translated where they enter.
+Foreign errors (yaml, jmespath, httpx, sqlite, a skill's own exceptions) are translated where
+they enter.
 """
 
 from __future__ import annotations
@@ -26,14 +29,19 @@ __all__ = [
     "ExpressionError",
     "LLMError",
     "LoopEngineError",
+    "NotResumable",
     "SkillError",
     "StorageError",
+    "ThreadError",
     "TriggerError",
 ]
 
 
 class LoopEngineError(Exception):
-    """Base of every error loopengine raises on purpose."""
+    """Base of every error loopengine raises on purpose; most are not worth retrying."""
+
+    retryable: bool = False
+    retry_after: float | None = None
 
 
 class ContractError(LoopEngineError):
@@ -93,3 +101,16 @@ class StorageError(LoopEngineError):
 
 class BudgetExceeded(LoopEngineError):
     """A loop used up its token, LLM-call or wall-time budget."""
+
+
+class ThreadError(StorageError):
+    """A chat-thread batch refused; ``status`` is the HTTP status the API answers with."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+class NotResumable(LoopEngineError):
+    """The execution is not in a state that allows the request (resume, approve, reject)."""

@@ -3,7 +3,6 @@ approvals."""
 
 from loopengine.engine._envelope import new_envelope
 from loopengine.engine._lifecycle import (
-    NotResumable,
     answer_approval,
     escalate_overdue,
     recover_interrupted,
@@ -17,7 +16,6 @@ from loopengine.engine._views import history_view, read_execution
 __all__ = [
     "Engine",
     "ExecutionDone",
-    "NotResumable",
     "PhaseListener",
     "PhaseRecord",
     "Services",

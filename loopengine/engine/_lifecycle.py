@@ -17,16 +17,12 @@ from loopengine.engine._records import PhaseRecord, Usage
 from loopengine.engine._run import Rollback, Run
 from loopengine.engine._runner import ORDER, Engine, ExecutionDone
 from loopengine.engine._services import NO_PARAMS
-from loopengine.errors import LoopEngineError
+from loopengine.errors import NotResumable
 from loopengine.store import approvals, executions, jobs, signals
 
-__all__ = ["NotResumable", "answer_approval", "escalate_overdue", "recover_interrupted", "resume"]
+__all__ = ["answer_approval", "escalate_overdue", "recover_interrupted", "resume"]
 
 LoopLoader = Callable[[str], Loop]
-
-
-class NotResumable(LoopEngineError):
-    """The execution is not in a state that allows the request."""
 
 
 def _rollback_template(loop: Loop, action_id: str) -> Any:

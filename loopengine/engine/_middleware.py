@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -20,7 +20,7 @@ from loopengine.engine._run import Run
 from loopengine.errors import BudgetExceeded, LoopEngineError, SkillError
 from loopengine.skills import SkillContext, SkillDef, SkillOutput
 
-__all__ = ["Handler", "SkillCall", "SkillResult", "build_stack", "retryable", "spent"]
+__all__ = ["Handler", "SkillCall", "build_stack", "spent", "translated"]
 
 _RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 _MAX_BACKOFF_S = 30.0
@@ -36,37 +36,31 @@ class SkillCall:
     attempts: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class SkillResult:
-    data: Any
-    metrics: Mapping[str, float] = field(default_factory=dict)
-    confidence: float | None = None
-    artifacts: tuple[Mapping[str, Any], ...] = ()
+Handler = Callable[[SkillCall], Awaitable[SkillOutput]]
 
 
-Handler = Callable[[SkillCall], Awaitable[SkillResult]]
-
-
-def retryable(exc: BaseException) -> bool:
-    """Whether a failure may succeed on retry: flagged skill errors, network errors, 429/5xx."""
-    if isinstance(exc, SkillError):
-        return exc.retryable
-    if isinstance(exc, ConnectionError | TimeoutError):
-        return True
+def translated(exc: Exception, skill: str, secrets: Iterable[str]) -> SkillError:
+    """A skill's own exception as a ``SkillError``, secrets masked; network failures (connection,
+    timeout, HTTP 429/5xx) are worth retrying, anything else is not."""
+    message = f"skill '{skill}' failed: {type(exc).__name__}: {exc}"
+    for secret in secrets:
+        message = message.replace(secret, "***")
     status = getattr(exc, "status_code", None) or getattr(
         getattr(exc, "response", None), "status_code", None
     )
-    return status in _RETRYABLE_STATUS
+    network = isinstance(exc, ConnectionError | TimeoutError) or status in _RETRYABLE_STATUS
+    return SkillError(message, retryable=network)
 
 
-def _result(output: Any) -> SkillResult:
-    if isinstance(output, SkillOutput):
-        return SkillResult(output.data, output.metrics, output.confidence, output.artifacts)
-    confidence = output.get("confidence") if isinstance(output, Mapping) else None
-    return SkillResult(output, {}, confidence if isinstance(confidence, int | float) else None)
+def _output(returned: Any) -> SkillOutput:
+    if isinstance(returned, SkillOutput):
+        return returned
+    confidence = returned.get("confidence") if isinstance(returned, Mapping) else None
+    usable = isinstance(confidence, int | float) and not isinstance(confidence, bool)
+    return SkillOutput(returned, confidence=confidence if usable else None)
 
 
-async def _invoke(call: SkillCall) -> SkillResult:
+async def _invoke(call: SkillCall) -> SkillOutput:
     definition = call.definition
     if definition.takes_model:
         arguments: tuple[Any, ...] = (call.ctx, definition.params.model_validate(call.params))
@@ -74,9 +68,9 @@ async def _invoke(call: SkillCall) -> SkillResult:
     else:
         arguments, keywords = (call.ctx,), call.params
     if definition.is_async:
-        return _result(await definition.fn(*arguments, **keywords))
-    output = await anyio.to_thread.run_sync(partial(definition.fn, *arguments, **keywords))
-    return _result(output)
+        return _output(await definition.fn(*arguments, **keywords))
+    returned = await anyio.to_thread.run_sync(partial(definition.fn, *arguments, **keywords))
+    return _output(returned)
 
 
 class _Layer:
@@ -102,14 +96,10 @@ def spent(run: Run) -> str | None:
 class _Budget(_Layer):
     """Refuses the call when the loop's token, LLM-call or wall-time budget is spent."""
 
-    async def __call__(self, call: SkillCall) -> SkillResult:
+    async def __call__(self, call: SkillCall) -> SkillOutput:
         if reason := spent(call.run):
             raise BudgetExceeded(reason)
-        result = await self.inner(call)
-        usage = call.run.usage
-        usage.tokens += int(result.metrics.get("tokens_used", result.metrics.get("tokens", 0)))
-        usage.llm_calls += int(result.metrics.get("llm_calls", 0))
-        return result
+        return await self.inner(call)
 
 
 def _elapsed_ms(run: Run) -> float:
@@ -119,7 +109,7 @@ def _elapsed_ms(run: Run) -> float:
 class _Timeout(_Layer):
     """One deadline: what is left of the loop's wall-time budget, when it has one."""
 
-    async def __call__(self, call: SkillCall) -> SkillResult:
+    async def __call__(self, call: SkillCall) -> SkillOutput:
         budget = call.run.loop.spec.budget
         if budget is None or budget.wall_ms is None:
             return await self.inner(call)
@@ -138,15 +128,16 @@ class _Retry(_Layer):
         super().__init__(inner)
         self.base_s = base_s
 
-    async def __call__(self, call: SkillCall) -> SkillResult:
+    async def __call__(self, call: SkillCall) -> SkillOutput:
         while True:
             call.attempts += 1
             try:
                 return await self.inner(call)
             except Exception as exc:
-                if call.attempts > call.max_retries or not retryable(exc):
+                worth = isinstance(exc, LoopEngineError) and exc.retryable
+                if call.attempts > call.max_retries or not worth:
                     raise
-                delay = getattr(exc, "retry_after", None)
+                delay = exc.retry_after if isinstance(exc, LoopEngineError) else None
                 if delay is None:
                     delay = random.uniform(
                         0, min(_MAX_BACKOFF_S, self.base_s * 2 ** (call.attempts - 1))
@@ -155,9 +146,10 @@ class _Retry(_Layer):
 
 
 class _Trace(_Layer):
-    """Records each call (step, attempts, duration, ok) for the phase record."""
+    """Records each call (step, attempts, duration, ok, metrics) for the phase record; a skill's
+    metrics are also summed into the execution's."""
 
-    async def __call__(self, call: SkillCall) -> SkillResult:
+    async def __call__(self, call: SkillCall) -> SkillOutput:
         started = time.perf_counter()
         entry: dict[str, Any] = {"skill": call.definition.name, "step": call.ctx.step}
         try:
@@ -167,6 +159,10 @@ class _Trace(_Layer):
             raise
         else:
             entry["ok"] = True
+            if result.metrics:
+                entry["metrics"] = dict(result.metrics)
+                for name, value in result.metrics.items():
+                    call.run.metrics[name] = call.run.metrics.get(name, 0.0) + value
             return result
         finally:
             entry["attempts"] = call.attempts or 1
@@ -177,16 +173,13 @@ class _Trace(_Layer):
 class _Redact(_Layer):
     """Turns foreign exceptions into ``SkillError`` and keeps secret values out of messages."""
 
-    async def __call__(self, call: SkillCall) -> SkillResult:
+    async def __call__(self, call: SkillCall) -> SkillOutput:
         try:
             return await self.inner(call)
         except LoopEngineError:
             raise
         except Exception as exc:
-            message = f"skill '{call.definition.name}' failed: {type(exc).__name__}: {exc}"
-            for secret in call.run.secrets:
-                message = message.replace(secret, "***")
-            raise SkillError(message, retryable=retryable(exc)) from exc
+            raise translated(exc, call.definition.name, call.run.secrets) from exc
 
 
 def build_stack(retry_base_s: float = 0.2, *, budget: bool = True, retry: bool = True) -> Handler:

@@ -14,12 +14,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from loopengine.contract import Config
-from loopengine.engine._middleware import Handler, SkillCall, SkillResult, build_stack, spent
+from loopengine.engine._middleware import Handler, SkillCall, build_stack, spent
 from loopengine.engine._run import Run
 from loopengine.errors import SkillError
 from loopengine.expr import Template, compile_template
 from loopengine.llm import LLMRuntime
-from loopengine.skills import Progress, Registry, SkillContext, SkillDef
+from loopengine.skills import Progress, Registry, SkillContext, SkillDef, SkillOutput
 from loopengine.store import ArtifactWriter, Store
 
 __all__ = ["NO_PARAMS", "Services"]
@@ -123,7 +123,7 @@ class Services:
         dry_run: bool = False,
         max_retries: int = 0,
         key: str | None = None,
-    ) -> SkillResult:
+    ) -> SkillOutput:
         """Call ``skill`` with ``template`` rendered against the context (plus ``extra``)."""
         definition = self.registry.skill(skill)
         params = self._params(run, definition, template, extra)

@@ -7,7 +7,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from loopengine.engine._records import iso
-from loopengine.store import approvals, artifacts, executions, jobs
+from loopengine.store import approvals, executions, jobs, records
 
 __all__ = ["execution_view", "history_view", "read_execution"]
 
@@ -96,8 +96,7 @@ def read_execution(connection: sa.Connection, execution_id: str) -> dict[str, An
     row = executions.get_execution(connection, execution_id)
     if row is None:
         return None
-    query = sa.select(artifacts).where(artifacts.c.execution_id == execution_id)
-    stored = [dict(r) for r in connection.execute(query).mappings()]
+    stored = records.artifacts_of(connection, execution_id)
     return execution_view(
         row,
         executions.phases_of(connection, execution_id),

@@ -10,9 +10,8 @@ from loopengine.llm._conversation import Conversation
 from loopengine.llm._guard import LoopGuard, call_key, canonical
 from loopengine.llm._health import COOL_AFTER, NodeHealth
 from loopengine.llm._runtime import LLMRuntime
-from loopengine.llm._stream import Assembly, StreamProblem, event_data
+from loopengine.llm._stream import Assembly, event_data
 from loopengine.llm._threads import (
-    ThreadError,
     append_batch,
     load_thread,
     mask_pii,
@@ -37,8 +36,6 @@ __all__ = [
     "NodeHealth",
     "RoundCommit",
     "StageSpec",
-    "StreamProblem",
-    "ThreadError",
     "ToolOutcome",
     "Toolbox",
     "append_batch",

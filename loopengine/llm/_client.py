@@ -15,7 +15,7 @@ import httpx
 
 from loopengine.contract import Node
 from loopengine.errors import LLMError
-from loopengine.llm._stream import DONE, Assembly, StreamProblem, event_data
+from loopengine.llm._stream import DONE, Assembly, event_data
 
 __all__ = ["ChatClient", "Completion", "TextSink"]
 
@@ -160,7 +160,9 @@ class ChatClient:
                         on_text(text)
         except httpx.TransportError as exc:
             raise self._unreachable(exc) from None
-        except StreamProblem as exc:
+        except LLMError as exc:
+            if exc.node is not None:
+                raise
             raise LLMError(f"node {self.name} broke its stream: {exc}", node=self.name) from None
         latency = (time.perf_counter() - started) * 1000
         return Completion(

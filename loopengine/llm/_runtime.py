@@ -6,15 +6,13 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-import sqlalchemy as sa
-
 from loopengine.contract import Config
 from loopengine.llm._cluster import Cluster
 from loopengine.llm._conversation import Conversation
 from loopengine.llm._health import NodeHealth
 from loopengine.llm._tools import Toolbox, builtin_tools
 from loopengine.skills import Registry
-from loopengine.store import Store, node_health
+from loopengine.store import Store, health
 
 __all__ = ["LLMRuntime"]
 
@@ -44,7 +42,7 @@ class LLMRuntime:
         """Remember nodes cooled down by an earlier process."""
         if self._health_loaded or self.store is None:
             return
-        rows = await self.store.read(lambda c: list(c.execute(sa.select(node_health)).mappings()))
+        rows = await self.store.read(health.load_health)
         for row in rows:
             if row["node"] in self.cluster.health:
                 self.cluster.health[row["node"]] = NodeHealth(
@@ -66,12 +64,7 @@ class LLMRuntime:
             for name, h in self.cluster.health.items()
         ]
 
-        def save(connection: sa.Connection) -> None:
-            connection.execute(node_health.delete())
-            if rows:
-                connection.execute(node_health.insert(), rows)
-
-        await self.store.write(save)
+        await self.store.write(lambda c: health.save_health(c, rows))
 
     async def conversation(self, session: str) -> Conversation:
         """The session's thread, rebuilt from the store."""

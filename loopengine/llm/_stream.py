@@ -7,13 +7,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DONE", "Assembly", "StreamProblem", "event_data"]
+from loopengine.errors import LLMError
+
+__all__ = ["DONE", "Assembly", "event_data"]
 
 DONE = "[DONE]"
-
-
-class StreamProblem(ValueError):
-    """The stream said something no completion can be made of (its message says what)."""
 
 
 def event_data(line: str) -> str | None:
@@ -46,12 +44,12 @@ class Assembly:
         try:
             chunk = json.loads(data)
         except ValueError:
-            raise StreamProblem(f"an event is not JSON: {data[:120]!r}") from None
+            raise LLMError(f"an event is not JSON: {data[:120]!r}") from None
         if not isinstance(chunk, dict):
-            raise StreamProblem(f"an event is not a JSON object: {data[:120]!r}")
+            raise LLMError(f"an event is not a JSON object: {data[:120]!r}")
         if chunk.get("error"):
             error = chunk["error"]
-            raise StreamProblem(str(error.get("message") if isinstance(error, dict) else error))
+            raise LLMError(str(error.get("message") if isinstance(error, dict) else error))
         self.model = self.model or chunk.get("model")
         if isinstance(chunk.get("usage"), dict):
             self.usage = chunk["usage"]

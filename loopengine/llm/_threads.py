@@ -18,15 +18,14 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine.errors import LoopEngineError
+import loopengine.store._fastpath as fastpath
+from loopengine.errors import ThreadError
 from loopengine.llm._toolcalls import new_call_id
-from loopengine.store import _fastpath as fastpath
-from loopengine.store import chat_messages, chat_operations, chat_sessions
+from loopengine.store._tables import chat_messages, chat_operations, chat_sessions
 
 __all__ = [
     "BatchResult",
     "Extended",
-    "ThreadError",
     "append_batch",
     "call_ids",
     "extend_thread",
@@ -42,15 +41,6 @@ _ROLES = frozenset({"system", "user", "assistant", "tool"})
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
 _SECRET = re.compile(r"(?i)\b(?:(?:sk|pk|api|key|token)[-_]|bearer\s+)[A-Za-z0-9._\-]{12,}")
 _PHONE = re.compile(r"\+?\d[\d .-]{7,}\d")
-
-
-class ThreadError(LoopEngineError):
-    """A batch refused; ``status`` is the HTTP status the API answers with."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine.store import _fastpath as fastpath
+import loopengine.store._fastpath as fastpath
 from loopengine.store._tables import envelopes
 
 __all__ = ["envelope_by_key", "get_envelope", "insert_envelope"]

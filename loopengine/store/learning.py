@@ -6,7 +6,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine.store import _fastpath as fastpath
+import loopengine.store._fastpath as fastpath
 from loopengine.store._tables import context_cache, loop_state, reviews
 
 __all__ = ["cached_context", "get_state", "put_context", "put_state", "queue_review"]

@@ -6,7 +6,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine.store import _fastpath as fastpath
+import loopengine.store._fastpath as fastpath
 from loopengine.store._tables import artifacts, audit
 
 __all__ = ["artifacts_of", "audit_of", "insert_artifact", "insert_audit"]

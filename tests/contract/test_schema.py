@@ -10,7 +10,8 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
-from loopengine.contract import config_schema, loop_schema
+from loopengine.contract import _schema, config_schema, loop_schema
+from loopengine.contract._documents import config_validator, loop_validator
 from tests.conftest import ROOT, SEED_DIR, SEED_LOOP
 
 SCHEMAS = ROOT / "schemas"
@@ -21,6 +22,32 @@ REGENERATE = "regenerate with: loopengine schema {0} > schemas/{0}.schema.json"
 def test_checked_in_schema_matches_the_models(name: str, generate: Any) -> None:
     checked_in = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
     assert checked_in == generate(), REGENERATE.format(name)
+
+
+@pytest.mark.parametrize("name", ["loop", "config"])
+def test_validation_reads_the_shipped_schema_without_generating_it(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def generate() -> None:
+        raise AssertionError("generated from the models")
+
+    monkeypatch.setattr(_schema, "loop_schema", generate)
+    monkeypatch.setattr(_schema, "config_schema", generate)
+    shipped = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
+    assert _schema.shipped_schema.__wrapped__(name) == shipped
+
+
+def test_the_validators_use_the_shipped_definitions() -> None:
+    assert loop_validator().schema["$defs"] == _schema.shipped_schema("loop")["$defs"]
+    assert config_validator().schema["$defs"] == _schema.shipped_schema("config")["$defs"]
+
+
+@pytest.mark.parametrize(("name", "generate"), [("loop", loop_schema), ("config", config_schema)])
+def test_without_shipped_schemas_they_are_generated(
+    name: str, generate: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(_schema, "_PACKAGE", tmp_path / "loopengine")
+    assert _schema.shipped_schema.__wrapped__(name) == generate()
 
 
 @pytest.mark.parametrize("name", ["loop", "config"])

@@ -74,9 +74,11 @@ async def slow(ctx: SkillContext, seconds: float = 1.0) -> dict[str, Any]:
 
 @skill("spend")
 async def spend(ctx: SkillContext, tokens: int = 100) -> SkillOutput:
-    """Report LLM usage."""
+    """Count LLM usage into the loop's budget, as an LLM-calling skill does."""
     _record(ctx, "spend")
-    return SkillOutput(data={"spent": tokens}, metrics={"tokens_used": tokens, "llm_calls": 1})
+    assert ctx.spend is not None
+    ctx.spend(tokens, 1)
+    return SkillOutput(data={"spent": tokens}, metrics={"llm.tokens": tokens})
 
 
 @skill("sync_count")

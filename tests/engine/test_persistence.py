@@ -8,9 +8,10 @@ import pytest
 import sqlalchemy as sa
 
 from loopengine.contract import Outcome
-from loopengine.engine import Engine, NotResumable, answer_approval, new_envelope, resume
+from loopengine.engine import Engine, answer_approval, new_envelope, resume
+from loopengine.errors import NotResumable
 from loopengine.skills import Registry
-from loopengine.store import approvals, executions, phase_results
+from loopengine.store import approvals, executions
 from tests.engine import skills_for_tests
 from tests.engine.conftest import Harness, open_harness
 
@@ -122,9 +123,8 @@ async def test_resume_continues_after_the_last_committed_phase(harness: Harness)
 
     def interrupt_after_decide(connection: sa.Connection) -> None:
         connection.execute(
-            phase_results.delete().where(
-                phase_results.c.execution_id == execution_id, phase_results.c.seq > 3
-            )
+            sa.text("DELETE FROM phase_results WHERE execution_id = :id AND seq > 3"),
+            {"id": execution_id},
         )
         executions.update_execution(
             connection, execution_id, status="interrupted", outcome="interrupted"

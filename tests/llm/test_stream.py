@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from loopengine.llm import Assembly, StreamProblem, event_data
+from loopengine.errors import LLMError
+from loopengine.llm import Assembly, event_data
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
@@ -87,5 +88,5 @@ def test_usage_and_reasoning_are_kept() -> None:
     ],
 )
 def test_a_broken_stream_says_what_broke(data: str, problem: str) -> None:
-    with pytest.raises(StreamProblem, match=problem):
+    with pytest.raises(LLMError, match=problem):
         Assembly().feed(data)

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from loopengine.errors import ThreadError
 from loopengine.llm import (
-    ThreadError,
     append_batch,
     load_thread,
     mask_pii,

@@ -11,7 +11,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from loopengine.llm import ThreadError, append_batch, load_thread, thread_version
+from loopengine.errors import ThreadError
+from loopengine.llm import append_batch, load_thread, thread_version
 from loopengine.store import create_engine, migrate
 
 SESSION = "s"
