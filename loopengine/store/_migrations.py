@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
+import loopengine.store._tables as tables
 from loopengine.errors import StorageError
-from loopengine.store import _tables as tables
 
 __all__ = ["MIGRATIONS", "Migration", "migrate"]
 
@@ -42,10 +42,25 @@ def _drop_cross_session_index(connection: sa.Connection) -> None:
     connection.execute(sa.text("DROP INDEX IF EXISTS ix_chat_messages_tool_call_id"))
 
 
+_HISTORY_INDEXES = (
+    "ix_executions_started",
+    "ix_executions_outcome_started",
+    "ix_executions_loop_outcome_started",
+)
+
+
+def _history_indexes(connection: sa.Connection) -> None:
+    # A new database already has them: version 1 creates the tables as defined today.
+    indexes = {str(index.name): index for index in tables.executions.indexes}
+    for name in _HISTORY_INDEXES:
+        indexes[name].create(connection, checkfirst=True)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial tables", _initial),
     Migration(2, "LLM node health and chat threads", _chat),
     Migration(3, "tool-call ids are unique per session only", _drop_cross_session_index),
+    Migration(4, "indexes for history by start time and outcome", _history_indexes),
 )
 
 

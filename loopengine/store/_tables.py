@@ -59,6 +59,10 @@ executions = sa.Table(
     sa.Index("ix_executions_loop_started", "loop_id", "started_at"),
     sa.Index("ix_executions_loop_completed", "loop_id", "completed_at"),
     sa.Index("ix_executions_status", "status"),
+    # `history`: newest first, optionally by outcome, optionally within one loop (migration 4).
+    sa.Index("ix_executions_started", "started_at"),
+    sa.Index("ix_executions_outcome_started", "outcome", "started_at"),
+    sa.Index("ix_executions_loop_outcome_started", "loop_id", "outcome", "started_at"),
 )
 
 phase_results = sa.Table(
