@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import anyio
 
-__all__ = ["run_all"]
+__all__ = ["first_error", "run_all"]
 
 
 async def run_all(tasks: Sequence[Callable[[], Coroutine[Any, Any, None]]]) -> None:
@@ -15,10 +16,17 @@ async def run_all(tasks: Sequence[Callable[[], Coroutine[Any, Any, None]]]) -> N
     if len(tasks) == 1:
         await tasks[0]()
         return
-    try:
+    with first_error():
         async with anyio.create_task_group() as group:
             for task in tasks:
                 group.start_soon(task)
+
+
+@contextmanager
+def first_error() -> Iterator[None]:
+    """Raise a task group's first failure as itself rather than wrapped in an exception group."""
+    try:
+        yield
     except BaseExceptionGroup as group_error:
         raise _first(group_error) from None
 

@@ -124,12 +124,13 @@ def _runtime_commands(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _runtime_call(args: argparse.Namespace, console: Console) -> Any:
-    from loopengine.commands import admin, chat, executions, run
-
+    """The coroutine of a run-time command; only that command's module is imported."""
     config: Path | None = getattr(args, "config", None)
     as_json: bool = getattr(args, "json", False)
     command = args.command
     if command == "run":
+        from loopengine.commands import run
+
         return partial(
             run.run_loop,
             console,
@@ -141,20 +142,28 @@ def _runtime_call(args: argparse.Namespace, console: Console) -> Any:
             as_json=as_json,
         )
     if command == "chat":
+        from loopengine.commands import chat
+
         return partial(chat.run_chat, console, args.message, args.session, config, as_json)
-    if command == "history":
+    if command in ("history", "show"):
+        from loopengine.commands import history
+
+        if command == "show":
+            return partial(history.run_show, console, args.execution_id, config, as_json)
         return partial(
-            executions.run_history, console, args.loop_id, args.limit, args.outcome, config, as_json
+            history.run_history, console, args.loop_id, args.limit, args.outcome, config, as_json
         )
-    if command == "show":
-        return partial(executions.run_show, console, args.execution_id, config, as_json)
-    if command in ("approve", "reject"):
+    if command in ("approve", "reject", "resume"):
+        from loopengine.commands import executions
+
+        if command == "resume":
+            return partial(executions.run_resume, console, args.execution_id, config, as_json)
         approve = command == "approve"
         return partial(
             executions.run_answer, console, args.execution_id, approve, args.note, config, as_json
         )
-    if command == "resume":
-        return partial(executions.run_resume, console, args.execution_id, config, as_json)
+    from loopengine.commands import admin
+
     if command == "flags" and args.flags_command == "set":
         return partial(admin.run_flags_set, console, args.name, args.state, config, as_json)
     if command == "flags":

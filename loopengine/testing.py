@@ -1,5 +1,6 @@
 """What users need to test their own loops: a scripted OpenAI-compatible server on loopback,
-and an in-memory store (``await memory_store()``, the real store on SQLite ``:memory:``).
+and an in-memory store (``async with memory_store() as store``, the real store on SQLite
+``:memory:``).
 
     with FakeLLMServer() as server:
         server.script("qwen3:1.7b", [tool_call("list_dir", {"path": "."}), reply("Done.")])
@@ -18,7 +19,8 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -294,6 +296,9 @@ def _chunks(request: dict[str, Any], response: Response) -> Iterator[dict[str, A
         yield {**base, "choices": [], "usage": _usage(response)}
 
 
-async def memory_store() -> Store:
-    """A fresh store in memory (migrated, same code as the file one); close it when done."""
-    return await Store.open("sqlite://")
+@asynccontextmanager
+async def memory_store() -> AsyncIterator[Store]:
+    """A fresh store in memory (migrated, same code as the file one), for as long as the block
+    lasts: ``async with memory_store() as store:``."""
+    async with Store.open("sqlite://") as store:
+        yield store

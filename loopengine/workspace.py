@@ -1,4 +1,5 @@
-"""The workspace a command runs in: the config file, and the registry its plugins fill."""
+"""The workspace a command runs in: the config file (``Settings``), and the registry its plugins
+fill (``Workspace``)."""
 
 from __future__ import annotations
 
@@ -22,21 +23,69 @@ from loopengine.errors import ContractError
 from loopengine.skills import Registry, load_entry_points, load_plugin
 from loopengine.skills.builtin import builtin_registry
 
-__all__ = ["CONFIG_ENV", "CONFIG_NAME", "Workspace", "find_config", "load_workspace"]
+__all__ = [
+    "CONFIG_ENV",
+    "CONFIG_NAME",
+    "DATABASE_ENV",
+    "Settings",
+    "Workspace",
+    "find_config",
+    "load_workspace",
+    "read_settings",
+]
 
 CONFIG_NAME = "loopengine.yaml"
 CONFIG_ENV = "LOOPENGINE_CONFIG"
+DATABASE_ENV = "LOOPENGINE_DATABASE"
 _STORAGE_SCHEMES = frozenset({"file", "sqlite", "postgresql", "postgres", "redis", "rediss"})
 
 
 @dataclass(frozen=True, slots=True)
-class Workspace:
-    """A loaded config, the folder its relative paths start from, and the registry."""
+class Settings:
+    """The config, the folder its relative paths start from, and its file (None: defaults)."""
 
     config: Config
     base: Path
+    file: Path | None
+    document: YamlDocument | None = None
+
+    @property
+    def database_url(self) -> str:
+        """``$LOOPENGINE_DATABASE``, else the config's; a relative SQLite path starts at the
+        config's folder."""
+        url = os.environ.get(DATABASE_ENV) or self.config.database
+        scheme, sep, rest = url.partition(":///")
+        if scheme.split("+")[0] != "sqlite" or not sep or rest in ("", ":memory:"):
+            return url
+        path, query, params = rest.partition("?")
+        if Path(path).expanduser().is_absolute():
+            return url
+        return f"{scheme}:///{self.base / Path(path).expanduser()}{query}{params}"
+
+    @property
+    def sqlite_file(self) -> Path | None:
+        """The database file when the store is a SQLite file."""
+        scheme, sep, rest = self.database_url.partition(":///")
+        path = rest.partition("?")[0]
+        if scheme.split("+")[0] != "sqlite" or not sep or path in ("", ":memory:"):
+            return None
+        return Path(path)
+
+
+@dataclass(frozen=True, slots=True)
+class Workspace:
+    """The settings and the registry of built-in and plugin skills."""
+
+    settings: Settings
     registry: Registry
-    config_file: Path | None = None
+
+    @property
+    def config(self) -> Config:
+        return self.settings.config
+
+    @property
+    def base(self) -> Path:
+        return self.settings.base
 
     @property
     def env(self) -> Env:
@@ -94,15 +143,20 @@ def _read_config(file: Path) -> tuple[Config, YamlDocument]:
     return config, document
 
 
+def read_settings(config_file: Path | None = None) -> Settings:
+    """The config (defaults when there is none), without loading any skill."""
+    file = find_config(config_file)
+    if file is None:
+        return Settings(Config(), Path.cwd(), None)
+    config, document = _read_config(file)
+    return Settings(config, file.resolve().parent, file, document)
+
+
 def load_workspace(config_file: Path | None = None, *, entry_points: bool = True) -> Workspace:
     """Read the config (defaults when there is none) and load built-in and plugin skills."""
-    file = find_config(config_file)
+    settings = read_settings(config_file)
+    config, base, document = settings.config, settings.base, settings.document
     registry = builtin_registry()
-    if file is None:
-        config, base, document = Config(), Path.cwd(), None
-    else:
-        config, document = _read_config(file)
-        base = file.resolve().parent
     if entry_points:
         load_entry_points(registry)
     for index, spec in enumerate(config.plugins):
@@ -113,4 +167,4 @@ def load_workspace(config_file: Path | None = None, *, entry_points: bool = True
                 raise
             diagnostic = document.diagnostic(("plugins", index), str(exc))
             raise ContractError(diagnostic.format(), [diagnostic]) from exc
-    return Workspace(config, base, registry, file)
+    return Workspace(settings, registry)

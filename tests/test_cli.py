@@ -212,3 +212,17 @@ def test_every_command_imports_cleanly_in_a_fresh_process(
     (tmp_path / "x.yaml").write_text(MINIMAL)
     result = _cli(*command, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("command", [["validate", "seo_audit_loop.yaml"], ["schema"], ["skills"]])
+def test_read_commands_load_no_database_or_http_layer(command: list[str]) -> None:
+    code = (
+        "import sys\nfrom loopengine.cli import main\n"
+        f"code = main({command!r})\n"
+        "print(code, sorted(m for m in ('sqlalchemy', 'httpx') if m in sys.modules))"
+    )
+    seed = Path(__file__).parent.parent / "examples" / "seo_audit"
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=seed, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.splitlines()[-1] == "0 []"

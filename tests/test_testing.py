@@ -20,13 +20,10 @@ pytestmark = pytest.mark.anyio
 async def test_memory_store_runs_a_loop(load: Callable[[str], LoadReport]) -> None:
     report = load(MINIMAL)
     assert report.loop is not None
-    store = await memory_store()
-    try:
+    async with memory_store() as store:
         done = await Engine(Services(builtin_registry(), store)).run(report.loop)
         rows = await store.read(executions.list_executions)
-        assert [r["id"] for r in rows] == [done.execution_id]
-    finally:
-        await store.close()
+    assert [row.id for row in rows] == [done.execution_id]
 
 
 def test_scripts_answer_in_order_then_500() -> None:

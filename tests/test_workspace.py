@@ -23,7 +23,7 @@ def test_no_config_gives_working_defaults(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(CONFIG_ENV, raising=False)
     workspace = load_workspace(entry_points=False)
-    assert workspace.config_file is None
+    assert workspace.settings.file is None
     assert workspace.config.database == "sqlite:///.loopengine/loopengine.db"
     assert workspace.registry.find_skill("log_only") is not None
 

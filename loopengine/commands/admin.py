@@ -6,10 +6,9 @@ import time
 from pathlib import Path
 
 from loopengine.commands._console import Console
-from loopengine.engine import iso
 from loopengine.errors import ContractError
 from loopengine.runtime import open_runtime
-from loopengine.store import flags, signals
+from loopengine.store import flags, iso, signals
 
 __all__ = ["run_flags_list", "run_flags_set", "run_metric"]
 

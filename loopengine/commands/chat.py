@@ -11,10 +11,9 @@ from loopengine._resources import shipped_loop
 from loopengine.commands._console import Console
 from loopengine.commands._progress import live_progress
 from loopengine.contract import Outcome
-from loopengine.engine import new_envelope
 from loopengine.errors import ContractError, LoopEngineError
 from loopengine.runtime import open_runtime
-from loopengine.store import executions
+from loopengine.store import executions, new_envelope
 
 __all__ = ["CHAT_LOOP", "run_chat"]
 
@@ -23,7 +22,7 @@ CHAT_LOOP = "reflexive_chat"
 
 def _chat_of(connection: sa.Connection, execution_id: str) -> dict[str, Any]:
     row = executions.get_execution(connection, execution_id)
-    chat = (row or {}).get("context", {}).get("data", {}).get("chat")
+    chat = row.context.get("data", {}).get("chat") if row else None
     return chat if isinstance(chat, dict) else {}
 
 

@@ -1,48 +1,117 @@
-"""Loop contracts: models, YAML loading with positions, JSON Schemas and semantic checks."""
+"""Loop contracts: models, YAML loading with positions, JSON Schemas and semantic checks.
 
-from loopengine.contract._config import Cluster, Config, Node
-from loopengine.contract._diagnostics import Diagnostic, Level
-from loopengine.contract._documents import build_model, config_validator, schema_check
-from loopengine.contract._enums import (
-    Aggregation,
-    AnalysisStrategy,
-    ArtifactType,
-    AuditField,
-    BuiltinAction,
-    Catchup,
-    Durability,
-    ExecMode,
-    FeedbackType,
-    MissingMetric,
-    Operator,
-    Outcome,
-    OverlapPolicy,
-    Phase,
-    Priority,
-    Severity,
-    SourceType,
-    TriggerType,
-    WebhookMethod,
-)
-from loopengine.contract._loader import LoadReport, Loop, LoopLoader, find_loop_files
-from loopengine.contract._lookup import ParamProblem, SkillInfo, SkillLookup
-from loopengine.contract._loop import Budget, LoopSpec
-from loopengine.contract._phases import (
-    Act,
-    Action,
-    Analyze,
-    Condition,
-    ContextRequirement,
-    Detect,
-    Learn,
-    Rule,
-    Source,
-    Store,
-    Validate,
-)
-from loopengine.contract._schema import config_schema, loop_schema
-from loopengine.contract._triggers import CronTrigger, ThresholdTrigger, WebhookTrigger
-from loopengine.contract._yaml_source import MAX_NODES, Position, YamlDocument, parse_yaml
+Names load with their module on first use, so reading the config does not build every loop model.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from loopengine._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from loopengine.contract._config import Cluster, Config, Node
+    from loopengine.contract._diagnostics import Diagnostic, Level
+    from loopengine.contract._documents import build_model, config_validator, schema_check
+    from loopengine.contract._enums import (
+        Aggregation,
+        AnalysisStrategy,
+        ArtifactType,
+        AuditField,
+        BuiltinAction,
+        Catchup,
+        Durability,
+        ExecMode,
+        FeedbackType,
+        MissingMetric,
+        Operator,
+        Outcome,
+        OverlapPolicy,
+        Phase,
+        Priority,
+        Severity,
+        SourceType,
+        TriggerType,
+        WebhookMethod,
+    )
+    from loopengine.contract._loader import LoadReport, Loop, LoopLoader, find_loop_files
+    from loopengine.contract._lookup import ParamProblem, SkillInfo, SkillLookup
+    from loopengine.contract._loop import Budget, LoopSpec
+    from loopengine.contract._phases import (
+        Act,
+        Action,
+        Analyze,
+        Condition,
+        ContextRequirement,
+        Detect,
+        Learn,
+        Rule,
+        Source,
+        Store,
+        Validate,
+    )
+    from loopengine.contract._schema import config_schema, loop_schema
+    from loopengine.contract._triggers import CronTrigger, ThresholdTrigger, WebhookTrigger
+    from loopengine.contract._yaml_source import MAX_NODES, Position, YamlDocument, parse_yaml
+
+_EXPORTS = {
+    "Act": "loopengine.contract._phases",
+    "Action": "loopengine.contract._phases",
+    "Aggregation": "loopengine.contract._enums",
+    "AnalysisStrategy": "loopengine.contract._enums",
+    "Analyze": "loopengine.contract._phases",
+    "ArtifactType": "loopengine.contract._enums",
+    "AuditField": "loopengine.contract._enums",
+    "Budget": "loopengine.contract._loop",
+    "BuiltinAction": "loopengine.contract._enums",
+    "Catchup": "loopengine.contract._enums",
+    "Cluster": "loopengine.contract._config",
+    "Condition": "loopengine.contract._phases",
+    "Config": "loopengine.contract._config",
+    "ContextRequirement": "loopengine.contract._phases",
+    "CronTrigger": "loopengine.contract._triggers",
+    "Detect": "loopengine.contract._phases",
+    "Diagnostic": "loopengine.contract._diagnostics",
+    "Durability": "loopengine.contract._enums",
+    "ExecMode": "loopengine.contract._enums",
+    "FeedbackType": "loopengine.contract._enums",
+    "Learn": "loopengine.contract._phases",
+    "Level": "loopengine.contract._diagnostics",
+    "LoadReport": "loopengine.contract._loader",
+    "Loop": "loopengine.contract._loader",
+    "LoopLoader": "loopengine.contract._loader",
+    "LoopSpec": "loopengine.contract._loop",
+    "MAX_NODES": "loopengine.contract._yaml_source",
+    "MissingMetric": "loopengine.contract._enums",
+    "Node": "loopengine.contract._config",
+    "Operator": "loopengine.contract._enums",
+    "Outcome": "loopengine.contract._enums",
+    "OverlapPolicy": "loopengine.contract._enums",
+    "ParamProblem": "loopengine.contract._lookup",
+    "Phase": "loopengine.contract._enums",
+    "Position": "loopengine.contract._yaml_source",
+    "Priority": "loopengine.contract._enums",
+    "Rule": "loopengine.contract._phases",
+    "Severity": "loopengine.contract._enums",
+    "SkillInfo": "loopengine.contract._lookup",
+    "SkillLookup": "loopengine.contract._lookup",
+    "Source": "loopengine.contract._phases",
+    "SourceType": "loopengine.contract._enums",
+    "Store": "loopengine.contract._phases",
+    "ThresholdTrigger": "loopengine.contract._triggers",
+    "TriggerType": "loopengine.contract._enums",
+    "Validate": "loopengine.contract._phases",
+    "WebhookMethod": "loopengine.contract._enums",
+    "WebhookTrigger": "loopengine.contract._triggers",
+    "YamlDocument": "loopengine.contract._yaml_source",
+    "build_model": "loopengine.contract._documents",
+    "config_schema": "loopengine.contract._schema",
+    "config_validator": "loopengine.contract._documents",
+    "find_loop_files": "loopengine.contract._loader",
+    "loop_schema": "loopengine.contract._schema",
+    "parse_yaml": "loopengine.contract._yaml_source",
+    "schema_check": "loopengine.contract._documents",
+}
 
 __all__ = [
     "MAX_NODES",
@@ -102,3 +171,5 @@ __all__ = [
     "parse_yaml",
     "schema_check",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

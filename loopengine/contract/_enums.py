@@ -56,6 +56,22 @@ class Outcome(StrEnum):
     INTERRUPTED = "interrupted"
     CANCELLED = "cancelled"
 
+    @property
+    def succeeded(self) -> bool:
+        """Whether the loop did what it should (``run`` exits 0): it completed, or found nothing
+        to do."""
+        return self in (
+            Outcome.COMPLETED,
+            Outcome.SKIPPED,
+            Outcome.NOTHING_DETECTED,
+            Outcome.NO_ACTION,
+        )
+
+
+_SUCCEEDED = frozenset(
+    {Outcome.COMPLETED, Outcome.SKIPPED, Outcome.NOTHING_DETECTED, Outcome.NO_ACTION}
+)
+
 
 class TriggerType(StrEnum):
     """What starts a loop."""

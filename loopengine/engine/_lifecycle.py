@@ -11,14 +11,20 @@ from typing import Any
 import sqlalchemy as sa
 
 from loopengine.contract import Loop, Outcome
-from loopengine.engine._envelope import JobEnvelope
 from loopengine.engine._persistence import OWNER, Recorder
-from loopengine.engine._records import PhaseRecord, Usage
 from loopengine.engine._run import Rollback, Run
 from loopengine.engine._runner import ORDER, Engine, ExecutionDone
 from loopengine.engine._services import NO_PARAMS
 from loopengine.errors import NotResumable
-from loopengine.store import approvals, executions, jobs, signals
+from loopengine.store import (
+    ExecutionRecord,
+    ExecutionRow,
+    JobEnvelope,
+    Usage,
+    approvals,
+    executions,
+    signals,
+)
 
 __all__ = ["answer_approval", "escalate_overdue", "recover_interrupted", "resume"]
 
@@ -32,62 +38,26 @@ def _rollback_template(loop: Loop, action_id: str) -> Any:
     return NO_PARAMS
 
 
-async def _load(
-    engine: Engine, execution_id: str
-) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
-    store = engine.services.store
-    assert store is not None
-
-    def read(connection: Any) -> tuple[Any, Any, Any]:
-        row = executions.get_execution(connection, execution_id)
-        if row is None:
-            return None, [], None
-        return (
-            row,
-            executions.phases_of(connection, execution_id),
-            jobs.get_envelope(connection, row["job_id"]),
-        )
-
-    row, phases, envelope = await store.read(read)
-    if row is None:
+async def _load(engine: Engine, execution_id: str) -> ExecutionRecord:
+    record = await engine.services.store.read(lambda c: executions.read_record(c, execution_id))
+    if record is None or record.envelope is None:
         raise NotResumable(f"no execution {execution_id!r} (see `loopengine history`)")
-    return row, phases, envelope
+    return record
 
 
-def _rebuild(
-    row: dict[str, Any], phases: list[dict[str, Any]], envelope: dict[str, Any], loop: Loop
-) -> Run:
-    state = row["context"]
+def _rebuild(record: ExecutionRecord, envelope: JobEnvelope, loop: Loop) -> Run:
+    row, state = record.execution, record.execution.context
     run = Run(
-        execution_id=row["id"],
+        execution_id=row.id,
         loop=loop,
-        envelope=JobEnvelope(
-            envelope["job_id"],
-            envelope["trace_id"],
-            envelope["intent"],
-            envelope["scope"],
-            envelope["payload"],
-            envelope["constraints"],
-            envelope["idempotency_key"],
-        ),
+        envelope=envelope,
         data=state["data"],
-        started_at=row["started_at"],
-        trigger_type=row["trigger_type"],
-        dry_run=row["dry_run"],
+        started_at=row.started_at,
+        trigger_type=row.trigger_type,
+        dry_run=row.dry_run,
     )
-    run.phases = [
-        PhaseRecord(
-            p["phase"],
-            p["started_at"],
-            p["completed_at"],
-            p["success"],
-            p["data"],
-            tuple(p["errors"]),
-            p["outcome"],
-        )
-        for p in phases
-    ]
-    run.usage = Usage(**row["usage"])
+    run.phases = list(record.phases)
+    run.usage = Usage(**row.usage)
     run.rollbacks = [
         Rollback(
             r["action_id"],
@@ -106,14 +76,16 @@ def _rebuild(
 
 async def _restore(
     engine: Engine, load_loop: LoopLoader, execution_id: str
-) -> tuple[Run, Recorder, dict[str, Any]]:
-    row, phases, envelope = await _load(engine, execution_id)
-    loop = load_loop(row["loop_file"])
-    if loop.id != row["loop_id"]:
-        raise NotResumable(f"{row['loop_file']} now holds loop '{loop.id}', not '{row['loop_id']}'")
-    run = _rebuild(row, phases, envelope, loop)
+) -> tuple[Run, Recorder, ExecutionRow]:
+    record = await _load(engine, execution_id)
+    row = record.execution
+    loop = load_loop(row.loop_file)
+    if loop.id != row.loop_id:
+        raise NotResumable(f"{row.loop_file} now holds loop '{loop.id}', not '{row.loop_id}'")
+    assert record.envelope is not None
+    run = _rebuild(record, record.envelope, loop)
     recorder = engine.recorder(loop, resumed=True)
-    recorder.resume_at(max((p["seq"] for p in phases), default=0))
+    recorder.resume_at(len(record.phases))
     return run, recorder, row
 
 
@@ -128,12 +100,11 @@ def _next_index(run: Run) -> int:
 async def resume(engine: Engine, load_loop: LoopLoader, execution_id: str) -> ExecutionDone:
     """Continue an interrupted execution from the phase after its last committed one."""
     run, recorder, row = await _restore(engine, load_loop, execution_id)
-    if row["status"] != "interrupted":
+    if row.status != "interrupted":
         raise NotResumable(
-            f"execution {execution_id} is {row['outcome'] or row['status']}, not interrupted"
+            f"execution {execution_id} is {row.outcome or row.status}, not interrupted"
         )
     store = engine.services.store
-    assert store is not None
     await store.write(
         lambda c: executions.update_execution(
             c, execution_id, status="running", outcome=None, owner=OWNER
@@ -144,7 +115,6 @@ async def resume(engine: Engine, load_loop: LoopLoader, execution_id: str) -> Ex
 
 async def _pending(engine: Engine, execution_id: str) -> dict[str, Any]:
     store = engine.services.store
-    assert store is not None
     gate = await store.read(lambda c: approvals.get_approval(c, execution_id))
     if gate is None:
         raise NotResumable(f"execution {execution_id} has no approval gate")
@@ -163,7 +133,6 @@ async def answer_approval(
         await escalate_overdue(engine, load_loop)
         raise NotResumable(f"the approval window of {execution_id} closed: it was escalated")
     store = engine.services.store
-    assert store is not None
     status = "approved" if approve else "rejected"
     if not await store.write(
         lambda c: approvals.decide_approval(c, execution_id, status, now, note)
@@ -186,7 +155,6 @@ async def _escalate(
     engine: Engine, load_loop: LoopLoader, gate: dict[str, Any], now: float
 ) -> bool:
     store = engine.services.store
-    assert store is not None
     execution_id = gate["execution_id"]
 
     def close(connection: sa.Connection) -> bool:
@@ -212,7 +180,6 @@ async def _escalate(
 async def escalate_overdue(engine: Engine, load_loop: LoopLoader) -> list[str]:
     """End every approval wait past its deadline as ``escalated`` and emit the escalation event."""
     store = engine.services.store
-    assert store is not None
     now = engine.services.clock()
     overdue = [g for g in await store.read(approvals.pending_approvals) if g["deadline"] < now]
     return [g["execution_id"] for g in overdue if await _escalate(engine, load_loop, g, now)]
@@ -231,19 +198,17 @@ def _alive(pid: int) -> bool:
 async def recover_interrupted(engine: Engine) -> list[str]:
     """Mark executions whose process died mid-run (on this host) as ``interrupted``."""
     store = engine.services.store
-    if store is None:
-        return []
     host = socket.gethostname()
     found = []
     for row in await store.read(executions.running_executions):
-        owner_host, _, pid = str(row["owner"] or "").rpartition(":")
+        owner_host, _, pid = str(row.owner or "").rpartition(":")
         if (
             owner_host == host
             and pid.isdigit()
             and int(pid) != os.getpid()
             and not _alive(int(pid))
         ):
-            found.append(row["id"])
+            found.append(row.id)
     now = time.time()
 
     def mark(connection: sa.Connection) -> None:

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import socket
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import sqlalchemy as sa
 
 from loopengine.contract import Durability
-from loopengine.engine._records import PhaseRecord
 from loopengine.engine._redact import redact
 from loopengine.engine._run import Run
-from loopengine.store import Store, executions, jobs
+from loopengine.store import ExecutionRow, Pending, PhaseResult, Store, executions, jobs
 from loopengine.store import approvals as approval_rows
 
 __all__ = ["OWNER", "CommitListener", "Recorder", "Write", "snapshot"]
@@ -26,7 +25,7 @@ OWNER = f"{socket.gethostname()}:{os.getpid()}"
 
 
 def snapshot(run: Run) -> dict[str, Any]:
-    """What a resumed execution needs besides its phase rows."""
+    """What a resumed execution needs besides its phase rows and envelope."""
     return {
         "data": run.data,
         "rollbacks": [
@@ -39,37 +38,22 @@ def snapshot(run: Run) -> dict[str, Any]:
     }
 
 
-def _phase_row(run: Run, seq: int, record: PhaseRecord) -> dict[str, Any]:
-    return {
-        "execution_id": run.execution_id,
-        "seq": seq,
-        "phase": record.phase,
-        "started_at": record.started_at,
-        "completed_at": record.completed_at,
-        "success": record.success,
-        "outcome": record.outcome,
-        "data": redact(record.data, run.secrets),
-        "errors": redact(list(record.errors), run.secrets),
-    }
-
-
-def _execution_row(run: Run, status: str) -> dict[str, Any]:
-    return {
-        "id": run.execution_id,
-        "loop_id": run.loop.id,
-        "loop_version": run.loop.version,
-        "loop_file": run.loop.file,
-        "status": status,
-        "outcome": None,
-        "job_id": run.envelope.job_id,
-        "trigger_type": run.trigger_type,
-        "durability": run.loop.spec.durability.value,
-        "dry_run": run.dry_run,
-        "started_at": run.started_at,
-        "owner": OWNER,
-        "context": redact(snapshot(run), run.secrets),
-        "usage": run.usage.as_dict(),
-    }
+def _execution_row(run: Run) -> ExecutionRow:
+    return ExecutionRow(
+        id=run.execution_id,
+        loop_id=run.loop.id,
+        loop_version=run.loop.version,
+        loop_file=run.loop.file,
+        status="running",
+        job_id=run.envelope.job_id,
+        trigger_type=run.trigger_type,
+        durability=run.loop.spec.durability.value,
+        dry_run=run.dry_run,
+        started_at=run.started_at,
+        owner=OWNER,
+        context=redact(snapshot(run), run.secrets),
+        usage=run.usage.as_dict(),
+    )
 
 
 def _progress(run: Run) -> dict[str, Any]:
@@ -89,7 +73,7 @@ class Recorder:
 
     def __init__(
         self,
-        store: Store | None,
+        store: Store,
         durability: Durability,
         *,
         resumed: bool = False,
@@ -102,39 +86,43 @@ class Recorder:
         self.writes: list[Write] = []
         self.inserted = resumed
         self.seq = 0
-        self.inflight: list[asyncio.Future[None]] = []
+        self.inflight: list[Pending[None]] = []
 
     def resume_at(self, seq: int) -> None:
         self.seq = seq
 
-    def hold(self, run: Run, record: PhaseRecord) -> None:
+    def hold(self, run: Run, record: PhaseResult) -> None:
         """Queue a phase row for the next commit (rows stay in phase order)."""
-        if self.store is not None:
-            self.seq += 1
-            self.rows.append(_phase_row(run, self.seq, record))
+        self.seq += 1
+        redacted = PhaseResult(
+            record.phase,
+            record.started_at,
+            record.completed_at,
+            record.success,
+            redact(record.data, run.secrets),
+            tuple(redact(list(record.errors), run.secrets)),
+            record.outcome,
+        )
+        self.rows.append(redacted.row(run.execution_id, self.seq))
 
     async def _commit(
         self, run: Run, what: str, values: dict[str, Any], *, wait: bool = True
     ) -> None:
         """One transaction: the execution row with ``values``, pending rows and writes.
 
-        Commits of phases are not waited for (the writer groups them); the last one is, and it
+        Commits of phases are not waited for (the store groups them); the last one is, and it
         surfaces any failure of those before it.
         """
-        assert self.store is not None
         rows, writes = self.rows, self.writes
         self.rows, self.writes = [], []
         execution_id = run.execution_id
-        fresh: dict[str, Any] | None = None
-        if not self.inserted:
-            fresh = {**_execution_row(run, "running"), **values}
-            envelope = {**run.envelope.as_dict(), "execution_id": execution_id}
-            envelope["created_at"] = run.started_at
+        fresh = None if self.inserted else replace(_execution_row(run), **values)
         self.inserted = True
+        envelope, created_at = run.envelope, run.started_at
 
         def apply(connection: sa.Connection) -> None:
             if fresh is not None:
-                jobs.insert_envelope(connection, envelope)
+                jobs.insert_envelope(connection, envelope, execution_id, created_at)
                 executions.insert_execution(connection, fresh)
             elif values:
                 executions.update_execution(connection, execution_id, **values)
@@ -142,29 +130,25 @@ class Recorder:
             for write in writes:
                 write(connection)
 
-        future = self.store.submit(apply)
+        pending = self.store.submit(apply)
         if self.on_commit is not None:
             listener = self.on_commit
-            future.add_done_callback(
-                lambda done: listener(execution_id, what) if not done.exception() else None
-            )
-        self.inflight.append(future)
+            pending.on_done = lambda error: listener(execution_id, what) if error is None else None
+        self.inflight.append(pending)
         if wait:
             inflight, self.inflight = self.inflight, []
-            await asyncio.shield(future)
+            await pending.wait()
             for earlier in inflight:
-                if earlier.exception() is not None:
-                    raise earlier.exception()  # type: ignore[misc]
+                if earlier.error is not None:
+                    raise earlier.error
 
     async def started(self, run: Run) -> None:
         """Acknowledge the start: committed now with per-phase durability."""
-        if self.store is not None and self.per_phase:
+        if self.per_phase:
             await self._commit(run, "started", {}, wait=False)
 
-    async def phase(self, run: Run, record: PhaseRecord, writes: Sequence[Write]) -> None:
+    async def phase(self, run: Run, record: PhaseResult, writes: Sequence[Write]) -> None:
         """Record one finished phase with the context it left (for resume)."""
-        if self.store is None:
-            return
         self.hold(run, record)
         self.writes.extend(writes)
         if self.per_phase:
@@ -172,8 +156,6 @@ class Recorder:
 
     async def suspended(self, run: Run, approval: dict[str, Any]) -> None:
         """Persist everything and wait for a human: status ``waiting``."""
-        if self.store is None:
-            return
         self.writes.append(lambda c: approval_rows.insert_approval(c, approval))
         values = {**_progress(run), "status": "waiting", "outcome": "awaiting_approval"}
         await self._commit(run, "waiting", values)
@@ -181,15 +163,13 @@ class Recorder:
     async def finished(
         self,
         run: Run,
-        skipped: Sequence[PhaseRecord],
+        skipped: Sequence[PhaseResult],
         outcome: str,
         completed_at: float,
         writes: Sequence[Write],
         error: str | None,
     ) -> None:
         """The last commit: remaining phase rows, the outcome, and the store phase's writes."""
-        if self.store is None:
-            return
         for record in skipped:
             self.hold(run, record)
         self.writes.extend(writes)

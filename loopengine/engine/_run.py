@@ -6,9 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loopengine.contract import Loop
-from loopengine.engine._envelope import JobEnvelope
-from loopengine.engine._records import PhaseRecord, Usage
 from loopengine.expr import Template
+from loopengine.store import JobEnvelope, PhaseResult, Usage
 
 __all__ = ["Rollback", "Run"]
 
@@ -33,7 +32,7 @@ class Run:
     started_at: float
     trigger_type: str
     dry_run: bool = False
-    phases: list[PhaseRecord] = field(default_factory=list)
+    phases: list[PhaseResult] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     rollbacks: list[Rollback] = field(default_factory=list)
     secrets: set[str] = field(default_factory=set)

@@ -13,9 +13,7 @@ import anyio
 import sqlalchemy as sa
 
 from loopengine.contract import Loop, Outcome, Phase
-from loopengine.engine._envelope import JobEnvelope, new_envelope, new_id
 from loopengine.engine._persistence import CommitListener, Recorder, Write
-from loopengine.engine._records import PhaseRecord, iso
 from loopengine.engine._rollback import roll_back
 from loopengine.engine._run import Run
 from loopengine.engine._services import Services
@@ -30,12 +28,22 @@ from loopengine.engine.phases import (
     run_validate,
 )
 from loopengine.errors import BudgetExceeded, LoopEngineError
-from loopengine.store import executions, jobs, learning, signals
+from loopengine.store import (
+    JobEnvelope,
+    PhaseResult,
+    executions,
+    iso,
+    jobs,
+    learning,
+    new_envelope,
+    new_id,
+    signals,
+)
 
 __all__ = ["ORDER", "Engine", "ExecutionDone", "PhaseListener"]
 
 PhaseFn = Callable[[Run, Services], Awaitable[PhaseOutput]]
-PhaseListener = Callable[[PhaseRecord], None]
+PhaseListener = Callable[[PhaseResult], None]
 ORDER: tuple[tuple[Phase, PhaseFn], ...] = (
     (Phase.DETECT, run_detect),
     (Phase.ANALYZE, run_analyze),
@@ -59,7 +67,7 @@ class ExecutionDone:
 
 
 class Engine:
-    """Runs loops against a registry, persisting through an optional store."""
+    """Runs loops against a registry, persisting through the store."""
 
     def __init__(
         self,
@@ -142,34 +150,31 @@ class Engine:
         """Start and drive one execution; an already-accepted idempotency key returns the first."""
         envelope = envelope or new_envelope(loop.id, inputs)
         run = self.new_run(loop, envelope, trigger or {"type": "manual"}, dry_run)
-        store = self.services.store
-        if store is not None:
-            key, loop_id = envelope.idempotency_key, loop.id
-            fresh_key = key == envelope.job_id
+        key, loop_id = envelope.idempotency_key, loop.id
+        fresh_key = key == envelope.job_id
 
-            def read(c: sa.Connection) -> tuple[Any, Any, Any]:
-                existing = None if fresh_key else jobs.envelope_by_key(c, key)
-                if existing is not None:
-                    return existing, None, None
-                return None, executions.last_finished(c, loop_id), learning.get_state(c, loop_id)
-
-            existing, last, state = await store.read(read)
+        def read(c: sa.Connection) -> tuple[str | None, Any, Any]:
+            existing = None if fresh_key else jobs.execution_of_key(c, key)
             if existing is not None:
-                return await self._existing(existing["execution_id"])
-            self._prelude(run, last, state)
+                return existing, None, None
+            return None, executions.last_finished(c, loop_id), learning.get_state(c, loop_id)
+
+        existing, last, state = await self.services.store.read(read)
+        if existing is not None:
+            return await self._existing(existing)
+        self._prelude(run, last, state)
         recorder = self.recorder(loop)
         await recorder.started(run)
         return await self.drive(run, recorder, 0)
 
     async def _existing(self, execution_id: str) -> ExecutionDone:
-        assert self.services.store is not None
         row = await self.services.store.read(lambda c: executions.get_execution(c, execution_id))
         assert row is not None
-        return ExecutionDone(execution_id, Outcome(row["outcome"] or "interrupted"), row["error"])
+        return ExecutionDone(execution_id, Outcome(row.outcome or "interrupted"), row.error)
 
     async def _phase(
         self, run: Run, phase: Phase, fn: PhaseFn, spec: Any
-    ) -> tuple[PhaseRecord, PhaseOutput]:
+    ) -> tuple[PhaseResult, PhaseOutput]:
         clock = self.services.clock
         started = clock()
         run.calls = []
@@ -190,7 +195,7 @@ class Engine:
             output = PhaseOutput(stop=Outcome.FAILED, errors=[str(exc)])
         if run.calls:
             output.data["calls"] = run.calls
-        record = PhaseRecord(
+        record = PhaseResult(
             phase,
             started,
             clock(),
@@ -214,10 +219,10 @@ class Engine:
             if result["complete"]:
                 output.stop = Outcome.ROLLED_BACK
 
-    def skipped(self, run: Run, phase: Phase, reason: str) -> PhaseRecord:
+    def skipped(self, run: Run, phase: Phase, reason: str) -> PhaseResult:
         """Record ``phase`` as not run, with why."""
         now = self.services.clock()
-        record = PhaseRecord(phase, now, now, True, {"skipped": reason})
+        record = PhaseResult(phase, now, now, True, {"skipped": reason})
         run.phases.append(record)
         if self.listener is not None:
             self.listener(record)
@@ -257,8 +262,7 @@ class Engine:
                 await recorder.phase(run, record, output.writes)
                 await self._suspend(run, recorder)
                 return ExecutionDone(run.execution_id, Outcome.AWAITING_APPROVAL)
-            if recorder.store is not None:
-                await recorder.phase(run, record, output.writes)
+            await recorder.phase(run, record, output.writes)
         return await self.finish(run, recorder, outcome or Outcome.COMPLETED, [], error)
 
     async def finish(
@@ -266,7 +270,7 @@ class Engine:
         run: Run,
         recorder: Recorder,
         outcome: Outcome,
-        skipped: list[PhaseRecord],
+        skipped: list[PhaseResult],
         error: str | None,
         extra: list[Write] | None = None,
     ) -> ExecutionDone:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -18,9 +18,11 @@ from loopengine.engine._middleware import Handler, SkillCall, build_stack, spent
 from loopengine.engine._run import Run
 from loopengine.errors import SkillError
 from loopengine.expr import Template, compile_template
-from loopengine.llm import LLMRuntime
 from loopengine.skills import Progress, Registry, SkillContext, SkillDef, SkillOutput
 from loopengine.store import ArtifactWriter, Store
+
+if TYPE_CHECKING:
+    from loopengine.llm import LLMRuntime
 
 __all__ = ["NO_PARAMS", "Services"]
 
@@ -40,7 +42,7 @@ class Services:
     """Shared by every execution of an engine."""
 
     registry: Registry
-    store: Store | None = None
+    store: Store
     config: Config = field(default_factory=Config)
     base: Path = field(default_factory=Path.cwd)
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
@@ -61,8 +63,11 @@ class Services:
         self.artifacts = ArtifactWriter(self.config.storage, self.base)
 
     def llm(self) -> LLMRuntime | None:
-        """The LLM runtime, built on first use when the config has cluster nodes."""
+        """The LLM runtime, built on first use when the config has cluster nodes (the HTTP client
+        is imported only then)."""
         if self._llm is None and self.config.cluster.nodes:
+            from loopengine.llm import LLMRuntime
+
             self._llm = LLMRuntime(self.config, self.base, self.registry, self.store, self.environ)
         return self._llm
 

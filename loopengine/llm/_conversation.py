@@ -5,7 +5,7 @@ another writer came in between."""
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from loopengine.llm._agent import RoundCommit
@@ -18,7 +18,7 @@ from loopengine.llm._threads import (
     thread_version,
     with_fresh_call_ids,
 )
-from loopengine.store import Store
+from loopengine.store import Pending, Store
 
 __all__ = ["THREAD_WINDOW", "Conversation"]
 
@@ -26,11 +26,11 @@ THREAD_WINDOW = 40
 
 
 class Conversation:
-    """The thread of ``session`` at ``version``; without a store it lives in memory only."""
+    """The thread of ``session`` at ``version``, as the store holds it."""
 
     def __init__(
         self,
-        store: Store | None,
+        store: Store,
         session: str,
         messages: Sequence[dict[str, Any]] = (),
         version: int = 0,
@@ -45,12 +45,8 @@ class Conversation:
         self._call_ids = call_ids(self._messages)
 
     @classmethod
-    async def open(
-        cls, store: Store | None, session: str, *, window: int = THREAD_WINDOW
-    ) -> Conversation:
+    async def open(cls, store: Store, session: str, *, window: int = THREAD_WINDOW) -> Conversation:
         """The session's thread as the store holds it (empty for a new session)."""
-        if store is None:
-            return cls(None, session, window=window)
         version, messages = await store.read(
             lambda c: (thread_version(c, session), load_thread(c, session))
         )
@@ -74,8 +70,6 @@ class Conversation:
         version = self._version
         self._messages = [*self._messages, *messages]
         self._version = version + 1
-        if self.store is None:
-            return RoundCommit(self.thread, _nothing_to_wait())
         now = time.time()
         written = self.store.submit(
             lambda c: extend_thread(
@@ -88,9 +82,9 @@ class Conversation:
         """Append ``messages`` as one atomic batch, committed when this returns."""
         await self.commit(messages, operation_id).committed
 
-    async def _settle(self, written: Awaitable[Extended]) -> list[dict[str, Any]] | None:
+    async def _settle(self, written: Pending[Extended]) -> list[dict[str, Any]] | None:
         try:
-            extended = await written
+            extended = await written.wait()
         except BaseException:
             self._version = -1  # unknown now: the next commit finds it stale and rebuilds
             raise
@@ -99,7 +93,3 @@ class Conversation:
         self._messages, self._version = extended.thread, extended.version
         self._call_ids = call_ids(self._messages)
         return self.thread
-
-
-async def _nothing_to_wait() -> None:
-    return None

@@ -25,7 +25,7 @@ class LLMRuntime:
         config: Config,
         base: Path,
         registry: Registry,
-        store: Store | None,
+        store: Store,
         environ: Mapping[str, str],
     ) -> None:
         self.cluster = Cluster(config.cluster, environ)
@@ -40,7 +40,7 @@ class LLMRuntime:
 
     async def load_health(self) -> None:
         """Remember nodes cooled down by an earlier process."""
-        if self._health_loaded or self.store is None:
+        if self._health_loaded:
             return
         rows = await self.store.read(health.load_health)
         for row in rows:
@@ -51,8 +51,6 @@ class LLMRuntime:
         self._health_loaded = True
 
     async def save_health(self) -> None:
-        if self.store is None:
-            return
         rows = [
             {
                 "node": name,

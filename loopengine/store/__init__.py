@@ -5,21 +5,40 @@ from loopengine.store._artifacts import ArtifactWriter
 from loopengine.store._database import DATABASE_ENV, create_engine
 from loopengine.store._migrations import MIGRATIONS, migrate
 from loopengine.store._readonly import read_only_query
-from loopengine.store._store import Store
+from loopengine.store._record import (
+    ExecutionRecord,
+    ExecutionRow,
+    JobEnvelope,
+    PhaseResult,
+    Usage,
+    iso,
+    new_envelope,
+    new_id,
+)
+from loopengine.store._store import Pending, Store
 
 __all__ = [
     "DATABASE_ENV",
     "MIGRATIONS",
     "ArtifactWriter",
+    "ExecutionRecord",
+    "ExecutionRow",
+    "JobEnvelope",
+    "Pending",
+    "PhaseResult",
     "Store",
+    "Usage",
     "approvals",
     "create_engine",
     "executions",
     "flags",
     "health",
+    "iso",
     "jobs",
     "learning",
     "migrate",
+    "new_envelope",
+    "new_id",
     "read_only_query",
     "records",
     "signals",

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 import loopengine.store._tables as tables
 from loopengine.errors import StorageError
 
-__all__ = ["MIGRATIONS", "Migration", "migrate"]
+__all__ = ["MIGRATIONS", "Migration", "check_readable", "migrate"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,17 +64,28 @@ MIGRATIONS: tuple[Migration, ...] = (
 )
 
 
-def migrate(connection: sa.Connection) -> int:
-    """Bring the schema to the latest version; returns that version."""
-    tables.schema_version.create(connection, checkfirst=True)
+def _current(connection: sa.Connection) -> int:
     current = connection.execute(sa.select(sa.func.max(tables.schema_version.c.version))).scalar()
-    current = current or 0
     latest = MIGRATIONS[-1].version
-    if current > latest:
+    if current is not None and current > latest:
         raise StorageError(
             f"the database schema is version {current}, newer than this loopengine knows "
             f"({latest}): upgrade loopengine"
         )
+    return current or 0
+
+
+def check_readable(connection: sa.Connection) -> int:
+    """The schema's version, without changing anything (0 for a database never migrated)."""
+    if not sa.inspect(connection).has_table(tables.schema_version.name):
+        return 0
+    return _current(connection)
+
+
+def migrate(connection: sa.Connection) -> int:
+    """Bring the schema to the latest version; returns that version."""
+    tables.schema_version.create(connection, checkfirst=True)
+    current = _current(connection)
     for migration in MIGRATIONS:
         if migration.version > current:
             migration.apply(connection)
@@ -85,4 +96,4 @@ def migrate(connection: sa.Connection) -> int:
                     description=migration.description,
                 )
             )
-    return latest
+    return MIGRATIONS[-1].version

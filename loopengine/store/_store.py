@@ -1,12 +1,13 @@
-"""The store: one writer thread owns the connection, so transactions never interleave.
+"""The store: one flusher task owns the connection, so transactions never interleave.
 
-Every operation is a plain function of a SQLAlchemy ``Connection``, queued to that thread and run
-in a transaction (``BEGIN IMMEDIATE`` on SQLite). Writes that queue up while the thread is busy
-are committed together (group commit: one fsync for many executions' phase rows); should the
-group fail, each write is retried alone so only the faulty one fails. Operations run in the
-order they were submitted, so a read sees every write submitted before it. A cancelled caller
-does not cancel a write already queued: its outcome is unknown to that caller, which is why
-executions carry idempotency keys.
+Every operation is a plain function of a SQLAlchemy ``Connection``, queued in submission order and
+run in a transaction (``BEGIN IMMEDIATE`` on SQLite) in a worker thread, one batch per thread hop.
+Writes that queue up while a batch runs are committed together (group commit: one fsync for many
+executions' phase rows); should the group fail, each write is retried alone so only the faulty one
+fails. A read sees every write submitted before it. A cancelled caller does not cancel a write
+already queued: its outcome is unknown to that caller, which is why executions carry idempotency
+keys. The flusher ignores cancellation and drains the queue before the store closes, so a
+shutdown still commits what an execution handed over (its record as ``cancelled``, say).
 
 Why a thread and a synchronous engine rather than SQLAlchemy's async engine over aiosqlite: that
 adapter hops threads for every cursor call (~4 per statement), and a 1 + 7 row transaction took
@@ -15,45 +16,61 @@ adapter hops threads for every cursor call (~4 per statement), and a 1 + 7 row t
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import queue
-import threading
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any, Generic, TypeVar
 
+import anyio
+import anyio.to_thread
 import sqlalchemy as sa
 
+from loopengine._concurrency import first_error
 from loopengine.errors import StorageError
 from loopengine.store._database import WRITER, create_engine
-from loopengine.store._migrations import migrate
+from loopengine.store._migrations import check_readable, migrate
 
-__all__ = ["Store"]
+__all__ = ["Pending", "Store"]
 
 T = TypeVar("T")
 _GROUP_LIMIT = 64
 
 
-@dataclass(slots=True)
-class _Job:
-    operation: Callable[[sa.Connection], Any]
-    writer: bool
-    future: asyncio.Future[Any]
-    loop: asyncio.AbstractEventLoop
+class Pending(Generic[T]):
+    """An operation handed to the store; ``wait()`` returns its result once it committed."""
 
+    __slots__ = ("_done", "_error", "_value", "on_done", "operation", "writer")
 
-def _settle(job: _Job, value: Any, error: BaseException | None) -> None:
-    def settle() -> None:
-        if job.future.done():
-            return
-        if error is None:
-            job.future.set_result(value)
-        else:
-            job.future.set_exception(error)
+    def __init__(self, operation: Callable[[sa.Connection], T], writer: bool) -> None:
+        self.operation = operation
+        self.writer = writer
+        self.on_done: Callable[[BaseException | None], None] | None = None
+        """Told, in the event loop, once the operation committed (None) or failed (the error)."""
+        self._done = anyio.Event()
+        self._value: Any = None
+        self._error: BaseException | None = None
 
-    with contextlib.suppress(RuntimeError):
-        job.loop.call_soon_threadsafe(settle)
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    @property
+    def error(self) -> BaseException | None:
+        return self._error
+
+    async def wait(self) -> T:
+        """The operation's result; raises its error (``StorageError`` for database failures)."""
+        await self._done.wait()
+        if self._error is not None:
+            raise self._error
+        result: T = self._value
+        return result
+
+    def _settle(self, value: Any, error: BaseException | None) -> None:
+        self._value, self._error = value, error
+        self._done.set()
+        if self.on_done is not None:
+            self.on_done(error)
 
 
 def _translated(exc: BaseException) -> BaseException:
@@ -62,98 +79,101 @@ def _translated(exc: BaseException) -> BaseException:
     return exc
 
 
-class Store:
-    """Async access to the database through a single serialising worker thread."""
+def _read_only(connection: sa.Connection) -> int:
+    if connection.dialect.name == "sqlite":
+        connection.exec_driver_sql("PRAGMA query_only=ON")
+    else:
+        connection.exec_driver_sql("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+    return check_readable(connection)
 
-    def __init__(self, engine: sa.Engine) -> None:
+
+class Store:
+    """Async access to the database through a single serialising flusher."""
+
+    def __init__(self, engine: sa.Engine, connection: sa.Connection) -> None:
         self.engine = engine
-        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._work, name="loopengine-store", daemon=True)
-        self._thread.start()
+        self._connection = connection
+        self._queue: deque[Pending[Any]] = deque()
+        self._wake = anyio.Event()
+        self._closing = False
 
     @classmethod
-    async def open(cls, url: str) -> Store:
-        """Connect to ``url`` and migrate its schema to the latest version."""
-        store = cls(create_engine(url))
+    @asynccontextmanager
+    async def open(cls, url: str, *, read_only: bool = False) -> AsyncIterator[Store]:
+        """The store at ``url``, its schema migrated to the latest version; ``read_only`` neither
+        migrates nor writes (a newer schema than this loopengine knows is refused either way)."""
+        engine = create_engine(url)
         try:
-            await store.write(migrate)
-        except BaseException:
-            await store.close()
-            raise
-        return store
-
-    def _next_group(self, first: _Job) -> tuple[list[_Job], _Job | None, bool]:
-        """``first`` plus the writes queued right behind it; then what came next, and stop?"""
-        group = [first]
-        while first.writer and len(group) < _GROUP_LIMIT:
-            try:
-                following = self._jobs.get_nowait()
-            except queue.Empty:
-                break
-            if following is None:
-                return group, None, True
-            if not following.writer:
-                return group, following, False
-            group.append(following)
-        return group, None, False
-
-    def _fail_all(self, error: BaseException) -> None:
-        while (job := self._jobs.get()) is not None:
-            _settle(job, None, error)
-
-    def _work(self) -> None:
+            connection = await anyio.to_thread.run_sync(engine.connect)
+        except sa.exc.SQLAlchemyError as exc:
+            engine.dispose()
+            raise _translated(exc) from None
+        store = cls(engine, connection)
         try:
-            connection = self.engine.connect()
-        except Exception as exc:
-            self._fail_all(_translated(exc))
-            return
-        carried: _Job | None = None
-        try:
-            while True:
-                job = carried if carried is not None else self._jobs.get()
-                if job is None:
-                    return
-                group, carried, stop = self._next_group(job)
-                self._run_group(connection, group)
-                if stop:
-                    return
+            with first_error():
+                async with anyio.create_task_group() as group:
+                    group.start_soon(store._flush)
+                    try:
+                        await (store.read(_read_only) if read_only else store.write(migrate))
+                        yield store
+                    finally:
+                        store._closing = True
+                        store._wake.set()
         finally:
-            connection.close()
-            self.engine.dispose()
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(store._release)
 
-    def _run_group(self, connection: sa.Connection, group: list[_Job]) -> None:
-        connection.info[WRITER] = group[0].writer
-        try:
-            with connection.begin():
-                results = [job.operation(connection) for job in group]
-        except BaseException as exc:
-            if len(group) == 1:
-                _settle(group[0], None, _translated(exc))
-                return
-            for job in group:
-                self._run_group(connection, [job])
-            return
-        for job, result in zip(group, results, strict=True):
-            _settle(job, result, None)
+    def _release(self) -> None:
+        self._connection.close()
+        self.engine.dispose()
 
-    def submit(
-        self, operation: Callable[[sa.Connection], T], *, writer: bool = True
-    ) -> asyncio.Future[T]:
-        """Queue ``operation``; the future resolves once its transaction committed."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        self._jobs.put(_Job(operation, writer, future, loop))
-        return future
+    def submit(self, operation: Callable[[sa.Connection], T], *, writer: bool = True) -> Pending[T]:
+        """Queue ``operation``; it runs in the order submitted, whether or not anyone waits."""
+        if self._closing:
+            raise StorageError("the store is closed")
+        pending = Pending(operation, writer)
+        self._queue.append(pending)
+        self._wake.set()
+        return pending
 
     async def write(self, operation: Callable[[sa.Connection], T]) -> T:
         """Run ``operation`` in a write transaction; committed when this returns."""
-        return await asyncio.shield(self.submit(operation))
+        return await self.submit(operation).wait()
 
     async def read(self, operation: Callable[[sa.Connection], T]) -> T:
         """Run ``operation`` in a read transaction."""
-        return await asyncio.shield(self.submit(operation, writer=False))
+        return await self.submit(operation, writer=False).wait()
 
-    async def close(self) -> None:
-        """Finish every queued operation, then release the connection."""
-        self._jobs.put(None)
-        await asyncio.to_thread(self._thread.join)
+    async def _flush(self) -> None:
+        with anyio.CancelScope(shield=True):
+            while True:
+                await self._wake.wait()
+                self._wake = anyio.Event()
+                while self._queue:
+                    group = self._next_group()
+                    outcomes = await anyio.to_thread.run_sync(self._run_group, group)
+                    for pending, (value, error) in zip(group, outcomes, strict=True):
+                        pending._settle(value, error)
+                if self._closing:
+                    return
+
+    def _next_group(self) -> list[Pending[Any]]:
+        """The next operation, with the writes queued right behind it when it is a write."""
+        group = [self._queue.popleft()]
+        while group[0].writer and self._queue and self._queue[0].writer:
+            if len(group) == _GROUP_LIMIT:
+                break
+            group.append(self._queue.popleft())
+        return group
+
+    def _run_group(self, group: list[Pending[Any]]) -> list[tuple[Any, BaseException | None]]:
+        connection = self._connection
+        connection.info[WRITER] = group[0].writer
+        try:
+            with connection.begin():
+                results = [pending.operation(connection) for pending in group]
+        except Exception as exc:
+            if len(group) == 1:
+                return [(None, _translated(exc))]
+            return [self._run_group([pending])[0] for pending in group]
+        return [(result, None) for result in results]

@@ -1,4 +1,4 @@
-"""Executions and their phase results."""
+"""Executions and their phase results, as typed rows (``ExecutionRow``, ``PhaseResult``)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from typing import Any
 import sqlalchemy as sa
 
 import loopengine.store._fastpath as fastpath
+from loopengine.store import approvals, jobs, records
+from loopengine.store._record import ExecutionRecord, ExecutionRow, PhaseResult
 from loopengine.store._tables import executions, phase_results
 
 __all__ = [
@@ -16,12 +18,12 @@ __all__ = [
     "insert_phases",
     "last_finished",
     "list_executions",
+    "phase_count",
     "phases_of",
+    "read_record",
     "running_executions",
     "update_execution",
 ]
-
-Row = dict[str, Any]
 
 _INSERT = executions.insert()
 _UPDATE = executions.update().where(executions.c.id == sa.bindparam("_id"))
@@ -40,26 +42,37 @@ _LAST_FINISHED = (
 )
 
 
-def insert_execution(connection: sa.Connection, row: Mapping[str, Any]) -> None:
-    fastpath.execute(connection, _INSERT, row)
+def insert_execution(connection: sa.Connection, row: ExecutionRow) -> None:
+    fastpath.execute(connection, _INSERT, row.row())
 
 
 def update_execution(connection: sa.Connection, execution_id: str, **values: Any) -> None:
+    """Set some columns of one execution (``status``, ``outcome``, ``context``…)."""
     fastpath.execute(connection, _UPDATE, {"_id": execution_id, **values})
 
 
 def insert_phases(connection: sa.Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Phase rows made by ``PhaseResult.row``."""
     if rows:
         fastpath.execute_many(connection, _INSERT_PHASES, rows)
 
 
-def get_execution(connection: sa.Connection, execution_id: str) -> Row | None:
+def get_execution(connection: sa.Connection, execution_id: str) -> ExecutionRow | None:
     row = connection.execute(_GET, {"id": execution_id}).mappings().first()
-    return dict(row) if row else None
+    return ExecutionRow.from_row(row) if row else None
 
 
-def phases_of(connection: sa.Connection, execution_id: str) -> list[Row]:
-    return [dict(row) for row in connection.execute(_PHASES, {"id": execution_id}).mappings()]
+def phases_of(connection: sa.Connection, execution_id: str) -> list[PhaseResult]:
+    rows = connection.execute(_PHASES, {"id": execution_id}).mappings()
+    return [PhaseResult.from_row(row) for row in rows]
+
+
+def phase_count(connection: sa.Connection, execution_id: str) -> int:
+    """The last committed phase row's number (0 when none is)."""
+    query = sa.select(sa.func.max(phase_results.c.seq)).where(
+        phase_results.c.execution_id == execution_id
+    )
+    return int(connection.execute(query).scalar() or 0)
 
 
 def list_executions(
@@ -68,19 +81,36 @@ def list_executions(
     loop_id: str | None = None,
     outcome: str | None = None,
     limit: int = 20,
-) -> list[Row]:
+) -> list[ExecutionRow]:
+    """The newest executions first, of one loop and with one outcome when given."""
     query = sa.select(executions).order_by(executions.c.started_at.desc()).limit(limit)
     if loop_id is not None:
         query = query.where(executions.c.loop_id == loop_id)
     if outcome is not None:
         query = query.where(executions.c.outcome == outcome)
-    return [dict(row) for row in connection.execute(query).mappings()]
+    return [ExecutionRow.from_row(row) for row in connection.execute(query).mappings()]
 
 
-def running_executions(connection: sa.Connection) -> list[Row]:
+def running_executions(connection: sa.Connection) -> list[ExecutionRow]:
     query = sa.select(executions).where(executions.c.status == "running")
-    return [dict(row) for row in connection.execute(query).mappings()]
+    return [ExecutionRow.from_row(row) for row in connection.execute(query).mappings()]
 
 
-def last_finished(connection: sa.Connection, loop_id: str) -> Row | None:
+def last_finished(connection: sa.Connection, loop_id: str) -> dict[str, Any] | None:
+    """Outcome and times of the loop's latest finished execution."""
     return fastpath.fetch_one(connection, _LAST_FINISHED, {"loop_id": loop_id})
+
+
+def read_record(connection: sa.Connection, execution_id: str) -> ExecutionRecord | None:
+    """Everything stored about one execution; None when unknown."""
+    execution = get_execution(connection, execution_id)
+    if execution is None:
+        return None
+    envelope = jobs.get_envelope(connection, execution.job_id)
+    return ExecutionRecord(
+        execution,
+        tuple(phases_of(connection, execution_id)),
+        envelope,
+        approvals.get_approval(connection, execution_id),
+        tuple(records.artifacts_of(connection, execution_id)),
+    )

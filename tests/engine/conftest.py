@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,10 +13,10 @@ import pytest
 
 from loopengine.contract import Config, Loop, LoopLoader
 from loopengine.contract.checks import Env
-from loopengine.engine import Engine, ExecutionDone, Services, read_execution
+from loopengine.engine import Engine, ExecutionDone, Services
 from loopengine.skills import Registry
 from loopengine.skills.builtin import builtin_registry
-from loopengine.store import Store
+from loopengine.store import Store, executions
 from tests.engine import skills_for_tests
 
 
@@ -51,9 +52,9 @@ class Harness:
         return report.loop
 
     async def view(self, done: ExecutionDone) -> dict[str, Any]:
-        view = await self.store.read(lambda c: read_execution(c, done.execution_id))
-        assert view is not None
-        return view
+        record = await self.store.read(lambda c: executions.read_record(c, done.execution_id))
+        assert record is not None
+        return record.view()
 
     def phase(self, view: dict[str, Any], name: str) -> dict[str, Any]:
         return next(p for p in view["phases"] if p["phase"] == name)
@@ -66,21 +67,23 @@ class Harness:
         return report.loop
 
 
+@asynccontextmanager
 async def open_harness(
     tmp: Path, registry: Registry, config: Config | None = None, **services: Any
-) -> Harness:
+) -> AsyncIterator[Harness]:
     config = config or Config()
-    store = await Store.open(f"sqlite:///{tmp / 'loopengine.db'}")
-    built = Services(registry, store, config, tmp, retry_base_s=0.001, **services)
-    return Harness(tmp, registry, store, Engine(built), config)
+    async with Store.open(f"sqlite:///{tmp / 'loopengine.db'}") as store:
+        built = Services(registry, store, config, tmp, retry_base_s=0.001, **services)
+        try:
+            yield Harness(tmp, registry, store, Engine(built), config)
+        finally:
+            await built.aclose()
 
 
 @pytest.fixture
 async def harness(tmp_path: Path, engine_registry: Registry) -> AsyncIterator[Harness]:
-    opened = await open_harness(tmp_path, engine_registry)
-    yield opened
-    opened.engine.services.artifacts.close()
-    await opened.store.close()
+    async with open_harness(tmp_path, engine_registry) as opened:
+        yield opened
 
 
 HarnessFactory = Callable[..., Any]

@@ -28,13 +28,14 @@ async def main(database: str, loop_path: str) -> None:
     registry.add_module(skills_for_tests)
     report = LoopLoader(Env(registry)).load_file(Path(loop_path))
     assert report.loop is not None, [d.format() for d in report.diagnostics]
-    store = await Store.open(f"sqlite:///{database}")
-    engine = Engine(Services(registry, store, base=Path(database).parent), on_commit=_acknowledge)
-    sys.stdout.write("ready\n")
-    sys.stdout.flush()
-    while True:
-        await engine.run(report.loop)
-        skills_for_tests.CALLS.clear()
+    async with Store.open(f"sqlite:///{database}") as store:
+        services = Services(registry, store, base=Path(database).parent)
+        engine = Engine(services, on_commit=_acknowledge)
+        sys.stdout.write("ready\n")
+        sys.stdout.flush()
+        while True:
+            await engine.run(report.loop)
+            skills_for_tests.CALLS.clear()
 
 
 if __name__ == "__main__":

@@ -102,14 +102,11 @@ def test_kill_9_loses_nothing_acknowledged(tmp_path: Path, engine_registry: Regi
     print(f"{KILLS} kills, {acknowledged} acknowledged commits, 0 lost, integrity ok every time")
 
     async def resume_the_interrupted() -> None:
-        harness = await open_harness(tmp_path, engine_registry)
-        try:
+        async with open_harness(tmp_path, engine_registry) as harness:
             interrupted = await recover_interrupted(harness.engine)
             assert interrupted
             for execution_id in interrupted[:5]:
                 done = await resume(harness.engine, harness.load_loop, execution_id)
                 assert done.outcome is Outcome.COMPLETED, (execution_id, done.error)
-        finally:
-            await harness.store.close()
 
     anyio.run(resume_the_interrupted)

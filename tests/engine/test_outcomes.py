@@ -179,4 +179,4 @@ async def test_cancelled_is_recorded(harness: Harness) -> None:
         await harness.engine.run(loop)
     assert time.monotonic() - started < 10
     rows = await harness.store.read(lambda c: executions.list_executions(c, loop_id="cancel_me"))
-    assert [r["outcome"] for r in rows] == [Outcome.CANCELLED]
+    assert [r.outcome for r in rows] == [Outcome.CANCELLED]

@@ -8,10 +8,11 @@ import pytest
 import sqlalchemy as sa
 
 from loopengine.contract import Outcome
-from loopengine.engine import Engine, answer_approval, new_envelope, resume
+from loopengine.engine import Engine, Services, answer_approval, resume
 from loopengine.errors import NotResumable
 from loopengine.skills import Registry
-from loopengine.store import approvals, executions
+from loopengine.store import approvals, executions, new_envelope
+from loopengine.testing import memory_store
 from tests.engine import skills_for_tests
 from tests.engine.conftest import Harness, open_harness
 
@@ -67,16 +68,15 @@ async def test_the_envelope_is_stored_with_a_bounded_scope(harness: Harness) -> 
 
 
 async def test_secrets_never_reach_the_store(tmp_path: Path, engine_registry: Registry) -> None:
-    opened = await open_harness(tmp_path, engine_registry, environ={"API_TOKEN": "s3cr3t-value"})
-    try:
+    async with open_harness(
+        tmp_path, engine_registry, environ={"API_TOKEN": "s3cr3t-value"}
+    ) as opened:
         loop = opened.loop(
             "id: secret\ntrigger: {type: manual}\nanalyze:\n  analysis_steps:\n"
             "    - {name: a, skill_id: secretive, params: {token: '${ secret.API_TOKEN }'}}\n"
         )
         done = await opened.engine.run(loop)
         assert done.outcome is Outcome.COMPLETED
-    finally:
-        await opened.store.close()
     assert b"s3cr3t-value" not in b"".join(p.read_bytes() for p in tmp_path.glob("loopengine.db*"))
 
 
@@ -89,14 +89,12 @@ def _gated() -> str:
 
 
 async def test_an_approval_survives_a_restart(tmp_path: Path, engine_registry: Registry) -> None:
-    first = await open_harness(tmp_path, engine_registry)
-    done = await first.engine.run(first.loop(_gated()))
+    async with open_harness(tmp_path, engine_registry) as first:
+        done = await first.engine.run(first.loop(_gated()))
     assert done.outcome is Outcome.AWAITING_APPROVAL
-    await first.store.close()
     assert [c["skill"] for c in skills_for_tests.CALLS] == []
 
-    second = await open_harness(tmp_path, engine_registry)
-    try:
+    async with open_harness(tmp_path, engine_registry) as second:
         approved = await answer_approval(
             second.engine, second.load_loop, done.execution_id, True, "ok"
         )
@@ -105,8 +103,6 @@ async def test_an_approval_survives_a_restart(tmp_path: Path, engine_registry: R
         gate = await second.store.read(lambda c: approvals.get_approval(c, done.execution_id))
         assert gate is not None
         assert (gate["status"], gate["note"]) == ("approved", "ok")
-    finally:
-        await second.store.close()
 
 
 async def test_an_answered_gate_cannot_be_answered_again(harness: Harness) -> None:
@@ -145,12 +141,14 @@ async def test_resume_refuses_an_execution_that_is_not_interrupted(harness: Harn
         await resume(harness.engine, harness.load_loop, done.execution_id)
 
 
-async def test_an_engine_without_a_store_still_runs(harness: Harness) -> None:
-    from loopengine.engine import Services
-
-    engine = Engine(Services(harness.registry, None, base=harness.tmp))
-    loop = harness.loop(SEVEN.replace("DURABILITY", "phase"))
-    assert (await engine.run(loop)).outcome is Outcome.COMPLETED
+async def test_an_engine_on_the_memory_store_runs_and_records(harness: Harness) -> None:
+    async with memory_store() as store:
+        engine = Engine(Services(harness.registry, store, base=harness.tmp))
+        loop = harness.loop(SEVEN.replace("DURABILITY", "phase"))
+        done = await engine.run(loop)
+        rows = await store.read(lambda c: executions.list_executions(c, loop_id=loop.id))
+    assert done.outcome is Outcome.COMPLETED
+    assert [row.outcome for row in rows] == ["completed"]
 
 
 async def test_static_params_are_validated_once_and_kept_on_their_template(

@@ -248,8 +248,7 @@ async def test_node_health_survives_a_restart(server: FakeLLMServer, tmp_path: P
     config = Config.model_validate(
         {"cluster": _config(server, offline=frozenset({"OL1"})).model_dump()}
     )
-    store = await Store.open(f"sqlite:///{tmp_path / 'health.db'}")
-    try:
+    async with Store.open(f"sqlite:///{tmp_path / 'health.db'}") as store:
         first = LLMRuntime(config, tmp_path, Registry(), store, {})
         first.cluster.clients["OL1"].retries = 0
         for _ in range(3):
@@ -261,8 +260,6 @@ async def test_node_health_survives_a_restart(server: FakeLLMServer, tmp_path: P
         await second.load_health()
         assert second.cluster.available("OL1") is not None
         await second.aclose()
-    finally:
-        await store.close()
 
 
 async def test_a_spent_budget_stops_the_chain_with_what_it_gathered(

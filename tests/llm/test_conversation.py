@@ -33,9 +33,8 @@ USER = {"role": "user", "content": "What is in the folder?"}
 
 @pytest.fixture
 async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    opened = await Store.open(f"sqlite:///{tmp_path / 'chat.db'}")
-    yield opened
-    await opened.close()
+    async with Store.open(f"sqlite:///{tmp_path / 'chat.db'}") as opened:
+        yield opened
 
 
 @pytest.fixture

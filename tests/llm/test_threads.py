@@ -25,9 +25,8 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture
 async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    opened = await Store.open(f"sqlite:///{tmp_path / 'threads.db'}")
-    yield opened
-    await opened.close()
+    async with Store.open(f"sqlite:///{tmp_path / 'threads.db'}") as opened:
+        yield opened
 
 
 def _round(call_id: str, result: Any = "ok") -> list[dict[str, Any]]:

@@ -29,11 +29,10 @@ async def runtime(server: FakeLLMServer, tmp_path: Path) -> AsyncIterator[LLMRun
     (tmp_path / "facts.txt").write_text("Loops have seven phases.")
     node = {"base_url": server.base_url, "model": "ol1", "timeout_s": 5}
     config = Config.model_validate({"cluster": {"nodes": {"OL1": node}}})
-    store = await Store.open(f"sqlite:///{tmp_path / 'chat.db'}")
-    built = LLMRuntime(config, tmp_path, Registry(), store, {})
-    yield built
-    await built.aclose()
-    await store.close()
+    async with Store.open(f"sqlite:///{tmp_path / 'chat.db'}") as store:
+        built = LLMRuntime(config, tmp_path, Registry(), store, {})
+        yield built
+        await built.aclose()
 
 
 def _ctx(runtime: LLMRuntime, execution: str = "e1") -> SkillContext:

@@ -97,8 +97,6 @@ async def _execute(
 async def _enabled(action: Action, services: Services) -> bool:
     if action.feature_flag is None:
         return True
-    if services.store is None:
-        return False
     flag = action.feature_flag
     return await services.store.read(lambda c: flags.flag_enabled(c, flag))
 

@@ -20,7 +20,7 @@ async def _context(
     key = f"{run.loop.id}:{requirement.context_type}"
     now = services.clock()
     store = services.store
-    if requirement.ttl_seconds and store is not None:
+    if requirement.ttl_seconds:
         cached = await store.read(lambda c: learning.cached_context(c, key, now))
         if cached is not None:
             return cached, "cache"
@@ -37,7 +37,7 @@ async def _context(
         NO_PARAMS,
         max_retries=spec.max_retries,
     )
-    if requirement.ttl_seconds and store is not None:
+    if requirement.ttl_seconds:
         expires = now + requirement.ttl_seconds
         await store.write(lambda c: learning.put_context(c, key, called.data, expires))
     return called.data, "skill"

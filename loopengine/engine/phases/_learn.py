@@ -22,8 +22,6 @@ async def _signal_value(
 ) -> float | None:
     if kind is FeedbackType.OUTCOME:
         return 1.0 if (run.data.get("validate") or {}).get("passed", True) else 0.0
-    if services.store is None:
-        return None
     points = await services.store.read(lambda c: signals.metric_points(c, name, None, limit=1))
     return float(points[0]["value"]) if points else None
 

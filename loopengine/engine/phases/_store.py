@@ -8,12 +8,11 @@ import anyio.to_thread
 import sqlalchemy as sa
 
 from loopengine.contract import ArtifactType, AuditField, Store
-from loopengine.engine._records import iso
 from loopengine.engine._run import Run
 from loopengine.engine._services import Services
 from loopengine.engine.phases._base import PhaseOutput
 from loopengine.errors import StorageError
-from loopengine.store import records
+from loopengine.store import iso, records
 
 __all__ = ["audit_record", "run_store"]
 
@@ -63,7 +62,7 @@ def _content(kind: ArtifactType, run: Run, outcome: str, now: float) -> Any:
         durations = {r.phase: r.duration_ms for r in run.phases}
         return {"usage": run.usage.as_dict(), "phase_ms": durations, "metrics": dict(run.metrics)}
     if kind is ArtifactType.LOG:
-        return [r.as_dict() for r in run.phases]
+        return [r.view() for r in run.phases]
     return audit_record(run, list(AuditField), outcome, now)
 
 

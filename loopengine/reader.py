@@ -1,0 +1,29 @@
+"""Read-only access to the store for the commands that only read (``history``, ``show``…).
+
+They never write: no migration, no recovery of interrupted executions, no escalation, and a
+SQLite store that does not exist yet is not created (nothing has run, so there is nothing to
+read).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from loopengine.store import Store
+from loopengine.workspace import read_settings
+
+__all__ = ["open_reader"]
+
+
+@asynccontextmanager
+async def open_reader(config: Path | None) -> AsyncIterator[Store | None]:
+    """The store, opened read-only; None when its SQLite file does not exist yet."""
+    settings = read_settings(config)
+    file = settings.sqlite_file
+    if file is not None and not file.expanduser().is_file():
+        yield None
+        return
+    async with Store.open(settings.database_url, read_only=True) as store:
+        yield store
