@@ -115,8 +115,12 @@ def _runtime_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         "metrics", parents=[common], help="metric points for metric sources"
     )
     metric_commands = metrics.add_subparsers(
-        dest="metrics_command", metavar="record", required=True
+        dest="metrics_command", metavar="record|list", required=True
     )
+    listing = metric_commands.add_parser(
+        "list", parents=[common], help="each series: latest value, points, last time"
+    )
+    listing.add_argument("--name", metavar="GLOB", help="only series whose name matches")
     record = metric_commands.add_parser("record", parents=[common], help="record one point")
     record.add_argument("name", metavar="NAME")
     record.add_argument("value", metavar="VALUE")
@@ -162,6 +166,10 @@ def _runtime_call(args: argparse.Namespace, console: Console) -> Any:
         return partial(
             executions.run_answer, console, args.execution_id, approve, args.note, config, as_json
         )
+    if command == "metrics" and args.metrics_command == "list":
+        from loopengine.commands import metrics
+
+        return partial(metrics.run_metrics_list, console, args.name, config, as_json)
     from loopengine.commands import admin
 
     if command == "flags" and args.flags_command == "set":

@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+from loopengine.settings import read_settings
 from loopengine.store import Store
-from loopengine.workspace import read_settings
 
 __all__ = ["open_reader"]
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from loopengine.errors import ContractError
-from loopengine.workspace import CONFIG_ENV, find_config, load_workspace
+from loopengine.settings import CONFIG_ENV, find_config
+from loopengine.workspace import load_workspace
 from tests.conftest import SEED_DIR
 
 

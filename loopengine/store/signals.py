@@ -64,3 +64,26 @@ def firing_alerts(connection: sa.Connection) -> list[dict[str, Any]]:
     """Threshold triggers now in the ``firing`` state."""
     query = sa.select(trigger_states).where(trigger_states.c.state == "firing")
     return [dict(row) for row in connection.execute(query).mappings()]
+
+
+def metric_series(connection: sa.Connection) -> list[dict[str, Any]]:
+    """Every metric series: its name, latest value, number of points and last time, by name."""
+    series = (
+        sa.select(
+            metrics.c.name,
+            sa.func.count().label("points"),
+            sa.func.max(metrics.c.recorded_at).label("recorded_at"),
+        )
+        .group_by(metrics.c.name)
+        .subquery()
+    )
+    query = (
+        sa.select(series, metrics.c.value)
+        .join(
+            metrics,
+            (metrics.c.name == series.c.name) & (metrics.c.recorded_at == series.c.recorded_at),
+        )
+        .order_by(series.c.name)
+    )
+    latest = {row["name"]: dict(row) for row in connection.execute(query).mappings()}
+    return list(latest.values())

@@ -1,0 +1,39 @@
+"""``metrics list``: the metric series that sources and threshold triggers read, read-only."""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+from loopengine.commands._console import Console
+from loopengine.reader import open_reader
+from loopengine.store import iso, signals
+
+__all__ = ["run_metrics_list"]
+
+
+async def run_metrics_list(
+    console: Console, pattern: str | None, config: Path | None, as_json: bool
+) -> int:
+    async with open_reader(config) as store:
+        series = [] if store is None else await store.read(signals.metric_series)
+    if pattern is not None:
+        series = [s for s in series if fnmatchcase(s["name"], pattern)]
+    if as_json:
+        console.json(
+            {
+                "metrics": [
+                    {**s, "recorded_at": iso(s["recorded_at"])} for s in series
+                ]
+            }
+        )
+    elif not series:
+        console.print("No metrics yet: `loopengine metrics record NAME VALUE`.")
+    else:
+        rows = [("metric", "latest", "points", "recorded")]
+        rows += [
+            (s["name"], f"{s['value']:g}", str(s["points"]), str(iso(s["recorded_at"])))
+            for s in series
+        ]
+        console.table(rows, (("bold",), (), ("dim",), ("dim",)))
+    return 0

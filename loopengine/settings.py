@@ -1,0 +1,121 @@
+"""The settings a command runs with: ``loopengine.yaml`` (found, read and checked), the folder its
+relative paths start from, and the store's URL. Reading them loads no skill and no database layer.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from loopengine._suggestions import did_you_mean
+from loopengine.contract import (
+    Config,
+    Diagnostic,
+    YamlDocument,
+    build_model,
+    config_validator,
+    parse_yaml,
+    schema_check,
+)
+from loopengine.errors import ContractError
+
+__all__ = ["CONFIG_ENV", "CONFIG_NAME", "DATABASE_ENV", "Settings", "find_config", "read_settings"]
+
+CONFIG_NAME = "loopengine.yaml"
+CONFIG_ENV = "LOOPENGINE_CONFIG"
+DATABASE_ENV = "LOOPENGINE_DATABASE"
+_STORAGE_SCHEMES = frozenset({"file", "sqlite", "postgresql", "postgres", "redis", "rediss"})
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The config, the folder its relative paths start from, and its file (None: defaults)."""
+
+    config: Config
+    base: Path
+    file: Path | None
+    document: YamlDocument | None = None
+
+    @property
+    def database_url(self) -> str:
+        """``$LOOPENGINE_DATABASE``, else the config's; a relative SQLite path starts at the
+        config's folder."""
+        url = os.environ.get(DATABASE_ENV) or self.config.database
+        scheme, sep, rest = url.partition(":///")
+        if scheme.split("+")[0] != "sqlite" or not sep or rest in ("", ":memory:"):
+            return url
+        path, query, params = rest.partition("?")
+        if Path(path).expanduser().is_absolute():
+            return url
+        return f"{scheme}:///{self.base / Path(path).expanduser()}{query}{params}"
+
+    @property
+    def sqlite_file(self) -> Path | None:
+        """The database file when the store is a SQLite file."""
+        scheme, sep, rest = self.database_url.partition(":///")
+        path = rest.partition("?")[0]
+        if scheme.split("+")[0] != "sqlite" or not sep or path in ("", ":memory:"):
+            return None
+        return Path(path)
+
+
+def find_config(explicit: Path | None = None) -> Path | None:
+    """``--config``, else ``$LOOPENGINE_CONFIG``, else the nearest ``loopengine.yaml`` upwards."""
+    if explicit is not None:
+        return explicit
+    if from_env := os.environ.get(CONFIG_ENV):
+        return Path(from_env)
+    if Path(CONFIG_NAME).is_file():
+        return Path(CONFIG_NAME)
+    for folder in Path.cwd().parents:
+        if (folder / CONFIG_NAME).is_file():
+            return folder / CONFIG_NAME
+    return None
+
+
+def _semantic(document: YamlDocument, config: Config) -> list[Diagnostic]:
+    problems: list[Diagnostic] = []
+    nodes = config.cluster.nodes
+    for category, names in config.cluster.routing.items():
+        for index, name in enumerate(names):
+            if name not in nodes:
+                message = f"routing names node '{name}', which is not under cluster.nodes"
+                path = ("cluster", "routing", category, index)
+                problems.append(document.diagnostic(path, message + did_you_mean(name, nodes)))
+    for name, url in config.storage.items():
+        scheme = urlsplit(url).scheme.split("+")[0]
+        if scheme not in _STORAGE_SCHEMES:
+            known = ", ".join(sorted(_STORAGE_SCHEMES))
+            message = f"storage URL scheme '{scheme}' is not supported (known: {known})"
+            problems.append(document.diagnostic(("storage", name), message))
+    return problems
+
+
+def _read_config(file: Path) -> tuple[Config, YamlDocument]:
+    try:
+        text = file.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        diagnostic = Diagnostic(str(file), 1, 1, (), f"cannot read config: {exc.strerror or exc}")
+        raise ContractError(diagnostic.format(), [diagnostic]) from None
+    document = parse_yaml(text, str(file))
+    if document.data is None:
+        return Config(), document
+    problems = schema_check(config_validator(), document)
+    config, more = (None, []) if problems else build_model(Config, document)
+    problems += more
+    if config is not None:
+        problems += _semantic(document, config)
+    if problems or config is None:
+        raise ContractError(problems[0].format() if problems else str(file), problems)
+    return config, document
+
+
+def read_settings(config_file: Path | None = None) -> Settings:
+    """The config (defaults when there is none), without loading any skill."""
+    file = find_config(config_file)
+    if file is None:
+        return Settings(Config(), Path.cwd(), None)
+    config, document = _read_config(file)
+    return Settings(config, file.resolve().parent, file, document)

@@ -1,0 +1,87 @@
+"""Read commands read: they never write, never recover or escalate, never create `.loopengine/`."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from loopengine.cli import main
+from tests.test_cli_run import LOOP, SKILLS
+
+READS = (
+    ["history"],
+    ["metrics", "list"],
+    ["validate", "counter.yaml"],
+    ["schema"],
+    ["skills"],
+    ["tools"],
+)
+
+
+@pytest.fixture(autouse=True)
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "skills.py").write_text(SKILLS)
+    (tmp_path / "loopengine.yaml").write_text("plugins: [./skills.py]\n")
+    (tmp_path / "counter.yaml").write_text(LOOP)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LOOPENGINE_CONFIG", raising=False)
+    monkeypatch.delenv("LOOPENGINE_DATABASE", raising=False)
+    return tmp_path
+
+
+@pytest.mark.parametrize("command", READS, ids=" ".join)
+def test_a_read_command_creates_no_store(command: list[str], workspace: Path) -> None:
+    assert main(command) == 0
+    assert not (workspace / ".loopengine").exists()
+
+
+def test_show_of_an_unknown_execution_creates_no_store(
+    workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["show", "0123"]) == 1
+    assert "no execution '0123'" in capsys.readouterr().err
+    assert not (workspace / ".loopengine").exists()
+
+
+def test_history_on_a_fresh_folder_says_nothing_ran(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["history", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"executions": []}
+
+
+def _rows(workspace: Path) -> list[tuple[str, str, str | None]]:
+    with sqlite3.connect(workspace / ".loopengine" / "loopengine.db") as connection:
+        query = "SELECT id, status, outcome FROM executions ORDER BY started_at"
+        return list(connection.execute(query))
+
+
+def _crash_and_overdue(workspace: Path) -> None:
+    """One execution left running by a dead process, one approval past its deadline."""
+    with sqlite3.connect(workspace / ".loopengine" / "loopengine.db") as connection:
+        connection.execute("UPDATE executions SET status = 'running', owner = 'gone:999999'")
+        connection.execute("UPDATE approvals SET deadline = 0")
+
+
+def test_history_and_show_neither_recover_nor_escalate(
+    workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", "counter.yaml", "--input", "n=9"]) == 1
+    assert main(["run", "counter.yaml"]) == 0
+    _crash_and_overdue(workspace)
+    before = _rows(workspace)
+    capsys.readouterr()
+    waiting = before[0][0]
+    assert main(["history"]) == 0
+    assert main(["show", waiting]) == 0
+    assert main(["metrics", "list"]) == 0
+    assert _rows(workspace) == before
+    assert "approval: big pending" in capsys.readouterr().out
+
+
+def test_a_write_command_escalates_an_overdue_approval(workspace: Path) -> None:
+    assert main(["run", "counter.yaml", "--input", "n=9"]) == 1
+    _crash_and_overdue(workspace)
+    assert main(["flags", "list"]) == 0
+    assert {outcome for _, _, outcome in _rows(workspace)} == {"escalated"}
