@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from loopengine.commands._console import Console
+    from loopengine.commands import Console
 
 __all__ = ["main"]
 
@@ -219,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    from loopengine.commands._console import Console
+    from loopengine.commands import Console
     from loopengine.errors import LoopEngineError
 
     console = Console()

@@ -12,8 +12,7 @@ import anyio
 import pytest
 
 from loopengine.cli import main
-from loopengine.commands._console import Console
-from loopengine.commands._progress import progress_line
+from loopengine.commands import Console, progress_line
 from loopengine.commands.chat import run_chat
 from loopengine.testing import FakeLLMServer, forever, reply, tool_call
 

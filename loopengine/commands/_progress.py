@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loopengine.commands._console import Console
-from loopengine.skills import Progress
+
+if TYPE_CHECKING:
+    from loopengine.skills import Progress
 
 __all__ = ["live_progress", "progress_line"]
 

@@ -20,13 +20,7 @@ async def run_metrics_list(
     if pattern is not None:
         series = [s for s in series if fnmatchcase(s["name"], pattern)]
     if as_json:
-        console.json(
-            {
-                "metrics": [
-                    {**s, "recorded_at": iso(s["recorded_at"])} for s in series
-                ]
-            }
-        )
+        console.json({"metrics": [{**s, "recorded_at": iso(s["recorded_at"])} for s in series]})
     elif not series:
         console.print("No metrics yet: `loopengine metrics record NAME VALUE`.")
     else:
