@@ -2,38 +2,65 @@
 
 from __future__ import annotations
 
-from functools import cache
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from functools import cache, cached_property
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ValidationError
 
 from loopengine.contract._diagnostics import Diagnostic
-from loopengine.contract._schema import body_schema, config_schema, loop_schema
-from loopengine.contract._schema_errors import schema_diagnostics
+from loopengine.contract._schema import SchemaTest, body_schema, compile_schema, shipped_schema
 from loopengine.contract._yaml_source import YamlDocument
 
-__all__ = ["build_model", "config_validator", "loop_validator", "schema_check"]
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
+
+__all__ = ["SchemaValidator", "build_model", "config_validator", "loop_validator", "schema_check"]
 
 M = TypeVar("M", bound=BaseModel)
 
 
-@cache
-def loop_validator() -> Draft202012Validator:
-    return Draft202012Validator(body_schema(loop_schema(), "LoopSpec"))
+@dataclass(frozen=True)
+class SchemaValidator:
+    """One definition of a shipped schema: a compiled yes/no test for every document, and
+    jsonschema to locate the errors of those it refuses (imported only then: most files pass)."""
+
+    schema: dict[str, Any]
+    accepts: SchemaTest
+
+    @classmethod
+    def of(cls, name: str, definition: str) -> SchemaValidator:
+        """The validator of ``definition`` in the shipped schema ``name``."""
+        schema = body_schema(shipped_schema(name), definition)
+        return cls(schema, compile_schema(schema))
+
+    @cached_property
+    def jsonschema(self) -> Draft202012Validator:
+        from jsonschema import Draft202012Validator
+
+        return Draft202012Validator(self.schema)
 
 
 @cache
-def config_validator() -> Draft202012Validator:
-    return Draft202012Validator(body_schema(config_schema(), "Config"))
+def loop_validator() -> SchemaValidator:
+    return SchemaValidator.of("loop", "LoopSpec")
 
 
-def schema_check(validator: Draft202012Validator, document: YamlDocument) -> list[Diagnostic]:
+@cache
+def config_validator() -> SchemaValidator:
+    return SchemaValidator.of("config", "Config")
+
+
+def schema_check(validator: SchemaValidator, document: YamlDocument) -> list[Diagnostic]:
     """Pass 1: the schema errors of ``document`` (a non-mapping root is one error)."""
     if not isinstance(document.data, dict):
         kind = "nothing" if document.data is None else type(document.data).__name__
         return [document.diagnostic((), f"expected a mapping of keys at the top, got {kind}")]
-    return schema_diagnostics(validator, document)
+    if validator.accepts(document.data):
+        return []
+    from loopengine.contract._schema_errors import schema_diagnostics
+
+    return schema_diagnostics(validator.jsonschema, document)
 
 
 def build_model(model: type[M], document: YamlDocument) -> tuple[M | None, list[Diagnostic]]:

@@ -120,19 +120,25 @@ class LoopLoader:
             return LoadReport(file, None, (Diagnostic(file, line, 1, (), message),))
         return self.load_text(text, file)
 
-    def load_paths(self, paths: Iterable[Path]) -> list[LoadReport]:
-        """Load every loop file under ``paths``; a loop id used twice is an error on the second."""
-        reports = [self.load_file(path) for path in find_loop_files(paths)]
+    def iter_paths(self, paths: Iterable[Path]) -> Iterator[LoadReport]:
+        """Load every loop file under ``paths``, one report at a time so that a caller keeping only
+        what it prints holds one loop at once; a loop id used twice is an error on the second."""
         first: dict[str, str] = {}
-        for index, report in enumerate(reports):
-            if report.loop is None:
-                continue
-            owner = first.setdefault(report.loop.id, report.file)
-            if owner != report.file:
-                line, column = report.id_at
-                message = (
-                    f"loop id '{report.loop.id}' is already used by {owner}; ids must be unique"
-                )
-                duplicate = Diagnostic(report.file, line, column, ("id",), message)
-                reports[index] = LoadReport(report.file, None, (*report.diagnostics, duplicate))
-        return reports
+        for path in find_loop_files(paths):
+            report = self.load_file(path)
+            if report.loop is not None:
+                owner = first.setdefault(report.loop.id, report.file)
+                if owner != report.file:
+                    report = _duplicate(report, report.loop.id, owner)
+            yield report
+
+    def load_paths(self, paths: Iterable[Path]) -> list[LoadReport]:
+        """Every report of ``iter_paths``."""
+        return list(self.iter_paths(paths))
+
+
+def _duplicate(report: LoadReport, loop_id: str, owner: str) -> LoadReport:
+    line, column = report.id_at
+    message = f"loop id '{loop_id}' is already used by {owner}; ids must be unique"
+    duplicate = Diagnostic(report.file, line, column, ("id",), message)
+    return LoadReport(report.file, None, (*report.diagnostics, duplicate))

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 from yaml import nodes
+from yaml.error import Mark
 
 from loopengine.contract._diagnostics import Diagnostic, Level, Path
 from loopengine.errors import ContractError
@@ -24,8 +25,8 @@ MAX_NODES = 100_000
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _TAG = "tag:yaml.org,2002:"
-_SCALARS = yaml.constructor.SafeConstructor()
-_PLAIN_TAGS = {_TAG + name for name in ("null", "bool", "int", "float", "str")}
+_STR, _BOOL, _TIMESTAMP, _MERGE = (_TAG + name for name in ("str", "bool", "timestamp", "merge"))
+_CONSTRUCTED_TAGS = {_TAG + name for name in ("null", "bool", "int", "float")}
 _COLLECTION_TAGS = {_TAG + "map", _TAG + "seq"}
 
 
@@ -37,12 +38,12 @@ class Position:
 
 @dataclass(frozen=True)
 class YamlDocument:
-    """Plain data of one YAML file plus the 1-based position of every value and key."""
+    """Plain data of one YAML file plus where every value and key starts."""
 
     file: str
     data: Any
-    values: Mapping[Path, Position] = field(repr=False)
-    keys: Mapping[Path, Position] = field(repr=False)
+    values: Mapping[Path, Mark] = field(repr=False)
+    keys: Mapping[Path, Mark] = field(repr=False)
     prefix: Path = ()
 
     def within(self, key: str) -> YamlDocument:
@@ -53,11 +54,11 @@ class YamlDocument:
         """Where ``path`` stands (its key when ``at_key``), or its nearest existing parent."""
         full = (*self.prefix, *path)
         if at_key and full in self.keys:
-            return self.keys[full]
+            return _position(self.keys[full])
         for end in range(len(full), -1, -1):
-            position = self.values.get(full[:end])
-            if position is not None:
-                return position
+            mark = self.values.get(full[:end])
+            if mark is not None:
+                return _position(mark)
         return Position(1, 1)
 
     def diagnostic(
@@ -67,28 +68,31 @@ class YamlDocument:
         return Diagnostic(self.file, position.line, position.column, path, message, level)
 
 
-def _position(node: nodes.Node) -> Position:
-    return Position(node.start_mark.line + 1, node.start_mark.column + 1)
+def _position(mark: Mark) -> Position:
+    return Position(mark.line + 1, mark.column + 1)
 
 
 class _Builder:
     def __init__(self, file: str) -> None:
         self.file = file
-        self.values: dict[Path, Position] = {}
-        self.keys: dict[Path, Position] = {}
+        self.values: dict[Path, Mark] = {}
+        self.keys: dict[Path, Mark] = {}
         self.problems: list[Diagnostic] = []
         self.count = 0
         self.active: set[int] = set()
+        # Per document: a constructor memoises every node it builds, so a shared one would keep
+        # every scalar of every file ever loaded (~37 KiB a file).
+        self.scalars = yaml.constructor.SafeConstructor()
 
     def problem(self, node: nodes.Node, path: Path, message: str) -> None:
-        position = _position(node)
+        position = _position(node.start_mark)
         self.problems.append(Diagnostic(self.file, position.line, position.column, path, message))
 
     def build(self, node: nodes.Node, path: Path) -> Any:
         self.count += 1
         if self.count > MAX_NODES:
             raise _TooLarge
-        self.values.setdefault(path, _position(node))
+        self.values.setdefault(path, node.start_mark)
         if not isinstance(node, nodes.CollectionNode):
             return self.scalar(node, path)
         if node.tag not in _COLLECTION_TAGS:
@@ -106,12 +110,12 @@ class _Builder:
 
     def scalar(self, node: nodes.Node, path: Path) -> Any:
         tag = node.tag
-        if tag == _TAG + "bool" and node.value.lower() not in ("true", "false"):
+        if tag in (_STR, _TIMESTAMP):
             return node.value
-        if tag in _PLAIN_TAGS:
-            return _SCALARS.construct_object(node)
-        if tag == _TAG + "timestamp":
+        if tag == _BOOL and node.value.lower() not in ("true", "false"):
             return node.value
+        if tag in _CONSTRUCTED_TAGS:
+            return self.scalars.construct_object(node)
         self._bad_tag(node, path)
         return None
 
@@ -124,21 +128,20 @@ class _Builder:
         result: dict[str, Any] = {}
         merges: list[nodes.Node] = []
         for key_node, value_node in node.value:
-            if key_node.tag == _TAG + "merge":
+            if key_node.tag == _MERGE:
                 merges.extend(self._merge_sources(value_node, path))
                 continue
             if not isinstance(key_node, nodes.ScalarNode):
                 self.problem(key_node, path, "a key must be a plain string, not a list or mapping")
                 continue
             key = str(key_node.value)
+            child = (*path, key)
             if key in result:
-                first = self.keys[(*path, key)]
-                self.problem(
-                    key_node, (*path, key), f"duplicate key '{key}' (first at line {first.line})"
-                )
+                first = _position(self.keys[child])
+                self.problem(key_node, child, f"duplicate key '{key}' (first at line {first.line})")
                 continue
-            self.keys[(*path, key)] = _position(key_node)
-            result[key] = self.build(value_node, (*path, key))
+            self.keys[child] = key_node.start_mark
+            result[key] = self.build(value_node, child)
         for source in merges:
             merged = self.mapping(source, path) if isinstance(source, nodes.MappingNode) else {}
             for key, value in merged.items():
@@ -196,7 +199,7 @@ def parse_yaml(text: str, file: str) -> YamlDocument:
     except RecursionError:
         raise _failure(file, Position(1, 1), "YAML nested too deeply") from None
     except _RecursiveAlias as exc:
-        raise _failure(file, _position(exc.node), "recursive alias") from None
+        raise _failure(file, _position(exc.node.start_mark), "recursive alias") from None
     except _TooLarge:
         message = (
             f"aliases expand this document past {MAX_NODES:,} nodes (an alias bomb?): "

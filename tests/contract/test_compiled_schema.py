@@ -43,7 +43,13 @@ def _agree(validator: SchemaValidator, data: Any) -> None:
 
 def _paths(data: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
     yield path
-    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    items = (
+        data.items()
+        if isinstance(data, dict)
+        else enumerate(data)
+        if isinstance(data, list)
+        else ()
+    )
     for key, value in items:
         yield from _paths(value, (*path, key))
 
@@ -121,7 +127,9 @@ def test_shipped_loops_pass_without_jsonschema(path: Path) -> None:
         ({"$defs": {"n": {"items": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"}, [[[], [1]]]),
     ],
 )
-def test_each_keyword_gives_the_verdict_of_jsonschema(schema: dict[str, Any], instance: Any) -> None:
+def test_each_keyword_gives_the_verdict_of_jsonschema(
+    schema: dict[str, Any], instance: Any
+) -> None:
     assert compile_schema(schema)(instance) == Draft202012Validator(schema).is_valid(instance)
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import gc
 import time
+import tracemalloc
 
 import pytest
 
-from loopengine.contract._yaml_source import MAX_NODES, Position, parse_yaml
+from loopengine.contract import MAX_NODES, Position, parse_yaml
 from loopengine.errors import ContractError
+from tests.conftest import SEED_LOOP
 
 BILLION_LAUGHS = """\
 a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
@@ -113,3 +116,21 @@ def test_several_documents_are_refused() -> None:
 def test_a_key_must_be_a_scalar() -> None:
     (error,) = _errors("? [a, b]\n: 1\n")
     assert "a key must be a plain string" in error
+
+
+def test_loading_many_documents_keeps_nothing_of_them() -> None:
+    text = SEED_LOOP.read_text()
+    parse_yaml(text, "f.yaml")
+    tracemalloc.start()
+    try:
+        parse_yaml(text, "f.yaml")
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(100):
+            parse_yaml(text, "f.yaml")
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    # A constructor shared across documents kept ~37 KiB a file: 100 files would be ~3.7 MiB.
+    assert grown < 64 * 1024, f"{grown:,} bytes retained by 100 documents"

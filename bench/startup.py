@@ -1,0 +1,121 @@
+"""Start-up time of the everyday commands, and memory kept by loading one loop over and over.
+
+Targets (issue "Foundation pass", 2-core machine): ``--help`` < 0.08 s; ``validate`` of the seed
+loop < 0.25 s; ``run`` of the quickstart loop with nothing to do, ``history`` and ``show`` <
+0.35 s each; RSS growth over 10,000 loads of one loop file in one process < 5 MiB. Times are
+medians of fresh processes, run round by round beside ``python -c pass`` and
+``python -c "import pydantic, yaml"`` so that all of them see the machine in the same state.
+
+    python bench/startup.py [--runs 11] [--loads 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from validate_folder import ROOT, Case, anchors, loopengine_command, median_s, run_rounds, verdict
+
+SEED = ROOT / "examples" / "seo_audit"
+QUICKSTART = ROOT / "examples" / "quickstart"
+GROWTH_TARGET_MIB = 5.0
+
+# Runs in a fresh interpreter: argv[1] is the config, argv[2] the loop file, argv[3] the count.
+LOAD_REPEATEDLY = """
+import os, sys
+from pathlib import Path
+from loopengine.contract import LoopLoader
+from loopengine.workspace import load_workspace
+
+def rss_mib():
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+loader = LoopLoader(load_workspace(Path(sys.argv[1])).env)
+path, count = Path(sys.argv[2]), int(sys.argv[3])
+assert loader.load_file(path).ok
+for _ in range(100):
+    loader.load_file(path)
+before = rss_mib()
+for _ in range(count):
+    loader.load_file(path)
+print(before, rss_mib())
+"""
+
+
+def checked(command: list[str], cwd: Path | None = None) -> str:
+    """The output of ``command``, which must succeed."""
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed:\n{done.stdout}{done.stderr}")
+    return done.stdout
+
+
+def first_execution(command: list[str], cwd: Path) -> tuple[str, str]:
+    """Run the quickstart loop once: its execution id (what ``show`` shows) and outcome."""
+    checked([*command, "run", "cache_cleanup.yaml"], cwd)
+    latest = json.loads(checked([*command, "history", "--json"], cwd))["executions"][0]
+    return str(latest["execution_id"]), str(latest["outcome"])
+
+
+def rss_growth(loads: int) -> tuple[float, float]:
+    """RSS (MiB) of a fresh process before and after ``loads`` loads of the seed loop."""
+    config, loop = SEED / "loopengine.yaml", SEED / "seo_audit_loop.yaml"
+    output = checked([sys.executable, "-c", LOAD_REPEATEDLY, str(config), str(loop), str(loads)])
+    before, after = map(float, output.split())
+    return before, after
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=11, help="fresh processes per figure (>= 10)")
+    parser.add_argument("--loads", type=int, default=10_000)
+    args = parser.parse_args()
+    if args.runs < 10:
+        parser.error("--runs must be at least 10: a median of fewer runs is noise here")
+    command = loopengine_command()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp) / "quickstart"
+        shutil.copytree(QUICKSTART, work)
+        os.environ["LOOPENGINE_DATABASE"] = f"sqlite:///{Path(tmp) / 'bench.db'}"
+        execution, outcome = first_execution(command, work)
+        validate = [*command, "validate", "seo_audit_loop.yaml"]
+        run = [*command, "run", "cache_cleanup.yaml"]
+        commands = [
+            Case("loopengine --help", [*command, "--help"], work, 0.08),
+            Case("loopengine validate seo_audit_loop.yaml", validate, SEED, 0.25),
+            Case(f"loopengine run cache_cleanup.yaml ({outcome})", run, work, 0.35),
+            Case("loopengine history", [*command, "history"], work, 0.35),
+            Case("loopengine show ID", [*command, "show", execution], work, 0.35),
+        ]
+        fixed = anchors(work)
+        samples = run_rounds([*fixed, *commands], args.runs)
+    floor, libraries = (median_s(samples[case.label]) for case in fixed)
+    width = max(len(case.label) for case in commands)
+    print(f"start-up: medians of {args.runs} fresh processes, run round by round")
+    for case in [*fixed, *commands]:
+        seconds = median_s(samples[case.label])
+        line = f"  {case.label:<{width}}  {seconds:6.3f} s"
+        if case.target is not None:
+            line += (
+                f"   target < {case.target} s   {verdict(seconds < case.target):<6}   "
+                f"= {seconds / floor:4.1f}x pass, {seconds / libraries:3.1f}x pydantic+yaml"
+            )
+        print(line)
+    before, after = rss_growth(args.loads)
+    growth = after - before
+    print(
+        f"{args.loads:,} loads of seo_audit_loop.yaml in one process: RSS {before:.1f} → "
+        f"{after:.1f} MiB, growth {growth:.2f} MiB   target < {GROWTH_TARGET_MIB} MiB   "
+        f"{verdict(growth < GROWTH_TARGET_MIB)}"
+    )
+
+
+if __name__ == "__main__":
+    main()
