@@ -4,15 +4,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["shipped_loop", "shipped_loops_dir"]
+__all__ = ["shipped_dir", "shipped_loop", "shipped_loops_dir"]
 
 _PACKAGE = Path(__file__).resolve().parent
 
 
+def shipped_dir(name: str) -> Path:
+    """The shipped folder ``name`` (``loops``, ``schemas``) as installed (wheel) or in the source
+    tree (editable install)."""
+    installed = _PACKAGE / "_data" / name
+    return installed if installed.is_dir() else _PACKAGE.parent / name
+
+
 def shipped_loops_dir() -> Path:
-    """``loops/`` as installed (wheel) or in the source tree (editable install)."""
-    installed = _PACKAGE / "_data" / "loops"
-    return installed if installed.is_dir() else _PACKAGE.parent / "loops"
+    """``loops/`` as shipped."""
+    return shipped_dir("loops")
 
 
 def shipped_loop(name: str) -> Path | None:

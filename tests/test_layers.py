@@ -15,7 +15,7 @@ import pytest
 import loopengine
 
 ROOT = Path(loopengine.__file__).parent
-BASE = frozenset({"errors", "_suggestions", "_concurrency", "_lazy"})
+BASE = frozenset({"errors", "_suggestions", "_concurrency", "_lazy", "_resources"})
 """Modules every layer may use."""
 LAYERS: dict[str, frozenset[str]] = {
     "expr": frozenset(),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from loopengine.commands._console import Console
@@ -23,17 +24,36 @@ def _format(console: Console, diagnostic: Diagnostic) -> str:
     return console.style(where, "bold") + rest
 
 
-def _summary(console: Console, reports: list[LoadReport]) -> str:
-    errors = sum(len(r.errors) for r in reports)
-    warnings = sum(len(r.diagnostics) - len(r.errors) for r in reports)
-    invalid = sum(1 for r in reports if not r.ok)
+@dataclass(frozen=True, slots=True)
+class _Result:
+    """What ``validate`` keeps of a file once it is checked (not its loop, so memory stays flat)."""
+
+    file: str
+    loop_id: str | None
+    diagnostics: tuple[Diagnostic, ...]
+    ok: bool
+
+    @classmethod
+    def of(cls, report: LoadReport) -> _Result:
+        loop_id = report.loop.id if report.loop else None
+        return cls(report.file, loop_id, tuple(report.diagnostics), report.ok)
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for d in self.diagnostics if d.is_error)
+
+
+def _summary(console: Console, results: list[_Result]) -> str:
+    errors = sum(r.errors for r in results)
+    warnings = sum(len(r.diagnostics) - r.errors for r in results)
+    invalid = sum(1 for r in results if not r.ok)
     warned = f", {warnings} warning{'s' if warnings != 1 else ''}" if warnings else ""
     if invalid:
         counts = f"{errors} error{'s' if errors != 1 else ''}{warned}"
-        where = f"in {invalid} of {len(reports)} file{'s' if len(reports) != 1 else ''}"
+        where = f"in {invalid} of {len(results)} file{'s' if len(results) != 1 else ''}"
         return console.style(f"✗ {counts} {where}", "red", "bold")
-    noun = "loop" if len(reports) == 1 else "loops"
-    return console.style(f"✓ {len(reports)} {noun} valid{warned}", "green", "bold")
+    noun = "loop" if len(results) == 1 else "loops"
+    return console.style(f"✓ {len(results)} {noun} valid{warned}", "green", "bold")
 
 
 def run_validate(console: Console, paths: list[Path], config: Path | None, as_json: bool) -> int:
@@ -44,27 +64,29 @@ def run_validate(console: Console, paths: list[Path], config: Path | None, as_js
     if not files:
         raise ContractError(f"no loop files (*.yaml, *.yml) in {', '.join(map(str, paths))}")
     workspace = load_workspace(config)
-    reports = LoopLoader(workspace.env).load_paths(files)
+    results: list[_Result] = []
+    for report in LoopLoader(workspace.env).iter_paths(files):
+        results.append(_Result.of(report))
+        if not as_json:
+            for diagnostic in report.diagnostics:
+                console.print(_format(console, diagnostic))
     if as_json:
         console.json(
             {
-                "valid": all(r.ok for r in reports),
-                "errors": sum(len(r.errors) for r in reports),
-                "warnings": sum(len(r.diagnostics) - len(r.errors) for r in reports),
+                "valid": all(r.ok for r in results),
+                "errors": sum(r.errors for r in results),
+                "warnings": sum(len(r.diagnostics) - r.errors for r in results),
                 "files": [
                     {
                         "file": r.file,
-                        "loop_id": r.loop.id if r.loop else None,
+                        "loop_id": r.loop_id,
                         "valid": r.ok,
                         "diagnostics": [d.as_json() for d in r.diagnostics],
                     }
-                    for r in reports
+                    for r in results
                 ],
             }
         )
     else:
-        for report in reports:
-            for diagnostic in report.diagnostics:
-                console.print(_format(console, diagnostic))
-        console.print(_summary(console, reports))
-    return 0 if all(r.ok for r in reports) else 1
+        console.print(_summary(console, results))
+    return 0 if all(r.ok for r in results) else 1

@@ -9,12 +9,13 @@ import operator
 import re
 from collections.abc import Callable
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
+
+from loopengine._resources import shipped_dir
 
 __all__ = [
     "SCHEMA_URL_BASE",
@@ -28,7 +29,6 @@ __all__ = [
 
 SCHEMA_URL_BASE = "https://loopengine.dev/schemas"
 _DRAFT = "https://json-schema.org/draft/2020-12/schema"
-_PACKAGE = Path(__file__).resolve().parent.parent
 
 
 class _AuthorSchema(GenerateJsonSchema):
@@ -97,11 +97,10 @@ def body_schema(schema: dict[str, Any], definition: str) -> dict[str, Any]:
 def shipped_schema(name: str) -> dict[str, Any]:
     """``schemas/{name}.schema.json`` as installed (wheel) or in the source tree; generated from
     the models only when neither ships it (a test keeps the shipped files equal to the models)."""
-    for folder in (_PACKAGE / "_data" / "schemas", _PACKAGE.parent / "schemas"):
-        file = folder / f"{name}.schema.json"
-        if file.is_file():
-            schema: dict[str, Any] = json.loads(file.read_text(encoding="utf-8"))
-            return schema
+    file = shipped_dir("schemas") / f"{name}.schema.json"
+    if file.is_file():
+        schema: dict[str, Any] = json.loads(file.read_text(encoding="utf-8"))
+        return schema
     generate = {"loop": loop_schema, "config": config_schema}[name]
     return generate()
 

@@ -46,7 +46,7 @@ def test_the_validators_use_the_shipped_definitions() -> None:
 def test_without_shipped_schemas_they_are_generated(
     name: str, generate: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(_schema, "_PACKAGE", tmp_path / "loopengine")
+    monkeypatch.setattr(_schema, "shipped_dir", lambda folder: tmp_path / folder)
     assert _schema.shipped_schema.__wrapped__(name) == generate()
 
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-
 from loopengine.contract.checks._walk import Checked, Env, walk
 
 __all__ = ["BUILTIN_STORAGE", "check_params", "check_storage"]
@@ -13,9 +10,14 @@ BUILTIN_STORAGE = frozenset({"file", "sqlite"})
 
 
 def check_params(checked: Checked) -> None:
+    """Each param is a valid JSON Schema whose default fits (jsonschema loads only when a loop
+    has params)."""
     params = checked.document.data.get("params")
-    if not isinstance(params, dict):
+    if not isinstance(params, dict) or not params:
         return
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
     for name, fragment in params.items():
         path = ("params", name)
         if not isinstance(fragment, dict):
