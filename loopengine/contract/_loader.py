@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
+import json
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from loopengine.contract._diagnostics import Diagnostic
 from loopengine.contract._documents import build_model, loop_validator, schema_check
@@ -22,15 +24,29 @@ NOT_LOOPS = frozenset({"loopengine.yaml", "loopengine.yml"})
 
 @dataclass(frozen=True, slots=True)
 class Loop:
-    """A validated loop: its spec (expressions compiled), its file and its version hash."""
+    """A validated loop: its spec (expressions compiled), its file, the hash of its text
+    (``version``) and a hash of each top-level key (``parts``), which says what changed between
+    two versions (a comment changes the version, not the parts)."""
 
     spec: LoopSpec
     file: str
     version: str
+    parts: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
         return self.spec.id
+
+    def changed_since(self, parts: Mapping[str, str]) -> list[str]:
+        """The top-level keys whose content differs from ``parts`` (added and removed ones too)."""
+        return sorted(key for key in {*parts, *self.parts} if parts.get(key) != self.parts.get(key))
+
+
+def _parts(data: Mapping[str, Any]) -> dict[str, str]:
+    return {
+        key: hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
+        for key, value in data.items()
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +119,8 @@ class LoopLoader:
         version = hashlib.sha256(text.encode()).hexdigest()
         position = body.locate(("id",))
         id_at = (position.line, position.column)
-        return LoadReport(file, Loop(spec, file, version), tuple(problems), id_at)
+        loop = Loop(spec, file, version, _parts(body.data))
+        return LoadReport(file, loop, tuple(problems), id_at)
 
     def load_file(self, path: Path) -> LoadReport:
         file = str(path)

@@ -75,13 +75,22 @@ def _rebuild(record: ExecutionRecord, envelope: JobEnvelope, loop: Loop) -> Run:
 
 
 async def _restore(
-    engine: Engine, load_loop: LoopLoader, execution_id: str
+    engine: Engine, load_loop: LoopLoader, execution_id: str, *, to_run: bool = True
 ) -> tuple[Run, Recorder, ExecutionRow]:
+    """The execution as it was at its last commit, with its loop as the file now holds it;
+    ``to_run`` refuses a loop whose content changed since the execution started (what would run
+    is not what was decided), naming the parts that differ."""
     record = await _load(engine, execution_id)
     row = record.execution
     loop = load_loop(row.loop_file)
     if loop.id != row.loop_id:
         raise NotResumable(f"{row.loop_file} now holds loop '{loop.id}', not '{row.loop_id}'")
+    changed = loop.changed_since(row.context.get("loop_parts", {}))
+    if to_run and row.loop_version != loop.version and changed:
+        raise NotResumable(
+            f"{row.loop_file} changed since execution {row.id} started ({', '.join(changed)} "
+            "differ): restore that version to continue it, or start a new run"
+        )
     assert record.envelope is not None
     run = _rebuild(record, record.envelope, loop)
     recorder = engine.recorder(loop, resumed=True)
@@ -132,13 +141,13 @@ async def answer_approval(
     if now > gate["deadline"]:
         await escalate_overdue(engine, load_loop)
         raise NotResumable(f"the approval window of {execution_id} closed: it was escalated")
+    run, recorder, _ = await _restore(engine, load_loop, execution_id, to_run=approve)
     store = engine.services.store
     status = "approved" if approve else "rejected"
     if not await store.write(
         lambda c: approvals.decide_approval(c, execution_id, status, now, note)
     ):
         raise NotResumable(f"execution {execution_id} was answered meanwhile")
-    run, recorder, _ = await _restore(engine, load_loop, execution_id)
     run.data["approval"] = {"status": status, "note": note}
     if approve:
         await store.write(
@@ -162,7 +171,7 @@ async def _escalate(
 
     if not await store.write(close):
         return False
-    run, recorder, _ = await _restore(engine, load_loop, execution_id)
+    run, recorder, _ = await _restore(engine, load_loop, execution_id, to_run=False)
     decide = run.loop.spec.decide
     target = decide.human_approval.escalation_target if decide and decide.human_approval else None
     event = {"execution_id": execution_id, "loop_id": run.loop.id, "action": gate["action"]}

@@ -35,6 +35,7 @@ def snapshot(run: Run) -> dict[str, Any]:
         "act_attempts": run.act_attempts,
         "samples": run.samples,
         "last_adjusted_at": run.last_adjusted_at,
+        "loop_parts": dict(run.loop.parts),
     }
 
 

@@ -112,9 +112,9 @@ async def test_an_answered_gate_cannot_be_answered_again(harness: Harness) -> No
         await answer_approval(harness.engine, harness.load_loop, done.execution_id, True, None)
 
 
-async def test_resume_continues_after_the_last_committed_phase(harness: Harness) -> None:
-    loop = harness.loop(SEVEN.replace("DURABILITY", "phase"))
-    done = await harness.engine.run(loop)
+async def _interrupted_after_decide(harness: Harness) -> str:
+    """An execution of the seven-phase loop as a crash right after decide leaves it."""
+    done = await harness.engine.run(harness.loop(SEVEN.replace("DURABILITY", "phase")))
     execution_id = done.execution_id
 
     def interrupt_after_decide(connection: sa.Connection) -> None:
@@ -128,11 +128,34 @@ async def test_resume_continues_after_the_last_committed_phase(harness: Harness)
 
     await harness.store.write(interrupt_after_decide)
     skills_for_tests.CALLS.clear()
+    return execution_id
+
+
+async def test_resume_continues_after_the_last_committed_phase(harness: Harness) -> None:
+    execution_id = await _interrupted_after_decide(harness)
     resumed = await resume(harness.engine, harness.load_loop, execution_id)
     assert resumed.outcome is Outcome.COMPLETED
     assert [c["skill"] for c in skills_for_tests.CALLS] == ["fix"]
     view = await harness.view(resumed)
     assert [p["phase"] for p in view["phases"]][-4:] == ["act", "validate", "learn", "store"]
+
+
+async def test_resume_refuses_a_loop_changed_since_and_says_what_changed(
+    harness: Harness,
+) -> None:
+    execution_id = await _interrupted_after_decide(harness)
+    seven = SEVEN.replace("DURABILITY", "phase")
+    harness.loop(seven.replace("act:\n  actions:", "act:\n  max_retries: 1\n  actions:"))
+    with pytest.raises(NotResumable, match=r"changed since execution \w+ started \(act differ\)"):
+        await resume(harness.engine, harness.load_loop, execution_id)
+    assert skills_for_tests.CALLS == []
+
+
+async def test_resume_accepts_a_loop_whose_comments_alone_changed(harness: Harness) -> None:
+    execution_id = await _interrupted_after_decide(harness)
+    harness.loop("# reviewed\n" + SEVEN.replace("DURABILITY", "phase"))
+    resumed = await resume(harness.engine, harness.load_loop, execution_id)
+    assert resumed.outcome is Outcome.COMPLETED
 
 
 async def test_resume_refuses_an_execution_that_is_not_interrupted(harness: Harness) -> None:
