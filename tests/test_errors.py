@@ -6,7 +6,9 @@ import pytest
 
 from loopengine import errors
 from loopengine.contract import parse_yaml
+from loopengine.engine import translated
 from loopengine.expr import compile_expression
+from loopengine.testing import memory_store
 
 
 @pytest.mark.parametrize(
@@ -49,3 +51,49 @@ def test_jmespath_parse_error_becomes_expression_error() -> None:
 def test_jmespath_type_error_at_evaluation_becomes_expression_error() -> None:
     with pytest.raises(errors.ExpressionError):
         compile_expression("abs(name)").evaluate({"name": "text"})
+
+
+def test_the_docstring_draws_every_error_of_the_tree() -> None:
+    doc = errors.__doc__ or ""
+    drawn = {name for name in errors.__all__ if f"── {name}" in doc or f"    {name} " in doc}
+    assert drawn == set(errors.__all__)
+    for name in errors.__all__:
+        assert issubclass(getattr(errors, name), errors.LoopEngineError), name
+
+
+@pytest.mark.anyio
+async def test_a_database_error_becomes_storage_error() -> None:
+    async with memory_store() as store:
+        with pytest.raises(errors.StorageError, match="no such table"):
+            await store.read(lambda c: c.exec_driver_sql("SELECT * FROM nowhere").all())
+
+
+class _Response:
+    status_code = 503
+
+
+class _HTTPStatusError(Exception):
+    response = _Response()
+
+
+@pytest.mark.parametrize(
+    ("raised", "retryable"),
+    [
+        (ConnectionResetError("reset by peer"), True),
+        (TimeoutError("read timed out"), True),
+        (_HTTPStatusError("service unavailable"), True),
+        (ValueError("bad value"), False),
+        (KeyError("missing"), False),
+    ],
+)
+def test_a_skills_own_exception_becomes_skill_error(raised: Exception, retryable: bool) -> None:
+    seen = translated(raised, "fetch", ["s3cr3t"])
+    assert isinstance(seen, errors.SkillError)
+    assert seen.retryable is retryable
+    assert str(seen).startswith(f"skill 'fetch' failed: {type(raised).__name__}")
+
+
+def test_a_translated_message_masks_secrets() -> None:
+    seen = translated(ValueError("token s3cr3t refused"), "fetch", ["s3cr3t"])
+    assert "s3cr3t" not in str(seen)
+    assert "***" in str(seen)

@@ -7,6 +7,7 @@ from loopengine.engine._lifecycle import (
     recover_interrupted,
     resume,
 )
+from loopengine.engine._middleware import translated
 from loopengine.engine._runner import Engine, ExecutionDone, PhaseListener
 from loopengine.engine._services import Services
 
@@ -19,4 +20,5 @@ __all__ = [
     "escalate_overdue",
     "recover_interrupted",
     "resume",
+    "translated",
 ]
