@@ -1,7 +1,8 @@
 """Chat threads (seed 002): messages persisted per session, tool results of one round appended as
 one atomic, idempotent batch, optimistic concurrency by version (ETag), strict session isolation.
 
-Functions of a SQLAlchemy connection (run them through ``Store.write``); errors carry the HTTP
+The rules live here; the rows are the store's (``loopengine.store.threads``). Functions of a
+connection (run them through ``Store.write``); errors carry the HTTP
 status the API answers with: 412 stale ``If-Match``, 428 missing when required, 422 invalid
 messages or an idempotency key reused with another body, 409 a message of another session.
 """
@@ -18,10 +19,10 @@ from typing import Any
 
 import sqlalchemy as sa
 
-import loopengine.store._fastpath as fastpath
 from loopengine.errors import ThreadError
 from loopengine.llm._toolcalls import new_call_id
-from loopengine.store._tables import chat_messages, chat_operations, chat_sessions
+from loopengine.store import threads
+from loopengine.store.threads import load_thread, thread_version
 
 __all__ = [
     "BatchResult",
@@ -113,51 +114,6 @@ def _is_json_text(value: Any) -> bool:
     return True
 
 
-_SID: sa.BindParameter[Any] = sa.bindparam("sid")
-_VERSION = sa.select(chat_sessions.c.version).where(chat_sessions.c.id == _SID)
-_CALLS = sa.select(chat_messages.c.tool_calls).where(
-    chat_messages.c.session_id == _SID, chat_messages.c.tool_calls.is_not(None)
-)
-_ANSWERED = sa.select(chat_messages.c.tool_call_id).where(
-    chat_messages.c.session_id == _SID, chat_messages.c.tool_call_id == sa.bindparam("call")
-)
-_STATE = sa.select(
-    sa.select(chat_operations.c.body_hash)
-    .where(
-        chat_operations.c.session_id == _SID,
-        chat_operations.c.operation_id == sa.bindparam("op"),
-    )
-    .scalar_subquery()
-    .label("applied"),
-    sa.func.coalesce(_VERSION.scalar_subquery(), 0).label("version"),
-    sa.func.coalesce(
-        sa.select(sa.func.max(chat_messages.c.seq))
-        .where(chat_messages.c.session_id == _SID)
-        .scalar_subquery(),
-        0,
-    ).label("seq"),
-)
-_INSERT_MESSAGES = chat_messages.insert()
-_INSERT_SESSION = chat_sessions.insert()
-_BUMP = chat_sessions.update().where(
-    chat_sessions.c.id == sa.bindparam("_sid"), chat_sessions.c.version == sa.bindparam("_version")
-)
-_INSERT_OPERATION = chat_operations.insert()
-_THREAD = (
-    sa.select(chat_messages).where(chat_messages.c.session_id == _SID).order_by(chat_messages.c.seq)
-)
-
-
-def thread_version(connection: sa.Connection, session_id: str) -> int:
-    """The session's version (its ETag); 0 for a session with no message yet."""
-    row = fastpath.fetch_one(connection, _VERSION, {"sid": session_id})
-    return int(row["version"]) if row else 0
-
-
-def _calls_of(connection: sa.Connection, session_id: str) -> set[str]:
-    return call_ids(fastpath.fetch_all(connection, _CALLS, {"sid": session_id}))
-
-
 def call_ids(messages: Iterable[Mapping[str, Any]]) -> set[str]:
     """The ids of the tool calls ``messages`` make."""
     return {
@@ -194,15 +150,6 @@ def with_fresh_call_ids(
         return message
 
     return [fresh_message(message) for message in messages]
-
-
-def _answered(connection: sa.Connection, session_id: str, call_ids: set[str]) -> set[str]:
-    """The calls of ``call_ids`` this thread has a result for (one indexed lookup each)."""
-    return {
-        call_id
-        for call_id in call_ids
-        if fastpath.fetch_one(connection, _ANSWERED, {"sid": session_id, "call": call_id})
-    }
 
 
 def _refuse_foreign(session_id: str, messages: Sequence[Mapping[str, Any]]) -> None:
@@ -244,10 +191,9 @@ def append_batch(
 ) -> BatchResult:
     """Append ``messages`` atomically; a replayed ``operation_id`` returns ``applied=False``."""
     body = _hash(messages)
-    state = fastpath.fetch_one(connection, _STATE, {"sid": session_id, "op": operation_id})
-    version, start = (int(state["version"]), int(state["seq"])) if state else (0, 0)
-    if state and state["applied"] is not None:
-        if state["applied"] != body:
+    applied, version, start = threads.batch_state(connection, session_id, operation_id)
+    if applied is not None:
+        if applied != body:
             raise ThreadError(
                 422,
                 "idempotency_conflict",
@@ -261,35 +207,21 @@ def append_batch(
         if m.get("role") == "tool" and m.get("tool_call_id")
     }
     _refuse_foreign(session_id, messages)
-    _validate(messages, _calls_of(connection, session_id) if ids - call_ids(messages) else set())
-    answered = _answered(connection, session_id, ids)
+    offered = (
+        call_ids(threads.calls_of(connection, session_id)) if ids - call_ids(messages) else set()
+    )
+    _validate(messages, offered)
+    answered = threads.answered(connection, session_id, ids)
     fresh = [m for m in messages if m.get("role") != "tool" or m["tool_call_id"] not in answered]
     rows = [
         _row(session_id, start + offset, message, operation_id, now)
         for offset, message in enumerate(fresh, 1)
     ]
-    fastpath.execute_many(connection, _INSERT_MESSAGES, rows)
+    threads.insert_messages(connection, rows)
     new_version = version + 1
-    if version == 0:
-        session = {"id": session_id, "version": 1, "created_at": now, "updated_at": now}
-        fastpath.execute(connection, _INSERT_SESSION, session)
-    elif (
-        fastpath.execute(
-            connection,
-            _BUMP,
-            {"_sid": session_id, "_version": version, "version": new_version, "updated_at": now},
-        )
-        != 1
-    ):
+    if not threads.advance(connection, session_id, version, now):
         raise ThreadError(409, "conflict", "the thread changed meanwhile: reload it and retry")
-    operation = {
-        "session_id": session_id,
-        "operation_id": operation_id,
-        "body_hash": body,
-        "version": new_version,
-        "applied_at": now,
-    }
-    fastpath.execute(connection, _INSERT_OPERATION, operation)
+    threads.record_operation(connection, session_id, operation_id, body, new_version, now)
     return BatchResult(True, new_version, len(rows))
 
 
@@ -333,19 +265,9 @@ def extend_thread(
     result = append_batch(connection, session_id, messages, operation_id=operation_id, now=now)
     if result.applied and result.version == version + 1 and result.stored == len(messages):
         return Extended(result.version, None)
-    return Extended(thread_version(connection, session_id), load_thread(connection, session_id))
-
-
-def load_thread(connection: sa.Connection, session_id: str) -> list[dict[str, Any]]:
-    """The session's messages in order, in OpenAI shape (nothing from another session)."""
-    thread = []
-    for row in fastpath.fetch_all(connection, _THREAD, {"sid": session_id}):
-        message: dict[str, Any] = {"role": row["role"], "content": row["content"]}
-        for key in ("name", "tool_call_id", "tool_calls"):
-            if row[key] is not None:
-                message[key] = row[key]
-        thread.append(message)
-    return thread
+    return Extended(
+        threads.thread_version(connection, session_id), threads.load_thread(connection, session_id)
+    )
 
 
 def prune(messages: Sequence[dict[str, Any]], keep: int) -> list[dict[str, Any]]:

@@ -42,4 +42,5 @@ __all__ = [
     "read_only_query",
     "records",
     "signals",
+    "threads",
 ]
