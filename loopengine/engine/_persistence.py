@@ -6,6 +6,7 @@ import os
 import socket
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import sqlalchemy as sa
@@ -13,7 +14,15 @@ import sqlalchemy as sa
 from loopengine.contract import Durability
 from loopengine.engine._redact import redact
 from loopengine.engine._run import Run
-from loopengine.store import ExecutionRow, Pending, PhaseResult, Store, executions, jobs
+from loopengine.store import (
+    Encoded,
+    ExecutionRow,
+    Pending,
+    PhaseResult,
+    Store,
+    executions,
+    jobs,
+)
 from loopengine.store import approvals as approval_rows
 
 __all__ = ["OWNER", "CommitListener", "Recorder", "Write", "snapshot"]
@@ -52,24 +61,74 @@ def _execution_row(run: Run) -> ExecutionRow:
         dry_run=run.dry_run,
         started_at=run.started_at,
         owner=OWNER,
-        context=redact(snapshot(run), run.secrets),
-        usage=run.usage.as_dict(),
     )
 
 
-def _progress(run: Run) -> dict[str, Any]:
-    return {
-        "last_phase": run.phases[-1].phase if run.phases else None,
-        "context": redact(snapshot(run), run.secrets),
-        "usage": run.usage.as_dict(),
-    }
+def _encoded(value: Any, secrets: set[str]) -> Encoded:
+    return Encoded.of(redact(value, secrets))
+
+
+class _Commit:
+    """One transaction of an execution's rows, open to more until the store takes it.
+
+    Phases that end while the store is busy join the commit already queued (so the execution row
+    is updated once per transaction, not once per phase), and the row's values are computed, the
+    context encoded, when the store takes the commit: once, from a consistent state of the run.
+    """
+
+    __slots__ = ("done", "end", "fresh", "held", "rows", "run", "values", "writes")
+
+    def __init__(self, run: Run, fresh: bool) -> None:
+        self.run = run
+        self.fresh = fresh
+        self.held: list[tuple[int, PhaseResult]] = []
+        self.writes: list[Write] = []
+        self.done: list[str] = []
+        self.end: dict[str, Any] = {}
+        self.values: dict[str, Any] = {}
+        self.rows: list[dict[str, Any]] = []
+
+    def add(
+        self, held: list[tuple[int, PhaseResult]], writes: list[Write], what: str, **end: Any
+    ) -> None:
+        self.held.extend(held)
+        self.writes.extend(writes)
+        self.done.append(what)
+        self.end.update(end)
+
+    def prepare(self) -> None:
+        run, secrets = self.run, self.run.secrets
+        self.values = {
+            "last_phase": run.phases[-1].phase if run.phases else None,
+            "context": _encoded(snapshot(run), secrets),
+            "usage": run.usage.as_dict(),
+            **self.end,
+        }
+        if "error" in self.values:
+            self.values["error"] = redact(self.values["error"], secrets)
+        for seq, result in self.held:
+            row = result.row(run.execution_id, seq)
+            row["data"] = _encoded(row["data"], secrets)
+            row["errors"] = _encoded(row["errors"], secrets)
+            self.rows.append(row)
+
+    def __call__(self, connection: sa.Connection) -> None:
+        run = self.run
+        if self.fresh:
+            jobs.insert_envelope(connection, run.envelope, run.execution_id, run.started_at)
+            executions.insert_execution(connection, replace(_execution_row(run), **self.values))
+        else:
+            executions.update_execution(connection, run.execution_id, **self.values)
+        executions.insert_phases(connection, self.rows)
+        for write in self.writes:
+            write(connection)
 
 
 class Recorder:
     """Commits an execution's rows; with ``durability: execution`` everything waits for the end.
 
-    Each commit is one transaction in one thread hop: the execution row (inserted the first time,
-    updated after), every pending phase row in one ``executemany``, and the phases' own writes.
+    Each commit is one transaction in one store hop: the execution row (inserted the first time,
+    updated after), its new phase rows in one ``executemany``, and the phases' own writes.
     """
 
     def __init__(
@@ -83,10 +142,11 @@ class Recorder:
         self.store = store
         self.on_commit = on_commit
         self.per_phase = durability is Durability.PHASE
-        self.rows: list[dict[str, Any]] = []
-        self.writes: list[Write] = []
         self.inserted = resumed
         self.seq = 0
+        self.held: list[tuple[int, PhaseResult]] = []
+        self.writes: list[Write] = []
+        self.open: tuple[_Commit, Pending[None]] | None = None
         self.inflight: list[Pending[None]] = []
 
     def resume_at(self, seq: int) -> None:
@@ -95,49 +155,30 @@ class Recorder:
     def hold(self, run: Run, record: PhaseResult) -> None:
         """Queue a phase row for the next commit (rows stay in phase order)."""
         self.seq += 1
-        redacted = PhaseResult(
-            record.phase,
-            record.started_at,
-            record.completed_at,
-            record.success,
-            redact(record.data, run.secrets),
-            tuple(redact(list(record.errors), run.secrets)),
-            record.outcome,
-        )
-        self.rows.append(redacted.row(run.execution_id, self.seq))
+        self.held.append((self.seq, record))
 
-    async def _commit(
-        self, run: Run, what: str, values: dict[str, Any], *, wait: bool = True
-    ) -> None:
-        """One transaction: the execution row with ``values``, pending rows and writes.
+    async def _commit(self, run: Run, what: str, *, wait: bool = True, **end: Any) -> None:
+        """Hand the held rows and writes to the store, joining the commit still queued if any.
 
         Commits of phases are not waited for (the store groups them); the last one is, and it
         surfaces any failure of those before it.
         """
-        rows, writes = self.rows, self.writes
-        self.rows, self.writes = [], []
-        execution_id = run.execution_id
-        fresh = None if self.inserted else replace(_execution_row(run), **values)
+        rows, writes = self.held, self.writes
+        self.held, self.writes = [], []
+        if self.open is not None and not self.open[1].taken:
+            commit, pending = self.open
+        else:
+            commit = _Commit(run, fresh=not self.inserted)
+            pending = self.store.submit(commit, prepare=commit.prepare)
+            self.open = (commit, pending)
+            self.inflight.append(pending)
+            if self.on_commit is not None:
+                pending.on_done = partial(_acknowledge, self.on_commit, run.execution_id, commit)
         self.inserted = True
-        envelope, created_at = run.envelope, run.started_at
-
-        def apply(connection: sa.Connection) -> None:
-            if fresh is not None:
-                jobs.insert_envelope(connection, envelope, execution_id, created_at)
-                executions.insert_execution(connection, fresh)
-            elif values:
-                executions.update_execution(connection, execution_id, **values)
-            executions.insert_phases(connection, rows)
-            for write in writes:
-                write(connection)
-
-        pending = self.store.submit(apply)
-        if self.on_commit is not None:
-            listener = self.on_commit
-            pending.on_done = lambda error: listener(execution_id, what) if error is None else None
-        self.inflight.append(pending)
+        commit.add(rows, writes, what, **end)
         if wait:
             inflight, self.inflight = self.inflight, []
+            self.open = None
             await pending.wait()
             for earlier in inflight:
                 if earlier.error is not None:
@@ -146,20 +187,19 @@ class Recorder:
     async def started(self, run: Run) -> None:
         """Acknowledge the start: committed now with per-phase durability."""
         if self.per_phase:
-            await self._commit(run, "started", {}, wait=False)
+            await self._commit(run, "started", wait=False)
 
     async def phase(self, run: Run, record: PhaseResult, writes: Sequence[Write]) -> None:
         """Record one finished phase with the context it left (for resume)."""
         self.hold(run, record)
         self.writes.extend(writes)
         if self.per_phase:
-            await self._commit(run, record.phase, _progress(run), wait=False)
+            await self._commit(run, record.phase, wait=False)
 
     async def suspended(self, run: Run, approval: dict[str, Any]) -> None:
         """Persist everything and wait for a human: status ``waiting``."""
         self.writes.append(lambda c: approval_rows.insert_approval(c, approval))
-        values = {**_progress(run), "status": "waiting", "outcome": "awaiting_approval"}
-        await self._commit(run, "waiting", values)
+        await self._commit(run, "waiting", status="waiting", outcome="awaiting_approval")
 
     async def finished(
         self,
@@ -174,11 +214,19 @@ class Recorder:
         for record in skipped:
             self.hold(run, record)
         self.writes.extend(writes)
-        values = {
-            **_progress(run),
-            "status": "finished",
-            "outcome": outcome,
-            "completed_at": completed_at,
-            "error": redact(error, run.secrets),
-        }
-        await self._commit(run, "finished", values)
+        await self._commit(
+            run,
+            "finished",
+            status="finished",
+            outcome=outcome,
+            completed_at=completed_at,
+            error=error,
+        )
+
+
+def _acknowledge(
+    listener: CommitListener, execution_id: str, commit: _Commit, error: BaseException | None
+) -> None:
+    if error is None:
+        for what in commit.done:
+            listener(execution_id, what)

@@ -3,6 +3,7 @@
 
 from loopengine.store._artifacts import ArtifactWriter
 from loopengine.store._database import DATABASE_ENV, create_engine
+from loopengine.store._fastpath import Encoded
 from loopengine.store._migrations import MIGRATIONS, migrate
 from loopengine.store._readonly import read_only_query
 from loopengine.store._record import (
@@ -21,6 +22,7 @@ __all__ = [
     "DATABASE_ENV",
     "MIGRATIONS",
     "ArtifactWriter",
+    "Encoded",
     "ExecutionRecord",
     "ExecutionRow",
     "JobEnvelope",

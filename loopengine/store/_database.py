@@ -1,4 +1,9 @@
-"""Engines by URL: SQLite (WAL, ``BEGIN IMMEDIATE`` for writes, FULL sync) by default."""
+"""Engines by URL: SQLite (WAL, ``BEGIN IMMEDIATE`` for writes, FULL sync) by default.
+
+A SQLite URL may choose the sync level: ``sqlite:///path.db?synchronous=normal`` (off, normal,
+full or extra; full when absent). In WAL mode ``normal`` skips the fsync of every commit (only
+checkpoints sync): commits survive a crashed process but the last ones may be lost on power loss.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ __all__ = ["DATABASE_ENV", "WRITER", "create_engine", "dumps", "is_sqlite"]
 DATABASE_ENV = "LOOPENGINE_DATABASE"
 WRITER = "loopengine_writer"
 _BUSY_TIMEOUT_MS = 10_000
+_SYNCHRONOUS = ("off", "normal", "full", "extra")
 
 
 def dumps(value: Any) -> str:
@@ -28,7 +34,19 @@ def is_sqlite(url: str) -> bool:
     return url.startswith("sqlite")
 
 
+def _synchronous(url: sa.URL) -> tuple[sa.URL, str]:
+    """``url`` without its ``synchronous`` parameter, and the level it asks for (FULL if none)."""
+    level = url.query.get("synchronous", "full")
+    if not isinstance(level, str) or level.lower() not in _SYNCHRONOUS:
+        raise StorageError(
+            f"invalid synchronous={level!r} in the database URL: use one of "
+            + ", ".join(_SYNCHRONOUS)
+        )
+    return url.difference_update_query(["synchronous"]), level.upper()
+
+
 def _sqlite_engine(url: sa.URL) -> sa.Engine:
+    url, synchronous = _synchronous(url)
     memory = url.database in (None, "", ":memory:")
     if not memory:
         Path(str(url.database)).expanduser().parent.mkdir(parents=True, exist_ok=True)
@@ -45,7 +63,7 @@ def _sqlite_engine(url: sa.URL) -> sa.Engine:
         cursor = connection.cursor()
         if not memory:
             cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.execute(f"PRAGMA synchronous={synchronous}")
         cursor.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
         cursor.close()
 
@@ -57,7 +75,8 @@ def _sqlite_engine(url: sa.URL) -> sa.Engine:
 
 
 def create_engine(url: str) -> sa.Engine:
-    """An engine for ``url``; SQLite gets WAL, a busy timeout and immediate write transactions."""
+    """An engine for ``url``; SQLite gets WAL, a busy timeout, immediate write transactions and
+    the sync level of its ``synchronous`` parameter."""
     try:
         parsed = sa.make_url(url)
     except sa.exc.ArgumentError as exc:

@@ -20,7 +20,18 @@ import sqlalchemy as sa
 
 from loopengine.store._database import dumps
 
-__all__ = ["execute", "execute_many", "fetch_all", "fetch_one"]
+__all__ = ["Encoded", "execute", "execute_many", "fetch_all", "fetch_one"]
+
+
+class Encoded(str):
+    """JSON already encoded, for a JSON column (written as is)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, value: Any) -> Encoded:
+        """``value`` encoded as the store encodes JSON columns."""
+        return cls(dumps(value))
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +45,9 @@ class _Prepared:
     def arguments(self, params: Mapping[str, Any]) -> Sequence[Any] | dict[str, Any]:
         def value(name: str) -> Any:
             item = params[name] if name in params else self.constants.get(name)
-            return dumps(item) if name in self.json_params and item is not None else item
+            if name not in self.json_params or item is None or isinstance(item, Encoded):
+                return item
+            return dumps(item)
 
         if self.names is None:
             return {name: value(name) for name in {*params, *self.constants}}

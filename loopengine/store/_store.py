@@ -39,11 +39,20 @@ _GROUP_LIMIT = 64
 class Pending(Generic[T]):
     """An operation handed to the store; ``wait()`` returns its result once it committed."""
 
-    __slots__ = ("_done", "_error", "_value", "on_done", "operation", "writer")
+    __slots__ = ("_done", "_error", "_value", "on_done", "operation", "prepare", "taken", "writer")
 
-    def __init__(self, operation: Callable[[sa.Connection], T], writer: bool) -> None:
+    def __init__(
+        self,
+        operation: Callable[[sa.Connection], T],
+        writer: bool,
+        prepare: Callable[[], None] | None = None,
+    ) -> None:
         self.operation = operation
         self.writer = writer
+        self.prepare = prepare
+        """Run in the event loop as the store takes the operation: the last moment its caller
+        may still add to it, and a consistent moment to snapshot what it writes."""
+        self.taken = False
         self.on_done: Callable[[BaseException | None], None] | None = None
         """Told, in the event loop, once the operation committed (None) or failed (the error)."""
         self._done = anyio.Event()
@@ -127,11 +136,17 @@ class Store:
         self._connection.close()
         self.engine.dispose()
 
-    def submit(self, operation: Callable[[sa.Connection], T], *, writer: bool = True) -> Pending[T]:
+    def submit(
+        self,
+        operation: Callable[[sa.Connection], T],
+        *,
+        writer: bool = True,
+        prepare: Callable[[], None] | None = None,
+    ) -> Pending[T]:
         """Queue ``operation``; it runs in the order submitted, whether or not anyone waits."""
         if self._closing:
             raise StorageError("the store is closed")
-        pending = Pending(operation, writer)
+        pending = Pending(operation, writer, prepare)
         self._queue.append(pending)
         self._wake.set()
         return pending
@@ -151,6 +166,8 @@ class Store:
                 self._wake = anyio.Event()
                 while self._queue:
                     group = self._next_group()
+                    if not group:
+                        continue
                     outcomes = await anyio.to_thread.run_sync(self._run_group, group)
                     for pending, (value, error) in zip(group, outcomes, strict=True):
                         pending._settle(value, error)
@@ -164,7 +181,17 @@ class Store:
             if len(group) == _GROUP_LIMIT:
                 break
             group.append(self._queue.popleft())
-        return group
+        ready = []
+        for pending in group:
+            pending.taken = True
+            try:
+                if pending.prepare is not None:
+                    pending.prepare()
+            except Exception as exc:
+                pending._settle(None, exc)
+            else:
+                ready.append(pending)
+        return ready
 
     def _run_group(self, group: list[Pending[Any]]) -> list[tuple[Any, BaseException | None]]:
         connection = self._connection

@@ -1,0 +1,61 @@
+"""The SQLite sync level chosen by the URL's ``synchronous`` parameter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loopengine.errors import StorageError
+from loopengine.store._database import create_engine
+
+_LEVELS = {"off": 0, "normal": 1, "full": 2, "extra": 3}
+
+
+def _pragmas(url: str) -> tuple[int, str]:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as connection:
+            synchronous = connection.exec_driver_sql("PRAGMA synchronous").scalar()
+            journal = connection.exec_driver_sql("PRAGMA journal_mode").scalar()
+    finally:
+        engine.dispose()
+    return synchronous, journal
+
+
+def test_a_file_database_syncs_fully_by_default(tmp_path: Path) -> None:
+    assert _pragmas(f"sqlite:///{tmp_path / 'store.db'}") == (_LEVELS["full"], "wal")
+
+
+@pytest.mark.parametrize(("name", "level"), [*_LEVELS.items(), ("NORMAL", 1)])
+def test_the_url_chooses_the_level(tmp_path: Path, name: str, level: int) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}?synchronous={name}"
+    assert _pragmas(url) == (level, "wal")
+
+
+def test_the_parameter_is_not_passed_on(tmp_path: Path) -> None:
+    engine = create_engine(f"sqlite:///{tmp_path / 'store.db'}?synchronous=normal")
+    try:
+        with engine.begin() as connection:
+            connection.exec_driver_sql("CREATE TABLE t (x INTEGER)")
+    finally:
+        engine.dispose()
+    assert "synchronous" not in engine.url.query
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".db") == ["store.db"]
+
+
+def test_an_in_memory_database_takes_the_parameter_too() -> None:
+    engine = create_engine("sqlite://?synchronous=off")
+    try:
+        with engine.connect() as connection:
+            assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == 0
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("query", ["synchronous=fast", "synchronous=1&synchronous=2"])
+def test_an_unknown_level_is_refused_with_the_allowed_ones(tmp_path: Path, query: str) -> None:
+    with pytest.raises(
+        StorageError, match=r"^invalid synchronous=.*: use one of off, normal, full, extra$"
+    ):
+        create_engine(f"sqlite:///{tmp_path / 'store.db'}?{query}")
