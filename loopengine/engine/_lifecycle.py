@@ -11,7 +11,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from loopengine.contract import Loop, Outcome
-from loopengine.engine._persistence import OWNER, Recorder
+from loopengine.engine._persistence import OWNER, Journal
 from loopengine.engine._run import Rollback, Run
 from loopengine.engine._runner import ORDER, Engine, ExecutionDone
 from loopengine.engine._services import NO_PARAMS
@@ -76,7 +76,7 @@ def _rebuild(record: ExecutionRecord, envelope: JobEnvelope, loop: Loop) -> Run:
 
 async def _restore(
     engine: Engine, load_loop: LoopLoader, execution_id: str, *, to_run: bool = True
-) -> tuple[Run, Recorder, ExecutionRow]:
+) -> tuple[Run, Journal, ExecutionRow]:
     """The execution as it was at its last commit, with its loop as the file now holds it;
     ``to_run`` refuses a loop whose content changed since the execution started (what would run
     is not what was decided), naming the parts that differ."""

@@ -7,7 +7,7 @@ import socket
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 
@@ -22,10 +22,11 @@ from loopengine.store import (
     Store,
     executions,
     jobs,
+    learning,
 )
 from loopengine.store import approvals as approval_rows
 
-__all__ = ["OWNER", "CommitListener", "Recorder", "Write", "snapshot"]
+__all__ = ["OWNER", "CommitListener", "Journal", "Recorder", "Unrecorded", "Write", "snapshot"]
 
 Write = Callable[[sa.Connection], None]
 CommitListener = Callable[[str, str], None]
@@ -124,6 +125,70 @@ class _Commit:
             write(connection)
 
 
+Prelude = tuple[str | None, dict[str, Any] | None, dict[str, Any] | None]
+"""What an execution starts from: the execution that already took its idempotency key (then it
+does not run), else the loop's last finished execution and its learned state."""
+
+
+class Journal(Protocol):
+    """Where an execution's progress goes: the store (``Recorder``), or nowhere (``Unrecorded``)."""
+
+    async def begin(self, run: Run) -> Prelude: ...
+
+    def resume_at(self, seq: int) -> None: ...
+
+    def hold(self, run: Run, record: PhaseResult) -> None: ...
+
+    async def started(self, run: Run) -> None: ...
+
+    async def phase(self, run: Run, record: PhaseResult, writes: Sequence[Write]) -> None: ...
+
+    async def suspended(self, run: Run, approval: dict[str, Any]) -> None: ...
+
+    async def finished(
+        self,
+        run: Run,
+        skipped: Sequence[PhaseResult],
+        outcome: str,
+        completed_at: float,
+        writes: Sequence[Write],
+        error: str | None,
+    ) -> None: ...
+
+
+class Unrecorded:
+    """Keeps nothing: an engine that only runs loops (tests, benchmarks, dry experiments)."""
+
+    async def begin(self, run: Run) -> Prelude:
+        return None, None, None
+
+    def resume_at(self, seq: int) -> None:
+        return None
+
+    def hold(self, run: Run, record: PhaseResult) -> None:
+        return None
+
+    async def started(self, run: Run) -> None:
+        return None
+
+    async def phase(self, run: Run, record: PhaseResult, writes: Sequence[Write]) -> None:
+        return None
+
+    async def suspended(self, run: Run, approval: dict[str, Any]) -> None:
+        return None
+
+    async def finished(
+        self,
+        run: Run,
+        skipped: Sequence[PhaseResult],
+        outcome: str,
+        completed_at: float,
+        writes: Sequence[Write],
+        error: str | None,
+    ) -> None:
+        return None
+
+
 class Recorder:
     """Commits an execution's rows; with ``durability: execution`` everything waits for the end.
 
@@ -148,6 +213,20 @@ class Recorder:
         self.writes: list[Write] = []
         self.open: tuple[_Commit, Pending[None]] | None = None
         self.inflight: list[Pending[None]] = []
+
+    async def begin(self, run: Run) -> Prelude:
+        """The idempotency check and what the execution starts from, in one read."""
+        key, loop_id = run.envelope.idempotency_key, run.loop.id
+        fresh_key = key == run.envelope.job_id
+
+        def read(connection: sa.Connection) -> Prelude:
+            existing = None if fresh_key else jobs.execution_of_key(connection, key)
+            if existing is not None:
+                return existing, None, None
+            last = executions.last_finished(connection, loop_id)
+            return None, last, learning.get_state(connection, loop_id)
+
+        return await self.store.read(read)
 
     def resume_at(self, seq: int) -> None:
         self.seq = seq

@@ -13,7 +13,7 @@ import anyio
 import sqlalchemy as sa
 
 from loopengine.contract import Loop, Outcome, Phase
-from loopengine.engine._persistence import CommitListener, Recorder, Write
+from loopengine.engine._persistence import CommitListener, Journal, Recorder, Unrecorded, Write
 from loopengine.engine._rollback import roll_back
 from loopengine.engine._run import Run
 from loopengine.engine._services import Services
@@ -33,8 +33,6 @@ from loopengine.store import (
     PhaseResult,
     executions,
     iso,
-    jobs,
-    learning,
     new_envelope,
     new_id,
     signals,
@@ -67,20 +65,26 @@ class ExecutionDone:
 
 
 class Engine:
-    """Runs loops against a registry, persisting through the store."""
+    """Runs loops against a registry, recording each execution in the store (unless ``record``
+    is False: then nothing is kept, and loops read what the store holds)."""
 
     def __init__(
         self,
         services: Services,
         listener: PhaseListener | None = None,
         on_commit: CommitListener | None = None,
+        *,
+        record: bool = True,
     ) -> None:
         self.services = services
         self.listener = listener
         self.on_commit = on_commit
+        self.record = record
 
-    def recorder(self, loop: Loop, *, resumed: bool = False) -> Recorder:
-        """How this engine persists executions of ``loop``."""
+    def recorder(self, loop: Loop, *, resumed: bool = False) -> Journal:
+        """How this engine keeps executions of ``loop``."""
+        if not self.record:
+            return Unrecorded()
         return Recorder(
             self.services.store, loop.spec.durability, resumed=resumed, on_commit=self.on_commit
         )
@@ -150,20 +154,11 @@ class Engine:
         """Start and drive one execution; an already-accepted idempotency key returns the first."""
         envelope = envelope or new_envelope(loop.id, inputs)
         run = self.new_run(loop, envelope, trigger or {"type": "manual"}, dry_run)
-        key, loop_id = envelope.idempotency_key, loop.id
-        fresh_key = key == envelope.job_id
-
-        def read(c: sa.Connection) -> tuple[str | None, Any, Any]:
-            existing = None if fresh_key else jobs.execution_of_key(c, key)
-            if existing is not None:
-                return existing, None, None
-            return None, executions.last_finished(c, loop_id), learning.get_state(c, loop_id)
-
-        existing, last, state = await self.services.store.read(read)
+        recorder = self.recorder(loop)
+        existing, last, state = await recorder.begin(run)
         if existing is not None:
             return await self._existing(existing)
         self._prelude(run, last, state)
-        recorder = self.recorder(loop)
         await recorder.started(run)
         return await self.drive(run, recorder, 0)
 
@@ -228,7 +223,7 @@ class Engine:
             self.listener(record)
         return record
 
-    async def drive(self, run: Run, recorder: Recorder, start: int) -> ExecutionDone:
+    async def drive(self, run: Run, recorder: Journal, start: int) -> ExecutionDone:
         """Run the phases from ``start``; returns once the execution ends or waits for approval.
 
         A cancelled execution (Ctrl-C, shutdown) is still recorded, as ``cancelled``.
@@ -240,7 +235,7 @@ class Engine:
                 await self.finish(run, recorder, Outcome.CANCELLED, [], "cancelled")
             raise
 
-    async def _drive(self, run: Run, recorder: Recorder, start: int) -> ExecutionDone:
+    async def _drive(self, run: Run, recorder: Journal, start: int) -> ExecutionDone:
         outcome: Outcome | None = None
         acted = any(r.phase == Phase.ACT and "skipped" not in r.data for r in run.phases)
         error: str | None = None
@@ -268,7 +263,7 @@ class Engine:
     async def finish(
         self,
         run: Run,
-        recorder: Recorder,
+        recorder: Journal,
         outcome: Outcome,
         skipped: list[PhaseResult],
         error: str | None,
@@ -310,7 +305,7 @@ class Engine:
 
         return [insert]
 
-    async def _suspend(self, run: Run, recorder: Recorder) -> None:
+    async def _suspend(self, run: Run, recorder: Journal) -> None:
         decision = run.data.get("decision") or {}
         gate = run.loop.spec.decide.human_approval if run.loop.spec.decide else None
         assert gate is not None

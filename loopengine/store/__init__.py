@@ -2,7 +2,7 @@
 (``executions``, ``signals``…: functions of a connection, run through ``Store.read``/``write``)."""
 
 from loopengine.store._artifacts import ArtifactWriter
-from loopengine.store._database import DATABASE_ENV, create_engine
+from loopengine.store._database import create_engine
 from loopengine.store._fastpath import Encoded
 from loopengine.store._migrations import MIGRATIONS, migrate
 from loopengine.store._readonly import read_only_query
@@ -19,7 +19,6 @@ from loopengine.store._record import (
 from loopengine.store._store import Pending, Store
 
 __all__ = [
-    "DATABASE_ENV",
     "MIGRATIONS",
     "ArtifactWriter",
     "Encoded",

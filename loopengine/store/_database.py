@@ -3,6 +3,9 @@
 A SQLite URL may choose the sync level: ``sqlite:///path.db?synchronous=normal`` (off, normal,
 full or extra; full when absent). In WAL mode ``normal`` skips the fsync of every commit (only
 checkpoints sync): commits survive a crashed process but the last ones may be lost on power loss.
+Such a store (and one in memory) is *inline*: a commit costs less than handing it to a thread, so
+the store runs it in the event loop, and hands it to a thread only when another process holds
+the write lock (its busy timeout is 0 until then).
 """
 
 from __future__ import annotations
@@ -17,12 +20,12 @@ from sqlalchemy.pool import StaticPool
 
 from loopengine.errors import StorageError
 
-__all__ = ["DATABASE_ENV", "WRITER", "create_engine", "dumps", "is_sqlite"]
+__all__ = ["BUSY_TIMEOUT_MS", "WRITER", "create_engine", "dumps", "is_inline", "is_sqlite"]
 
-DATABASE_ENV = "LOOPENGINE_DATABASE"
 WRITER = "loopengine_writer"
-_BUSY_TIMEOUT_MS = 10_000
+BUSY_TIMEOUT_MS = 10_000
 _SYNCHRONOUS = ("off", "normal", "full", "extra")
+_INLINE = frozenset({"OFF", "NORMAL"})
 
 
 def dumps(value: Any) -> str:
@@ -45,9 +48,30 @@ def _synchronous(url: sa.URL) -> tuple[sa.URL, str]:
     return url.difference_update_query(["synchronous"]), level.upper()
 
 
+def _parsed(url: str) -> sa.URL:
+    try:
+        return sa.make_url(url)
+    except sa.exc.ArgumentError as exc:
+        raise StorageError(f"invalid database URL {url!r}: {exc}") from None
+
+
+def _is_memory(url: sa.URL) -> bool:
+    return url.database in (None, "", ":memory:")
+
+
+def is_inline(url: str) -> bool:
+    """Whether the store may run this database's transactions in the event loop: SQLite in
+    memory, or whose commits do not wait for the disk (``synchronous`` off or normal)."""
+    parsed = _parsed(url)
+    if parsed.get_backend_name() != "sqlite":
+        return False
+    return _is_memory(parsed) or _synchronous(parsed)[1] in _INLINE
+
+
 def _sqlite_engine(url: sa.URL) -> sa.Engine:
     url, synchronous = _synchronous(url)
-    memory = url.database in (None, "", ":memory:")
+    memory = _is_memory(url)
+    inline = memory or synchronous in _INLINE
     if not memory:
         Path(str(url.database)).expanduser().parent.mkdir(parents=True, exist_ok=True)
     engine = sa.create_engine(
@@ -64,7 +88,7 @@ def _sqlite_engine(url: sa.URL) -> sa.Engine:
         if not memory:
             cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA synchronous={synchronous}")
-        cursor.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+        cursor.execute(f"PRAGMA busy_timeout={0 if inline else BUSY_TIMEOUT_MS}")
         cursor.close()
 
     @event.listens_for(engine, "begin")
@@ -77,10 +101,7 @@ def _sqlite_engine(url: sa.URL) -> sa.Engine:
 def create_engine(url: str) -> sa.Engine:
     """An engine for ``url``; SQLite gets WAL, a busy timeout, immediate write transactions and
     the sync level of its ``synchronous`` parameter."""
-    try:
-        parsed = sa.make_url(url)
-    except sa.exc.ArgumentError as exc:
-        raise StorageError(f"invalid database URL {url!r}: {exc}") from None
+    parsed = _parsed(url)
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(parsed.set(drivername="sqlite"))
     if parsed.drivername in ("postgresql", "postgres"):

@@ -1,7 +1,10 @@
 """The store: one flusher task owns the connection, so transactions never interleave.
 
 Every operation is a plain function of a SQLAlchemy ``Connection``, queued in submission order and
-run in a transaction (``BEGIN IMMEDIATE`` on SQLite) in a worker thread, one batch per thread hop.
+run in a transaction (``BEGIN IMMEDIATE`` on SQLite) in a worker thread, one batch per thread hop;
+on an *inline* database (SQLite in memory or with ``synchronous`` off/normal, whose commits take
+tens of microseconds against ~150 for a thread hop) a batch runs in the event loop, and goes to
+the thread only when another process holds the write lock.
 Writes that queue up while a batch runs are committed together (group commit: one fsync for many
 executions' phase rows); should the group fail, each write is retried alone so only the faulty one
 fails. A read sees every write submitted before it. A cancelled caller does not cancel a write
@@ -27,12 +30,13 @@ import sqlalchemy as sa
 
 from loopengine._concurrency import first_error
 from loopengine.errors import StorageError
-from loopengine.store._database import WRITER, create_engine
+from loopengine.store._database import BUSY_TIMEOUT_MS, WRITER, create_engine, is_inline
 from loopengine.store._migrations import check_readable, migrate
 
 __all__ = ["Pending", "Store"]
 
 T = TypeVar("T")
+Outcome = tuple[Any, BaseException | None]
 _GROUP_LIMIT = 64
 
 
@@ -99,9 +103,10 @@ def _read_only(connection: sa.Connection) -> int:
 class Store:
     """Async access to the database through a single serialising flusher."""
 
-    def __init__(self, engine: sa.Engine, connection: sa.Connection) -> None:
+    def __init__(self, engine: sa.Engine, connection: sa.Connection, *, inline: bool) -> None:
         self.engine = engine
         self._connection = connection
+        self._inline = inline
         self._queue: deque[Pending[Any]] = deque()
         self._wake = anyio.Event()
         self._closing = False
@@ -117,7 +122,7 @@ class Store:
         except sa.exc.SQLAlchemyError as exc:
             engine.dispose()
             raise _translated(exc) from None
-        store = cls(engine, connection)
+        store = cls(engine, connection, inline=is_inline(url))
         try:
             with first_error():
                 async with anyio.create_task_group() as group:
@@ -168,7 +173,9 @@ class Store:
                     group = self._next_group()
                     if not group:
                         continue
-                    outcomes = await anyio.to_thread.run_sync(self._run_group, group)
+                    outcomes = self._run_inline(group) if self._inline else None
+                    if outcomes is None:
+                        outcomes = await anyio.to_thread.run_sync(self._run_waiting, group)
                     for pending, (value, error) in zip(group, outcomes, strict=True):
                         pending._settle(value, error)
                 if self._closing:
@@ -193,7 +200,32 @@ class Store:
                 ready.append(pending)
         return ready
 
-    def _run_group(self, group: list[Pending[Any]]) -> list[tuple[Any, BaseException | None]]:
+    def _run_inline(self, group: list[Pending[Any]]) -> list[Outcome] | None:
+        """The group's results when its transaction commits here at once; None when it failed
+        (another process holds the lock, or an operation failed): it was rolled back, and runs
+        again in the thread, which waits for the lock and isolates a faulty operation."""
+        connection = self._connection
+        connection.info[WRITER] = group[0].writer
+        try:
+            with connection.begin():
+                results = [pending.operation(connection) for pending in group]
+        except Exception:
+            return None
+        return [(result, None) for result in results]
+
+    def _run_waiting(self, group: list[Pending[Any]]) -> list[Outcome]:
+        """The group's outcomes, run in a worker thread that may wait for the write lock."""
+        if not self._inline:
+            return self._run_group(group)
+        sqlite = self._connection.connection.driver_connection
+        assert sqlite is not None
+        sqlite.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        try:
+            return self._run_group(group)
+        finally:
+            sqlite.execute("PRAGMA busy_timeout=0")
+
+    def _run_group(self, group: list[Pending[Any]]) -> list[Outcome]:
         connection = self._connection
         connection.info[WRITER] = group[0].writer
         try:

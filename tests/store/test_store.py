@@ -1,0 +1,77 @@
+"""The store: operations run in order, writes group, a busy database never blocks the event loop."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+import anyio
+import pytest
+import sqlalchemy as sa
+
+from loopengine.errors import StorageError
+from loopengine.store import Store, flags
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.parametrize("synchronous", ["normal", "full"])
+async def test_a_write_waits_for_another_process_lock_without_blocking_the_loop(
+    tmp_path: Path, synchronous: str
+) -> None:
+    path = tmp_path / "busy.db"
+    async with Store.open(f"sqlite:///{path}?synchronous={synchronous}") as store:
+        other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        other.execute("BEGIN IMMEDIATE")
+        release = threading.Timer(0.3, other.execute, ["COMMIT"])
+        release.start()
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await anyio.sleep(0.01)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(tick)
+            await store.write(lambda c: flags.set_flag(c, "f", True, 1.0))
+            group.cancel_scope.cancel()
+        release.join()
+        other.close()
+        assert await store.read(lambda c: flags.flag_enabled(c, "f")) is True
+    assert ticks >= 10
+
+
+async def test_a_failing_write_in_a_group_fails_alone(tmp_path: Path) -> None:
+    async with Store.open(f"sqlite:///{tmp_path / 'g.db'}?synchronous=normal") as store:
+        first = store.submit(lambda c: flags.set_flag(c, "a", True, 1.0))
+        broken = store.submit(lambda c: c.exec_driver_sql("INSERT INTO nowhere VALUES (1)"))
+        last = store.submit(lambda c: flags.set_flag(c, "b", True, 1.0))
+        await first.wait()
+        await last.wait()
+        with pytest.raises(StorageError, match="no such table"):
+            await broken.wait()
+        names = await store.read(lambda c: [n for n, _, _ in flags.list_flags(c)])
+    assert names == ["a", "b"]
+
+
+async def test_operations_run_in_the_order_submitted(tmp_path: Path) -> None:
+    async with Store.open(f"sqlite:///{tmp_path / 'o.db'}") as store:
+        seen: list[int] = []
+        pending = [store.submit(lambda c, i=i: seen.append(i)) for i in range(20)]
+        pending.append(store.submit(lambda c: seen.append(99), writer=False))
+        for each in pending:
+            await each.wait()
+    assert seen == [*range(20), 99]
+
+
+async def test_a_read_only_store_refuses_writes(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    async with Store.open(url):
+        pass
+    async with Store.open(url, read_only=True) as store:
+        with pytest.raises(StorageError, match="readonly"):
+            await store.write(lambda c: flags.set_flag(c, "x", True, 1.0))
+        assert await store.read(lambda c: c.execute(sa.text("SELECT 1")).scalar()) == 1
