@@ -12,9 +12,11 @@ collector stays on during batches, for every side alike. Each persisted side wri
 database in one temporary folder, once with ``synchronous=FULL`` and once with ``NORMAL``.
 
 Rows (``[key]`` for ``--only``; persisted keys end in ``-full`` or ``-normal``):
-  loopengine, in-memory store [le-memory] the loop below on ``loopengine.testing.memory_store()``
-                                          (SQLite ``:memory:``): the engine always has a store,
-                                          so "no persistence" means nothing written to disk.
+  loopengine, no persistence  [le-none]   the loop below on an engine that records nothing
+                                          (``Engine(..., record=False)``; its store, in memory,
+                                          is never touched by this loop).
+  loopengine, in-memory store [le-memory] the same recorded in ``loopengine.testing.memory_store()``
+                                          (SQLite ``:memory:``): every row, no disk.
   LangGraph invoke            [lg-invoke] 7-node linear ``StateGraph``, no-op nodes, no saver.
   loopengine, execution       [le-exec]   ``durability: execution``: one write transaction per
                                           execution (after one read transaction: last run and
@@ -42,7 +44,7 @@ over 1 KiB.
 Goals, each a ratio against an anchor measured in the same run (judged at NORMAL; FULL shown):
   execution durability ≤ 1.5× the floor; ≥ 4× faster than LangGraph ``durability="exit"``;
   per-phase durability's CPU ≤ 1.3× execution durability's (yielding skills);
-  no persistence (the in-memory store) ≥ 15× faster than LangGraph's plain invoke.
+  no persistence ≥ 15× faster than LangGraph's plain invoke.
 
 Fsyncs per execution: run a single side twice under strace and divide the difference, e.g.
 ``strace -f -e trace=fsync,fdatasync -c python bench/engine_overhead.py --only le-exec-full
@@ -84,6 +86,7 @@ from loopengine.testing import memory_store
 PHASES = ("detect", "analyze", "decide", "act", "validate", "learn", "store")
 SYNCS = ("full", "normal")
 DISPLAY = (
+    "le-none",
     "le-memory",
     "lg-invoke",
     *(
@@ -198,11 +201,16 @@ async def _open_store(stack: AsyncExitStack, path: Path, sync: str) -> Store:
 
 async def _loopengine_sides(stack: AsyncExitStack, folder: Path, pause_s: float) -> list[Side]:
     registry = _registry()
-    memory = Engine(
-        Services(registry, await stack.enter_async_context(memory_store()), base=folder)
-    )
+    services = Services(registry, await stack.enter_async_context(memory_store()), base=folder)
     loop = _loop(registry, folder, "execution")
-    sides = [Side("le-memory", "loopengine, in-memory store", _engine_batch(memory, loop))]
+    sides = [
+        Side(
+            "le-none",
+            "loopengine, no persistence",
+            _engine_batch(Engine(services, record=False), loop),
+        ),
+        Side("le-memory", "loopengine, in-memory store", _engine_batch(Engine(services), loop)),
+    ]
     variants = [
         ("le-exec", "loopengine, durability: execution", "execution", None),
         ("le-phase", "loopengine, durability: phase, no-op skills", "phase", None),
@@ -538,9 +546,9 @@ RATIOS = (
     _Ratio("phase / execution durability, no-op skills", "le-phase-{s}", "le-exec-{s}", "cpu"),
 )
 NO_PERSISTENCE = _Ratio(
-    "LangGraph invoke / in-memory store (no persistence)",
+    "LangGraph invoke / no persistence",
     "lg-invoke",
-    "le-memory",
+    "le-none",
     "wall",
     15,
     at_most=False,

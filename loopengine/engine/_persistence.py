@@ -77,7 +77,7 @@ class _Commit:
     context encoded, when the store takes the commit: once, from a consistent state of the run.
     """
 
-    __slots__ = ("done", "end", "fresh", "held", "rows", "run", "values", "writes")
+    __slots__ = ("done", "end", "fresh", "held", "memo", "rows", "run", "values", "writes")
 
     def __init__(self, run: Run, fresh: bool) -> None:
         self.run = run
@@ -88,6 +88,7 @@ class _Commit:
         self.end: dict[str, Any] = {}
         self.values: dict[str, Any] = {}
         self.rows: list[dict[str, Any]] = []
+        self.memo: tuple[Any, Any] | None = None
 
     def add(
         self, held: list[tuple[int, PhaseResult]], writes: list[Write], what: str, **end: Any
@@ -107,6 +108,18 @@ class _Commit:
         }
         if "error" in self.values:
             self.values["error"] = redact(self.values["error"], secrets)
+        if self.end.get("status") == "finished":
+            last = {
+                "outcome": self.end["outcome"],
+                "completed_at": self.end["completed_at"],
+                "started_at": run.started_at,
+            }
+            state = {
+                "values": dict(run.data.get("state") or {}),
+                "samples": run.samples,
+                "last_adjusted_at": run.last_adjusted_at,
+            }
+            self.memo = (("start", run.loop.id), (last, state))
         for seq, result in self.held:
             row = result.row(run.execution_id, seq)
             row["data"] = _encoded(row["data"], secrets)
@@ -215,9 +228,14 @@ class Recorder:
         self.inflight: list[Pending[None]] = []
 
     async def begin(self, run: Run) -> Prelude:
-        """The idempotency check and what the execution starts from, in one read."""
+        """The idempotency check and what the execution starts from, in one read; none at all
+        when the store still holds what this process wrote at the loop's last finish."""
         key, loop_id = run.envelope.idempotency_key, run.loop.id
         fresh_key = key == run.envelope.job_id
+        known = self.store.recall(("start", loop_id)) if fresh_key else None
+        if known is not None:
+            last, state = known
+            return None, last, state
 
         def read(connection: sa.Connection) -> Prelude:
             existing = None if fresh_key else jobs.execution_of_key(connection, key)
@@ -249,10 +267,9 @@ class Recorder:
         else:
             commit = _Commit(run, fresh=not self.inserted)
             pending = self.store.submit(commit, prepare=commit.prepare)
+            pending.on_done = partial(self._committed, commit)
             self.open = (commit, pending)
             self.inflight.append(pending)
-            if self.on_commit is not None:
-                pending.on_done = partial(_acknowledge, self.on_commit, run.execution_id, commit)
         self.inserted = True
         commit.add(rows, writes, what, **end)
         if wait:
@@ -262,6 +279,17 @@ class Recorder:
             for earlier in inflight:
                 if earlier.error is not None:
                     raise earlier.error
+
+    def _committed(self, commit: _Commit, error: BaseException | None) -> None:
+        """Right after the commit's transaction, before the store runs anything else: tell the
+        listener, and let the store remember what the loop's next execution starts from."""
+        if error is not None:
+            return
+        if commit.memo is not None:
+            self.store.remember(*commit.memo)
+        if self.on_commit is not None:
+            for what in commit.done:
+                self.on_commit(commit.run.execution_id, what)
 
     async def started(self, run: Run) -> None:
         """Acknowledge the start: committed now with per-phase durability."""
@@ -301,11 +329,3 @@ class Recorder:
             completed_at=completed_at,
             error=error,
         )
-
-
-def _acknowledge(
-    listener: CommitListener, execution_id: str, commit: _Commit, error: BaseException | None
-) -> None:
-    if error is None:
-        for what in commit.done:
-            listener(execution_id, what)

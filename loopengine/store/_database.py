@@ -28,9 +28,12 @@ _SYNCHRONOUS = ("off", "normal", "full", "extra")
 _INLINE = frozenset({"OFF", "NORMAL"})
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
+
+
 def dumps(value: Any) -> str:
-    """Compact JSON for JSON columns (anything unknown as its text)."""
-    return json.dumps(value, separators=(",", ":"), default=str)
+    """Compact JSON for JSON columns (anything unknown as its text); one encoder for all."""
+    return _ENCODER.encode(value)
 
 
 def is_sqlite(url: str) -> bool:
@@ -93,7 +96,9 @@ def _sqlite_engine(url: sa.URL) -> sa.Engine:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: sa.Connection) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if connection.info.get(WRITER) else "BEGIN")
+        driver = connection.connection.driver_connection
+        assert driver is not None
+        driver.execute("BEGIN IMMEDIATE" if connection.info.get(WRITER) else "BEGIN")
 
     return engine
 

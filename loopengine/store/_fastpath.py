@@ -41,17 +41,28 @@ class _Prepared:
     json_params: frozenset[str]
     json_results: frozenset[str]
     constants: Mapping[str, Any]
+    order: tuple[tuple[str, bool], ...] = ()
+    """Each positional parameter's name, and whether it is a JSON column."""
 
     def arguments(self, params: Mapping[str, Any]) -> Sequence[Any] | dict[str, Any]:
-        def value(name: str) -> Any:
-            item = params[name] if name in params else self.constants.get(name)
-            if name not in self.json_params or item is None or isinstance(item, Encoded):
-                return item
-            return dumps(item)
-
         if self.names is None:
-            return {name: value(name) for name in {*params, *self.constants}}
-        return tuple(value(name) for name in self.names)
+            names = {*params, *self.constants}
+            return {name: self._value(name, params, name in self.json_params) for name in names}
+        if not self.constants:
+            return [
+                _json(params[name]) if is_json else params[name] for name, is_json in self.order
+            ]
+        return [self._value(name, params, is_json) for name, is_json in self.order]
+
+    def _value(self, name: str, params: Mapping[str, Any], is_json: bool) -> Any:
+        item = params[name] if name in params else self.constants.get(name)
+        return _json(item) if is_json else item
+
+
+def _json(item: Any) -> Any:
+    if item is None or isinstance(item, Encoded):
+        return item
+    return dumps(item)
 
 
 _CACHE: dict[tuple[int, str, frozenset[str]], _Prepared] = {}
@@ -78,12 +89,14 @@ def _prepare(connection: sa.Connection, statement: Any, keys: frozenset[str]) ->
             for name, bind in compiled.binds.items()
             if name not in keys and bind.value is not None
         }
+        names = tuple(compiled.positiontup) if positional and compiled.positiontup else None
         prepared = _Prepared(
             compiled.string,
-            tuple(compiled.positiontup) if positional and compiled.positiontup else None,
+            names,
             json_params,
             json_results,
             constants,
+            tuple((name, name in json_params) for name in names or ()),
         )
         _CACHE[cache_key] = prepared
     return prepared

@@ -19,8 +19,9 @@ adapter hops threads for every cursor call (~4 per statement), and a 1 + 7 row t
 
 from __future__ import annotations
 
+import sqlite3
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Hashable
 from contextlib import asynccontextmanager
 from typing import Any, Generic, TypeVar
 
@@ -87,7 +88,7 @@ class Pending(Generic[T]):
 
 
 def _translated(exc: BaseException) -> BaseException:
-    if isinstance(exc, sa.exc.SQLAlchemyError):
+    if isinstance(exc, sa.exc.SQLAlchemyError | sqlite3.Error):
         return StorageError(f"database error: {getattr(exc, 'orig', None) or exc}")
     return exc
 
@@ -107,6 +108,9 @@ class Store:
         self.engine = engine
         self._connection = connection
         self._inline = inline
+        self._waiting = False
+        self._memo: dict[Hashable, Any] = {}
+        self._memo_version: int | None = None
         self._queue: deque[Pending[Any]] = deque()
         self._wake = anyio.Event()
         self._closing = False
@@ -164,6 +168,31 @@ class Store:
         """Run ``operation`` in a read transaction."""
         return await self.submit(operation, writer=False).wait()
 
+    def data_version(self) -> int | None:
+        """SQLite's count of commits by other connections (other processes), read now; None when
+        it cannot be read without waiting (not an inline store, or a batch in a worker thread)."""
+        if not self._inline or self._waiting:
+            return None
+        driver = self._connection.connection.driver_connection
+        assert driver is not None
+        return int(driver.execute("PRAGMA data_version").fetchone()[0])
+
+    def recall(self, key: Hashable) -> Any:
+        """What ``remember(key, …)`` kept, while nothing was written since, here or by another
+        process; None otherwise. Saves a read transaction for what a caller just wrote."""
+        if key not in self._memo:
+            return None
+        if self._memo_version is None or self.data_version() != self._memo_version:
+            self._memo.clear()
+            return None
+        return self._memo[key]
+
+    def remember(self, key: Hashable, value: Any) -> None:
+        """Keep ``value`` as what the store holds for ``key`` (right after writing it): any later
+        write group, or a commit by another process, forgets it."""
+        if self._memo_version is not None and self.data_version() == self._memo_version:
+            self._memo[key] = value
+
     async def _flush(self) -> None:
         with anyio.CancelScope(shield=True):
             while True:
@@ -173,9 +202,16 @@ class Store:
                     group = self._next_group()
                     if not group:
                         continue
+                    if group[0].writer:
+                        self._memo.clear()
+                        self._memo_version = self.data_version()
                     outcomes = self._run_inline(group) if self._inline else None
                     if outcomes is None:
-                        outcomes = await anyio.to_thread.run_sync(self._run_waiting, group)
+                        self._waiting = True
+                        try:
+                            outcomes = await anyio.to_thread.run_sync(self._run_waiting, group)
+                        finally:
+                            self._waiting = False
                     for pending, (value, error) in zip(group, outcomes, strict=True):
                         pending._settle(value, error)
                 if self._closing:

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
-from loopengine.contract import Outcome
+from loopengine.contract import LoopLoader, Outcome
+from loopengine.contract.checks import Env
 from loopengine.engine import Engine, Services, answer_approval, resume
 from loopengine.errors import NotResumable
 from loopengine.skills import Registry
-from loopengine.store import approvals, executions, new_envelope
+from loopengine.store import Store, approvals, executions, new_envelope
 from loopengine.testing import memory_store
 from tests.engine import skills_for_tests
 from tests.engine.conftest import Harness, open_harness
@@ -182,3 +184,31 @@ async def test_static_params_are_validated_once_and_kept_on_their_template(
     assert loop.spec.act is not None
     template = loop.spec.act.actions[0].params
     assert template.prepared == {"fix": {"dry_run": False, "after": 0, "item": None, "batch": None}}
+
+
+async def test_the_next_execution_sees_what_another_process_wrote_meanwhile(
+    tmp_path: Path, engine_registry: Registry
+) -> None:
+    """An inline store remembers what an execution starts from; a commit by another process
+    must not be hidden by it."""
+    loop_text = (
+        "id: learner\ntrigger: {type: manual}\nanalyze:\n  analysis_steps:\n"
+        "    - {name: a, skill_id: report, params: {values: {seen: '${ state }'}}}\n"
+        "learn:\n  feedback_sources: [{type: outcome, name: ok}]\n"
+    )
+    path = tmp_path / "loop.yaml"
+    path.write_text(loop_text)
+    loop = LoopLoader(Env(engine_registry)).load_file(path).loop
+    assert loop is not None
+    async with Store.open(f"sqlite:///{tmp_path / 'n.db'}?synchronous=normal") as store:
+        engine = Engine(Services(engine_registry, store, base=tmp_path))
+        await engine.run(loop)
+        second = await engine.run(loop)
+        assert store.recall(("start", "learner")) is not None
+        with sqlite3.connect(tmp_path / "n.db") as other:
+            other.execute("""UPDATE loop_state SET "values" = '{"score": 0.25, "x": 7}'""")
+        third = await engine.run(loop)
+        row = await store.read(lambda c: executions.get_execution(c, third.execution_id))
+    assert second.outcome is third.outcome is Outcome.COMPLETED
+    assert row is not None
+    assert row.context["data"]["seen"]["x"] == 7
