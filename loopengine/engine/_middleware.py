@@ -55,7 +55,8 @@ def translated(exc: Exception, skill: str, secrets: Iterable[str]) -> SkillError
 def _output(returned: Any) -> SkillOutput:
     if isinstance(returned, SkillOutput):
         return returned
-    confidence = returned.get("confidence") if isinstance(returned, Mapping) else None
+    mapping = type(returned) is dict or isinstance(returned, Mapping)
+    confidence = returned.get("confidence") if mapping else None
     usable = isinstance(confidence, int | float) and not isinstance(confidence, bool)
     return SkillOutput(returned, confidence=confidence if usable else None)
 

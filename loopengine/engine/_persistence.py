@@ -65,6 +65,9 @@ def _execution_row(run: Run) -> ExecutionRow:
     )
 
 
+_NO_ERRORS = Encoded.of([])
+
+
 def _encoded(value: Any, secrets: set[str]) -> Encoded:
     return Encoded.of(redact(value, secrets))
 
@@ -123,7 +126,7 @@ class _Commit:
         for seq, result in self.held:
             row = result.row(run.execution_id, seq)
             row["data"] = _encoded(row["data"], secrets)
-            row["errors"] = _encoded(row["errors"], secrets)
+            row["errors"] = _encoded(row["errors"], secrets) if row["errors"] else _NO_ERRORS
             self.rows.append(row)
 
     def __call__(self, connection: sa.Connection) -> None:
