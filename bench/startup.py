@@ -4,7 +4,8 @@ Targets (issue "Foundation pass", 2-core machine): ``--help`` < 0.08 s; ``valida
 loop < 0.25 s; ``run`` of the quickstart loop with nothing to do, ``history`` and ``show`` <
 0.35 s each; RSS growth over 10,000 loads of one loop file in one process < 5 MiB. Times are
 medians of fresh processes, run round by round beside ``python -c pass`` and
-``python -c "import pydantic, yaml"`` so that all of them see the machine in the same state.
+``python -c "import pydantic, yaml"`` so that all of them see the machine in the same state, and
+``python -c "import sqlalchemy"``, the floor of every command that opens the store.
 
     python bench/startup.py [--runs 11] [--loads 10000]
 """
@@ -95,11 +96,14 @@ def main() -> None:
             Case("loopengine show ID", [*command, "show", execution], work, 0.35),
         ]
         fixed = anchors(work)
-        samples = run_rounds([*fixed, *commands], args.runs)
+        database = Case(
+            'python -c "import sqlalchemy"', [sys.executable, "-c", "import sqlalchemy"], work
+        )
+        samples = run_rounds([*fixed, database, *commands], args.runs)
     floor, libraries = (median_s(samples[case.label]) for case in fixed)
     width = max(len(case.label) for case in commands)
     print(f"start-up: medians of {args.runs} fresh processes, run round by round")
-    for case in [*fixed, *commands]:
+    for case in [*fixed, database, *commands]:
         seconds = median_s(samples[case.label])
         line = f"  {case.label:<{width}}  {seconds:6.3f} s"
         if case.target is not None:

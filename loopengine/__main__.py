@@ -1,7 +1,5 @@
 """``python -m loopengine`` runs the command line."""
 
-import sys
+from loopengine.cli import run
 
-from loopengine.cli import main
-
-sys.exit(main())
+run()

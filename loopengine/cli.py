@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import atexit
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from loopengine.commands import Console
 
-__all__ = ["main"]
+__all__ = ["main", "run"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
 
@@ -243,3 +245,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)"
         )
         return EXIT_INTERNAL
+
+
+def run() -> NoReturn:
+    """The ``loopengine`` command: ``main``, then exit without tearing the interpreter down.
+
+    By then every output is flushed and the store closed; finalising the ~300 modules a run-time
+    command loads would only cost ~0.1 s more. ``atexit`` handlers still run.
+    """
+    code = main()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
