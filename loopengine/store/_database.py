@@ -3,9 +3,10 @@
 A SQLite URL may choose the sync level: ``sqlite:///path.db?synchronous=normal`` (off, normal,
 full or extra; full when absent). In WAL mode ``normal`` skips the fsync of every commit (only
 checkpoints sync): commits survive a crashed process but the last ones may be lost on power loss.
-Such a store (and one in memory) is *inline*: a commit costs less than handing it to a thread, so
-the store runs it in the event loop, and hands it to a thread only when another process holds
-the write lock (its busy timeout is 0 until then).
+Reads of a SQLite store never wait for the disk, nor do commits at ``off``/``normal`` (or in
+memory): the store runs those in the event loop, where they cost less than a thread hop, and
+hands them to a thread only when another process holds the lock they need (the busy timeout is 0
+but for that thread).
 """
 
 from __future__ import annotations
@@ -63,8 +64,8 @@ def _is_memory(url: sa.URL) -> bool:
 
 
 def is_inline(url: str) -> bool:
-    """Whether the store may run this database's transactions in the event loop: SQLite in
-    memory, or whose commits do not wait for the disk (``synchronous`` off or normal)."""
+    """Whether the store may run this database's write transactions in the event loop: SQLite
+    in memory, or whose commits do not wait for the disk (``synchronous`` off or normal)."""
     parsed = _parsed(url)
     if parsed.get_backend_name() != "sqlite":
         return False
@@ -74,7 +75,6 @@ def is_inline(url: str) -> bool:
 def _sqlite_engine(url: sa.URL) -> sa.Engine:
     url, synchronous = _synchronous(url)
     memory = _is_memory(url)
-    inline = memory or synchronous in _INLINE
     if not memory:
         Path(str(url.database)).expanduser().parent.mkdir(parents=True, exist_ok=True)
     engine = sa.create_engine(
@@ -91,7 +91,7 @@ def _sqlite_engine(url: sa.URL) -> sa.Engine:
         if not memory:
             cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA synchronous={synchronous}")
-        cursor.execute(f"PRAGMA busy_timeout={0 if inline else BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA busy_timeout=0")
         cursor.close()
 
     @event.listens_for(engine, "begin")

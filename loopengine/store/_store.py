@@ -2,9 +2,9 @@
 
 Every operation is a plain function of a SQLAlchemy ``Connection``, queued in submission order and
 run in a transaction (``BEGIN IMMEDIATE`` on SQLite) in a worker thread, one batch per thread hop;
-on an *inline* database (SQLite in memory or with ``synchronous`` off/normal, whose commits take
-tens of microseconds against ~150 for a thread hop) a batch runs in the event loop, and goes to
-the thread only when another process holds the write lock.
+on SQLite, reads, and writes that do not wait for the disk (in memory, or ``synchronous``
+off/normal: tens of microseconds against ~150 for a thread hop), run in the event loop, and go to
+the thread only when another process holds the lock they need.
 Writes that queue up while a batch runs are committed together (group commit: one fsync for many
 executions' phase rows); should the group fail, each write is retried alone so only the faulty one
 fails. A read sees every write submitted before it. A cancelled caller does not cancel a write
@@ -107,6 +107,7 @@ class Store:
     def __init__(self, engine: sa.Engine, connection: sa.Connection, *, inline: bool) -> None:
         self.engine = engine
         self._connection = connection
+        self._sqlite = engine.dialect.name == "sqlite"
         self._inline = inline
         self._waiting = False
         self._memo: dict[Hashable, Any] = {}
@@ -170,8 +171,8 @@ class Store:
 
     def data_version(self) -> int | None:
         """SQLite's count of commits by other connections (other processes), read now; None when
-        it cannot be read without waiting (not an inline store, or a batch in a worker thread)."""
-        if not self._inline or self._waiting:
+        it cannot be read without waiting (not SQLite, or a batch in a worker thread)."""
+        if not self._sqlite or self._waiting:
             return None
         driver = self._connection.connection.driver_connection
         assert driver is not None
@@ -205,7 +206,8 @@ class Store:
                     if group[0].writer:
                         self._memo.clear()
                         self._memo_version = self.data_version()
-                    outcomes = self._run_inline(group) if self._inline else None
+                    inline = self._inline if group[0].writer else self._sqlite
+                    outcomes = self._run_inline(group) if inline else None
                     if outcomes is None:
                         self._waiting = True
                         try:
@@ -251,7 +253,7 @@ class Store:
 
     def _run_waiting(self, group: list[Pending[Any]]) -> list[Outcome]:
         """The group's outcomes, run in a worker thread that may wait for the write lock."""
-        if not self._inline:
+        if not self._sqlite:
             return self._run_group(group)
         sqlite = self._connection.connection.driver_connection
         assert sqlite is not None

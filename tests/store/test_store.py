@@ -77,8 +77,11 @@ async def test_a_read_only_store_refuses_writes(tmp_path: Path) -> None:
         assert await store.read(lambda c: c.execute(sa.text("SELECT 1")).scalar()) == 1
 
 
-async def test_what_is_remembered_is_recalled_until_a_write(tmp_path: Path) -> None:
-    async with Store.open(f"sqlite:///{tmp_path / 'm.db'}?synchronous=normal") as store:
+@pytest.mark.parametrize("synchronous", ["normal", "full"])
+async def test_what_is_remembered_is_recalled_until_a_write(
+    tmp_path: Path, synchronous: str
+) -> None:
+    async with Store.open(f"sqlite:///{tmp_path / 'm.db'}?synchronous={synchronous}") as store:
         await store.write(lambda c: flags.set_flag(c, "f", True, 1.0))
         pending = store.submit(lambda c: flags.set_flag(c, "g", True, 1.0))
         pending.on_done = lambda error: store.remember("key", "value")
@@ -88,20 +91,15 @@ async def test_what_is_remembered_is_recalled_until_a_write(tmp_path: Path) -> N
         assert store.recall("key") is None
 
 
-async def test_a_commit_by_another_process_forgets_what_was_remembered(tmp_path: Path) -> None:
+@pytest.mark.parametrize("synchronous", ["normal", "full"])
+async def test_a_commit_by_another_process_forgets_what_was_remembered(
+    tmp_path: Path, synchronous: str
+) -> None:
     path = tmp_path / "m.db"
-    async with Store.open(f"sqlite:///{path}?synchronous=normal") as store:
+    async with Store.open(f"sqlite:///{path}?synchronous={synchronous}") as store:
         pending = store.submit(lambda c: flags.set_flag(c, "g", True, 1.0))
         pending.on_done = lambda error: store.remember("key", "value")
         await pending.wait()
         with sqlite3.connect(path) as other:
             other.execute("UPDATE feature_flags SET enabled = 0")
-        assert store.recall("key") is None
-
-
-async def test_a_store_that_waits_for_the_disk_remembers_nothing(tmp_path: Path) -> None:
-    async with Store.open(f"sqlite:///{tmp_path / 'm.db'}?synchronous=full") as store:
-        pending = store.submit(lambda c: flags.set_flag(c, "g", True, 1.0))
-        pending.on_done = lambda error: store.remember("key", "value")
-        await pending.wait()
         assert store.recall("key") is None
