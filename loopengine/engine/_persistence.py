@@ -11,9 +11,10 @@ from typing import Any, Protocol
 
 import sqlalchemy as sa
 
-from loopengine.contract import Durability
+from loopengine.contract import Durability, Phase
 from loopengine.engine._redact import redact
 from loopengine.engine._run import Run
+from loopengine.errors import StorageError
 from loopengine.store import (
     Encoded,
     ExecutionRow,
@@ -72,62 +73,55 @@ def _encoded(value: Any, secrets: set[str]) -> Encoded:
     return Encoded.of(redact(value, secrets))
 
 
-class _Commit:
-    """One transaction of an execution's rows, open to more until the store takes it.
+def _phase_row(execution_id: str, seq: int, result: PhaseResult, secrets: set[str]) -> Any:
+    row = result.row(execution_id, seq)
+    row["data"] = _encoded(row["data"], secrets)
+    row["errors"] = _encoded(row["errors"], secrets) if row["errors"] else _NO_ERRORS
+    return row
 
-    Phases that end while the store is busy join the commit already queued (so the execution row
-    is updated once per transaction, not once per phase), and the row's values are computed, the
-    context encoded, when the store takes the commit: once, from a consistent state of the run.
+
+class _Commit:
+    """One transaction of an execution's rows, open to the next phases until the store takes it.
+
+    Phases that end while their commit still waits at the end of the store's queue join it, so
+    the execution row is written once per transaction rather than once per phase. What a phase
+    hands over is encoded at once: the run goes on changing, the record must not.
     """
 
-    __slots__ = ("done", "end", "fresh", "held", "memo", "rows", "run", "values", "writes")
+    __slots__ = ("done", "fresh", "learned", "memo", "rows", "run", "values", "writes")
 
     def __init__(self, run: Run, fresh: bool) -> None:
         self.run = run
         self.fresh = fresh
-        self.held: list[tuple[int, PhaseResult]] = []
+        self.rows: list[dict[str, Any]] = []
         self.writes: list[Write] = []
         self.done: list[str] = []
-        self.end: dict[str, Any] = {}
         self.values: dict[str, Any] = {}
-        self.rows: list[dict[str, Any]] = []
         self.memo: tuple[Any, Any] | None = None
+        self.learned = False
+        """Whether this transaction writes the loop's learned state."""
 
     def add(
         self, held: list[tuple[int, PhaseResult]], writes: list[Write], what: str, **end: Any
     ) -> None:
-        self.held.extend(held)
+        """Take ``held`` phase rows, ``writes`` and the run as it is now (``end``: the outcome)."""
+        run, secrets = self.run, self.run.secrets
+        try:
+            values = {
+                "last_phase": run.phases[-1].phase if run.phases else None,
+                "context": _encoded(snapshot(run), secrets),
+                "usage": run.usage.as_dict(),
+                **end,
+            }
+            rows = [_phase_row(run.execution_id, seq, result, secrets) for seq, result in held]
+        except (TypeError, ValueError) as exc:
+            raise StorageError(f"cannot record {what} of {run.execution_id}: {exc}") from None
+        if "error" in values:
+            values["error"] = redact(values["error"], secrets)
+        self.values.update(values)
+        self.rows.extend(rows)
         self.writes.extend(writes)
         self.done.append(what)
-        self.end.update(end)
-
-    def prepare(self) -> None:
-        run, secrets = self.run, self.run.secrets
-        self.values = {
-            "last_phase": run.phases[-1].phase if run.phases else None,
-            "context": _encoded(snapshot(run), secrets),
-            "usage": run.usage.as_dict(),
-            **self.end,
-        }
-        if "error" in self.values:
-            self.values["error"] = redact(self.values["error"], secrets)
-        if self.end.get("status") == "finished":
-            last = {
-                "outcome": self.end["outcome"],
-                "completed_at": self.end["completed_at"],
-                "started_at": run.started_at,
-            }
-            state = {
-                "values": dict(run.data.get("state") or {}),
-                "samples": run.samples,
-                "last_adjusted_at": run.last_adjusted_at,
-            }
-            self.memo = (("start", run.loop.id), (last, state))
-        for seq, result in self.held:
-            row = result.row(run.execution_id, seq)
-            row["data"] = _encoded(row["data"], secrets)
-            row["errors"] = _encoded(row["errors"], secrets) if row["errors"] else _NO_ERRORS
-            self.rows.append(row)
 
     def __call__(self, connection: sa.Connection) -> None:
         run = self.run
@@ -205,6 +199,18 @@ class Unrecorded:
         return None
 
 
+def _start_of_next(run: Run, end: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What the loop's next execution starts from once this one's last commit is in: its end,
+    and the learned state its learn phase writes in that commit."""
+    last = {"outcome": end["outcome"], "completed_at": end["completed_at"]}
+    state = {
+        "values": dict(run.data.get("state") or {}),
+        "samples": run.samples,
+        "last_adjusted_at": run.last_adjusted_at,
+    }
+    return {**last, "started_at": run.started_at}, state
+
+
 class Recorder:
     """Commits an execution's rows; with ``durability: execution`` everything waits for the end.
 
@@ -223,7 +229,9 @@ class Recorder:
         self.store = store
         self.on_commit = on_commit
         self.per_phase = durability is Durability.PHASE
+        self.resumed = resumed
         self.inserted = resumed
+        self.holds_state = False
         self.seq = 0
         self.held: list[tuple[int, PhaseResult]] = []
         self.writes: list[Write] = []
@@ -265,16 +273,21 @@ class Recorder:
         """
         rows, writes = self.held, self.writes
         self.held, self.writes = [], []
-        if self.open is not None and not self.open[1].taken:
-            commit, pending = self.open
+        joined = self.open is not None and self.store.is_last(self.open[1])
+        commit = self.open[0] if joined and self.open else _Commit(run, fresh=not self.inserted)
+        commit.add(rows, writes, what, **end)
+        commit.learned |= self.holds_state
+        self.holds_state = False
+        if end.get("status") == "finished" and commit.learned and not self.resumed:
+            commit.memo = (("start", run.loop.id), _start_of_next(run, end))
+        if joined and self.open:
+            pending = self.open[1]
         else:
-            commit = _Commit(run, fresh=not self.inserted)
-            pending = self.store.submit(commit, prepare=commit.prepare)
+            pending = self.store.submit(commit)
             pending.on_done = partial(self._committed, commit)
             self.open = (commit, pending)
             self.inflight.append(pending)
         self.inserted = True
-        commit.add(rows, writes, what, **end)
         if wait:
             inflight, self.inflight = self.inflight, []
             self.open = None
@@ -303,6 +316,7 @@ class Recorder:
         """Record one finished phase with the context it left (for resume)."""
         self.hold(run, record)
         self.writes.extend(writes)
+        self.holds_state |= record.phase == Phase.LEARN and run.learned
         if self.per_phase:
             await self._commit(run, record.phase, wait=False)
 

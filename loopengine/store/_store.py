@@ -19,6 +19,7 @@ adapter hops threads for every cursor call (~4 per statement), and a 1 + 7 row t
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Hashable
@@ -36,6 +37,7 @@ from loopengine.store._migrations import check_readable, migrate
 
 __all__ = ["Pending", "Store"]
 
+_LOG = logging.getLogger("loopengine.store")
 T = TypeVar("T")
 Outcome = tuple[Any, BaseException | None]
 _GROUP_LIMIT = 64
@@ -44,20 +46,11 @@ _GROUP_LIMIT = 64
 class Pending(Generic[T]):
     """An operation handed to the store; ``wait()`` returns its result once it committed."""
 
-    __slots__ = ("_done", "_error", "_value", "on_done", "operation", "prepare", "taken", "writer")
+    __slots__ = ("_done", "_error", "_value", "on_done", "operation", "writer")
 
-    def __init__(
-        self,
-        operation: Callable[[sa.Connection], T],
-        writer: bool,
-        prepare: Callable[[], None] | None = None,
-    ) -> None:
+    def __init__(self, operation: Callable[[sa.Connection], T], writer: bool) -> None:
         self.operation = operation
         self.writer = writer
-        self.prepare = prepare
-        """Run in the event loop as the store takes the operation: the last moment its caller
-        may still add to it, and a consistent moment to snapshot what it writes."""
-        self.taken = False
         self.on_done: Callable[[BaseException | None], None] | None = None
         """Told, in the event loop, once the operation committed (None) or failed (the error)."""
         self._done = anyio.Event()
@@ -84,7 +77,10 @@ class Pending(Generic[T]):
         self._value, self._error = value, error
         self._done.set()
         if self.on_done is not None:
-            self.on_done(error)
+            try:
+                self.on_done(error)
+            except Exception:
+                _LOG.exception("a listener of a store operation failed")
 
 
 def _translated(exc: BaseException) -> BaseException:
@@ -112,6 +108,7 @@ class Store:
         self._waiting = False
         self._memo: dict[Hashable, Any] = {}
         self._memo_version: int | None = None
+        self._remembering = False
         self._queue: deque[Pending[Any]] = deque()
         self._wake = anyio.Event()
         self._closing = False
@@ -146,20 +143,21 @@ class Store:
         self._connection.close()
         self.engine.dispose()
 
-    def submit(
-        self,
-        operation: Callable[[sa.Connection], T],
-        *,
-        writer: bool = True,
-        prepare: Callable[[], None] | None = None,
-    ) -> Pending[T]:
+    def submit(self, operation: Callable[[sa.Connection], T], *, writer: bool = True) -> Pending[T]:
         """Queue ``operation``; it runs in the order submitted, whether or not anyone waits."""
         if self._closing:
             raise StorageError("the store is closed")
-        pending = Pending(operation, writer, prepare)
+        if writer:
+            self._memo.clear()
+        pending = Pending(operation, writer)
         self._queue.append(pending)
         self._wake.set()
         return pending
+
+    def is_last(self, pending: Pending[Any]) -> bool:
+        """Whether ``pending`` still waits, with nothing queued behind it (so what its caller adds
+        to it keeps the order of submission)."""
+        return bool(self._queue) and self._queue[-1] is pending
 
     async def write(self, operation: Callable[[sa.Connection], T]) -> T:
         """Run ``operation`` in a write transaction; committed when this returns."""
@@ -179,8 +177,8 @@ class Store:
         return int(driver.execute("PRAGMA data_version").fetchone()[0])
 
     def recall(self, key: Hashable) -> Any:
-        """What ``remember(key, …)`` kept, while nothing was written since, here or by another
-        process; None otherwise. Saves a read transaction for what a caller just wrote."""
+        """What ``remember(key, …)`` kept, while no write was submitted since, here, nor
+        committed by another process; None otherwise. Saves a read for what a caller just wrote."""
         if key not in self._memo:
             return None
         if self._memo_version is None or self.data_version() != self._memo_version:
@@ -189,9 +187,13 @@ class Store:
         return self._memo[key]
 
     def remember(self, key: Hashable, value: Any) -> None:
-        """Keep ``value`` as what the store holds for ``key`` (right after writing it): any later
-        write group, or a commit by another process, forgets it."""
-        if self._memo_version is not None and self.data_version() == self._memo_version:
+        """Keep ``value`` as what the store holds for ``key``, from the ``on_done`` of the write
+        that stored it (a write that shared its transaction with others is not remembered)."""
+        if (
+            self._remembering
+            and self._memo_version is not None
+            and self.data_version() == self._memo_version
+        ):
             self._memo[key] = value
 
     async def _flush(self) -> None:
@@ -201,10 +203,7 @@ class Store:
                 self._wake = anyio.Event()
                 while self._queue:
                     group = self._next_group()
-                    if not group:
-                        continue
                     if group[0].writer:
-                        self._memo.clear()
                         self._memo_version = self.data_version()
                     inline = self._inline if group[0].writer else self._sqlite
                     outcomes = self._run_inline(group) if inline else None
@@ -214,8 +213,10 @@ class Store:
                             outcomes = await anyio.to_thread.run_sync(self._run_waiting, group)
                         finally:
                             self._waiting = False
+                    self._remembering = len(group) == 1
                     for pending, (value, error) in zip(group, outcomes, strict=True):
                         pending._settle(value, error)
+                    self._remembering = False
                 if self._closing:
                     return
 
@@ -226,17 +227,7 @@ class Store:
             if len(group) == _GROUP_LIMIT:
                 break
             group.append(self._queue.popleft())
-        ready = []
-        for pending in group:
-            pending.taken = True
-            try:
-                if pending.prepare is not None:
-                    pending.prepare()
-            except Exception as exc:
-                pending._settle(None, exc)
-            else:
-                ready.append(pending)
-        return ready
+        return group
 
     def _run_inline(self, group: list[Pending[Any]]) -> list[Outcome] | None:
         """The group's results when its transaction commits here at once; None when it failed

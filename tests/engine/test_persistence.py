@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 import sqlalchemy as sa
 
+from loopengine import SkillContext, skill
 from loopengine.contract import LoopLoader, Outcome
 from loopengine.contract.checks import Env
-from loopengine.engine import Engine, Services, answer_approval, resume
+from loopengine.engine import Engine, Services, answer_approval, escalate_overdue, resume
 from loopengine.errors import NotResumable
 from loopengine.skills import Registry
-from loopengine.store import Store, approvals, executions, new_envelope
+from loopengine.skills.builtin import builtin_registry
+from loopengine.store import Store, approvals, executions, learning, new_envelope
 from loopengine.testing import memory_store
 from tests.engine import skills_for_tests
 from tests.engine.conftest import Harness, open_harness
@@ -212,3 +217,74 @@ async def test_the_next_execution_sees_what_another_process_wrote_meanwhile(
     assert second.outcome is third.outcome is Outcome.COMPLETED
     assert row is not None
     assert row.context["data"]["seen"]["x"] == 7
+
+
+@pytest.mark.parametrize("synchronous", ["normal", "full"])
+async def test_a_committed_phase_holds_the_context_it_left_not_a_later_one(
+    tmp_path: Path, synchronous: str
+) -> None:
+    """What a crash at that moment leaves is what resume starts from: the next phase's partial
+    work (and its act attempt, which makes idempotency keys) must not be in it."""
+    started, release = anyio.Event(), anyio.Event()
+
+    @skill("hold")
+    async def hold(ctx: SkillContext) -> dict[str, Any]:
+        started.set()
+        await release.wait()
+        return {}
+
+    registry = builtin_registry()
+    registry.add_module(skills_for_tests)
+    registry.add_object(hold)
+    (tmp_path / "ahead.yaml").write_text(
+        "id: ahead\ntrigger: {type: manual}\n"
+        "detect:\n  sources: [{skill: report, name: s, params: {values: {n: 1}}}]\n"
+        "analyze:\n  analysis_steps:\n"
+        "    - {name: first, skill_id: report, params: {values: {analyzed: yes}}}\n"
+        "    - {name: second, skill_id: hold}\n"
+    )
+    loop = LoopLoader(Env(registry)).load_file(tmp_path / "ahead.yaml").loop
+    assert loop is not None
+    database = tmp_path / "ahead.db"
+    url = f"sqlite:///{database}?synchronous={synchronous}"
+    async with Store.open(url) as store, anyio.create_task_group() as group:
+        group.start_soon(Engine(Services(registry, store, base=tmp_path)).run, loop)
+        await started.wait()
+        await store.read(lambda c: None)
+        with sqlite3.connect(database) as other:
+            last_phase, context = other.execute(
+                "SELECT last_phase, context FROM executions"
+            ).fetchone()
+        release.set()
+    assert last_phase == "detect"
+    assert "analyzed" not in json.loads(context)["data"]
+
+
+async def test_an_escalation_does_not_hand_the_next_execution_old_learned_state(
+    tmp_path: Path, engine_registry: Registry
+) -> None:
+    (tmp_path / "counter.yaml").write_text(
+        "id: counter\ntrigger: {type: manual}\nparams:\n  n: {type: integer, default: 3}\n"
+        "analyze:\n  analysis_steps: [{name: c, skill_id: report, "
+        'params: {values: {counted: "${ input.n }"}}}]\n'
+        'decide:\n  decision_tree: [{condition: "counted > `5`", action: big}]\n'
+        "  fallback_action: log_only\n  human_approval: {required_for: [big]}\n"
+        "act:\n  actions: [{action_id: big, skill_id: fix, on: [big]}]\n"
+        "learn:\n  feedback_sources: [{type: outcome, name: ok}]\n"
+        "  learning_config: {min_samples: 1, cooldown_hours: 0}\n"
+        '  adjust: [{name: x, target: "`10`", initial: 0}]\n'
+    )
+    loader = LoopLoader(Env(engine_registry))
+    loop = loader.load_file(tmp_path / "counter.yaml").loop
+    assert loop is not None
+    async with Store.open(f"sqlite:///{tmp_path / 'c.db'}?synchronous=normal") as store:
+        engine = Engine(Services(engine_registry, store, base=tmp_path))
+        await engine.run(loop, inputs={"n": 9})
+        for _ in range(3):
+            await engine.run(loop)
+        await store.write(lambda c: c.exec_driver_sql("UPDATE approvals SET deadline = 0"))
+        await escalate_overdue(engine, lambda path: loader.load_file(Path(path)).loop)
+        await engine.run(loop)
+        state = await store.read(lambda c: learning.get_state(c, "counter"))
+    assert state is not None
+    assert state["values"]["x"] == pytest.approx(3.439)

@@ -130,4 +130,5 @@ async def run_learn(run: Run, services: Services) -> PhaseOutput:
     samples, adjusted = run.samples, run.last_adjusted_at
     output.data["samples"] = samples
     output.writes.append(lambda c: learning.put_state(c, loop_id, values, samples, adjusted, now))
+    run.learned = True
     return output
