@@ -85,3 +85,25 @@ def test_a_write_command_escalates_an_overdue_approval(workspace: Path) -> None:
     _crash_and_overdue(workspace)
     assert main(["flags", "list"]) == 0
     assert {outcome for _, _, outcome in _rows(workspace)} == {"escalated"}
+
+
+@pytest.mark.parametrize("journal", ["wal", "delete"])
+def test_history_leaves_the_database_file_as_it_was(workspace: Path, journal: str) -> None:
+    assert main(["run", "counter.yaml"]) == 0
+    database = workspace / ".loopengine" / "loopengine.db"
+    with sqlite3.connect(database) as connection:
+        connection.execute(f"PRAGMA journal_mode={journal}")
+    before = database.read_bytes()
+    assert main(["history"]) == 0
+    assert main(["metrics", "list"]) == 0
+    assert database.read_bytes() == before
+
+
+def test_history_of_an_empty_database_file_says_nothing_ran(
+    workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (workspace / ".loopengine").mkdir()
+    (workspace / ".loopengine" / "loopengine.db").touch()
+    assert main(["history"]) == 0
+    assert "No executions yet" in capsys.readouterr().out
+    assert (workspace / ".loopengine" / "loopengine.db").stat().st_size == 0

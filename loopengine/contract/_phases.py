@@ -83,15 +83,21 @@ class Source(Strict):
     def reader_params(self) -> Template:
         """Params of the built-in skill reading a ``type`` source (name, filter, window…)."""
         assert self.type is not None
-        fields: dict[str, Any] = {"name": self.name, **(self.params.source or {})}
+        fields: dict[str, Any] = {"name": _literal(self.name), **(self.params.source or {})}
         if self.filter is not None:
-            fields["filter"] = self.filter
+            fields["filter"] = _literal(self.filter)
         if self.freshness_hours is not None and self.type in _WINDOWED:
             fields["freshness_hours"] = self.freshness_hours
         return compile_template(fields)
 
 
 _WINDOWED = frozenset({SourceType.METRIC, SourceType.EVENT})
+
+
+def _literal(text: str) -> str:
+    """``text`` as the template of itself: a source's name and filter are taken as written (a
+    filter is SQL for the database source: values from the run must never be spliced in)."""
+    return text.replace("${", "$${")
 
 
 class Condition(Strict):

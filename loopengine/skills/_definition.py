@@ -152,6 +152,20 @@ def _given(model: type[BaseModel]) -> Callable[[], type[BaseModel]]:
     return lambda: model
 
 
+def _built(
+    fn: Callable[..., Any], name: str, build: Callable[[], type[BaseModel]]
+) -> type[BaseModel]:
+    """A plugin's params model, built now so that a signature pydantic refuses is reported when
+    the plugin loads (the built-in skills' models wait for their first use)."""
+    try:
+        return build()
+    except Exception as exc:
+        raise ContractError(
+            f"{_origin(fn)}: the params of '{name}' cannot be checked: {type(exc).__name__}: "
+            f"{str(exc).splitlines()[0]}"
+        ) from exc
+
+
 def _single_model(
     fn: Callable[..., Any], parameters: list[inspect.Parameter]
 ) -> type[BaseModel] | None:
@@ -187,12 +201,13 @@ def _common(
 ) -> dict[str, Any]:
     summary, docs = parse_docstring(fn.__doc__)
     final_name = str(name) if name else fn.__name__
+    build = _given(model) if model else _model_builder(fn, parameters, final_name, docs)
+    if not _origin(fn).startswith(_BUILTIN_PREFIX):
+        build = _given(_built(fn, final_name, build))
     return {
         "name": final_name,
         "fn": fn,
-        "build_params": (lambda: model)
-        if model
-        else _model_builder(fn, parameters, final_name, docs),
+        "build_params": build,
         "is_async": inspect.iscoroutinefunction(fn),
         "description": description or summary,
         "origin": _origin(fn),

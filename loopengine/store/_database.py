@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -21,7 +22,7 @@ from sqlalchemy.pool import StaticPool
 
 from loopengine.errors import StorageError
 
-__all__ = ["BUSY_TIMEOUT_MS", "WRITER", "create_engine", "dumps", "is_inline", "is_sqlite"]
+__all__ = ["BUSY_TIMEOUT_MS", "WRITER", "create_engine", "dumps", "is_inline"]
 
 WRITER = "loopengine_writer"
 BUSY_TIMEOUT_MS = 10_000
@@ -35,10 +36,6 @@ _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
 def dumps(value: Any) -> str:
     """Compact JSON for JSON columns (anything unknown as its text); one encoder for all."""
     return _ENCODER.encode(value)
-
-
-def is_sqlite(url: str) -> bool:
-    return url.startswith("sqlite")
 
 
 def _synchronous(url: sa.URL) -> tuple[sa.URL, str]:
@@ -72,10 +69,13 @@ def is_inline(url: str) -> bool:
     return _is_memory(parsed) or _synchronous(parsed)[1] in _INLINE
 
 
-def _sqlite_engine(url: sa.URL) -> sa.Engine:
+def _sqlite_engine(url: sa.URL, read_only: bool) -> sa.Engine:
     url, synchronous = _synchronous(url)
     memory = _is_memory(url)
-    if not memory:
+    if read_only and not memory:
+        path = quote(str(Path(str(url.database)).expanduser()))
+        url = url.set(database=f"file:{path}?mode=ro").update_query_dict({"uri": "true"})
+    elif not memory:
         Path(str(url.database)).expanduser().parent.mkdir(parents=True, exist_ok=True)
     engine = sa.create_engine(
         url,
@@ -88,7 +88,9 @@ def _sqlite_engine(url: sa.URL) -> sa.Engine:
     def _on_connect(connection: Any, _record: Any) -> None:
         connection.isolation_level = None
         cursor = connection.cursor()
-        if not memory:
+        if read_only:
+            cursor.execute("PRAGMA query_only=ON")
+        elif not memory:
             cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA synchronous={synchronous}")
         cursor.execute("PRAGMA busy_timeout=0")
@@ -103,15 +105,19 @@ def _sqlite_engine(url: sa.URL) -> sa.Engine:
     return engine
 
 
-def create_engine(url: str) -> sa.Engine:
-    """An engine for ``url``; SQLite gets WAL, a busy timeout, immediate write transactions and
-    the sync level of its ``synchronous`` parameter."""
+def create_engine(url: str, *, read_only: bool = False) -> sa.Engine:
+    """An engine for ``url``; SQLite gets WAL, immediate write transactions and the sync level of
+    its ``synchronous`` parameter. ``read_only`` sessions cannot write, and opening one changes
+    nothing (no folder made, the journal mode left as it is)."""
     parsed = _parsed(url)
     if parsed.get_backend_name() == "sqlite":
-        return _sqlite_engine(parsed.set(drivername="sqlite"))
+        return _sqlite_engine(parsed.set(drivername="sqlite"), read_only)
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")
+    options = {"options": "-c default_transaction_read_only=on"} if read_only else {}
     try:
-        return sa.create_engine(parsed, json_serializer=dumps, pool_pre_ping=True)
+        return sa.create_engine(
+            parsed, json_serializer=dumps, pool_pre_ping=True, connect_args=options
+        )
     except (sa.exc.ArgumentError, ImportError) as exc:
         raise StorageError(f"cannot use database {parsed.render_as_string()}: {exc}") from None

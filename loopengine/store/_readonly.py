@@ -17,13 +17,9 @@ def read_only_query(
     url: str, statement: Callable[[sa.Dialect], str], limit: int
 ) -> tuple[list[str], list[dict[str, Any]]]:
     """Columns and at most ``limit`` rows of ``statement(dialect)``, run in a read-only session."""
-    engine = create_engine(url)
+    engine = create_engine(url, read_only=True)
     try:
         with engine.connect() as connection:
-            if engine.dialect.name == "sqlite":
-                connection.exec_driver_sql("PRAGMA query_only=ON")
-            else:
-                connection.exec_driver_sql("SET TRANSACTION READ ONLY")
             result = connection.exec_driver_sql(statement(engine.dialect))
             columns = list(result.keys())
             rows = [dict(zip(columns, row, strict=True)) for row in result.fetchmany(limit)]

@@ -89,14 +89,6 @@ def _translated(exc: BaseException) -> BaseException:
     return exc
 
 
-def _read_only(connection: sa.Connection) -> int:
-    if connection.dialect.name == "sqlite":
-        connection.exec_driver_sql("PRAGMA query_only=ON")
-    else:
-        connection.exec_driver_sql("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
-    return check_readable(connection)
-
-
 class Store:
     """Async access to the database through a single serialising flusher."""
 
@@ -109,6 +101,7 @@ class Store:
         self._memo: dict[Hashable, Any] = {}
         self._memo_version: int | None = None
         self._remembering = False
+        self.schema_version = 0
         self._queue: deque[Pending[Any]] = deque()
         self._wake = anyio.Event()
         self._closing = False
@@ -117,8 +110,9 @@ class Store:
     @asynccontextmanager
     async def open(cls, url: str, *, read_only: bool = False) -> AsyncIterator[Store]:
         """The store at ``url``, its schema migrated to the latest version; ``read_only`` neither
-        migrates nor writes (a newer schema than this loopengine knows is refused either way)."""
-        engine = create_engine(url)
+        migrates nor writes (``schema_version`` says what it found: 0 for a database never
+        migrated); a newer schema than this loopengine knows is refused either way."""
+        engine = create_engine(url, read_only=read_only)
         try:
             connection = await anyio.to_thread.run_sync(engine.connect)
         except sa.exc.SQLAlchemyError as exc:
@@ -130,7 +124,8 @@ class Store:
                 async with anyio.create_task_group() as group:
                     group.start_soon(store._flush)
                     try:
-                        await (store.read(_read_only) if read_only else store.write(migrate))
+                        opening = store.read(check_readable) if read_only else store.write(migrate)
+                        store.schema_version = await opening
                         yield store
                     finally:
                         store._closing = True

@@ -15,6 +15,8 @@ from loopengine.contract import (
     Outcome,
     OverlapPolicy,
     Phase,
+    Source,
+    SourceType,
     ThresholdTrigger,
     WebhookTrigger,
 )
@@ -143,3 +145,10 @@ def test_every_contract_outcome_exists() -> None:
         "interrupted",
         "cancelled",
     }
+
+
+def test_a_built_in_source_takes_its_name_and_filter_as_written() -> None:
+    """A database source's filter is SQL: values of the run are never spliced into it."""
+    source = Source(type=SourceType.DATABASE, name="pages_${ x }", filter="name = '${ input.who }'")
+    rendered = source.reader_params.render({"input": {"who": "x' OR '1'='1"}, "x": 1}, {})
+    assert rendered == {"name": "pages_${ x }", "filter": "name = '${ input.who }'"}
