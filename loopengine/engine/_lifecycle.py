@@ -38,11 +38,14 @@ def _rollback_template(loop: Loop, action_id: str) -> Any:
     return NO_PARAMS
 
 
-async def _load(engine: Engine, execution_id: str) -> ExecutionRecord:
-    record = await engine.services.store.read(lambda c: executions.read_record(c, execution_id))
+async def _load(engine: Engine, execution_id: str) -> tuple[ExecutionRecord, int]:
+    """The execution's record and the number of its last phase row (the next one follows it)."""
+    record, last = await engine.services.store.read(
+        lambda c: (executions.read_record(c, execution_id), executions.last_seq(c, execution_id))
+    )
     if record is None or record.envelope is None:
         raise NotResumable(f"no execution {execution_id!r} (see `loopengine history`)")
-    return record
+    return record, last
 
 
 def _rebuild(record: ExecutionRecord, envelope: JobEnvelope, loop: Loop) -> Run:
@@ -80,7 +83,7 @@ async def _restore(
     """The execution as it was at its last commit, with its loop as the file now holds it;
     ``to_run`` refuses a loop whose content changed since the execution started (what would run
     is not what was decided), naming the parts that differ."""
-    record = await _load(engine, execution_id)
+    record, last = await _load(engine, execution_id)
     row = record.execution
     loop = load_loop(row.loop_file)
     if loop.id != row.loop_id:
@@ -94,7 +97,7 @@ async def _restore(
     assert record.envelope is not None
     run = _rebuild(record, record.envelope, loop)
     recorder = engine.recorder(loop, resumed=True)
-    recorder.resume_at(len(record.phases))
+    recorder.resume_at(last)
     return run, recorder, row
 
 

@@ -9,6 +9,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, Protocol
 
+import anyio
 import sqlalchemy as sa
 
 from loopengine.contract import Durability, Phase
@@ -291,7 +292,8 @@ class Recorder:
         if wait:
             inflight, self.inflight = self.inflight, []
             self.open = None
-            await pending.wait()
+            with anyio.CancelScope(shield=True):
+                await pending.wait()
             for earlier in inflight:
                 if earlier.error is not None:
                     raise earlier.error

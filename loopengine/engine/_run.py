@@ -41,6 +41,7 @@ class Run:
     metrics: dict[str, float] = field(default_factory=dict)
     act_attempts: int = 0
     samples: int = 0
+    finishing: bool = False
     learned: bool = False
     """Whether learn handed over a write of the loop's learned state."""
     last_adjusted_at: float | None = None

@@ -226,13 +226,16 @@ class Engine:
     async def drive(self, run: Run, recorder: Journal, start: int) -> ExecutionDone:
         """Run the phases from ``start``; returns once the execution ends or waits for approval.
 
-        A cancelled execution (Ctrl-C, shutdown) is still recorded, as ``cancelled``.
+        A cancelled execution (Ctrl-C, shutdown) is still recorded, as ``cancelled``; one already
+        finishing is not finished twice (its last commit completes; cut short before it, the
+        execution is found ``interrupted`` later and resumes).
         """
         try:
             return await self._drive(run, recorder, start)
         except anyio.get_cancelled_exc_class():
-            with anyio.CancelScope(shield=True):
-                await self.finish(run, recorder, Outcome.CANCELLED, [], "cancelled")
+            if not run.finishing:
+                with anyio.CancelScope(shield=True):
+                    await self.finish(run, recorder, Outcome.CANCELLED, [], "cancelled")
             raise
 
     async def _drive(self, run: Run, recorder: Journal, start: int) -> ExecutionDone:
@@ -270,6 +273,7 @@ class Engine:
         extra: list[Write] | None = None,
     ) -> ExecutionDone:
         """Run the store phase and make the outcome durable."""
+        run.finishing = True
         store_fn = self._store_for(outcome)
         record, output = await self._phase(run, Phase.STORE, store_fn, run.loop.spec.store)
         final = outcome

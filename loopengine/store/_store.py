@@ -83,8 +83,12 @@ class Pending(Generic[T]):
                 _LOG.exception("a listener of a store operation failed")
 
 
-def _translated(exc: BaseException) -> BaseException:
-    if isinstance(exc, sa.exc.SQLAlchemyError | sqlite3.Error):
+def _translated(
+    exc: BaseException, driver_error: type[BaseException] = sqlite3.Error
+) -> BaseException:
+    """A database failure as ``StorageError``: SQLAlchemy's, or the driver's own (statements on
+    the hot path run on the driver's cursor)."""
+    if isinstance(exc, sa.exc.SQLAlchemyError | driver_error):
         return StorageError(f"database error: {getattr(exc, 'orig', None) or exc}")
     return exc
 
@@ -96,6 +100,7 @@ class Store:
         self.engine = engine
         self._connection = connection
         self._sqlite = engine.dialect.name == "sqlite"
+        self._driver_error: type[BaseException] = engine.dialect.loaded_dbapi.Error
         self._inline = inline
         self._waiting = False
         self._memo: dict[Hashable, Any] = {}
@@ -257,6 +262,6 @@ class Store:
                 results = [pending.operation(connection) for pending in group]
         except Exception as exc:
             if len(group) == 1:
-                return [(None, _translated(exc))]
+                return [(None, _translated(exc, self._driver_error))]
             return [self._run_group([pending])[0] for pending in group]
         return [(result, None) for result in results]

@@ -17,8 +17,8 @@ __all__ = [
     "insert_execution",
     "insert_phases",
     "last_finished",
+    "last_seq",
     "list_executions",
-    "phase_count",
     "phases_of",
     "read_record",
     "running_executions",
@@ -67,7 +67,7 @@ def phases_of(connection: sa.Connection, execution_id: str) -> list[PhaseResult]
     return [PhaseResult.from_row(row) for row in rows]
 
 
-def phase_count(connection: sa.Connection, execution_id: str) -> int:
+def last_seq(connection: sa.Connection, execution_id: str) -> int:
     """The last committed phase row's number (0 when none is)."""
     query = sa.select(sa.func.max(phase_results.c.seq)).where(
         phase_results.c.execution_id == execution_id

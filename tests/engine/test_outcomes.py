@@ -10,8 +10,14 @@ import anyio
 import pytest
 
 from loopengine.contract import Outcome
-from loopengine.engine import answer_approval, escalate_overdue, recover_interrupted
-from loopengine.store import executions, signals
+from loopengine.engine import (
+    Engine,
+    ExecutionDone,
+    answer_approval,
+    escalate_overdue,
+    recover_interrupted,
+)
+from loopengine.store import PhaseResult, executions, signals
 from tests.engine.conftest import Harness
 
 pytestmark = pytest.mark.anyio
@@ -180,3 +186,26 @@ async def test_cancelled_is_recorded(harness: Harness) -> None:
     assert time.monotonic() - started < 10
     rows = await harness.store.read(lambda c: executions.list_executions(c, loop_id="cancel_me"))
     assert [r.outcome for r in rows] == [Outcome.CANCELLED]
+
+
+async def test_a_cancel_while_the_last_commit_is_made_does_not_finish_twice(
+    harness: Harness,
+) -> None:
+    loop = harness.loop(
+        "id: finishing\ntrigger: {type: manual}\n"
+        "analyze:\n  analysis_steps: [{name: a, skill_id: report}]\n"
+        "store:\n  audit_trail: {enabled: true}\n"
+    )
+    scope = anyio.CancelScope()
+
+    def cancel_after_store(record: PhaseResult) -> None:
+        if record.phase == "store":
+            scope.cancel()
+
+    engine = Engine(harness.engine.services, cancel_after_store)
+    with scope:
+        await engine.run(loop)
+    rows = await harness.store.read(lambda c: executions.list_executions(c, loop_id="finishing"))
+    assert [row.outcome for row in rows] == [Outcome.COMPLETED]
+    view = await harness.view(ExecutionDone(rows[0].id, Outcome.COMPLETED))
+    assert [p["phase"] for p in view["phases"]].count("store") == 1
