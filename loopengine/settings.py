@@ -46,10 +46,10 @@ class Settings:
         scheme, sep, rest = url.partition(":///")
         if scheme.split("+")[0] != "sqlite" or not sep or rest in ("", ":memory:"):
             return url
-        path, query, params = rest.partition("?")
+        path, separator, query = rest.partition("?")
         if Path(path).expanduser().is_absolute():
             return url
-        return f"{scheme}:///{self.base / Path(path).expanduser()}{query}{params}"
+        return f"{scheme}:///{self.base / Path(path).expanduser()}{separator}{query}"
 
     @property
     def sqlite_file(self) -> Path | None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from loopengine.cli import main
-from tests.test_cli_run import LOOP, SKILLS
+from tests.test_cli_run import workspace  # noqa: F401 (the same autouse workspace)
 
 READS = (
     ["history"],
@@ -19,17 +19,6 @@ READS = (
     ["skills"],
     ["tools"],
 )
-
-
-@pytest.fixture(autouse=True)
-def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "skills.py").write_text(SKILLS)
-    (tmp_path / "loopengine.yaml").write_text("plugins: [./skills.py]\n")
-    (tmp_path / "counter.yaml").write_text(LOOP)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("LOOPENGINE_CONFIG", raising=False)
-    monkeypatch.delenv("LOOPENGINE_DATABASE", raising=False)
-    return tmp_path
 
 
 @pytest.mark.parametrize("command", READS, ids=" ".join)

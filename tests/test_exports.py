@@ -59,7 +59,7 @@ def _subpackages() -> list[str]:
 
 
 @pytest.mark.parametrize("name", _subpackages())
-def test_every_subpackage_declares_a_sorted_complete_all(name: str) -> None:
+def test_every_subpackage_has_a_face_whose_sorted_all_names_resolve(name: str) -> None:
     assert (ROOT.parent / name.replace(".", "/") / "__init__.py").is_file(), "no __init__.py"
     package = importlib.import_module(name)
     assert package.__all__ == sorted(package.__all__, key=_isort_order)

@@ -16,14 +16,16 @@ import loopengine
 
 ROOT = Path(loopengine.__file__).parent
 BASE = frozenset({"errors", "_suggestions", "_concurrency", "_lazy", "_resources"})
-"""Modules every layer may use."""
+"""Modules every layer may use; they import only one another."""
 LAYERS: dict[str, frozenset[str]] = {
+    **{module: frozenset() for module in BASE},
     "expr": frozenset(),
     "triggers": frozenset({"expr"}),
     "contract": frozenset({"expr", "triggers"}),
     "store": frozenset(),
     "skills": frozenset({"contract", "expr"}),
     "llm": frozenset({"contract", "skills", "store", "expr"}),
+    # The event source matches event names with the trigger layer's pure pattern matcher.
     "skills.builtin": frozenset({"skills", "contract", "expr", "triggers", "llm", "store"}),
     "engine": frozenset({"contract", "expr", "skills", "llm", "store", "triggers"}),
     "testing": frozenset({"llm", "store"}),
@@ -38,6 +40,7 @@ def _module(path: Path) -> str:
 
 
 def _is_type_checking(node: ast.If) -> bool:
+    """``if TYPE_CHECKING:`` (its ``else:`` branch runs, and is walked)."""
     test = node.test
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
@@ -47,6 +50,8 @@ def _is_type_checking(node: ast.If) -> bool:
 def _imports(tree: ast.AST, package: str) -> Iterator[str]:
     for node in ast.iter_child_nodes(tree):
         if isinstance(node, ast.If) and _is_type_checking(node):
+            for branch in node.orelse:
+                yield from _imports(ast.Module(body=[branch], type_ignores=[]), package)
             continue
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
@@ -62,12 +67,30 @@ def _imports(tree: ast.AST, package: str) -> Iterator[str]:
             yield from _imports(node, package)
 
 
+def _lazy_targets(tree: ast.AST) -> Iterator[str]:
+    """Modules a package face loads by name (``_EXPORTS = {name: module}``) or ``import_module``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == "_EXPORTS" for target in node.targets
+        ):
+            assert isinstance(node.value, ast.Dict)
+            yield from (v.value for v in node.value.values if isinstance(v, ast.Constant))
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
+            yield str(node.args[0].value)
+
+
 def _graph() -> dict[str, set[str]]:
     modules = {_module(path): path for path in ROOT.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        imported = set(_imports(ast.parse(path.read_text()), package))
+        tree = ast.parse(path.read_text())
+        imported = {*_imports(tree, package), *_lazy_targets(tree)}
         graph[name] = {target for target in imported if target in modules and target != name}
     return graph
 
@@ -83,8 +106,10 @@ def _layer(module: str) -> str | None:
 
 def _allowed(source: str, target: str) -> bool:
     layer, relative = _layer(source), target.removeprefix("loopengine.")
-    if layer is None or target == "loopengine" or relative in BASE:
+    if layer is None or relative in BASE:
         return True
+    if target == "loopengine":
+        return False
     target_layer = _layer(target)
     return (
         target_layer == layer
@@ -127,3 +152,22 @@ def test_no_import_cycle() -> None:
         if module not in state:
             visit(module)
     assert not cycles, "import cycles:\n" + "\n".join(" → ".join(c) for c in cycles)
+
+
+@pytest.mark.parametrize(
+    ("source", "target"),
+    [
+        ("loopengine.store._store", "loopengine.engine._runner"),
+        ("loopengine.llm._agent", "loopengine.engine"),
+        ("loopengine.contract._loader", "loopengine.skills._registry"),
+        ("loopengine.skills._registry", "loopengine.skills.builtin"),
+        ("loopengine.contract._loop", "loopengine"),
+        ("loopengine._concurrency", "loopengine.store"),
+    ],
+)
+def test_the_table_refuses_what_the_architecture_forbids(source: str, target: str) -> None:
+    assert not _allowed(source, target)
+
+
+def test_names_a_package_face_loads_lazily_are_edges() -> None:
+    assert "loopengine.contract._loader" in GRAPH["loopengine.contract"]

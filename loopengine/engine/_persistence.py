@@ -28,7 +28,7 @@ from loopengine.store import (
 )
 from loopengine.store import approvals as approval_rows
 
-__all__ = ["OWNER", "CommitListener", "Journal", "Recorder", "Unrecorded", "Write", "snapshot"]
+__all__ = ["OWNER", "CommitListener", "Journal", "Recorder", "Unrecorded", "Write"]
 
 Write = Callable[[sa.Connection], None]
 CommitListener = Callable[[str, str], None]

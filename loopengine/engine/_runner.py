@@ -66,7 +66,7 @@ class ExecutionDone:
 
 class Engine:
     """Runs loops against a registry, recording each execution in the store (unless ``record``
-    is False: then nothing is kept, and loops read what the store holds)."""
+    is False: then nothing is kept nor read back; skills still read the store)."""
 
     def __init__(
         self,

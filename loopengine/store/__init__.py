@@ -1,4 +1,4 @@
-"""Persistence: SQLAlchemy Core tables, migrations, one writer thread, and the repositories
+"""Persistence: SQLAlchemy Core tables, migrations, one flusher per store, and the repositories
 (``executions``, ``signals``…: functions of a connection, run through ``Store.read``/``write``)."""
 
 from loopengine.store._artifacts import ArtifactWriter

@@ -58,10 +58,6 @@ class Pending(Generic[T]):
         self._error: BaseException | None = None
 
     @property
-    def done(self) -> bool:
-        return self._done.is_set()
-
-    @property
     def error(self) -> BaseException | None:
         return self._error
 
@@ -168,7 +164,8 @@ class Store:
         return await self.submit(operation, writer=False).wait()
 
     def data_version(self) -> int | None:
-        """SQLite's count of commits by other connections (other processes), read now; None when
+        """SQLite's ``data_version``, which changes when another connection (another process)
+        commits, read now; None when
         it cannot be read without waiting (not SQLite, or a batch in a worker thread)."""
         if not self._sqlite or self._waiting:
             return None
