@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from loopengine.cli import main
-from tests.test_cli_run import workspace  # noqa: F401 (the same autouse workspace)
+from tests.test_cli_run import make_workspace
+
+
+@pytest.fixture(autouse=True)
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return make_workspace(tmp_path, monkeypatch)
+
 
 READS = (
     ["history"],

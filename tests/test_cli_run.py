@@ -36,6 +36,11 @@ act:
 
 @pytest.fixture(autouse=True)
 def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return make_workspace(tmp_path, monkeypatch)
+
+
+def make_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder with a plugin and the counter loop, the working directory of the test."""
     (tmp_path / "skills.py").write_text(SKILLS)
     (tmp_path / "loopengine.yaml").write_text("plugins: [./skills.py]\n")
     (tmp_path / "counter.yaml").write_text(LOOP)
