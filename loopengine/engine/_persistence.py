@@ -7,7 +7,7 @@ import socket
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 import sqlalchemy as sa
@@ -28,7 +28,7 @@ from loopengine.store import (
 )
 from loopengine.store import approvals as approval_rows
 
-__all__ = ["OWNER", "CommitListener", "Journal", "Recorder", "Unrecorded", "Write"]
+__all__ = ["OWNER", "CommitListener", "Journal", "Recorder", "Write"]
 
 Write = Callable[[sa.Connection], None]
 CommitListener = Callable[[str, str], None]
@@ -141,34 +141,9 @@ Prelude = tuple[str | None, dict[str, Any] | None, dict[str, Any] | None]
 does not run), else the loop's last finished execution and its learned state."""
 
 
-class Journal(Protocol):
-    """Where an execution's progress goes: the store (``Recorder``), or nowhere (``Unrecorded``)."""
-
-    async def begin(self, run: Run) -> Prelude: ...
-
-    def resume_at(self, seq: int) -> None: ...
-
-    def hold(self, run: Run, record: PhaseResult) -> None: ...
-
-    async def started(self, run: Run) -> None: ...
-
-    async def phase(self, run: Run, record: PhaseResult, writes: Sequence[Write]) -> None: ...
-
-    async def suspended(self, run: Run, approval: dict[str, Any]) -> None: ...
-
-    async def finished(
-        self,
-        run: Run,
-        skipped: Sequence[PhaseResult],
-        outcome: str,
-        completed_at: float,
-        writes: Sequence[Write],
-        error: str | None,
-    ) -> None: ...
-
-
-class Unrecorded:
-    """Keeps nothing: an engine that only runs loops (tests, benchmarks, dry experiments)."""
+class Journal:
+    """Where an execution's progress goes; this one keeps nothing (an engine that only runs
+    loops: tests, benchmarks, experiments), ``Recorder`` commits it to the store."""
 
     async def begin(self, run: Run) -> Prelude:
         return None, None, None
@@ -212,7 +187,7 @@ def _start_of_next(run: Run, end: dict[str, Any]) -> tuple[dict[str, Any], dict[
     return {**last, "started_at": run.started_at}, state
 
 
-class Recorder:
+class Recorder(Journal):
     """Commits an execution's rows; with ``durability: execution`` everything waits for the end.
 
     Each commit is one transaction in one store hop: the execution row (inserted the first time,

@@ -13,7 +13,7 @@ import anyio
 import sqlalchemy as sa
 
 from loopengine.contract import Loop, Outcome, Phase
-from loopengine.engine._persistence import CommitListener, Journal, Recorder, Unrecorded, Write
+from loopengine.engine._persistence import CommitListener, Journal, Recorder, Write
 from loopengine.engine._rollback import roll_back
 from loopengine.engine._run import Run
 from loopengine.engine._services import Services
@@ -84,7 +84,7 @@ class Engine:
     def recorder(self, loop: Loop, *, resumed: bool = False) -> Journal:
         """How this engine keeps executions of ``loop``."""
         if not self.record:
-            return Unrecorded()
+            return Journal()
         return Recorder(
             self.services.store, loop.spec.durability, resumed=resumed, on_commit=self.on_commit
         )
