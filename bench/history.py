@@ -29,8 +29,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from loopengine.store import ExecutionRow, create_engine, migrate
 from loopengine.store import _tables as tables
-from loopengine.store import create_engine, migrate
 from loopengine.store.executions import insert_execution, list_executions, update_execution
 
 GOAL_MS = 5.0
@@ -153,7 +153,8 @@ def _write_us(engine: sa.Engine, executions: int = 300) -> float:
     with engine.connect() as connection, connection.begin():
         start = time.perf_counter()
         for row in rows:
-            insert_execution(connection, {**row, "status": "running", "outcome": None})
+            started = {**row, "status": "running", "outcome": None}
+            insert_execution(connection, ExecutionRow.from_row(started))
             for _ in range(7):
                 update_execution(connection, row["id"], **progress)
             update_execution(
