@@ -138,3 +138,19 @@ def test_warnings_do_not_make_a_loop_invalid(load: Callable[[str], LoadReport]) 
     report = load(MINIMAL + "store:\n  artifacts:\n    - {type: log, name: l, storage: s3}\n")
     assert report.ok
     assert [d.level.value for d in report.diagnostics] == ["warning"]
+
+
+def test_a_param_a_built_in_source_does_not_take_is_an_error_at_load(
+    load: Callable[[str], LoadReport],
+) -> None:
+    report = load(
+        """
+        id: src
+        trigger: {type: manual}
+        detect:
+          sources:
+            - {type: metric, name: cpu, params: {window: 5}}
+            - {type: database, name: pages, params: {database: default}}
+        """
+    )
+    assert [d.message for d in report.errors] == ["a metric source takes no param 'window'"]

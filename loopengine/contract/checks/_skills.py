@@ -6,6 +6,7 @@ from typing import Any
 
 from loopengine._suggestions import did_you_mean
 from loopengine.contract._diagnostics import Path
+from loopengine.contract._enums import SourceType
 from loopengine.contract._lookup import SkillInfo
 from loopengine.contract.checks._walk import Checked, Env, at, walk
 
@@ -17,6 +18,9 @@ _SKILL_REFS: tuple[tuple[tuple[str, ...], str, str], ...] = (
     (("act", "actions", "*"), "rollback_skill", "rollback_params"),
     (("detect", "sources", "*"), "skill", "params"),
 )
+
+
+_SOURCE_TYPES = frozenset(kind.value for kind in SourceType)
 
 
 def _dynamic(params: dict[str, Any]) -> frozenset[str]:
@@ -70,4 +74,25 @@ def check_skills(checked: Checked, env: Env) -> None:
     for path, source in walk(checked.document.data, ("detect", "sources", "*")):
         if isinstance(source, dict) and ("type" in source) == ("skill" in source):
             checked.error(path, "a source names either a built-in 'type' or a 'skill', exactly one")
+        elif isinstance(source, dict):
+            _check_reader_params(checked, env, path, source)
     _check_dry_run(checked, env)
+
+
+def _check_reader_params(checked: Checked, env: Env, path: Path, source: dict[str, Any]) -> None:
+    """A built-in source's ``params`` go to its reader skill: each must be one it takes."""
+    params = source.get("params")
+    if source.get("type") not in _SOURCE_TYPES or not isinstance(params, dict) or not params:
+        return
+    reader = env.registry.find_skill(SourceType(source["type"]).skill)
+    if reader is None:
+        return
+    for key in params:
+        if not (reader.accepts_any_param or key in reader.param_names):
+            known = reader.param_names - {"name", "filter", "freshness_hours"}
+            checked.error(
+                (*path, "params", key),
+                f"a {source['type']} source takes no param '{key}'"
+                + (f" (it takes: {', '.join(sorted(known))})" if known else ""),
+                at_key=True,
+            )
