@@ -12,7 +12,13 @@ from loopengine._lazy import lazy_exports
 if TYPE_CHECKING:
     from loopengine.contract._config import Cluster, Config, Node
     from loopengine.contract._diagnostics import Diagnostic, Level
-    from loopengine.contract._documents import build_model, config_validator, schema_check
+    from loopengine.contract._documents import (
+        SchemaValidator,
+        build_model,
+        config_validator,
+        loop_validator,
+        schema_check,
+    )
     from loopengine.contract._enums import (
         Aggregation,
         AnalysisStrategy,
@@ -50,7 +56,7 @@ if TYPE_CHECKING:
         Store,
         Validate,
     )
-    from loopengine.contract._schema import config_schema, loop_schema
+    from loopengine.contract._schema import compile_schema, config_schema, loop_schema
     from loopengine.contract._triggers import CronTrigger, ThresholdTrigger, WebhookTrigger
     from loopengine.contract._yaml_source import MAX_NODES, Position, YamlDocument, parse_yaml
 
@@ -107,6 +113,9 @@ _EXPORTS = {
     "build_model": "loopengine.contract._documents",
     "config_schema": "loopengine.contract._schema",
     "config_validator": "loopengine.contract._documents",
+    "loop_validator": "loopengine.contract._documents",
+    "SchemaValidator": "loopengine.contract._documents",
+    "compile_schema": "loopengine.contract._schema",
     "find_loop_files": "loopengine.contract._loader",
     "loop_schema": "loopengine.contract._schema",
     "parse_yaml": "loopengine.contract._yaml_source",
@@ -151,6 +160,7 @@ __all__ = [
     "Position",
     "Priority",
     "Rule",
+    "SchemaValidator",
     "Severity",
     "SkillInfo",
     "SkillLookup",
@@ -164,10 +174,12 @@ __all__ = [
     "WebhookTrigger",
     "YamlDocument",
     "build_model",
+    "compile_schema",
     "config_schema",
     "config_validator",
     "find_loop_files",
     "loop_schema",
+    "loop_validator",
     "parse_yaml",
     "schema_check",
 ]

@@ -11,9 +11,13 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from loopengine.contract import parse_yaml
-from loopengine.contract._documents import SchemaValidator, config_validator, loop_validator
-from loopengine.contract._schema import compile_schema
+from loopengine.contract import (
+    SchemaValidator,
+    compile_schema,
+    config_validator,
+    loop_validator,
+    parse_yaml,
+)
 from loopengine.errors import ContractError
 from tests.conftest import ROOT
 

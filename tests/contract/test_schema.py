@@ -10,8 +10,13 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
-from loopengine.contract import _schema, config_schema, loop_schema
-from loopengine.contract._documents import config_validator, loop_validator
+from loopengine.contract import (
+    _schema,
+    config_schema,
+    config_validator,
+    loop_schema,
+    loop_validator,
+)
 from tests.conftest import ROOT, SEED_DIR, SEED_LOOP
 
 SCHEMAS = ROOT / "schemas"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from loopengine.errors import StorageError
-from loopengine.store._database import create_engine
+from loopengine.store import create_engine
 
 _LEVELS = {"off": 0, "normal": 1, "full": 2, "extra": 3}
 
