@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from loopengine._suggestions import did_you_mean
@@ -19,7 +20,7 @@ from loopengine.contract import (
     parse_yaml,
     schema_check,
 )
-from loopengine.errors import ContractError
+from loopengine.errors import ContractError, StorageError
 
 __all__ = ["CONFIG_ENV", "CONFIG_NAME", "DATABASE_ENV", "Settings", "find_config", "read_settings"]
 
@@ -43,22 +44,29 @@ class Settings:
         """``$LOOPENGINE_DATABASE``, else the config's; a relative SQLite path starts at the
         config's folder."""
         url = os.environ.get(DATABASE_ENV) or self.config.database
-        scheme, sep, rest = url.partition(":///")
-        if scheme.split("+")[0] != "sqlite" or not sep or rest in ("", ":memory:"):
+        parsed, path = _sqlite_path(url)
+        if path is None or path.is_absolute():
             return url
-        path, separator, query = rest.partition("?")
-        if Path(path).expanduser().is_absolute():
-            return url
-        return f"{scheme}:///{self.base / Path(path).expanduser()}{separator}{query}"
+        return str(parsed.set(database=str(self.base / path)).render_as_string(hide_password=False))
 
     @property
     def sqlite_file(self) -> Path | None:
         """The database file when the store is a SQLite file."""
-        scheme, sep, rest = self.database_url.partition(":///")
-        path = rest.partition("?")[0]
-        if scheme.split("+")[0] != "sqlite" or not sep or path in ("", ":memory:"):
-            return None
-        return Path(path)
+        return _sqlite_path(self.database_url)[1]
+
+
+def _sqlite_path(url: str) -> tuple[Any, Path | None]:
+    """The parsed ``url``, and its file when it names a SQLite file. SQLAlchemy parses it: both
+    callers open the store right after, which loads SQLAlchemy anyway."""
+    import sqlalchemy as sa
+
+    try:
+        parsed = sa.make_url(url)
+    except sa.exc.ArgumentError as exc:
+        raise StorageError(f"invalid database URL {url!r}: {exc}") from None
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return parsed, None
+    return parsed, Path(str(parsed.database)).expanduser()
 
 
 def find_config(explicit: Path | None = None) -> Path | None:

@@ -178,13 +178,17 @@ class Journal:
 def _start_of_next(run: Run, end: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """What the loop's next execution starts from once this one's last commit is in: its end,
     and the learned state its learn phase writes in that commit."""
-    last = {"outcome": end["outcome"], "completed_at": end["completed_at"]}
+    last = {
+        "outcome": end["outcome"],
+        "completed_at": end["completed_at"],
+        "started_at": run.started_at,
+    }
     state = {
         "values": dict(run.data.get("state") or {}),
         "samples": run.samples,
         "last_adjusted_at": run.last_adjusted_at,
     }
-    return {**last, "started_at": run.started_at}, state
+    return last, state
 
 
 class Recorder(Journal):
@@ -249,16 +253,16 @@ class Recorder(Journal):
         """
         rows, writes = self.held, self.writes
         self.held, self.writes = [], []
-        joined = self.open is not None and self.store.is_last(self.open[1])
-        commit = self.open[0] if joined and self.open else _Commit(run, fresh=not self.inserted)
+        if self.open is not None and self.store.is_last(self.open[1]):
+            commit, pending = self.open
+        else:
+            commit, pending = _Commit(run, fresh=not self.inserted), None
         commit.add(rows, writes, what, **end)
         commit.learned |= self.holds_state
         self.holds_state = False
         if end.get("status") == "finished" and commit.learned and not self.resumed:
             commit.memo = (("start", run.loop.id), _start_of_next(run, end))
-        if joined and self.open:
-            pending = self.open[1]
-        else:
+        if pending is None:
             pending = self.store.submit(commit)
             pending.on_done = partial(self._committed, commit)
             self.open = (commit, pending)

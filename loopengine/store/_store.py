@@ -165,8 +165,8 @@ class Store:
 
     def data_version(self) -> int | None:
         """SQLite's ``data_version``, which changes when another connection (another process)
-        commits, read now; None when
-        it cannot be read without waiting (not SQLite, or a batch in a worker thread)."""
+        commits, read now; None when it cannot be read without waiting (not SQLite, or a batch
+        in a worker thread)."""
         if not self._sqlite or self._waiting:
             return None
         driver = self._connection.connection.driver_connection
@@ -226,18 +226,22 @@ class Store:
             group.append(self._queue.popleft())
         return group
 
+    def _transaction(self, group: list[Pending[Any]]) -> list[Outcome]:
+        """The group's results, all in one transaction; raises when any operation fails (the
+        transaction is then rolled back)."""
+        connection = self._connection
+        connection.info[WRITER] = group[0].writer
+        with connection.begin():
+            return [(pending.operation(connection), None) for pending in group]
+
     def _run_inline(self, group: list[Pending[Any]]) -> list[Outcome] | None:
         """The group's results when its transaction commits here at once; None when it failed
         (another process holds the lock, or an operation failed): it was rolled back, and runs
         again in the thread, which waits for the lock and isolates a faulty operation."""
-        connection = self._connection
-        connection.info[WRITER] = group[0].writer
         try:
-            with connection.begin():
-                results = [pending.operation(connection) for pending in group]
+            return self._transaction(group)
         except Exception:
             return None
-        return [(result, None) for result in results]
 
     def _run_waiting(self, group: list[Pending[Any]]) -> list[Outcome]:
         """The group's outcomes, run in a worker thread that may wait for the write lock."""
@@ -252,13 +256,11 @@ class Store:
             sqlite.execute("PRAGMA busy_timeout=0")
 
     def _run_group(self, group: list[Pending[Any]]) -> list[Outcome]:
-        connection = self._connection
-        connection.info[WRITER] = group[0].writer
+        """The group's outcomes; when it fails, each operation runs alone so only the faulty one
+        fails."""
         try:
-            with connection.begin():
-                results = [pending.operation(connection) for pending in group]
+            return self._transaction(group)
         except Exception as exc:
             if len(group) == 1:
                 return [(None, _translated(exc, self._driver_error))]
             return [self._run_group([pending])[0] for pending in group]
-        return [(result, None) for result in results]
