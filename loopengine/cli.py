@@ -123,6 +123,7 @@ def _runtime_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         "list", parents=[common], help="each series: latest value, points, last time"
     )
     listing.add_argument("--name", metavar="GLOB", help="only series whose name matches")
+    listing.add_argument("--limit", type=int, default=100, metavar="N", help="at most N series")
     record = metric_commands.add_parser("record", parents=[common], help="record one point")
     record.add_argument("name", metavar="NAME")
     record.add_argument("value", metavar="VALUE")
@@ -171,7 +172,7 @@ def _runtime_call(args: argparse.Namespace, console: Console) -> Any:
     if command == "metrics" and args.metrics_command == "list":
         from loopengine.commands import metrics
 
-        return partial(metrics.run_metrics_list, console, args.name, config, as_json)
+        return partial(metrics.run_metrics_list, console, args.name, args.limit, config, as_json)
     from loopengine.commands import admin
 
     if command == "flags" and args.flags_command == "set":

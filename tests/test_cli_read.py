@@ -102,3 +102,19 @@ def test_history_of_an_empty_database_file_says_nothing_ran(
     assert main(["history"]) == 0
     assert "No executions yet" in capsys.readouterr().out
     assert (workspace / ".loopengine" / "loopengine.db").stat().st_size == 0
+
+
+def test_metrics_list_shows_at_most_limit_series_that_match(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name in ("cpu.a", "cpu.b", "cpu.c", "disk"):
+        assert main(["metrics", "record", name, "1"]) == 0
+    capsys.readouterr()
+    assert main(["metrics", "list", "--name", "cpu.*", "--limit", "2", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["metrics"]
+    assert [series["name"] for series in listed] == ["cpu.a", "cpu.b"]
+
+
+def test_metrics_list_refuses_a_limit_below_one(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["metrics", "list", "--limit", "0"]) == 2
+    assert "--limit 0" in capsys.readouterr().err

@@ -6,6 +6,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from loopengine.commands._console import Console
+from loopengine.errors import ContractError
 from loopengine.reader import open_reader
 from loopengine.store import iso, signals
 
@@ -13,12 +14,20 @@ __all__ = ["run_metrics_list"]
 
 
 async def run_metrics_list(
-    console: Console, pattern: str | None, config: Path | None, as_json: bool
+    console: Console, pattern: str | None, limit: int, config: Path | None, as_json: bool
 ) -> int:
+    if limit < 1:
+        raise ContractError(f"--limit {limit}: write a whole number ≥ 1")
+
+    def wanted(name: str) -> bool:
+        return pattern is None or fnmatchcase(name, pattern)
+
     async with open_reader(config) as store:
-        series = [] if store is None else await store.read(signals.metric_series)
-    if pattern is not None:
-        series = [s for s in series if fnmatchcase(s["name"], pattern)]
+        series = (
+            []
+            if store is None
+            else await store.read(lambda c: signals.metric_series(c, wanted, limit))
+        )
     if as_json:
         console.json({"metrics": [{**s, "recorded_at": iso(s["recorded_at"])} for s in series]})
     elif not series:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
@@ -66,8 +67,11 @@ def firing_alerts(connection: sa.Connection) -> list[dict[str, Any]]:
     return [dict(row) for row in connection.execute(query).mappings()]
 
 
-def metric_series(connection: sa.Connection) -> list[dict[str, Any]]:
-    """Every metric series: its name, latest value, number of points and last time, by name."""
+def metric_series(
+    connection: sa.Connection, wanted: Callable[[str], bool], limit: int
+) -> list[dict[str, Any]]:
+    """The first ``limit`` metric series by name that ``wanted`` accepts: name, latest value,
+    number of points and last time. Rows are read one by one, so memory stays bounded."""
     series = (
         sa.select(
             metrics.c.name,
@@ -85,5 +89,11 @@ def metric_series(connection: sa.Connection) -> list[dict[str, Any]]:
         )
         .order_by(series.c.name)
     )
-    latest = {row["name"]: dict(row) for row in connection.execute(query).mappings()}
-    return list(latest.values())
+    found: dict[str, dict[str, Any]] = {}
+    for row in connection.execute(query).mappings():
+        if row["name"] in found or not wanted(row["name"]):
+            continue
+        if len(found) == limit:
+            break
+        found[row["name"]] = dict(row)
+    return list(found.values())
