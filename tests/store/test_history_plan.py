@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from loopengine.store import MIGRATIONS, create_engine, migrate
 from loopengine.store import _tables as tables
+from loopengine.store import create_engine, migrate
 from loopengine.store.executions import list_executions
+from tests.store.old_schemas import migrated_to
 
 HISTORY_INDEXES = (
     "ix_executions_started",
@@ -118,11 +119,7 @@ def test_a_version_3_database_gains_the_history_indexes(tmp_path: Path) -> None:
     engine = create_engine(f"sqlite:///{tmp_path / 'store.db'}")
     with engine.connect() as connection:
         with connection.begin():
-            tables.schema_version.create(connection)
-            for migration in MIGRATIONS[:3]:
-                migration.apply(connection)
-                row = {"version": migration.version, "applied_at": 0.0, "description": "old"}
-                connection.execute(tables.schema_version.insert().values(**row))
+            migrated_to(connection, 3)
             for name in HISTORY_INDEXES:  # version 1 now creates them; a real v3 lacks them
                 connection.exec_driver_sql(f"DROP INDEX {name}")
         with connection.begin():

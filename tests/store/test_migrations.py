@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from loopengine.errors import StorageError
 from loopengine.store import MIGRATIONS, create_engine, migrate
 from loopengine.store import _tables as tables
+from tests.store.old_schemas import migrated_to
 
 
 @pytest.fixture
@@ -53,11 +54,7 @@ def test_a_schema_newer_than_this_loopengine_is_refused(connection: sa.Connectio
 
 def test_version_3_drops_the_cross_session_tool_call_index(connection: sa.Connection) -> None:
     with connection.begin():
-        tables.schema_version.create(connection)
-        for migration in MIGRATIONS[:2]:
-            migration.apply(connection)
-            row = {"version": migration.version, "applied_at": 0.0, "description": "old"}
-            connection.execute(tables.schema_version.insert().values(**row))
+        migrated_to(connection, 2)
         connection.execute(
             sa.text("CREATE INDEX ix_chat_messages_tool_call_id ON chat_messages (tool_call_id)")
         )
