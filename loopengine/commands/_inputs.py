@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 from loopengine._suggestions import did_you_mean
 from loopengine.contract import Loop
 from loopengine.errors import ContractError
@@ -22,6 +20,8 @@ def _value(text: str) -> Any:
 
 
 def _checked(name: str, text: str, value: Any, schema: dict[str, Any]) -> Any:
+    from jsonschema import Draft202012Validator  # only runs given --input pay for it
+
     validator = Draft202012Validator(schema)
     first = next(iter(validator.iter_errors(value)), None)
     if first is None:
