@@ -128,6 +128,79 @@ def _runtime_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     record.add_argument("name", metavar="NAME")
     record.add_argument("value", metavar="VALUE")
     record.add_argument("--label", action="append", default=[], metavar="KEY=VALUE")
+    _daemon_commands(commands, common)
+
+
+def _daemon_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+    daemon = commands.add_parser(
+        "daemon", parents=[common], help="fire triggered loops until SIGINT/SIGTERM"
+    )
+    daemon.add_argument(
+        "folder", nargs="?", type=Path, metavar="LOOPS_DIR", help="default: daemon.loops"
+    )
+    trigger = commands.add_parser("trigger", parents=[common], help="queue a manual job")
+    trigger.add_argument("loop", metavar="LOOP_ID", help="a loop id in daemon.loops, or a file")
+    trigger.add_argument(
+        "--input", action="append", default=[], metavar="NAME=VALUE", help="a param"
+    )
+    trigger.add_argument("--wait", action="store_true", help="wait for the outcome, exit as run")
+    emit = commands.add_parser("emit", parents=[common], help="append an event to the log")
+    emit.add_argument("name", metavar="EVENT")
+    emit.add_argument("--data", metavar="JSON", help="the event's data")
+    plan = commands.add_parser(
+        "plan", parents=[common], help="a loop's next fire instants, DST decisions included"
+    )
+    plan.add_argument("loop", metavar="LOOP", help="a loop file, or a loop id in daemon.loops")
+    plan.add_argument("--from", dest="start", metavar="T", help="ISO time (default: now)")
+    plan.add_argument("--to", dest="end", metavar="T", help="ISO time")
+    plan.add_argument("--count", type=int, metavar="N", help="at most N fires (default 10)")
+    commands.add_parser(
+        "status", parents=[common], help="daemons, loops with next fire, running, queue depth"
+    )
+    for name, verb in (("pause", "stop"), ("unpause", "restart")):
+        pause = commands.add_parser(name, parents=[common], help=f"{verb} a loop's triggers")
+        pause.add_argument("loop_id", metavar="LOOP_ID")
+    events = commands.add_parser("events", parents=[common], help="the event log")
+    event_commands = events.add_subparsers(dest="events_command", metavar="list", required=True)
+    listing = event_commands.add_parser("list", parents=[common], help="newest events first")
+    listing.add_argument("--name", metavar="GLOB", help="only events whose name matches")
+    listing.add_argument("--limit", type=int, default=20, metavar="N", help="at most N events")
+
+
+def _daemon_call(args: argparse.Namespace, console: Console) -> Any:
+    """The coroutine of a daemon-side command (daemon, trigger, emit, plan, status, pause…)."""
+    config: Path | None = getattr(args, "config", None)
+    as_json: bool = getattr(args, "json", False)
+    command = args.command
+    if command in ("daemon", "status"):
+        from loopengine.commands import daemon
+
+        if command == "status":
+            return partial(daemon.run_status, console, config, as_json)
+        return partial(daemon.run_daemon_command, console, args.folder, config, as_json)
+    if command == "plan":
+        from loopengine.commands import plan
+
+        return partial(
+            plan.run_plan, console, args.loop, args.start, args.end, args.count, config, as_json
+        )
+    from loopengine.commands import control
+
+    if command == "trigger":
+        return partial(
+            control.run_trigger, console, args.loop, args.input, args.wait, config, as_json
+        )
+    if command == "emit":
+        return partial(control.run_emit, console, args.name, args.data, config, as_json)
+    if command in ("pause", "unpause"):
+        pause = command == "pause"
+        return partial(control.run_pause, console, args.loop_id, pause, config, as_json)
+    return partial(control.run_events_list, console, args.name, args.limit, config, as_json)
+
+
+_DAEMON_COMMANDS = frozenset(
+    {"daemon", "trigger", "emit", "plan", "status", "pause", "unpause", "events"}
+)
 
 
 def _runtime_call(args: argparse.Namespace, console: Console) -> Any:
@@ -135,6 +208,8 @@ def _runtime_call(args: argparse.Namespace, console: Console) -> Any:
     config: Path | None = getattr(args, "config", None)
     as_json: bool = getattr(args, "json", False)
     command = args.command
+    if command in _DAEMON_COMMANDS:
+        return _daemon_call(args, console)
     if command == "run":
         from loopengine.commands import run
 

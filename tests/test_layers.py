@@ -29,6 +29,8 @@ LAYERS: dict[str, frozenset[str]] = {
     "skills.builtin": frozenset({"skills", "contract", "expr", "triggers", "llm", "store"}),
     "engine": frozenset({"contract", "expr", "skills", "llm", "store", "triggers"}),
     "testing": frozenset({"llm", "store"}),
+    # The daemon runs on the composed runtime (store, engine, registry), as ``run`` does.
+    "daemon": frozenset({"contract", "expr", "triggers", "store", "engine", "runtime"}),
 }
 """What each layer may import besides itself and ``BASE``; unlisted modules (the CLI, the
 workspace and runtime that compose the layers) may import anything."""
@@ -114,6 +116,7 @@ def _allowed(source: str, target: str) -> bool:
     return (
         target_layer == layer
         or target_layer in LAYERS[layer]
+        or relative in LAYERS[layer]
         or (target_layer is not None and layer.startswith(target_layer + "."))
     )
 

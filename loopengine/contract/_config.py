@@ -46,6 +46,22 @@ class DaemonSettings(Strict):
     host: str = Field("127.0.0.1", description="Interface of the HTTP API.")
     port: int = Field(8787, ge=1, le=65535)
     loops: str = Field("loops/", description="Folder of loop files.")
+    workers: int = Field(4, ge=1, le=256, description="Jobs run at once by one daemon.")
+    token: str | None = Field(
+        None, description="Bearer token the HTTP API requires; write `${ secret.NAME }`."
+    )
+    grace_s: float = Field(
+        30, ge=0, description="On SIGTERM, how long running executions may take to finish."
+    )
+    lease_s: float = Field(
+        30,
+        gt=1,
+        description="A claimed job's lease; a daemon that stops renewing it for this long is "
+        "presumed dead and its jobs are claimed again.",
+    )
+    poll_s: float = Field(
+        0.2, gt=0, le=60, description="How often the queue and the event log are polled."
+    )
 
 
 class Config(Strict):

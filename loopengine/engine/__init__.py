@@ -4,6 +4,7 @@ approvals."""
 from loopengine.engine._lifecycle import (
     answer_approval,
     escalate_overdue,
+    owner_died,
     recover_interrupted,
     resume,
 )
@@ -18,6 +19,7 @@ __all__ = [
     "Services",
     "answer_approval",
     "escalate_overdue",
+    "owner_died",
     "recover_interrupted",
     "resume",
     "translated",

@@ -207,20 +207,23 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def owner_died(owner: str | None) -> bool:
+    """Whether ``owner`` (``host:pid``, optionally ``:suffix``) names another process of this
+    host that no longer runs. Owners on other hosts are judged by their lease, not here."""
+    host, pid, *_ = [*str(owner or "").split(":"), "", ""]
+    return (
+        host == socket.gethostname()
+        and pid.isdigit()
+        and int(pid) != os.getpid()
+        and not _alive(int(pid))
+    )
+
+
 async def recover_interrupted(engine: Engine) -> list[str]:
     """Mark executions whose process died mid-run (on this host) as ``interrupted``."""
     store = engine.services.store
-    host = socket.gethostname()
-    found = []
-    for row in await store.read(executions.running_executions):
-        owner_host, _, pid = str(row.owner or "").rpartition(":")
-        if (
-            owner_host == host
-            and pid.isdigit()
-            and int(pid) != os.getpid()
-            and not _alive(int(pid))
-        ):
-            found.append(row.id)
+    rows = await store.read(executions.running_executions)
+    found = [row.id for row in rows if owner_died(row.owner)]
     now = time.time()
 
     def mark(connection: sa.Connection) -> None:

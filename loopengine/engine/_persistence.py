@@ -60,6 +60,7 @@ def _execution_row(run: Run) -> ExecutionRow:
         status="running",
         job_id=run.envelope.job_id,
         trigger_type=run.trigger_type,
+        trigger={k: v for k, v in run.data["trigger"].items() if k not in ("type", "fired_at")},
         durability=run.loop.spec.durability.value,
         dry_run=run.dry_run,
         started_at=run.started_at,

@@ -80,6 +80,12 @@ class Engine:
         self.listener = listener
         self.on_commit = on_commit
         self.record = record
+        self.abandoning = False
+
+    def abandon(self) -> None:
+        """From now on, a cancelled execution is left as it is (to be resumed from its last
+        committed phase) instead of being recorded as ``cancelled``: a daemon shutting down."""
+        self.abandoning = True
 
     def recorder(self, loop: Loop, *, resumed: bool = False) -> Journal:
         """How this engine keeps executions of ``loop``."""
@@ -226,14 +232,15 @@ class Engine:
     async def drive(self, run: Run, recorder: Journal, start: int) -> ExecutionDone:
         """Run the phases from ``start``; returns once the execution ends or waits for approval.
 
-        A cancelled execution (Ctrl-C, shutdown) is still recorded, as ``cancelled``; one already
+        A cancelled execution (Ctrl-C) is still recorded, as ``cancelled``, unless the engine is
+        abandoning (a daemon shutting down, see ``abandon``); one already
         finishing is not finished twice (its last commit completes; cut short before it, the
         execution is found ``interrupted`` later and resumes).
         """
         try:
             return await self._drive(run, recorder, start)
         except anyio.get_cancelled_exc_class():
-            if not run.finishing:
+            if not run.finishing and not self.abandoning:
                 with anyio.CancelScope(shield=True):
                     await self.finish(run, recorder, Outcome.CANCELLED, [], "cancelled")
             raise

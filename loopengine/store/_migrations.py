@@ -29,11 +29,6 @@ _CHAT_TABLES = (
 )
 
 
-def _initial(connection: sa.Connection) -> None:
-    wanted = [t for t in tables.metadata.sorted_tables if t not in _CHAT_TABLES]
-    tables.metadata.create_all(connection, tables=wanted)
-
-
 def _chat(connection: sa.Connection) -> None:
     tables.metadata.create_all(connection, tables=list(_CHAT_TABLES))
 
@@ -56,11 +51,39 @@ def _history_indexes(connection: sa.Connection) -> None:
         indexes[name].create(connection, checkfirst=True)
 
 
+_DAEMON_TABLES = (
+    tables.jobs,
+    tables.ticks,
+    tables.daemons,
+    tables.paused_loops,
+    tables.cursors,
+)
+
+
+def _initial(connection: sa.Connection) -> None:
+    later = {*_CHAT_TABLES, *_DAEMON_TABLES}
+    wanted = [t for t in tables.metadata.sorted_tables if t not in later]
+    tables.metadata.create_all(connection, tables=wanted)
+
+
+def _daemon(connection: sa.Connection) -> None:
+    # Nothing wrote trigger_states before the daemon: it is recreated with the threshold state.
+    connection.execute(sa.text("DROP TABLE IF EXISTS trigger_states"))
+    tables.trigger_states.create(connection)
+    columns = {column["name"] for column in sa.inspect(connection).get_columns("executions")}
+    if "trigger" not in columns:  # a new database has it: version 1 creates today's tables
+        connection.execute(
+            sa.text("ALTER TABLE executions ADD COLUMN trigger JSON NOT NULL DEFAULT '{}'")
+        )
+    tables.metadata.create_all(connection, tables=list(_DAEMON_TABLES))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial tables", _initial),
     Migration(2, "LLM node health and chat threads", _chat),
     Migration(3, "tool-call ids are unique per session only", _drop_cross_session_index),
     Migration(4, "indexes for history by start time and outcome", _history_indexes),
+    Migration(5, "the daemon: jobs, cron slots, daemons, pauses, cursors", _daemon),
 )
 
 

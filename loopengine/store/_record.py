@@ -205,6 +205,7 @@ class ExecutionRow:
     context: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, int] = field(default_factory=dict)
     error: str | None = None
+    trigger: dict[str, Any] = field(default_factory=dict)
 
     def row(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -230,6 +231,7 @@ class ExecutionRow:
             "completed_at": iso(self.completed_at),
             "duration_ms": self.duration_ms,
             "trigger_type": self.trigger_type,
+            "trigger": {"type": self.trigger_type, **self.trigger},
         }
 
 

@@ -12,17 +12,22 @@ __all__ = [
     "chat_operations",
     "chat_sessions",
     "context_cache",
+    "cursors",
+    "daemons",
     "envelopes",
     "events",
     "executions",
     "feature_flags",
+    "jobs",
     "loop_state",
     "metadata",
     "metrics",
     "node_health",
+    "paused_loops",
     "phase_results",
     "reviews",
     "schema_version",
+    "ticks",
     "trigger_states",
 ]
 
@@ -56,6 +61,8 @@ executions = sa.Table(
     sa.Column("context", sa.JSON, nullable=False),
     sa.Column("usage", sa.JSON, nullable=False),
     sa.Column("error", sa.Text),
+    # How the execution was started: {type, id?, scheduled_for?, event?, metric?} (migration 5).
+    sa.Column("trigger", sa.JSON, nullable=False, server_default="{}"),
     sa.Index("ix_executions_loop_started", "loop_id", "started_at"),
     sa.Index("ix_executions_loop_completed", "loop_id", "completed_at"),
     sa.Index("ix_executions_status", "status"),
@@ -191,6 +198,74 @@ trigger_states = sa.Table(
     sa.Column("state", sa.String(16), nullable=False),
     sa.Column("value", sa.Float),
     sa.Column("since", sa.Float, nullable=False),
+    sa.Column("armed", sa.Boolean, nullable=False),
+    sa.Column("cleared_at", sa.Float),
+    sa.Column("evaluated_at", sa.Float, nullable=False),
+)
+
+# The queue: one row per trigger firing, claimed by a daemon's worker under a lease.
+jobs = sa.Table(
+    "jobs",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("loop_id", sa.String(200), nullable=False),
+    sa.Column("trigger", sa.JSON, nullable=False),
+    sa.Column("envelope", sa.JSON, nullable=False),
+    sa.Column("idempotency_key", sa.String(200), nullable=False, unique=True),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("reason", sa.Text),
+    sa.Column("not_before", sa.Float, nullable=False),
+    sa.Column("owner", sa.String(200)),
+    sa.Column("lease_until", sa.Float),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("cancel_requested", sa.Boolean, nullable=False),
+    sa.Column("execution_id", sa.String(32)),
+    sa.Column("outcome", sa.String(32)),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("finished_at", sa.Float),
+    sa.Index("ix_jobs_status_created", "status", "created_at"),
+    sa.Index("ix_jobs_loop_status", "loop_id", "status"),
+)
+
+# Cron slots: unique per (loop, trigger, instant), so no restart or second daemon runs one twice.
+ticks = sa.Table(
+    "ticks",
+    metadata,
+    sa.Column("loop_id", sa.String(200), primary_key=True),
+    sa.Column("trigger_id", sa.String(200), primary_key=True),
+    sa.Column("scheduled_for", sa.Float, primary_key=True),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("reason", sa.Text),
+    sa.Column("job_id", sa.String(32)),
+    sa.Column("recorded_at", sa.Float, nullable=False),
+)
+
+daemons = sa.Table(
+    "daemons",
+    metadata,
+    sa.Column("id", sa.String(200), primary_key=True),
+    sa.Column("host", sa.String(200), nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("started_at", sa.Float, nullable=False),
+    sa.Column("heartbeat_at", sa.Float, nullable=False),
+    sa.Column("stopped_at", sa.Float),
+    sa.Column("loops", sa.JSON, nullable=False),
+)
+
+paused_loops = sa.Table(
+    "paused_loops",
+    metadata,
+    sa.Column("loop_id", sa.String(200), primary_key=True),
+    sa.Column("paused_at", sa.Float, nullable=False),
+)
+
+# Positions in append-only logs (the event log), shared by the daemons of one store.
+cursors = sa.Table(
+    "cursors",
+    metadata,
+    sa.Column("name", sa.String(200), primary_key=True),
+    sa.Column("position", sa.Integer, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
 )
 
 node_health = sa.Table(

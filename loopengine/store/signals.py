@@ -9,7 +9,14 @@ import sqlalchemy as sa
 
 from loopengine.store._tables import events, metrics, trigger_states
 
-__all__ = ["firing_alerts", "insert_event", "insert_metric", "metric_points", "recent_events"]
+__all__ = [
+    "firing_alerts",
+    "insert_event",
+    "insert_metric",
+    "list_events",
+    "metric_points",
+    "recent_events",
+]
 
 
 def insert_event(
@@ -19,12 +26,16 @@ def insert_event(
     data: Any,
     at: float,
     execution_id: str | None = None,
-) -> None:
-    connection.execute(
+) -> int:
+    """Append an event to the log; its id (the log's order)."""
+    result = connection.execute(
         events.insert().values(
             name=name, source=source, data=data, created_at=at, execution_id=execution_id
         )
     )
+    key = result.inserted_primary_key
+    assert key is not None
+    return int(key[0])
 
 
 def recent_events(
@@ -37,6 +48,21 @@ def recent_events(
         .limit(limit)
     )
     return [dict(row) for row in connection.execute(query).mappings()]
+
+
+def list_events(
+    connection: sa.Connection, wanted: Callable[[str], bool], limit: int
+) -> list[dict[str, Any]]:
+    """The newest ``limit`` events whose name ``wanted`` accepts, newest first; rows are read one
+    by one, so memory stays bounded."""
+    query = sa.select(events).order_by(events.c.id.desc())
+    found = []
+    for row in connection.execute(query).mappings():
+        if wanted(row["name"]):
+            found.append(dict(row))
+            if len(found) == limit:
+                break
+    return found
 
 
 def insert_metric(

@@ -1,0 +1,210 @@
+"""``trigger``, ``emit``, ``pause``/``unpause``, ``events list``: what users tell a daemon through
+the store, whether or not one runs (nothing is lost while it is down)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from loopengine.commands._console import Console
+from loopengine.commands._inputs import parse_inputs
+from loopengine.commands._report import print_execution
+from loopengine.contract import Loop, LoopLoader, Outcome, find_loop_files
+from loopengine.errors import ContractError
+from loopengine.reader import open_reader
+from loopengine.runtime import Runtime, open_runtime
+from loopengine.store import Store, executions, iso, new_id, queue, signals
+
+__all__ = [
+    "MAX_EVENT_BYTES",
+    "find_loop",
+    "run_emit",
+    "run_events_list",
+    "run_pause",
+    "run_trigger",
+]
+
+MAX_EVENT_BYTES = 65_536
+_EVENT_NAME = re.compile(r"[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*")
+_WAIT_POLL_S = 0.2
+
+
+def find_loop(runtime: Runtime, name: str) -> Loop:
+    """The loop ``name`` names: a file, else the loop with that id in the daemon's folder."""
+    if Path(name).is_file():
+        return runtime.load_loop(name)
+    folder = runtime.workspace.base / runtime.workspace.config.daemon.loops
+    loader: LoopLoader = runtime.loader
+    known = []
+    for path in find_loop_files([folder]) if folder.is_dir() else []:
+        report = loader.load_file(path)
+        if report.loop is not None and report.ok:
+            if report.loop.id == name:
+                return report.loop
+            known.append(report.loop.id)
+    listed = ", ".join(sorted(known)) or "none"
+    raise ContractError(f"no loop '{name}' in {folder} (loops there: {listed}); give its file")
+
+
+async def _alive(store: Store, lease_s: float) -> bool:
+    return bool(await store.read(lambda c: queue.active_daemons(c, time.time() - lease_s)))
+
+
+async def run_trigger(
+    console: Console,
+    name: str,
+    pairs: list[str],
+    wait: bool,
+    config: Path | None,
+    as_json: bool,
+) -> int:
+    from loopengine.daemon import Firing, enqueue
+
+    async with open_runtime(config) as runtime:
+        loop = find_loop(runtime, name)
+        inputs = parse_inputs(pairs, loop)
+        firing = Firing(loop, {"type": "manual", "id": "cli"}, f"manual:{new_id()}", inputs)
+        now = time.time()
+        intake = await runtime.store.write(
+            lambda c: enqueue(c, firing, now, paused=loop.id in queue.paused(c))
+        )
+        lease_s = runtime.workspace.config.daemon.lease_s
+        if intake.status != queue.QUEUED:
+            raise ContractError(f"loop '{loop.id}' did not queue the job: {intake.reason}")
+        if not await _alive(runtime.store, lease_s):
+            console.problem(
+                "note: no daemon is running on this store: the job waits in the queue until "
+                "`loopengine daemon` starts"
+            )
+        if not wait:
+            if as_json:
+                console.json({"job_id": intake.job_id, "loop_id": loop.id, "status": "queued"})
+            else:
+                console.print(f"queued job {intake.job_id} for {loop.id}")
+            return 0
+        return await _wait_for(console, runtime.store, str(intake.job_id), as_json)
+
+
+async def _wait_for(console: Console, store: Store, job_id: str, as_json: bool) -> int:
+    """Wait for the job's outcome, then print its execution as ``run`` does."""
+    while True:
+        job = await store.read(lambda c: queue.get_job(c, job_id))
+        if job is not None and job["status"] in (queue.DONE, queue.SKIPPED):
+            break
+        await anyio.sleep(_WAIT_POLL_S)
+    execution_id = job["execution_id"]
+    record = None
+    if execution_id is not None:
+        record = await store.read(lambda c: executions.read_record(c, execution_id))
+    if record is None:
+        raise ContractError(f"job {job_id} ended without an execution: {job['reason']}")
+    view = record.view()
+    if as_json:
+        console.json(view)
+    else:
+        print_execution(console, view)
+    return 0 if Outcome(job["outcome"]).succeeded else 1
+
+
+def _event_data(text: str | None) -> Any:
+    if text is None:
+        return {}
+    if len(text.encode()) > MAX_EVENT_BYTES:
+        raise ContractError(f"--data is over {MAX_EVENT_BYTES} bytes: send a reference instead")
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ContractError(
+            f"--data is not JSON ({exc}): write e.g. --data '{{\"page\": 1}}'"
+        ) from None
+
+
+async def run_emit(
+    console: Console, name: str, data_text: str | None, config: Path | None, as_json: bool
+) -> int:
+    if len(name) > 200 or not _EVENT_NAME.fullmatch(name):
+        raise ContractError(
+            f"event name {name!r}: write dot-separated names of letters, digits, '_' or '-', "
+            "e.g. seo.page.updated"
+        )
+    data = _event_data(data_text)
+    now = time.time()
+    async with open_runtime(config) as runtime:
+        event_id = await runtime.store.write(
+            lambda c: signals.insert_event(c, name, "cli", data, now)
+        )
+    if as_json:
+        console.json({"id": event_id, "name": name, "data": data, "created_at": iso(now)})
+    else:
+        console.print(f"emitted {name} (event {event_id})")
+    return 0
+
+
+async def run_pause(
+    console: Console, loop_id: str, pause: bool, config: Path | None, as_json: bool
+) -> int:
+    now = time.time()
+    async with open_runtime(config) as runtime:
+        if pause:
+            changed = await runtime.store.write(lambda c: queue.pause(c, loop_id, now))
+        else:
+            changed = await runtime.store.write(lambda c: queue.unpause(c, loop_id))
+    state = "paused" if pause else "active"
+    if as_json:
+        console.json({"loop_id": loop_id, "state": state, "changed": changed})
+    elif changed:
+        console.print(f"{loop_id} is {state}")
+    else:
+        console.print(f"{loop_id} was already {state}")
+    return 0
+
+
+async def run_events_list(
+    console: Console, pattern: str | None, limit: int, config: Path | None, as_json: bool
+) -> int:
+    if limit < 1:
+        raise ContractError(f"--limit {limit}: write a whole number ≥ 1")
+
+    def wanted(name: str) -> bool:
+        return pattern is None or fnmatchcase(name, pattern)
+
+    async with open_reader(config) as store:
+        rows = (
+            []
+            if store is None
+            else await store.read(lambda c: signals.list_events(c, wanted, limit))
+        )
+    views = [
+        {
+            "id": row["id"],
+            "name": row["name"],
+            "source": row["source"],
+            "data": row["data"],
+            "execution_id": row["execution_id"],
+            "created_at": iso(row["created_at"]),
+        }
+        for row in rows
+    ]
+    if as_json:
+        console.json({"events": views})
+    elif not views:
+        console.print("No events yet: `loopengine emit NAME --data '{...}'`.")
+    else:
+        table = [("id", "event", "source", "created", "data")]
+        table += [
+            (str(v["id"]), v["name"], v["source"], str(v["created_at"]), _short(v["data"]))
+            for v in views
+        ]
+        console.table(table, ((), ("bold",), ("dim",), ("dim",)))
+    return 0
+
+
+def _short(data: Any, width: int = 60) -> str:
+    text = json.dumps(data, separators=(",", ":"), default=str)
+    return text if len(text) <= width else text[: width - 1] + "…"

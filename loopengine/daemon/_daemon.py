@@ -1,0 +1,212 @@
+"""``loopengine daemon``: load a folder of loops, fire their triggers, run the queue until a
+signal; then stop intake, let running executions finish within ``grace_s`` and leave the others
+to be resumed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import sqlalchemy as sa
+
+from loopengine.daemon._dispatcher import Dispatcher
+from loopengine.daemon._log import DaemonLog
+from loopengine.daemon._loops import Changes, LoopFolder, triggers_of
+from loopengine.daemon._scheduler import Scheduler
+from loopengine.daemon._thresholds import ThresholdWatcher
+from loopengine.daemon._workers import Workers
+from loopengine.engine import escalate_overdue, owner_died
+from loopengine.errors import ContractError, LoopEngineError
+from loopengine.runtime import Runtime, open_runtime
+from loopengine.store import iso, new_id, queue
+
+__all__ = ["RELOAD_S", "TIMERS_S", "run_daemon"]
+
+RELOAD_S = 1.0
+"""How often the loops folder is scanned for edits."""
+TIMERS_S = 5.0
+"""How often approval deadlines and artifact retention are checked."""
+
+
+class _Daemon:
+    def __init__(self, runtime: Runtime, folder: Path, log: DaemonLog) -> None:
+        settings = runtime.workspace.config.daemon
+        self.runtime = runtime
+        self.store = runtime.store
+        self.log = log
+        self.settings = settings
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{new_id()[:8]}"
+        self.started_at = time.time()
+        self.folder = LoopFolder(folder, runtime.loader, log)
+        self.workers = Workers(
+            runtime.engine,
+            self.folder.loops,
+            runtime.load_loop,
+            log,
+            owner=self.owner,
+            count=settings.workers,
+            lease_s=settings.lease_s,
+            poll_s=settings.poll_s,
+        )
+        wake = self.workers.wake
+        self.scheduler = Scheduler(self.store, log, wake)
+        self.dispatcher = Dispatcher(self.store, log, wake, settings.poll_s)
+        self.thresholds = ThresholdWatcher(self.store, log, wake, settings.poll_s)
+
+    async def apply(self, changes: Changes) -> None:
+        for loop in changes.loaded:
+            kinds = ",".join(sorted({trigger.type for _, trigger in triggers_of(loop)})) or "none"
+            self.log.line("load", loop=loop.id, file=loop.file, triggers=kinds)
+        for loop_id in changes.removed:
+            self.log.line("unload", "file deleted: unscheduled", loop=loop_id)
+        await self.scheduler.update(changes.loaded, changes.removed)
+        self.dispatcher.update(changes.loaded, changes.removed)
+        await self.thresholds.update(changes.loaded, changes.removed)
+
+    async def reload(self) -> None:
+        while True:
+            await anyio.sleep(RELOAD_S)
+            if changes := self.folder.scan():
+                await self.apply(changes)
+
+    async def timers(self) -> None:
+        while True:
+            try:
+                for execution_id in await escalate_overdue(
+                    self.runtime.engine, self.runtime.load_loop
+                ):
+                    self.log.line("escalate", "approval window closed", execution=execution_id)
+                for artifact in await self.store.write(
+                    lambda c: queue.prune_artifacts(c, time.time())
+                ):
+                    _remove_file(artifact)
+                    self.log.line("prune", loop=artifact["loop_id"], artifact=artifact["name"])
+            except LoopEngineError as exc:
+                self.log.line("error", str(exc))
+            await anyio.sleep(TIMERS_S)
+
+    def status_row(self) -> dict[str, Any]:
+        fires = self.scheduler.next_fires()
+        loops = [
+            {
+                "loop_id": loop.id,
+                "file": loop.file,
+                "triggers": [
+                    {
+                        "id": trigger_id,
+                        "type": trigger.type,
+                        "next_fire": iso(fires.get((loop.id, trigger_id))),
+                    }
+                    for trigger_id, trigger in triggers_of(loop)
+                ],
+            }
+            for loop in self.folder.loops.values()
+        ]
+        return {
+            "id": self.owner,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "started_at": self.started_at,
+            "heartbeat_at": time.time(),
+            "stopped_at": None,
+            "loops": loops,
+        }
+
+    async def heartbeat(self) -> None:
+        while True:
+            row = self.status_row()
+            await self.store.write(partial(queue.save_daemon, row=row))
+            await anyio.sleep(self.settings.lease_s / 3)
+
+    async def release_dead(self) -> None:
+        """Free the jobs of daemons that died on this host: they are claimed again at once."""
+
+        def release(connection: sa.Connection) -> list[str]:
+            dead = [owner for owner in queue.running_owners(connection) if owner_died(owner)]
+            for owner in dead:
+                queue.release_jobs(connection, owner)
+            return dead
+
+        for owner in await self.store.write(release):
+            self.log.line("recover", "a dead daemon's jobs are claimed again", owner=owner)
+
+
+def _remove_file(artifact: dict[str, Any]) -> None:
+    if artifact["storage"] == "file":
+        Path(artifact["location"]).unlink(missing_ok=True)
+
+
+async def _wait_for_signal(stopped: Callable[[str], None]) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for received in signals:
+            stopped(signal.Signals(received).name)
+            return
+
+
+async def run_daemon(config: Path | None, folder: Path | None, log: DaemonLog) -> int:
+    """Run until SIGINT or SIGTERM; 0 once stopped cleanly."""
+    async with open_runtime(config) as runtime:
+        settings = runtime.workspace.config.daemon
+        folder = folder or runtime.workspace.base / settings.loops
+        if not folder.is_dir():
+            raise ContractError(
+                f"{folder}: no such folder of loops; give one (loopengine daemon LOOPS_DIR) "
+                "or set daemon.loops in loopengine.yaml"
+            )
+        daemon = _Daemon(runtime, folder, log)
+        await daemon.release_dead()
+        await daemon.apply(daemon.folder.scan())
+        log.line(
+            "ready",
+            f"{len(daemon.folder.loops)} loops from {folder}",
+            daemon=daemon.owner,
+            workers=settings.workers,
+        )
+        reason = ""
+
+        def stopped(name: str) -> None:
+            nonlocal reason
+            reason = name
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(daemon.workers.run)
+            group.start_soon(daemon.heartbeat)
+            async with anyio.create_task_group() as intake:
+                for task in (
+                    daemon.scheduler.run,
+                    daemon.dispatcher.run,
+                    daemon.thresholds.run,
+                    daemon.reload,
+                    daemon.timers,
+                ):
+                    intake.start_soon(task)
+                await _wait_for_signal(stopped)
+                intake.cancel_scope.cancel()
+            running = len(daemon.workers.running)
+            log.line(
+                "stop",
+                f"{reason}: intake stopped, {running} executions running",
+                grace_s=settings.grace_s,
+            )
+            if not await daemon.workers.drain(settings.grace_s):
+                left = len(daemon.workers.running)
+                log.line("stop", f"{left} executions left to resume after the grace period")
+                runtime.engine.abandon()
+            group.cancel_scope.cancel()
+        now = time.time()
+
+        def finish(connection: sa.Connection) -> None:
+            queue.release_jobs(connection, daemon.owner)
+            queue.stop_daemon(connection, daemon.owner, now)
+
+        await runtime.store.write(finish)
+        log.line("exit", daemon=daemon.owner)
+    return 0

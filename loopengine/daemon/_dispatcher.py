@@ -1,0 +1,143 @@
+"""Event triggers: follow the store's event log by id and queue a job per matching trigger.
+
+Patterns match through a precompiled index; the trigger's ``filter`` and ``scope`` are
+expressions evaluated on the event alone (no I/O in a trigger). The cursor moves in the
+transaction that queues the jobs, and each job's idempotency key names the event, so a crash or a
+second daemon never queues one twice and an event emitted while no daemon ran is not lost.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import anyio
+import sqlalchemy as sa
+
+from loopengine.contract import Loop
+from loopengine.daemon._intake import Firing, Intake, enqueue
+from loopengine.daemon._log import DaemonLog
+from loopengine.daemon._loops import triggers_of
+from loopengine.errors import LoopEngineError
+from loopengine.store import Store, iso, queue
+from loopengine.triggers import PatternIndex
+
+__all__ = ["BATCH", "CURSOR", "Dispatcher"]
+
+CURSOR = "events"
+BATCH = 500
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    loop: Loop
+    trigger_id: str
+    config: Any
+
+
+class Dispatcher:
+    """Matches new events against every event trigger; ``update`` swaps the index."""
+
+    def __init__(
+        self,
+        store: Store,
+        log: DaemonLog,
+        on_queued: Callable[[], None],
+        poll_s: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.log = log
+        self.on_queued = on_queued
+        self.poll_s = poll_s
+        self.clock = clock
+        self.routes: dict[tuple[str, str], _Route] = {}
+        self.index: PatternIndex[_Route] = PatternIndex([])
+        self.wake = anyio.Event()
+
+    def update(self, loaded: Iterable[Loop], removed: Iterable[str]) -> None:
+        loaded = list(loaded)
+        gone = {*removed, *(loop.id for loop in loaded)}
+        routes = {key: r for key, r in self.routes.items() if key[0] not in gone}
+        for loop in loaded:
+            for trigger_id, trigger in triggers_of(loop):
+                if trigger.type == "event":
+                    routes[(loop.id, trigger_id)] = _Route(loop, trigger_id, trigger.config)
+        self.routes = routes
+        self.index = PatternIndex((r.config.event_pattern, r) for r in routes.values())
+
+    async def run(self) -> None:
+        position = await self.store.read(lambda c: queue.cursor(c, CURSOR))
+        while True:
+            batch = await self.store.read(
+                partial(queue.events_after, position=position, limit=BATCH)
+            )
+            if batch:
+                position = await self._dispatch(batch)
+                if len(batch) == BATCH:
+                    continue
+            self.wake = anyio.Event()
+            with anyio.move_on_after(self.poll_s):
+                await self.wake.wait()
+
+    def _firings(self, event: dict[str, Any]) -> list[Firing]:
+        seen = {"id": event["id"], "name": event["name"], "source": event["source"]}
+        subject = {**seen, "data": event["data"]}
+        firings = []
+        for route in self.index.match(event["name"]):
+            config = route.config
+            try:
+                if config.filter is not None and not config.filter.holds(subject):
+                    continue
+                scope = config.scope.evaluate(subject) if config.scope is not None else None
+            except LoopEngineError as exc:
+                self.log.line("error", str(exc), loop=route.loop.id, event=event["id"])
+                continue
+            if scope is not None and not isinstance(scope, dict):
+                self.log.line(
+                    "error",
+                    f"scope must give an object, got {type(scope).__name__}",
+                    loop=route.loop.id,
+                    event=event["id"],
+                )
+                continue
+            trigger = {
+                "type": "event",
+                "id": route.trigger_id,
+                "event": {**seen, "data": event["data"], "created_at": iso(event["created_at"])},
+            }
+            key = f"event:{event['id']}:{route.loop.id}:{route.trigger_id}"
+            firings.append(Firing(route.loop, trigger, key, scope=scope))
+        return firings
+
+    async def _dispatch(self, batch: list[dict[str, Any]]) -> int:
+        firings = [firing for event in batch for firing in self._firings(event)]
+        last = int(batch[-1]["id"])
+        now = self.clock()
+
+        def write(connection: sa.Connection) -> list[tuple[Firing, Intake]]:
+            paused = queue.paused(connection)
+            done = [(f, enqueue(connection, f, now, paused=f.loop.id in paused)) for f in firings]
+            queue.move_cursor(connection, CURSOR, last, now)
+            return done
+
+        results = await self.store.write(write)
+        for firing, intake in results:
+            event = firing.trigger["event"]
+            fields = {
+                "loop": firing.loop.id,
+                "trigger": firing.trigger["id"],
+                "event": event["name"],
+            }
+            if intake.status == queue.QUEUED:
+                self.log.line("fire", **fields, job=intake.job_id)
+            elif intake.status != "duplicate":
+                self.log.line(
+                    "skip", intake.reason or intake.status, **fields, status=intake.status
+                )
+        if any(intake.status == queue.QUEUED for _, intake in results):
+            self.on_queued()
+        return last

@@ -1,0 +1,40 @@
+"""The daemon's log: one line per fire, start, end and non-run, as text or JSON lines."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any, TextIO
+
+from loopengine.store import iso
+
+__all__ = ["DaemonLog"]
+
+
+class DaemonLog:
+    """Writes one flushed line per event, so ``tail -f`` and log shippers see it at once."""
+
+    def __init__(self, stream: TextIO | None = None, *, as_json: bool = False) -> None:
+        self.stream = stream or sys.stdout
+        self.as_json = as_json
+
+    def line(self, kind: str, message: str = "", /, **fields: Any) -> None:
+        """Log a ``kind`` of event (``fire``, ``start``, ``end``, ``skip``, ``error``…) with its
+        fields."""
+        now = iso(time.time())
+        if self.as_json:
+            record = {"ts": now, "kind": kind, **fields}
+            if message:
+                record["message"] = message
+            text = json.dumps(record, default=str, separators=(",", ":"))
+        else:
+            pairs = " ".join(f"{key}={_text(value)}" for key, value in fields.items())
+            text = " ".join(part for part in (now, f"{kind:<8}", pairs, message) if part)
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+def _text(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return text if text and " " not in text else json.dumps(text)

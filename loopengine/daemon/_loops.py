@@ -1,0 +1,94 @@
+"""The daemon's loops: every valid file of its folder, reloaded when a file changes.
+
+An invalid file is logged with every error and skipped; an invalid edit keeps the version that
+runs; a deleted file unschedules its loop. Files are compared by modification time and size, so a
+scan of an unchanged folder reads no file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loopengine.contract import Loop, LoopLoader, find_loop_files
+from loopengine.daemon._log import DaemonLog
+
+__all__ = ["Changes", "LoopFolder", "triggers_of"]
+
+
+def triggers_of(loop: Loop) -> list[tuple[str, Any]]:
+    """``(trigger_id, trigger)`` for each trigger of ``loop``; an unnamed one is named by type."""
+    spec = loop.spec
+    found = [spec.trigger] if spec.trigger is not None else list(spec.triggers or [])
+    return [(trigger.id or trigger.type, trigger) for trigger in found]
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """What a scan changed: loops added or replaced by a new version, loop ids removed."""
+
+    loaded: tuple[Loop, ...] = ()
+    removed: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.loaded or self.removed)
+
+
+@dataclass(slots=True)
+class LoopFolder:
+    folder: Path
+    loader: LoopLoader
+    log: DaemonLog
+    loops: dict[str, Loop] = field(default_factory=dict)
+    _stamps: dict[Path, tuple[int, int]] = field(default_factory=dict)
+    _ids: dict[Path, str] = field(default_factory=dict)
+
+    def scan(self) -> Changes:
+        """Load what changed since the last scan; the first scan loads every file."""
+        stamps = {path: _stamp(path) for path in find_loop_files([self.folder])}
+        loaded: list[Loop] = []
+        for path in sorted(stamps):
+            if stamps[path] != self._stamps.get(path) and (loop := self._load(path)) is not None:
+                loaded.append(loop)
+        removed = [self._forget(path) for path in sorted(set(self._ids) - set(stamps))]
+        self._stamps = {path: stamp for path, stamp in stamps.items() if stamp is not None}
+        return Changes(tuple(loaded), tuple(loop_id for loop_id in removed if loop_id))
+
+    def _load(self, path: Path) -> Loop | None:
+        report = self.loader.load_file(path)
+        if report.loop is None or not report.ok:
+            kept = " (the previous version keeps running)" if path in self._ids else ""
+            for problem in report.errors:
+                self.log.line("error", problem.format(), file=str(path))
+            self.log.line("skip", f"invalid loop file, not scheduled{kept}", file=str(path))
+            return None
+        loop = report.loop
+        owner = next((p for p, loop_id in self._ids.items() if loop_id == loop.id), None)
+        if owner is not None and owner != path:
+            self.log.line(
+                "error",
+                f"loop id '{loop.id}' is already defined in {owner}: rename one of them",
+                file=str(path),
+            )
+            return None
+        old_id = self._ids.get(path)
+        if old_id is not None and old_id != loop.id:
+            self.loops.pop(old_id, None)
+        self._ids[path] = loop.id
+        self.loops[loop.id] = loop
+        return loop
+
+    def _forget(self, path: Path) -> str | None:
+        loop_id = self._ids.pop(path, None)
+        if loop_id is not None:
+            self.loops.pop(loop_id, None)
+        return loop_id
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size

@@ -1,0 +1,202 @@
+"""Threshold triggers: metric points drive each trigger's ok → pending → firing state machine.
+
+Every new point is evaluated in recording order (two points above the value: one fire), and every
+trigger is evaluated again each ``every`` so that ``for`` and ``keep_firing_for`` elapse without
+new points. The state is saved with the job it fires, so a restart neither fires again nor
+forgets a pending ``for``; the ``alert`` detect source reads the same rows.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import sqlalchemy as sa
+
+from loopengine.contract import Loop
+from loopengine.daemon._intake import Firing, Intake, enqueue
+from loopengine.daemon._log import DaemonLog
+from loopengine.daemon._loops import triggers_of
+from loopengine.store import Store, iso, queue, signals
+from loopengine.triggers import ThresholdRule, ThresholdState, evaluate
+
+__all__ = ["CURSOR", "STALE_AFTER_S", "ThresholdWatcher"]
+
+CURSOR = "metrics"
+STALE_AFTER_S = 300.0
+"""A metric whose latest point is older than this (or than two ``every``) counts as missing."""
+
+
+@dataclass(slots=True)
+class _Watch:
+    loop: Loop
+    trigger_id: str
+    metric: str
+    every: float
+    rule: ThresholdRule
+    state: ThresholdState | None
+    next_check: float
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.loop.id, self.trigger_id
+
+
+def _rule(config: Any) -> ThresholdRule:
+    return ThresholdRule(
+        operator=str(config.operator),
+        value=config.value,
+        for_s=config.for_,
+        keep_firing_for_s=config.keep_firing_for,
+        clear_value=config.clear_value,
+        fire_on_start=config.fire_on_start,
+        on_missing=str(config.on_missing),
+    )
+
+
+def _state_row(watch: _Watch, state: ThresholdState, now: float) -> dict[str, Any]:
+    return {
+        "loop_id": watch.loop.id,
+        "trigger_id": watch.trigger_id,
+        "metric": watch.metric,
+        **state.as_dict(),
+        "evaluated_at": now,
+    }
+
+
+class ThresholdWatcher:
+    def __init__(
+        self,
+        store: Store,
+        log: DaemonLog,
+        on_queued: Callable[[], None],
+        poll_s: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.log = log
+        self.on_queued = on_queued
+        self.poll_s = poll_s
+        self.clock = clock
+        self.watches: dict[tuple[str, str], _Watch] = {}
+
+    async def update(self, loaded: Iterable[Loop], removed: Iterable[str]) -> None:
+        loaded = list(loaded)
+        gone = {*removed, *(loop.id for loop in loaded)}
+        self.watches = {key: w for key, w in self.watches.items() if key[0] not in gone}
+        saved = await self.store.read(queue.load_trigger_states)
+        now = self.clock()
+        for loop in loaded:
+            for trigger_id, trigger in triggers_of(loop):
+                if trigger.type != "threshold":
+                    continue
+                config = trigger.config
+                row = saved.get((loop.id, trigger_id))
+                state = ThresholdState.from_dict(row) if row else None
+                watch = _Watch(
+                    loop, trigger_id, config.metric, config.every, _rule(config), state, now
+                )
+                self.watches[watch.key] = watch
+
+    async def run(self) -> None:
+        position = await self.store.read(lambda c: queue.cursor(c, CURSOR))
+        while True:
+            position = await self._new_points(position)
+            await self._periodic()
+            await anyio.sleep(self.poll_s)
+
+    async def _new_points(self, position: int) -> int:
+        if not self.watches:
+            return position
+        names = {w.metric for w in self.watches.values()}
+        points = await self.store.read(
+            lambda c: queue.metric_points_after(c, position, names, 1000)
+        )
+        if not points:
+            return position
+        steps: list[tuple[_Watch, float | None, float]] = []
+        for point in points:
+            for watch in self.watches.values():
+                if watch.metric == point["name"]:
+                    steps.append((watch, float(point["value"]), float(point["recorded_at"])))
+        last = int(points[-1]["id"])
+        await self._apply(steps, last)
+        return last
+
+    async def _periodic(self) -> None:
+        now = self.clock()
+        due = [w for w in self.watches.values() if w.next_check <= now]
+        if not due:
+            return
+        names = {w.metric for w in due}
+
+        def latest(connection: sa.Connection) -> dict[str, dict[str, Any]]:
+            found = {}
+            for name in names:
+                points = signals.metric_points(connection, name, None, limit=1)
+                if points:
+                    found[name] = points[0]
+            return found
+
+        points = await self.store.read(latest)
+        steps: list[tuple[_Watch, float | None, float]] = []
+        for watch in due:
+            watch.next_check = now + watch.every
+            point = points.get(watch.metric)
+            fresh = point is not None and now - point["recorded_at"] <= max(
+                STALE_AFTER_S, 2 * watch.every
+            )
+            steps.append((watch, float(point["value"]) if fresh and point else None, now))
+        await self._apply(steps, None)
+
+    async def _apply(
+        self, steps: list[tuple[_Watch, float | None, float]], position: int | None
+    ) -> None:
+        """Evaluate each step in order; save changed states, queue fires, move the cursor, all in
+        one transaction."""
+        changed: dict[tuple[str, str], tuple[_Watch, ThresholdState, float]] = {}
+        firings: list[Firing] = []
+        for watch, value, at in steps:
+            state, fired = evaluate(watch.rule, watch.state, value, at)
+            if state != watch.state:
+                changed[watch.key] = (watch, state, at)
+            watch.state = state
+            if fired:
+                trigger = {
+                    "type": "threshold",
+                    "id": watch.trigger_id,
+                    "metric": {"name": watch.metric, "value": value, "at": iso(at)},
+                }
+                key = f"threshold:{watch.loop.id}:{watch.trigger_id}:{state.since!r}"
+                firings.append(Firing(watch.loop, trigger, key))
+        if not changed and not firings and position is None:
+            return
+        now = self.clock()
+
+        def write(connection: sa.Connection) -> list[tuple[Firing, Intake]]:
+            for watch, state, at in changed.values():
+                queue.save_trigger_state(connection, _state_row(watch, state, at))
+            paused = queue.paused(connection)
+            done = [(f, enqueue(connection, f, now, paused=f.loop.id in paused)) for f in firings]
+            if position is not None:
+                queue.move_cursor(connection, CURSOR, position, now)
+            return done
+
+        for firing, intake in await self.store.write(write):
+            fields = {
+                "loop": firing.loop.id,
+                "trigger": firing.trigger["id"],
+                "metric": firing.trigger["metric"]["name"],
+            }
+            if intake.status == queue.QUEUED:
+                self.log.line(
+                    "fire", **fields, value=firing.trigger["metric"]["value"], job=intake.job_id
+                )
+                self.on_queued()
+            elif intake.status != "duplicate":
+                self.log.line(
+                    "skip", intake.reason or intake.status, **fields, status=intake.status
+                )

@@ -1,0 +1,158 @@
+"""Queue workers: claim a job under a lease, run it through the engine, record how it ended.
+
+A job found running under an expired lease belonged to a daemon that died: its execution is
+resumed from its last committed phase (or, never started, started now). Leases are renewed by one
+heartbeat for all of a daemon's jobs; a renewal that finds ``cancel_requested`` (``on_overlap:
+replace``) cancels that job's execution, which is then recorded as ``cancelled``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any
+
+import anyio
+import sqlalchemy as sa
+
+from loopengine.contract import Loop
+from loopengine.daemon._log import DaemonLog
+from loopengine.engine import Engine, resume
+from loopengine.errors import LoopEngineError
+from loopengine.store import JobEnvelope, Store, executions, jobs, queue
+
+__all__ = ["Workers"]
+
+
+class Workers:
+    """``count`` workers sharing one wake-up event, and the heartbeat that renews their leases."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        loops: Mapping[str, Loop],
+        load_loop: Callable[[str], Loop],
+        log: DaemonLog,
+        *,
+        owner: str,
+        count: int,
+        lease_s: float,
+        poll_s: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.engine = engine
+        self.store: Store = engine.services.store
+        self.loops = loops
+        self.load_loop = load_loop
+        self.log = log
+        self.owner = owner
+        self.count = count
+        self.lease_s = lease_s
+        self.poll_s = poll_s
+        self.clock = clock
+        self.running: dict[str, anyio.CancelScope] = {}
+        self.accepting = True
+        self._wake = anyio.Event()
+        self._idle = anyio.Event()
+
+    def wake(self) -> None:
+        """Tell idle workers a job was queued (by this process: others are found by polling)."""
+        self._wake.set()
+
+    async def run(self) -> None:
+        async with anyio.create_task_group() as group:
+            for _ in range(self.count):
+                group.start_soon(self._work)
+            group.start_soon(self._heartbeat)
+
+    async def drain(self, grace_s: float) -> bool:
+        """Stop claiming; wait up to ``grace_s`` for running jobs; whether all finished."""
+        self.accepting = False
+        self._wake.set()
+        with anyio.move_on_after(grace_s):
+            while self.running:
+                self._idle = anyio.Event()
+                await self._idle.wait()
+        return not self.running
+
+    async def _work(self) -> None:
+        while self.accepting:
+            job = await self.store.write(self._claim)
+            if job is None:
+                self._wake = anyio.Event()
+                with anyio.move_on_after(self.poll_s):
+                    await self._wake.wait()
+                continue
+            await self._execute(job)
+
+    def _claim(self, connection: sa.Connection) -> dict[str, Any] | None:
+        now = self.clock()
+        for job in queue.claimable(connection, now, self.count * 4):
+            loop = self.loops.get(job["loop_id"])
+            if loop is None:
+                continue
+            stale = job["status"] == queue.RUNNING
+            running, _ = queue.job_counts(connection, job["loop_id"])
+            if stale or running < loop.spec.concurrency.max:
+                queue.claim_job(connection, job, self.owner, now + self.lease_s)
+                return job
+        return None
+
+    async def _execute(self, job: dict[str, Any]) -> None:
+        loop = self.loops[job["loop_id"]]
+        envelope = JobEnvelope.from_row(job["envelope"])
+        self.log.line("start", loop=loop.id, job=job["id"], trigger=job["trigger"].get("type"))
+        scope = anyio.CancelScope()
+        self.running[job["id"]] = scope
+        outcome, execution_id, error = "cancelled", None, None
+        try:
+            with scope:
+                outcome, execution_id, error = await self._run(job, loop, envelope)
+        except LoopEngineError as exc:
+            outcome, error = "failed", str(exc)
+        finally:
+            del self.running[job["id"]]
+            self._idle.set()
+        now = self.clock()
+        await self.store.write(
+            lambda c: queue.finish_job(
+                c, job["id"], outcome=outcome, execution_id=execution_id, now=now, reason=error
+            )
+        )
+        fields = {"loop": loop.id, "job": job["id"], "execution": execution_id}
+        self.log.line("end", error or "", **fields, outcome=outcome)
+
+    async def _run(
+        self, job: dict[str, Any], loop: Loop, envelope: JobEnvelope
+    ) -> tuple[str, str | None, str | None]:
+        """Run the job's execution, or resume it when a dead daemon left it part-way."""
+        known = await self.store.read(lambda c: jobs.execution_of_key(c, envelope.idempotency_key))
+        if known is None:
+            done = await self.engine.run(loop, envelope=envelope, trigger=dict(job["trigger"]))
+            return done.outcome.value, done.execution_id, done.error
+        row = await self.store.read(lambda c: executions.get_execution(c, known))
+        assert row is not None
+        if row.status not in ("running", "interrupted"):
+            return row.outcome or row.status, known, row.error
+        if row.status == "running":
+            await self.store.write(
+                lambda c: executions.update_execution(c, known, status="interrupted")
+            )
+        self.log.line("resume", loop=loop.id, job=job["id"], execution=known, after=row.last_phase)
+        done = await resume(self.engine, self.load_loop, known)
+        return done.outcome.value, done.execution_id, done.error
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await anyio.sleep(self.lease_s / 3)
+            if not self.running:
+                continue
+            until = self.clock() + self.lease_s
+            ids = list(self.running)
+            cancel = await self.store.write(
+                partial(queue.renew_leases, owner=self.owner, job_ids=ids, lease_until=until)
+            )
+            for job_id in cancel:
+                if (scope := self.running.get(job_id)) is not None:
+                    scope.cancel()

@@ -1,0 +1,323 @@
+"""The store as the queue: jobs under leases, cron slots, pauses, daemons and log cursors.
+
+Every function runs inside the caller's transaction (``Store.write``/``read``), so a slot and its
+job, or a claim and its lease, are written together or not at all. Inserts that may race with
+another daemon (a slot, a job's idempotency key) use ``ON CONFLICT DO NOTHING`` and say whether
+they won.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import sqlalchemy as sa
+
+from loopengine.store._tables import (
+    artifacts,
+    cursors,
+    daemons,
+    events,
+    jobs,
+    metrics,
+    paused_loops,
+    ticks,
+    trigger_states,
+)
+
+__all__ = [
+    "active_daemons",
+    "claim_job",
+    "claimable",
+    "cursor",
+    "events_after",
+    "finish_job",
+    "get_job",
+    "insert_job",
+    "insert_tick",
+    "job_counts",
+    "last_tick",
+    "latest_metric_id",
+    "load_trigger_states",
+    "metric_points_after",
+    "move_cursor",
+    "pause",
+    "paused",
+    "prune_artifacts",
+    "queue_depth",
+    "release_jobs",
+    "renew_leases",
+    "request_cancel",
+    "running_owners",
+    "save_daemon",
+    "save_trigger_state",
+    "stop_daemon",
+    "unpause",
+]
+
+QUEUED, RUNNING, DONE, SKIPPED = "queued", "running", "done", "skipped"
+
+
+def _insert_ignoring_conflict(
+    connection: sa.Connection, table: sa.Table, row: Mapping[str, Any]
+) -> bool:
+    """Insert ``row`` unless a unique key already holds it; whether this insert won."""
+    statement: Any
+    if connection.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+
+        statement = postgresql_insert(table)
+    else:
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        statement = sqlite_insert(table)
+    result = connection.execute(statement.values(**row).on_conflict_do_nothing())
+    return bool(result.rowcount)
+
+
+def insert_job(connection: sa.Connection, row: Mapping[str, Any]) -> bool:
+    """Queue a job (or record a non-run, status ``skipped``); False when its idempotency key was
+    already taken, by this or another daemon."""
+    full = {"attempts": 0, "cancel_requested": False, "owner": None, "lease_until": None, **row}
+    return _insert_ignoring_conflict(connection, jobs, full)
+
+
+def get_job(connection: sa.Connection, job_id: str) -> dict[str, Any] | None:
+    row = connection.execute(sa.select(jobs).where(jobs.c.id == job_id)).mappings().first()
+    return dict(row) if row else None
+
+
+def job_counts(connection: sa.Connection, loop_id: str) -> tuple[int, int]:
+    """Running and queued jobs of ``loop_id`` (what the overlap policy decides on)."""
+    query = (
+        sa.select(jobs.c.status, sa.func.count())
+        .where(jobs.c.loop_id == loop_id, jobs.c.status.in_((QUEUED, RUNNING)))
+        .group_by(jobs.c.status)
+    )
+    counts: dict[str, int] = dict(connection.execute(query).tuples().all())
+    return int(counts.get(RUNNING, 0)), int(counts.get(QUEUED, 0))
+
+
+def queue_depth(connection: sa.Connection) -> dict[str, int]:
+    """Jobs queued and running, over all loops."""
+    query = (
+        sa.select(jobs.c.status, sa.func.count())
+        .where(jobs.c.status.in_((QUEUED, RUNNING)))
+        .group_by(jobs.c.status)
+    )
+    counts: dict[str, int] = dict(connection.execute(query).tuples().all())
+    return {QUEUED: int(counts.get(QUEUED, 0)), RUNNING: int(counts.get(RUNNING, 0))}
+
+
+def request_cancel(connection: sa.Connection, loop_id: str) -> int:
+    """Ask the workers running ``loop_id`` to cancel (``on_overlap: replace``)."""
+    query = (
+        jobs.update()
+        .where(jobs.c.loop_id == loop_id, jobs.c.status == RUNNING)
+        .values(cancel_requested=True)
+    )
+    return int(connection.execute(query).rowcount)
+
+
+def claimable(connection: sa.Connection, now: float, limit: int) -> list[dict[str, Any]]:
+    """Jobs a worker may take, oldest first: queued and due, or running under an expired lease
+    (their daemon died). Locked rows are skipped on PostgreSQL, so daemons never wait on each
+    other; SQLite's ``BEGIN IMMEDIATE`` already serialises claims."""
+    ready = sa.or_(
+        sa.and_(jobs.c.status == QUEUED, jobs.c.not_before <= now),
+        sa.and_(jobs.c.status == RUNNING, jobs.c.lease_until < now),
+    )
+    query = (
+        sa.select(jobs)
+        .where(ready)
+        .order_by(jobs.c.created_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+    return [dict(row) for row in connection.execute(query).mappings()]
+
+
+def claim_job(
+    connection: sa.Connection, job: Mapping[str, Any], owner: str, lease_until: float
+) -> None:
+    connection.execute(
+        jobs.update()
+        .where(jobs.c.id == job["id"])
+        .values(
+            status=RUNNING,
+            owner=owner,
+            lease_until=lease_until,
+            attempts=jobs.c.attempts + 1,
+        )
+    )
+
+
+def renew_leases(
+    connection: sa.Connection, owner: str, job_ids: Iterable[str], lease_until: float
+) -> set[str]:
+    """Extend the leases ``owner`` holds; the ids whose cancellation was requested."""
+    wanted = list(job_ids)
+    if not wanted:
+        return set()
+    connection.execute(
+        jobs.update()
+        .where(jobs.c.id.in_(wanted), jobs.c.owner == owner, jobs.c.status == RUNNING)
+        .values(lease_until=lease_until)
+    )
+    query = sa.select(jobs.c.id).where(jobs.c.id.in_(wanted), jobs.c.cancel_requested)
+    return set(connection.execute(query).scalars())
+
+
+def finish_job(
+    connection: sa.Connection,
+    job_id: str,
+    *,
+    outcome: str,
+    execution_id: str | None,
+    now: float,
+    reason: str | None = None,
+) -> None:
+    connection.execute(
+        jobs.update()
+        .where(jobs.c.id == job_id)
+        .values(
+            status=DONE,
+            outcome=outcome,
+            execution_id=execution_id,
+            finished_at=now,
+            reason=reason,
+            lease_until=None,
+        )
+    )
+
+
+def running_owners(connection: sa.Connection) -> set[str]:
+    """The owners holding running jobs (a daemon checks which of them died on its host)."""
+    query = sa.select(jobs.c.owner).where(jobs.c.status == RUNNING).distinct()
+    return {owner for owner in connection.execute(query).scalars() if owner}
+
+
+def release_jobs(connection: sa.Connection, owner: str) -> int:
+    """End ``owner``'s leases now (graceful shutdown, or a dead daemon found on this host): its
+    running jobs are claimed again at once, and their executions resumed."""
+    query = (
+        jobs.update().where(jobs.c.owner == owner, jobs.c.status == RUNNING).values(lease_until=0.0)
+    )
+    return int(connection.execute(query).rowcount)
+
+
+def insert_tick(connection: sa.Connection, row: Mapping[str, Any]) -> bool:
+    """Record a cron slot (run or not, with its reason); False when it was already recorded."""
+    return _insert_ignoring_conflict(connection, ticks, row)
+
+
+def last_tick(connection: sa.Connection, loop_id: str, trigger_id: str) -> float | None:
+    """The latest slot recorded for this trigger: where catch-up starts after downtime."""
+    query = sa.select(sa.func.max(ticks.c.scheduled_for)).where(
+        ticks.c.loop_id == loop_id, ticks.c.trigger_id == trigger_id
+    )
+    value = connection.execute(query).scalar()
+    return None if value is None else float(value)
+
+
+def pause(connection: sa.Connection, loop_id: str, now: float) -> bool:
+    """Pause ``loop_id``; False when it already was."""
+    return _insert_ignoring_conflict(
+        connection, paused_loops, {"loop_id": loop_id, "paused_at": now}
+    )
+
+
+def unpause(connection: sa.Connection, loop_id: str) -> bool:
+    """Unpause ``loop_id``; False when it was not paused."""
+    query = paused_loops.delete().where(paused_loops.c.loop_id == loop_id)
+    return bool(connection.execute(query).rowcount)
+
+
+def paused(connection: sa.Connection) -> dict[str, float]:
+    """Paused loops and since when."""
+    rows = connection.execute(sa.select(paused_loops.c.loop_id, paused_loops.c.paused_at))
+    return {loop_id: float(at) for loop_id, at in rows.tuples()}
+
+
+def cursor(connection: sa.Connection, name: str) -> int:
+    value = connection.execute(sa.select(cursors.c.position).where(cursors.c.name == name))
+    return int(value.scalar() or 0)
+
+
+def move_cursor(connection: sa.Connection, name: str, position: int, now: float) -> None:
+    """Advance cursor ``name`` to ``position`` (never backwards: daemons may race)."""
+    if not _insert_ignoring_conflict(
+        connection, cursors, {"name": name, "position": position, "updated_at": now}
+    ):
+        connection.execute(
+            cursors.update()
+            .where(cursors.c.name == name, cursors.c.position < position)
+            .values(position=position, updated_at=now)
+        )
+
+
+def events_after(connection: sa.Connection, position: int, limit: int) -> list[dict[str, Any]]:
+    """Events appended after id ``position``, in log order."""
+    query = sa.select(events).where(events.c.id > position).order_by(events.c.id).limit(limit)
+    return [dict(row) for row in connection.execute(query).mappings()]
+
+
+def latest_metric_id(connection: sa.Connection) -> int:
+    return int(connection.execute(sa.select(sa.func.max(metrics.c.id))).scalar() or 0)
+
+
+def metric_points_after(
+    connection: sa.Connection, position: int, names: Iterable[str], limit: int
+) -> list[dict[str, Any]]:
+    """Points of the metrics ``names`` recorded after id ``position``, in recording order."""
+    query = (
+        sa.select(metrics.c.id, metrics.c.name, metrics.c.value, metrics.c.recorded_at)
+        .where(metrics.c.id > position, metrics.c.name.in_(list(names)))
+        .order_by(metrics.c.id)
+        .limit(limit)
+    )
+    return [dict(row) for row in connection.execute(query).mappings()]
+
+
+def load_trigger_states(connection: sa.Connection) -> dict[tuple[str, str], dict[str, Any]]:
+    rows = connection.execute(sa.select(trigger_states)).mappings()
+    return {(row["loop_id"], row["trigger_id"]): dict(row) for row in rows}
+
+
+def save_trigger_state(connection: sa.Connection, row: Mapping[str, Any]) -> None:
+    key = (trigger_states.c.loop_id == row["loop_id"]) & (
+        trigger_states.c.trigger_id == row["trigger_id"]
+    )
+    if not connection.execute(trigger_states.update().where(key).values(**row)).rowcount:
+        connection.execute(trigger_states.insert().values(**row))
+
+
+def save_daemon(connection: sa.Connection, row: Mapping[str, Any]) -> None:
+    """Insert or refresh this daemon's row (its heartbeat and its loops' next fires)."""
+    if not connection.execute(
+        daemons.update().where(daemons.c.id == row["id"]).values(**row)
+    ).rowcount:
+        connection.execute(daemons.insert().values(**row))
+
+
+def stop_daemon(connection: sa.Connection, daemon_id: str, now: float) -> None:
+    connection.execute(daemons.update().where(daemons.c.id == daemon_id).values(stopped_at=now))
+
+
+def active_daemons(connection: sa.Connection, since: float) -> list[dict[str, Any]]:
+    """Daemons not stopped whose heartbeat is newer than ``since``."""
+    query = (
+        sa.select(daemons)
+        .where(daemons.c.stopped_at.is_(None), daemons.c.heartbeat_at >= since)
+        .order_by(daemons.c.started_at)
+    )
+    return [dict(row) for row in connection.execute(query).mappings()]
+
+
+def prune_artifacts(connection: sa.Connection, now: float) -> list[dict[str, Any]]:
+    """Forget artifacts past their retention; the rows removed (their files are the caller's)."""
+    query = sa.select(artifacts).where(artifacts.c.expires_at < now)
+    expired = [dict(row) for row in connection.execute(query).mappings()]
+    if expired:
+        connection.execute(artifacts.delete().where(artifacts.c.id.in_([a["id"] for a in expired])))
+    return expired
