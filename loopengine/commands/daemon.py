@@ -56,6 +56,11 @@ def _status_view(rows: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _trigger_name(trigger: dict[str, Any]) -> str:
+    same = trigger["id"] == trigger["type"]
+    return str(trigger["type"]) if same else f"{trigger['type']}:{trigger['id']}"
+
+
 async def run_status(console: Console, config: Path | None, as_json: bool) -> int:
     lease_s = read_settings(config).config.daemon.lease_s
     empty: dict[str, Any] = {
@@ -96,7 +101,7 @@ async def run_status(console: Console, config: Path | None, as_json: bool) -> in
                 table.append(
                     (
                         loop["loop_id"],
-                        f"{trigger['type']}:{trigger['id']}",
+                        _trigger_name(trigger),
                         str(trigger["next_fire"] or "-"),
                         state,
                     )

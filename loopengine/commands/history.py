@@ -38,19 +38,20 @@ async def run_history(
     if not views:
         console.print("No executions yet: start one with `loopengine run LOOP.yaml`.")
         return 0
-    table = [("execution", "loop", "outcome", "started", "ms")]
+    table = [("execution", "loop", "trigger", "outcome", "started", "ms")]
     for view in views:
         duration = "" if view["duration_ms"] is None else f"{view['duration_ms']:.0f}"
         table.append(
             (
                 view["execution_id"],
                 view["loop_id"],
+                view["trigger_type"],
                 str(view["outcome"] or view["status"]),
                 str(view["started_at"]),
                 duration,
             )
         )
-    console.table(table, (("dim",), ("bold",), (), (), ()))
+    console.table(table, (("dim",), ("bold",), ("dim",), (), (), ()))
     return 0
 
 
