@@ -11,6 +11,21 @@ from loopengine.skills._definition import skill
 __all__ = ["escalate_to_human", "log_and_notify", "log_only", "none_action", "notify"]
 
 
+async def _announce(ctx: SkillContext, name: str, data: dict[str, Any]) -> bool:
+    """Append ``name`` to the store's event log, where a daemon's event triggers see it; not in
+    a dry run, nor outside an engine. Whether it was appended."""
+    if ctx.dry_run or ctx.store is None:
+        return False
+    from loopengine.store import signals
+
+    body = {**data, "loop_id": ctx.loop_id, "execution_id": ctx.execution_id}
+    now = ctx.clock()
+    await ctx.store.write(
+        lambda c: signals.insert_event(c, name, ctx.loop_id, body, now, ctx.execution_id)
+    )
+    return True
+
+
 def _decided(ctx: SkillContext) -> str:
     decision = ctx.data.get("decision")
     action = decision.get("action") if isinstance(decision, dict) else None
@@ -32,7 +47,8 @@ async def log_only(ctx: SkillContext, message: str | None = None) -> dict[str, A
 
 
 @skill(
-    BuiltinAction.NOTIFY, description="Send a notification event (`loop.notification` by default)."
+    BuiltinAction.NOTIFY,
+    description="Append a notification event (`loop.notification` by default) to the event log.",
 )
 async def notify(
     ctx: SkillContext,
@@ -42,7 +58,9 @@ async def notify(
 ) -> dict[str, Any]:
     text = message or _decided(ctx)
     ctx.logger.info("notify %s: %s", event, text)
-    return {"notification": {"event": event, "message": text, "severity": severity}}
+    notification = {"event": event, "message": text, "severity": severity}
+    sent = await _announce(ctx, event, {"message": text, "severity": severity})
+    return {"notification": {**notification, "emitted": sent}}
 
 
 @skill(BuiltinAction.LOG_AND_NOTIFY, description="Log the decision and send a notification event.")
@@ -56,11 +74,14 @@ async def log_and_notify(
 
 @skill(
     BuiltinAction.ESCALATE_TO_HUMAN,
-    description="Hand the decision to a person (an escalation event).",
+    description="Hand the decision to a person: an escalation event (`target`, else "
+    "`loop.escalated`) in the event log.",
 )
 async def escalate_to_human(
     ctx: SkillContext, reason: str | None = None, target: str | None = None
 ) -> dict[str, Any]:
     text = reason or _decided(ctx)
     ctx.logger.warning("escalated to %s: %s", target or "a human", text)
-    return {"escalation": {"target": target, "reason": text}}
+    event = target or "loop.escalated"
+    sent = await _announce(ctx, event, {"reason": text, "target": target})
+    return {"escalation": {"target": target, "reason": text, "event": event, "emitted": sent}}

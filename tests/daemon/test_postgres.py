@@ -1,0 +1,64 @@
+"""The daemon on PostgreSQL: the same queue, and two daemons on one database share the work
+(``FOR UPDATE SKIP LOCKED`` claims, unique slots), so each slot runs exactly once."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+
+from tests.daemon.conftest import BY_HAND, ON_EVENT, TICK, Workspace
+from tests.postgres import postgres_server
+
+
+@pytest.fixture(scope="module")
+def postgres_url() -> Iterator[str]:
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture
+def on_postgres(workspace: Workspace, postgres_url: str) -> Iterator[Workspace]:
+    workspace.env["LOOPENGINE_DATABASE"] = postgres_url
+    yield workspace
+    engine = sa.create_engine(postgres_url)
+    with engine.begin() as connection:
+        connection.execute(sa.text("DROP SCHEMA public CASCADE; CREATE SCHEMA public"))
+    engine.dispose()
+
+
+def test_two_daemons_on_one_database_run_each_slot_and_event_once(
+    on_postgres: Workspace, postgres_url: str
+) -> None:
+    loops = on_postgres.root / "loops"
+    (loops / "tick.yaml").write_text(TICK.format(catchup="latest"))
+    (loops / "on_event.yaml").write_text(ON_EVENT)
+    (loops / "by_hand.yaml").write_text(BY_HAND)
+    first, second = on_postgres.start("first.log"), on_postgres.start("second.log")
+    for page in range(1, 6):
+        on_postgres.cli("emit", "seo.page.updated", "--data", f'{{"page": {page}}}')
+    assert (
+        '"outcome": "completed"' in on_postgres.cli("trigger", "by_hand", "--wait", "--json").stdout
+    )
+    time.sleep(4)
+    assert first.stop() == 0
+    assert second.stop() == 0
+
+    engine = sa.create_engine(postgres_url)
+    with engine.connect() as connection:
+        slots = connection.execute(sa.text("SELECT scheduled_for FROM ticks")).scalars().all()
+        runs = connection.execute(sa.text("SELECT loop_id, trigger, outcome FROM executions")).all()
+    engine.dispose()
+    assert len(slots) == len(set(slots)) >= 3
+    by_loop = Counter(loop_id for loop_id, _, _ in runs)
+    assert by_loop["on_event"] == 5
+    assert by_loop["by_hand"] == 1
+    scheduled = Counter(
+        trigger["scheduled_for"] for loop_id, trigger, _ in runs if loop_id == "tick"
+    )
+    assert scheduled
+    assert max(scheduled.values()) == 1
+    assert {outcome for _, _, outcome in runs} == {"completed"}
