@@ -18,8 +18,9 @@ from loopengine.commands._report import print_execution
 from loopengine.contract import Loop, LoopLoader, Outcome, find_loop_files
 from loopengine.errors import ContractError
 from loopengine.reader import open_reader
-from loopengine.runtime import Runtime, open_runtime
+from loopengine.runtime import open_runtime
 from loopengine.store import Store, executions, iso, new_id, queue, signals
+from loopengine.workspace import Workspace
 
 __all__ = [
     "MAX_EVENT_BYTES",
@@ -35,20 +36,31 @@ _EVENT_NAME = re.compile(r"[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*")
 _WAIT_POLL_S = 0.2
 
 
-def find_loop(runtime: Runtime, name: str) -> Loop:
-    """The loop ``name`` names: a file, else the loop with that id in the daemon's folder."""
-    if Path(name).is_file():
-        return runtime.load_loop(name)
-    folder = runtime.workspace.base / runtime.workspace.config.daemon.loops
-    loader: LoopLoader = runtime.loader
-    known = []
+def _folder_loops(workspace: Workspace, loader: LoopLoader) -> dict[str, Loop]:
+    """The valid loops of the daemon's folder (``daemon.loops``), by id."""
+    folder = workspace.base / workspace.config.daemon.loops
+    found: dict[str, Loop] = {}
     for path in find_loop_files([folder]) if folder.is_dir() else []:
         report = loader.load_file(path)
         if report.loop is not None and report.ok:
-            if report.loop.id == name:
-                return report.loop
-            known.append(report.loop.id)
-    listed = ", ".join(sorted(known)) or "none"
+            found.setdefault(report.loop.id, report.loop)
+    return found
+
+
+def find_loop(workspace: Workspace, loader: LoopLoader, name: str) -> tuple[Loop, bool]:
+    """The loop ``name`` names (a file, else a loop id in the daemon's folder), and whether the
+    daemon's folder holds it (a daemon runs only the loops of its folder)."""
+    folder_loops = _folder_loops(workspace, loader)
+    if Path(name).is_file():
+        report = loader.load_file(Path(name))
+        if report.loop is None or not report.ok:
+            problems = report.errors
+            raise ContractError(problems[0].format() if problems else f"{name}: invalid", problems)
+        return report.loop, report.loop.id in folder_loops
+    if name in folder_loops:
+        return folder_loops[name], True
+    folder = workspace.base / workspace.config.daemon.loops
+    listed = ", ".join(sorted(folder_loops)) or "none"
     raise ContractError(f"no loop '{name}' in {folder} (loops there: {listed}); give its file")
 
 
@@ -67,7 +79,7 @@ async def run_trigger(
     from loopengine.daemon import Firing, enqueue
 
     async with open_runtime(config) as runtime:
-        loop = find_loop(runtime, name)
+        loop, served = find_loop(runtime.workspace, runtime.loader, name)
         inputs = parse_inputs(pairs, loop)
         firing = Firing(loop, {"type": "manual", "id": "cli"}, f"manual:{new_id()}", inputs)
         now = time.time()
@@ -77,7 +89,13 @@ async def run_trigger(
         lease_s = runtime.workspace.config.daemon.lease_s
         if intake.status != queue.QUEUED:
             raise ContractError(f"loop '{loop.id}' did not queue the job: {intake.reason}")
-        if not await _alive(runtime.store, lease_s):
+        if not served:
+            folder = runtime.workspace.base / runtime.workspace.config.daemon.loops
+            console.problem(
+                f"note: loop '{loop.id}' is not in {folder}: the job waits for a daemon whose "
+                "folder holds it"
+            )
+        elif not await _alive(runtime.store, lease_s):
             console.problem(
                 "note: no daemon is running on this store: the job waits in the queue until "
                 "`loopengine daemon` starts"

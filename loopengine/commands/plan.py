@@ -99,11 +99,12 @@ async def run_plan(
     as_json: bool,
 ) -> int:
     from loopengine.commands.control import find_loop
+    from loopengine.contract import LoopLoader
     from loopengine.daemon import triggers_of
-    from loopengine.runtime import open_runtime
+    from loopengine.workspace import load_workspace
 
-    async with open_runtime(config) as runtime:
-        loop = find_loop(runtime, name)
+    workspace = load_workspace(config)
+    loop, _ = find_loop(workspace, LoopLoader(workspace.env), name)
     plans = [
         _trigger_plan(trigger_id, trigger.config, start, end, count)
         for trigger_id, trigger in triggers_of(loop)

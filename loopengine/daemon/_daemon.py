@@ -9,7 +9,7 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -144,11 +144,34 @@ def _remove_file(artifact: dict[str, Any]) -> None:
         Path(artifact["location"]).unlink(missing_ok=True)
 
 
-async def _wait_for_signal(stopped: Callable[[str], None]) -> None:
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for received in signals:
-            stopped(signal.Signals(received).name)
-            return
+class _Signals:
+    """SIGINT/SIGTERM: the first stops intake and starts the grace period; a second ends the
+    grace period at once (running executions are left to be resumed)."""
+
+    def __init__(self) -> None:
+        self.first = anyio.Event()
+        self.second = anyio.Event()
+        self.name = ""
+
+    async def receive(self) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+            async for number in received:
+                if self.first.is_set():
+                    self.second.set()
+                    return
+                self.name = signal.Signals(number).name
+                self.first.set()
+
+
+async def _supervised(log: DaemonLog, task: Callable[[], Awaitable[None]]) -> None:
+    """Run ``task`` for as long as the daemon runs: a failure (the store unreachable, a bug in a
+    loop's expression) is logged and the task starts again a second later."""
+    while True:
+        try:
+            await task()
+        except LoopEngineError as exc:
+            log.line("error", f"{exc}; retrying in 1 s", task=getattr(task, "__name__", "task"))
+        await anyio.sleep(1.0)
 
 
 async def run_daemon(config: Path | None, folder: Path | None, log: DaemonLog) -> int:
@@ -170,15 +193,11 @@ async def run_daemon(config: Path | None, folder: Path | None, log: DaemonLog) -
             daemon=daemon.owner,
             workers=settings.workers,
         )
-        reason = ""
-
-        def stopped(name: str) -> None:
-            nonlocal reason
-            reason = name
-
+        signals = _Signals()
         async with anyio.create_task_group() as group:
+            group.start_soon(signals.receive)
             group.start_soon(daemon.workers.run)
-            group.start_soon(daemon.heartbeat)
+            group.start_soon(_supervised, log, daemon.heartbeat)
             async with anyio.create_task_group() as intake:
                 for task in (
                     daemon.scheduler.run,
@@ -187,16 +206,16 @@ async def run_daemon(config: Path | None, folder: Path | None, log: DaemonLog) -
                     daemon.reload,
                     daemon.timers,
                 ):
-                    intake.start_soon(task)
-                await _wait_for_signal(stopped)
+                    intake.start_soon(_supervised, log, task)
+                await signals.first.wait()
                 intake.cancel_scope.cancel()
             running = len(daemon.workers.running)
             log.line(
                 "stop",
-                f"{reason}: intake stopped, {running} executions running",
+                f"{signals.name}: intake stopped, {running} executions running",
                 grace_s=settings.grace_s,
             )
-            if not await daemon.workers.drain(settings.grace_s):
+            if not await daemon.workers.drain(settings.grace_s, signals.second):
                 left = len(daemon.workers.running)
                 log.line("stop", f"{left} executions left to resume after the grace period")
                 runtime.engine.abandon()

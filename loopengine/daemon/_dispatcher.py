@@ -21,8 +21,8 @@ from loopengine.contract import Loop
 from loopengine.daemon._intake import Firing, Intake, enqueue
 from loopengine.daemon._log import DaemonLog
 from loopengine.daemon._loops import triggers_of
-from loopengine.errors import LoopEngineError
-from loopengine.store import Store, iso, queue
+from loopengine.errors import ContractError, LoopEngineError
+from loopengine.store import Store, iso, new_envelope, queue
 from loopengine.triggers import PatternIndex
 
 __all__ = ["BATCH", "CURSOR", "Dispatcher"]
@@ -36,6 +36,19 @@ class _Route:
     loop: Loop
     trigger_id: str
     config: Any
+
+
+def _scope_problem(loop_id: str, scope: Any) -> str | None:
+    """Why the scope an event trigger computed cannot bound a job, or None."""
+    if scope is None:
+        return None
+    if not isinstance(scope, dict):
+        return f"the trigger's scope must give an object, got {type(scope).__name__}"
+    try:
+        new_envelope(loop_id, scope=scope)
+    except ContractError as exc:
+        return f"the trigger's scope: {exc}"
+    return None
 
 
 class Dispatcher:
@@ -96,13 +109,9 @@ class Dispatcher:
             except LoopEngineError as exc:
                 self.log.line("error", str(exc), loop=route.loop.id, event=event["id"])
                 continue
-            if scope is not None and not isinstance(scope, dict):
-                self.log.line(
-                    "error",
-                    f"scope must give an object, got {type(scope).__name__}",
-                    loop=route.loop.id,
-                    event=event["id"],
-                )
+            problem = _scope_problem(route.loop.id, scope)
+            if problem is not None:
+                self.log.line("error", problem, loop=route.loop.id, event=event["id"])
                 continue
             trigger = {
                 "type": "event",

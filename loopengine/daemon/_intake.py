@@ -121,8 +121,8 @@ def enqueue(
         intake = record_slot(connection, firing, queue.QUEUED, None, now, row["id"])
         if intake.status == "duplicate":
             return intake
+    if decision.action is Overlap.REPLACE:
+        queue.replace_jobs(connection, firing.loop.id, now)
     if not queue.insert_job(connection, row):
         return Intake("duplicate")
-    if decision.action is Overlap.REPLACE:
-        queue.request_cancel(connection, firing.loop.id)
     return Intake(queue.QUEUED, row["id"])

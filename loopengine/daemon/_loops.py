@@ -43,17 +43,22 @@ class LoopFolder:
     loops: dict[str, Loop] = field(default_factory=dict)
     _stamps: dict[Path, tuple[int, int]] = field(default_factory=dict)
     _ids: dict[Path, str] = field(default_factory=dict)
+    _clashes: set[Path] = field(default_factory=set)
+    """Files refused because another file defines their loop id: tried again once one goes."""
 
     def scan(self) -> Changes:
         """Load what changed since the last scan; the first scan loads every file."""
         stamps = {path: _stamp(path) for path in find_loop_files([self.folder])}
+        removed = [self._forget(path) for path in sorted(set(self._ids) - set(stamps))]
+        retry = self._clashes & set(stamps) if removed else set()
         loaded: list[Loop] = []
         for path in sorted(stamps):
-            if stamps[path] != self._stamps.get(path) and (loop := self._load(path)) is not None:
+            changed = stamps[path] != self._stamps.get(path) or path in retry
+            if changed and (loop := self._load(path)) is not None:
                 loaded.append(loop)
-        removed = [self._forget(path) for path in sorted(set(self._ids) - set(stamps))]
         self._stamps = {path: stamp for path, stamp in stamps.items() if stamp is not None}
-        return Changes(tuple(loaded), tuple(loop_id for loop_id in removed if loop_id))
+        kept = {loop.id for loop in loaded}
+        return Changes(tuple(loaded), tuple(i for i in removed if i and i not in kept))
 
     def _load(self, path: Path) -> Loop | None:
         report = self.loader.load_file(path)
@@ -66,12 +71,14 @@ class LoopFolder:
         loop = report.loop
         owner = next((p for p, loop_id in self._ids.items() if loop_id == loop.id), None)
         if owner is not None and owner != path:
+            self._clashes.add(path)
             self.log.line(
                 "error",
                 f"loop id '{loop.id}' is already defined in {owner}: rename one of them",
                 file=str(path),
             )
             return None
+        self._clashes.discard(path)
         old_id = self._ids.get(path)
         if old_id is not None and old_id != loop.id:
             self.loops.pop(old_id, None)

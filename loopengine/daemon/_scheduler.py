@@ -25,8 +25,8 @@ from loopengine.triggers import CronSchedule, catch_up, jittered
 
 __all__ = ["MAX_SLOTS", "Scheduler"]
 
-MAX_SLOTS = 10_000
-"""Most missed slots recorded one by one after downtime; older ones share one summary row."""
+MAX_SLOTS = 1_000
+"""Most missed slots decided one by one after downtime; older ones share one summary row."""
 
 
 @dataclass(slots=True)
@@ -134,32 +134,44 @@ class Scheduler:
             slot=slot,
         )
 
-    async def _fire(self, entry: _Entry) -> None:
-        """Decide every slot since the last decided one: normally just the one now due."""
-        now = self.clock()
-        config = entry.config
-        window = config.catchup_window or entry.schedule.period(entry.last)
-        cutoff = max(entry.last, now - window)
-        older = entry.schedule.fires(entry.last, cutoff, MAX_SLOTS) if cutoff > entry.last else []
-        recent = [f.at for f in entry.schedule.fires(cutoff, now, MAX_SLOTS)]
-        on_time = len(recent) == 1 and recent[0] >= entry.since
-        if on_time and not older:
-            decided_run: tuple[float, ...] = (recent[0],)
-            not_run: list[tuple[float, str]] = []
-        else:
-            decision = catch_up(
-                recent,
-                policy=config.catchup,
-                window=window,
-                max_catchup=config.max_catchup,
-                now=now,
+    def _decide(
+        self, entry: _Entry, now: float
+    ) -> tuple[tuple[float, ...], list[tuple[float, str]]]:
+        """The slots since the last decided one to run now, and the others with why not.
+
+        Normally just the one now due. After downtime (slots due before this daemon began), the
+        trigger's catch-up policy decides over the window; slots older than it are missed. The
+        window is capped at ``MAX_SLOTS`` periods and, beyond that many, older slots share one row,
+        so neither the time nor the rows spent grow with the length of the downtime.
+        """
+        config, schedule = entry.config, entry.schedule
+        period = schedule.period(entry.last)
+        window = min(config.catchup_window or period, MAX_SLOTS * period)
+        horizon = max(entry.last, now - window - config.jitter_s)
+        old = schedule.fires(entry.last, horizon, MAX_SLOTS + 1) if horizon > entry.last else []
+        recent = [fire.at for fire in schedule.fires(horizon, now, MAX_SLOTS)]
+        if not old and len(recent) == 1 and recent[0] >= entry.since:
+            return (recent[0],), []
+        decision = catch_up(
+            recent,
+            policy=config.catchup,
+            window=now - horizon,
+            max_catchup=config.max_catchup,
+            now=now,
+        )
+        reason = "missed: older than the catch-up window"
+        if len(old) > MAX_SLOTS:
+            reason = (
+                f"missed: more than {MAX_SLOTS} slots from {iso(old[0].at)} to {iso(horizon)}, "
+                "older than the catch-up window (recorded as one)"
             )
-            decided_run, not_run = decision.run, list(decision.not_run)
-            reason = "missed: older than the catch-up window"
-            if len(older) == MAX_SLOTS:
-                reason += f" ({MAX_SLOTS}+ slots up to {iso(cutoff)}, recorded as one)"
-                older = older[:1]
-            not_run = [(f.at, reason) for f in older] + not_run
+            old = old[:1]
+        return decision.run, [(fire.at, reason) for fire in old] + list(decision.not_run)
+
+    async def _fire(self, entry: _Entry) -> None:
+        """Decide every slot since the last decided one and write each, run or not."""
+        now = self.clock()
+        decided_run, not_run = self._decide(entry, now)
         if not (decided_run or not_run):
             return
         firings: list[tuple[Firing, str | None]] = [

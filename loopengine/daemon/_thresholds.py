@@ -39,6 +39,9 @@ class _Watch:
     rule: ThresholdRule
     state: ThresholdState | None
     next_check: float
+    horizon: float
+    """Points recorded before this are history: the trigger's last evaluation, or when the
+    daemon began to watch a trigger that never was."""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -96,8 +99,16 @@ class ThresholdWatcher:
                 config = trigger.config
                 row = saved.get((loop.id, trigger_id))
                 state = ThresholdState.from_dict(row) if row else None
+                horizon = float(row["evaluated_at"]) if row else now
                 watch = _Watch(
-                    loop, trigger_id, config.metric, config.every, _rule(config), state, now
+                    loop,
+                    trigger_id,
+                    config.metric,
+                    config.every,
+                    _rule(config),
+                    state,
+                    now,
+                    horizon,
                 )
                 self.watches[watch.key] = watch
 
@@ -120,7 +131,7 @@ class ThresholdWatcher:
         steps: list[tuple[_Watch, float | None, float]] = []
         for point in points:
             for watch in self.watches.values():
-                if watch.metric == point["name"]:
+                if watch.metric == point["name"] and point["recorded_at"] >= watch.horizon:
                     steps.append((watch, float(point["value"]), float(point["recorded_at"])))
         last = int(points[-1]["id"])
         await self._apply(steps, last)
@@ -160,8 +171,9 @@ class ThresholdWatcher:
         changed: dict[tuple[str, str], tuple[_Watch, ThresholdState, float]] = {}
         firings: list[Firing] = []
         for watch, value, at in steps:
-            state, fired = evaluate(watch.rule, watch.state, value, at)
-            if state != watch.state:
+            before = watch.state
+            state, fired = evaluate(watch.rule, before, value, at)
+            if state != before:
                 changed[watch.key] = (watch, state, at)
             watch.state = state
             if fired:
@@ -170,17 +182,28 @@ class ThresholdWatcher:
                     "id": watch.trigger_id,
                     "metric": {"name": watch.metric, "value": value, "at": iso(at)},
                 }
-                key = f"threshold:{watch.loop.id}:{watch.trigger_id}:{state.since!r}"
+                episode = before.since if before and before.state == "pending" else state.since
+                key = f"threshold:{watch.loop.id}:{watch.trigger_id}:{episode!r}"
                 firings.append(Firing(watch.loop, trigger, key))
         if not changed and not firings and position is None:
             return
         now = self.clock()
 
         def write(connection: sa.Connection) -> list[tuple[Firing, Intake]]:
+            # Another daemon on this store may have fired the same episode: it saved "firing".
+            already = {
+                key
+                for key in {(f.loop.id, str(f.trigger["id"])) for f in firings}
+                if queue.trigger_state_of(connection, *key) == "firing"
+            }
             for watch, state, at in changed.values():
                 queue.save_trigger_state(connection, _state_row(watch, state, at))
             paused = queue.paused(connection)
-            done = [(f, enqueue(connection, f, now, paused=f.loop.id in paused)) for f in firings]
+            done = [
+                (f, enqueue(connection, f, now, paused=f.loop.id in paused))
+                for f in firings
+                if (f.loop.id, str(f.trigger["id"])) not in already
+            ]
             if position is not None:
                 queue.move_cursor(connection, CURSOR, position, now)
             return done

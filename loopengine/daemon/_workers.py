@@ -52,6 +52,8 @@ class Workers:
         self.poll_s = poll_s
         self.clock = clock
         self.running: dict[str, anyio.CancelScope] = {}
+        self.lost: set[str] = set()
+        """Jobs whose lease expired and passed to another daemon: cancelled, not recorded."""
         self.accepting = True
         self._wake = anyio.Event()
         self._idle = anyio.Event()
@@ -66,19 +68,37 @@ class Workers:
                 group.start_soon(self._work)
             group.start_soon(self._heartbeat)
 
-    async def drain(self, grace_s: float) -> bool:
-        """Stop claiming; wait up to ``grace_s`` for running jobs; whether all finished."""
+    async def drain(self, grace_s: float, hurry: anyio.Event) -> bool:
+        """Stop claiming; wait up to ``grace_s`` (or until ``hurry`` is set) for running jobs;
+        whether all finished."""
         self.accepting = False
         self._wake.set()
-        with anyio.move_on_after(grace_s):
+
+        async def finished() -> None:
             while self.running:
                 self._idle = anyio.Event()
                 await self._idle.wait()
+
+        async with anyio.create_task_group() as group:
+
+            async def hurried() -> None:
+                await hurry.wait()
+                group.cancel_scope.cancel()
+
+            group.start_soon(hurried)
+            with anyio.move_on_after(grace_s):
+                await finished()
+            group.cancel_scope.cancel()
         return not self.running
 
     async def _work(self) -> None:
         while self.accepting:
-            job = await self.store.write(self._claim)
+            try:
+                job = await self.store.write(self._claim)
+            except LoopEngineError as exc:
+                self.log.line("error", f"cannot claim a job: {exc}; retrying in 1 s")
+                await anyio.sleep(1.0)
+                continue
             if job is None:
                 self._wake = anyio.Event()
                 with anyio.move_on_after(self.poll_s):
@@ -87,17 +107,24 @@ class Workers:
             await self._execute(job)
 
     def _claim(self, connection: sa.Connection) -> dict[str, Any] | None:
+        """The oldest job this daemon may run now: of a loop it serves, below that loop's
+        ``concurrency.max`` (a job whose daemon died holds its slot already)."""
         now = self.clock()
-        for job in queue.claimable(connection, now, self.count * 4):
-            loop = self.loops.get(job["loop_id"])
-            if loop is None:
-                continue
-            stale = job["status"] == queue.RUNNING
-            running, _ = queue.job_counts(connection, job["loop_id"])
-            if stale or running < loop.spec.concurrency.max:
-                queue.claim_job(connection, job, self.owner, now + self.lease_s)
-                return job
-        return None
+        running = queue.running_by_loop(connection)
+        free = [
+            loop_id
+            for loop_id, loop in self.loops.items()
+            if running.get(loop_id, 0) < loop.spec.concurrency.max
+        ]
+        busy = [loop_id for loop_id in self.loops if loop_id not in set(free)]
+        found = queue.claimable(connection, now, 1, owner=self.owner, loop_ids=free)
+        found = found or queue.claimable(
+            connection, now, 1, owner=self.owner, loop_ids=busy, stale_only=True
+        )
+        if not found:
+            return None
+        queue.claim_job(connection, found[0], self.owner, now + self.lease_s)
+        return found[0]
 
     async def _execute(self, job: dict[str, Any]) -> None:
         loop = self.loops[job["loop_id"]]
@@ -112,16 +139,27 @@ class Workers:
         except LoopEngineError as exc:
             outcome, error = "failed", str(exc)
         finally:
-            del self.running[job["id"]]
+            self.running.pop(job["id"], None)
             self._idle.set()
         now = self.clock()
-        await self.store.write(
-            lambda c: queue.finish_job(
-                c, job["id"], outcome=outcome, execution_id=execution_id, now=now, reason=error
-            )
-        )
         fields = {"loop": loop.id, "job": job["id"], "execution": execution_id}
-        self.log.line("end", error or "", **fields, outcome=outcome)
+        if job["id"] in self.lost:
+            self.lost.discard(job["id"])
+            self.log.line("lost", "the lease passed to another daemon", **fields)
+            return
+        finish = partial(
+            queue.finish_job,
+            job_id=job["id"],
+            owner=self.owner,
+            outcome=outcome,
+            execution_id=execution_id,
+            now=now,
+            reason=error,
+        )
+        if await self.store.write(finish):
+            self.log.line("end", error or "", **fields, outcome=outcome)
+        else:
+            self.log.line("lost", "the lease passed to another daemon", **fields)
 
     async def _run(
         self, job: dict[str, Any], loop: Loop, envelope: JobEnvelope
@@ -150,9 +188,12 @@ class Workers:
                 continue
             until = self.clock() + self.lease_s
             ids = list(self.running)
-            cancel = await self.store.write(
+            cancel, lost = await self.store.write(
                 partial(queue.renew_leases, owner=self.owner, job_ids=ids, lease_until=until)
             )
-            for job_id in cancel:
+            for job_id in lost:
+                self.lost.add(job_id)
+                self.engine.abandon(job_id)
+            for job_id in cancel | lost:
                 if (scope := self.running.get(job_id)) is not None:
                     scope.cancel()

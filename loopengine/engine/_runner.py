@@ -81,11 +81,19 @@ class Engine:
         self.on_commit = on_commit
         self.record = record
         self.abandoning = False
+        self._abandoned_jobs: set[str] = set()
 
-    def abandon(self) -> None:
-        """From now on, a cancelled execution is left as it is (to be resumed from its last
-        committed phase) instead of being recorded as ``cancelled``: a daemon shutting down."""
-        self.abandoning = True
+    def abandon(self, job_id: str | None = None) -> None:
+        """Leave cancelled executions as they are, to be resumed from their last committed phase,
+        instead of recording them as ``cancelled``: every one from now on (a daemon shutting
+        down), or the one running ``job_id`` (its lease passed to another daemon)."""
+        if job_id is None:
+            self.abandoning = True
+        else:
+            self._abandoned_jobs.add(job_id)
+
+    def _abandoned(self, run: Run) -> bool:
+        return self.abandoning or run.envelope.job_id in self._abandoned_jobs
 
     def recorder(self, loop: Loop, *, resumed: bool = False) -> Journal:
         """How this engine keeps executions of ``loop``."""
@@ -240,10 +248,12 @@ class Engine:
         try:
             return await self._drive(run, recorder, start)
         except anyio.get_cancelled_exc_class():
-            if not run.finishing and not self.abandoning:
+            if not run.finishing and not self._abandoned(run):
                 with anyio.CancelScope(shield=True):
                     await self.finish(run, recorder, Outcome.CANCELLED, [], "cancelled")
             raise
+        finally:
+            self._abandoned_jobs.discard(run.envelope.job_id)
 
     async def _drive(self, run: Run, recorder: Journal, start: int) -> ExecutionDone:
         outcome: Outcome | None = None

@@ -47,31 +47,35 @@ __all__ = [
     "queue_depth",
     "release_jobs",
     "renew_leases",
-    "request_cancel",
+    "replace_jobs",
+    "running_by_loop",
     "running_owners",
     "save_daemon",
     "save_trigger_state",
     "stop_daemon",
+    "trigger_state_of",
     "unpause",
 ]
 
 QUEUED, RUNNING, DONE, SKIPPED = "queued", "running", "done", "skipped"
 
 
+def _insert(connection: sa.Connection, table: sa.Table) -> Any:
+    """The dialect's ``INSERT`` (both have ``ON CONFLICT``); PostgreSQL's loads only there."""
+    if connection.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+
+        return postgresql_insert(table)
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return sqlite_insert(table)
+
+
 def _insert_ignoring_conflict(
     connection: sa.Connection, table: sa.Table, row: Mapping[str, Any]
 ) -> bool:
     """Insert ``row`` unless a unique key already holds it; whether this insert won."""
-    statement: Any
-    if connection.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-
-        statement = postgresql_insert(table)
-    else:
-        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
-        statement = sqlite_insert(table)
-    result = connection.execute(statement.values(**row).on_conflict_do_nothing())
+    result = connection.execute(_insert(connection, table).values(**row).on_conflict_do_nothing())
     return bool(result.rowcount)
 
 
@@ -109,27 +113,53 @@ def queue_depth(connection: sa.Connection) -> dict[str, int]:
     return {QUEUED: int(counts.get(QUEUED, 0)), RUNNING: int(counts.get(RUNNING, 0))}
 
 
-def request_cancel(connection: sa.Connection, loop_id: str) -> int:
-    """Ask the workers running ``loop_id`` to cancel (``on_overlap: replace``)."""
-    query = (
+def replace_jobs(connection: sa.Connection, loop_id: str, now: float) -> None:
+    """Make way for a newer fire of ``loop_id`` (``on_overlap: replace``): its queued jobs are
+    dropped as replaced, and the workers running it are asked to cancel."""
+    connection.execute(
+        jobs.update()
+        .where(jobs.c.loop_id == loop_id, jobs.c.status == QUEUED)
+        .values(status=SKIPPED, reason="replaced by a newer fire", finished_at=now)
+    )
+    connection.execute(
         jobs.update()
         .where(jobs.c.loop_id == loop_id, jobs.c.status == RUNNING)
         .values(cancel_requested=True)
     )
-    return int(connection.execute(query).rowcount)
 
 
-def claimable(connection: sa.Connection, now: float, limit: int) -> list[dict[str, Any]]:
-    """Jobs a worker may take, oldest first: queued and due, or running under an expired lease
-    (their daemon died). Locked rows are skipped on PostgreSQL, so daemons never wait on each
-    other; SQLite's ``BEGIN IMMEDIATE`` already serialises claims."""
-    ready = sa.or_(
-        sa.and_(jobs.c.status == QUEUED, jobs.c.not_before <= now),
-        sa.and_(jobs.c.status == RUNNING, jobs.c.lease_until < now),
+def running_by_loop(connection: sa.Connection) -> dict[str, int]:
+    """Running jobs per loop (a loop at its ``concurrency.max`` takes no other job)."""
+    query = (
+        sa.select(jobs.c.loop_id, sa.func.count())
+        .where(jobs.c.status == RUNNING)
+        .group_by(jobs.c.loop_id)
+    )
+    return {loop_id: int(count) for loop_id, count in connection.execute(query).tuples()}
+
+
+def claimable(
+    connection: sa.Connection,
+    now: float,
+    limit: int,
+    *,
+    owner: str,
+    loop_ids: Iterable[str],
+    stale_only: bool = False,
+) -> list[dict[str, Any]]:
+    """Jobs of ``loop_ids`` a worker may take, oldest first: queued and due, or running under an
+    expired lease another owner held (its daemon died). Locked rows are skipped on PostgreSQL,
+    so daemons never wait on each other; SQLite's ``BEGIN IMMEDIATE`` already serialises
+    claims."""
+    stale = sa.and_(jobs.c.status == RUNNING, jobs.c.lease_until < now, jobs.c.owner != owner)
+    ready = (
+        stale
+        if stale_only
+        else sa.or_(sa.and_(jobs.c.status == QUEUED, jobs.c.not_before <= now), stale)
     )
     query = (
         sa.select(jobs)
-        .where(ready)
+        .where(ready, jobs.c.loop_id.in_(list(loop_ids)))
         .order_by(jobs.c.created_at)
         .limit(limit)
         .with_for_update(skip_locked=True)
@@ -154,32 +184,34 @@ def claim_job(
 
 def renew_leases(
     connection: sa.Connection, owner: str, job_ids: Iterable[str], lease_until: float
-) -> set[str]:
-    """Extend the leases ``owner`` holds; the ids whose cancellation was requested."""
+) -> tuple[set[str], set[str]]:
+    """Extend the leases ``owner`` holds; the ids whose cancellation was requested, and the ids
+    whose lease ``owner`` lost (another daemon took the job over after it expired)."""
     wanted = list(job_ids)
     if not wanted:
-        return set()
-    connection.execute(
-        jobs.update()
-        .where(jobs.c.id.in_(wanted), jobs.c.owner == owner, jobs.c.status == RUNNING)
-        .values(lease_until=lease_until)
-    )
-    query = sa.select(jobs.c.id).where(jobs.c.id.in_(wanted), jobs.c.cancel_requested)
-    return set(connection.execute(query).scalars())
+        return set(), set()
+    held = (jobs.c.id.in_(wanted), jobs.c.owner == owner, jobs.c.status == RUNNING)
+    connection.execute(jobs.update().where(*held).values(lease_until=lease_until))
+    query = sa.select(jobs.c.id, jobs.c.cancel_requested).where(*held)
+    rows = connection.execute(query).tuples().all()
+    lost = set(wanted) - {job_id for job_id, _ in rows}
+    return {job_id for job_id, cancel in rows if cancel}, lost
 
 
 def finish_job(
     connection: sa.Connection,
     job_id: str,
     *,
+    owner: str,
     outcome: str,
     execution_id: str | None,
     now: float,
     reason: str | None = None,
-) -> None:
-    connection.execute(
+) -> bool:
+    """Record how ``owner``'s job ended; False when ``owner`` no longer holds it."""
+    result = connection.execute(
         jobs.update()
-        .where(jobs.c.id == job_id)
+        .where(jobs.c.id == job_id, jobs.c.owner == owner, jobs.c.status == RUNNING)
         .values(
             status=DONE,
             outcome=outcome,
@@ -189,6 +221,7 @@ def finish_job(
             lease_until=None,
         )
     )
+    return bool(result.rowcount)
 
 
 def running_owners(connection: sa.Connection) -> set[str]:
@@ -284,12 +317,22 @@ def load_trigger_states(connection: sa.Connection) -> dict[tuple[str, str], dict
     return {(row["loop_id"], row["trigger_id"]): dict(row) for row in rows}
 
 
-def save_trigger_state(connection: sa.Connection, row: Mapping[str, Any]) -> None:
-    key = (trigger_states.c.loop_id == row["loop_id"]) & (
-        trigger_states.c.trigger_id == row["trigger_id"]
+def trigger_state_of(connection: sa.Connection, loop_id: str, trigger_id: str) -> str | None:
+    """A threshold trigger's saved state, its row locked until the transaction ends (PostgreSQL:
+    two daemons deciding on one trigger take turns)."""
+    query = (
+        sa.select(trigger_states.c.state)
+        .where(trigger_states.c.loop_id == loop_id, trigger_states.c.trigger_id == trigger_id)
+        .with_for_update()
     )
-    if not connection.execute(trigger_states.update().where(key).values(**row)).rowcount:
-        connection.execute(trigger_states.insert().values(**row))
+    return connection.execute(query).scalar()
+
+
+def save_trigger_state(connection: sa.Connection, row: Mapping[str, Any]) -> None:
+    statement = _insert(connection, trigger_states).values(**row)
+    keys = ("loop_id", "trigger_id")
+    changes = {name: value for name, value in row.items() if name not in keys}
+    connection.execute(statement.on_conflict_do_update(index_elements=keys, set_=changes))
 
 
 def save_daemon(connection: sa.Connection, row: Mapping[str, Any]) -> None:

@@ -1,0 +1,213 @@
+"""The cron scheduler with 10,000 loops, next to APScheduler 3 on the same cron set.
+
+Goals (issue "The daemon", 2-core machine): fire lateness p99 < 100 ms, idle CPU < 1 %, RSS below
+APScheduler's. Both sides persist each fire in SQLite (loopengine writes the slot and its job;
+APScheduler's SQLAlchemy job store writes the job's next run time), run in fresh processes, side
+by side round by round. Lateness is measured when the fire is handed over (loopengine: the slot
+row committed with its job; APScheduler: the job submitted to its executor).
+
+    python bench/scheduler.py [--loops 10000] [--window 20] [--rounds 3]
+
+``load``: every loop fires every five minutes at its own second (~33 fires/s). ``idle``: every
+loop fires once a year; CPU is measured over the window, when nothing is due.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+LATENESS_P99_TARGET_MS = 100.0
+IDLE_CPU_TARGET = 1.0
+
+
+def expression(index: int, mode: str) -> str:
+    """Loop ``index``'s schedule: six fields, seconds first."""
+    if mode == "idle":
+        return "0 0 0 1 1 *"
+    return f"{index % 60} {(index // 60) % 5}-59/5 * * * *"
+
+
+def rss_mib() -> float:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else float("nan")
+
+
+async def loopengine_side(loops: int, mode: str, window: float, folder: Path) -> dict[str, Any]:
+    from loopengine.contract import Config, LoopLoader
+    from loopengine.contract.checks import Env
+    from loopengine.daemon import DaemonLog
+    from loopengine.daemon._scheduler import Scheduler
+    from loopengine.skills.builtin import builtin_registry
+    from loopengine.store import Store
+
+    loader = LoopLoader(Env(builtin_registry(), frozenset(Config().storage)))
+    built = []
+    for index in range(loops):
+        text = (
+            f"id: loop_{index}\n"
+            f'trigger: {{type: cron, config: {{expression: "{expression(index, mode)}", '
+            "catchup: skip}}\n"
+            "decide: {decision_tree: [], fallback_action: log_only}\n"
+        )
+        report = loader.load_text(text, f"loop_{index}.yaml")
+        assert report.loop is not None, report.diagnostics
+        built.append(report.loop)
+    url = f"sqlite:///{folder / 'loopengine.db'}?synchronous=normal"
+    async with Store.open(url) as store:
+        with open(os.devnull, "w") as devnull:
+            scheduler = Scheduler(store, DaemonLog(devnull), lambda: None)
+            await scheduler.update(built, [])
+            rss = rss_mib()
+            started, cpu = time.time(), time.process_time()
+            async with anyio.create_task_group() as group:
+                group.start_soon(scheduler.run)
+                await anyio.sleep(window)
+                group.cancel_scope.cancel()
+            cpu_share = 100 * (time.process_time() - cpu) / window
+        lateness = await store.read(
+            lambda c: [
+                (recorded - slot) * 1000
+                for slot, recorded in c.exec_driver_sql(
+                    "SELECT scheduled_for, recorded_at FROM ticks WHERE scheduled_for >= ?",
+                    (started,),
+                )
+            ]
+        )
+    return {"lateness_ms": lateness, "cpu_percent": cpu_share, "rss_mib": rss}
+
+
+LATE: list[float] = []
+
+
+def apscheduler_job() -> None:
+    """What every APScheduler job runs: nothing (lateness is taken at submission)."""
+
+
+def apscheduler_side(loops: int, mode: str, window: float, folder: Path) -> dict[str, Any]:
+    import asyncio
+
+    from apscheduler.events import EVENT_JOB_SUBMITTED, JobSubmissionEvent
+    from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
+    from apscheduler.schedulers.asyncio import AsyncIOScheduler
+    from apscheduler.triggers.cron import CronTrigger
+
+    def submitted(event: JobSubmissionEvent) -> None:
+        LATE.append((time.time() - event.scheduled_run_times[0].timestamp()) * 1000)
+
+    async def main() -> dict[str, Any]:
+        store = SQLAlchemyJobStore(url=f"sqlite:///{folder / 'apscheduler.db'}")
+        scheduler = AsyncIOScheduler(jobstores={"default": store}, timezone="UTC")
+        scheduler.add_listener(submitted, EVENT_JOB_SUBMITTED)
+        for index in range(loops):
+            second, minute, *rest = expression(index, mode).split()
+            trigger = CronTrigger(
+                second=second, minute=minute, hour=rest[0], day=rest[1], month=rest[2],
+                timezone="UTC",
+            )
+            scheduler.add_job(
+                apscheduler_job, trigger, id=f"loop_{index}", coalesce=True,
+                misfire_grace_time=None, max_instances=1,
+            )
+        scheduler.start()
+        await asyncio.sleep(1.0)
+        LATE.clear()
+        rss = rss_mib()
+        cpu = time.process_time()
+        await asyncio.sleep(window)
+        cpu_share = 100 * (time.process_time() - cpu) / window
+        scheduler.shutdown(wait=False)
+        return {"lateness_ms": list(LATE), "cpu_percent": cpu_share, "rss_mib": rss}
+
+    return asyncio.run(main())
+
+
+def child(side: str, loops: int, mode: str, window: float) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        if side == "loopengine":
+            result = anyio.run(loopengine_side, loops, mode, window, Path(tmp))
+        else:
+            result = apscheduler_side(loops, mode, window, Path(tmp))
+    print(json.dumps(result))
+
+
+def measure(side: str, loops: int, mode: str, window: float) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", side, "--loops", str(loops), "--mode", mode,
+         "--window", str(window)],
+        capture_output=True, text=True, check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"{side} {mode} failed:\n{done.stdout}{done.stderr}")
+    return dict(json.loads(done.stdout.splitlines()[-1]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--loops", type=int, default=10_000)
+    parser.add_argument("--window", type=float, default=20.0, help="seconds measured per run")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--child", choices=("loopengine", "apscheduler"), help=argparse.SUPPRESS)
+    parser.add_argument("--mode", choices=("load", "idle"), default="load", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.loops, args.mode, args.window)
+        return
+    sides = ("loopengine", "apscheduler")
+    results: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for _ in range(args.rounds):
+        for mode in ("load", "idle"):
+            for side in sides:
+                results.setdefault((side, mode), []).append(
+                    measure(side, args.loops, mode, args.window)
+                )
+    print(
+        f"{args.loops:,} cron loops, {args.window:g} s windows, medians of {args.rounds} rounds "
+        "(sides interleaved, fresh processes, both persisted in SQLite)"
+    )
+    figures: dict[str, dict[str, float]] = {}
+    for side in sides:
+        load, idle = results[(side, "load")], results[(side, "idle")]
+        late = [run["lateness_ms"] for run in load]
+        figures[side] = {
+            "fires": statistics.median(len(values) for values in late),
+            "p50": statistics.median(percentile(values, 0.50) for values in late),
+            "p99": statistics.median(percentile(values, 0.99) for values in late),
+            "busy_cpu": statistics.median(run["cpu_percent"] for run in load),
+            "idle_cpu": statistics.median(run["cpu_percent"] for run in idle),
+            "rss": statistics.median(run["rss_mib"] for run in load),
+        }
+        f = figures[side]
+        print(
+            f"  {side:<12} fires/window {f['fires']:6.0f}   lateness p50 {f['p50']:7.1f} ms   "
+            f"p99 {f['p99']:7.1f} ms   CPU under load {f['busy_cpu']:5.1f} %   "
+            f"idle CPU {f['idle_cpu']:5.2f} %   RSS {f['rss']:6.1f} MiB"
+        )
+    ours, anchor = figures["loopengine"], figures["apscheduler"]
+    print(
+        f"goals: p99 < {LATENESS_P99_TARGET_MS:g} ms: "
+        f"{'ok' if ours['p99'] < LATENESS_P99_TARGET_MS else 'MISSED'} "
+        f"({ours['p99'] / anchor['p99']:.2f}x APScheduler)   "
+        f"idle CPU < {IDLE_CPU_TARGET:g} %: {'ok' if ours['idle_cpu'] < IDLE_CPU_TARGET else 'MISSED'}   "
+        f"RSS below APScheduler's: {'ok' if ours['rss'] < anchor['rss'] else 'MISSED'} "
+        f"({ours['rss'] / anchor['rss']:.2f}x)"
+    )
+
+
+if __name__ == "__main__":
+    main()
