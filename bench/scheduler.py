@@ -117,12 +117,20 @@ def apscheduler_side(loops: int, mode: str, window: float, folder: Path) -> dict
         for index in range(loops):
             second, minute, *rest = expression(index, mode).split()
             trigger = CronTrigger(
-                second=second, minute=minute, hour=rest[0], day=rest[1], month=rest[2],
+                second=second,
+                minute=minute,
+                hour=rest[0],
+                day=rest[1],
+                month=rest[2],
                 timezone="UTC",
             )
             scheduler.add_job(
-                apscheduler_job, trigger, id=f"loop_{index}", coalesce=True,
-                misfire_grace_time=None, max_instances=1,
+                apscheduler_job,
+                trigger,
+                id=f"loop_{index}",
+                coalesce=True,
+                misfire_grace_time=None,
+                max_instances=1,
             )
         scheduler.start()
         await asyncio.sleep(1.0)
@@ -148,9 +156,21 @@ def child(side: str, loops: int, mode: str, window: float) -> None:
 
 def measure(side: str, loops: int, mode: str, window: float) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, __file__, "--child", side, "--loops", str(loops), "--mode", mode,
-         "--window", str(window)],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            side,
+            "--loops",
+            str(loops),
+            "--mode",
+            mode,
+            "--window",
+            str(window),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if done.returncode != 0:
         raise SystemExit(f"{side} {mode} failed:\n{done.stdout}{done.stderr}")

@@ -98,7 +98,7 @@ def job_counts(connection: sa.Connection, loop_id: str) -> tuple[int, int]:
         .where(jobs.c.loop_id == loop_id, jobs.c.status.in_((QUEUED, RUNNING)))
         .group_by(jobs.c.status)
     )
-    counts: dict[str, int] = dict(connection.execute(query).tuples().all())
+    counts: dict[str, int] = dict(connection.execute(query).all())
     return int(counts.get(RUNNING, 0)), int(counts.get(QUEUED, 0))
 
 
@@ -109,7 +109,7 @@ def queue_depth(connection: sa.Connection) -> dict[str, int]:
         .where(jobs.c.status.in_((QUEUED, RUNNING)))
         .group_by(jobs.c.status)
     )
-    counts: dict[str, int] = dict(connection.execute(query).tuples().all())
+    counts: dict[str, int] = dict(connection.execute(query).all())
     return {QUEUED: int(counts.get(QUEUED, 0)), RUNNING: int(counts.get(RUNNING, 0))}
 
 
@@ -135,7 +135,7 @@ def running_by_loop(connection: sa.Connection) -> dict[str, int]:
         .where(jobs.c.status == RUNNING)
         .group_by(jobs.c.loop_id)
     )
-    return {loop_id: int(count) for loop_id, count in connection.execute(query).tuples()}
+    return {loop_id: int(count) for loop_id, count in connection.execute(query)}
 
 
 def claimable(
@@ -193,7 +193,7 @@ def renew_leases(
     held = (jobs.c.id.in_(wanted), jobs.c.owner == owner, jobs.c.status == RUNNING)
     connection.execute(jobs.update().where(*held).values(lease_until=lease_until))
     query = sa.select(jobs.c.id, jobs.c.cancel_requested).where(*held)
-    rows = connection.execute(query).tuples().all()
+    rows = connection.execute(query).all()
     lost = set(wanted) - {job_id for job_id, _ in rows}
     return {job_id for job_id, cancel in rows if cancel}, lost
 
@@ -269,7 +269,7 @@ def unpause(connection: sa.Connection, loop_id: str) -> bool:
 def paused(connection: sa.Connection) -> dict[str, float]:
     """Paused loops and since when."""
     rows = connection.execute(sa.select(paused_loops.c.loop_id, paused_loops.c.paused_at))
-    return {loop_id: float(at) for loop_id, at in rows.tuples()}
+    return {loop_id: float(at) for loop_id, at in rows}
 
 
 def cursor(connection: sa.Connection, name: str) -> int:
