@@ -325,3 +325,9 @@ class Store(PhaseSettings):
 
     artifacts: list[Artifact] = Field(default_factory=list)
     audit_trail: AuditTrail = AuditTrail()
+    retention_days: float | None = Field(
+        None,
+        gt=0,
+        description="The daemon prunes this loop's finished executions (phases, job, approval) "
+        "and its done jobs and cron slots older than this; the audit trail is kept.",
+    )

@@ -28,12 +28,14 @@ from loopengine.errors import ContractError, LoopEngineError
 from loopengine.runtime import Runtime, open_runtime
 from loopengine.store import iso, new_id, queue
 
-__all__ = ["RELOAD_S", "TIMERS_S", "run_daemon"]
+__all__ = ["PRUNE_S", "RELOAD_S", "TIMERS_S", "run_daemon"]
 
 RELOAD_S = 1.0
 """How often the loops folder is scanned for edits."""
 TIMERS_S = 5.0
-"""How often approval deadlines and artifact retention are checked."""
+"""How often approval deadlines are checked."""
+PRUNE_S = 300.0
+"""How often what is past its retention is pruned."""
 
 
 class _Daemon:
@@ -78,20 +80,33 @@ class _Daemon:
                 await self.apply(changes)
 
     async def timers(self) -> None:
+        """Approval deadlines every ``TIMERS_S``; retention every ``PRUNE_S`` (from the start)."""
+        pruned = 0.0
         while True:
-            try:
-                for execution_id in await escalate_overdue(
-                    self.runtime.engine, self.runtime.load_loop
-                ):
-                    self.log.line("escalate", "approval window closed", execution=execution_id)
-                for artifact in await self.store.write(
-                    lambda c: queue.prune_artifacts(c, time.time())
-                ):
-                    _remove_file(artifact)
-                    self.log.line("prune", loop=artifact["loop_id"], artifact=artifact["name"])
-            except LoopEngineError as exc:
-                self.log.line("error", str(exc))
+            for execution_id in await escalate_overdue(self.runtime.engine, self.runtime.load_loop):
+                self.log.line("escalate", "approval window closed", execution=execution_id)
+            if time.monotonic() - pruned >= PRUNE_S or not pruned:
+                await self.prune()
+                pruned = time.monotonic()
             await anyio.sleep(TIMERS_S)
+
+    async def prune(self) -> None:
+        """Forget what is past its retention: artifacts (``retention_days``), and a loop's
+        executions, jobs and slots (``store.retention_days``)."""
+        now = time.time()
+        for artifact in await self.store.write(lambda c: queue.prune_artifacts(c, now)):
+            _remove_file(artifact)
+            self.log.line("prune", loop=artifact["loop_id"], artifact=artifact["name"])
+        for loop in list(self.folder.loops.values()):
+            days = loop.spec.store.retention_days if loop.spec.store else None
+            if days is None:
+                continue
+            before = now - days * 86_400
+            removed = await self.store.write(
+                partial(queue.prune_loop, loop_id=loop.id, before=before)
+            )
+            if removed:
+                self.log.line("prune", f"{removed} executions past retention", loop=loop.id)
 
     def status_row(self) -> dict[str, Any]:
         fires = self.scheduler.next_fires()

@@ -14,13 +14,17 @@ from typing import Any
 import sqlalchemy as sa
 
 from loopengine.store._tables import (
+    approvals,
     artifacts,
     cursors,
     daemons,
+    envelopes,
     events,
+    executions,
     jobs,
     metrics,
     paused_loops,
+    phase_results,
     ticks,
     trigger_states,
 )
@@ -44,6 +48,7 @@ __all__ = [
     "pause",
     "paused",
     "prune_artifacts",
+    "prune_loop",
     "queue_depth",
     "release_jobs",
     "renew_leases",
@@ -355,6 +360,45 @@ def active_daemons(connection: sa.Connection, since: float) -> list[dict[str, An
         .order_by(daemons.c.started_at)
     )
     return [dict(row) for row in connection.execute(query).mappings()]
+
+
+def prune_loop(connection: sa.Connection, loop_id: str, before: float) -> int:
+    """Forget ``loop_id``'s finished executions started before ``before`` (with their phase
+    results, envelopes and approvals), its ended jobs and its cron slots, except each trigger's
+    latest (where catch-up starts). The number of executions removed."""
+    old = (
+        sa.select(executions.c.id)
+        .where(
+            executions.c.loop_id == loop_id,
+            executions.c.started_at < before,
+            executions.c.status.notin_(("running", "interrupted", "waiting")),
+        )
+        .scalar_subquery()
+    )
+    for table in (phase_results, envelopes, approvals):
+        connection.execute(table.delete().where(table.c.execution_id.in_(old)))
+    removed = connection.execute(executions.delete().where(executions.c.id.in_(old))).rowcount
+    connection.execute(
+        jobs.delete().where(
+            jobs.c.loop_id == loop_id,
+            jobs.c.created_at < before,
+            jobs.c.status.in_((DONE, SKIPPED)),
+        )
+    )
+    latest = (
+        sa.select(ticks.c.trigger_id, sa.func.max(ticks.c.scheduled_for))
+        .where(ticks.c.loop_id == loop_id)
+        .group_by(ticks.c.trigger_id)
+    )
+    for trigger_id, last in connection.execute(latest).all():
+        connection.execute(
+            ticks.delete().where(
+                ticks.c.loop_id == loop_id,
+                ticks.c.trigger_id == trigger_id,
+                ticks.c.scheduled_for < min(before, last),
+            )
+        )
+    return int(removed)
 
 
 def prune_artifacts(connection: sa.Connection, now: float) -> list[dict[str, Any]]:

@@ -1,0 +1,130 @@
+"""The queue's repository: leases held by one owner, and retention that keeps what catch-up and
+running work still need."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import sqlalchemy as sa
+
+from loopengine.store import ExecutionRow, PhaseResult, Store, executions, queue
+from loopengine.testing import memory_store
+
+DAY = 86_400.0
+
+
+def scenario(steps: Callable[[Store], Any]) -> Any:
+    async def main() -> Any:
+        async with memory_store() as store:
+            return await steps(store)
+
+    return asyncio.run(main())
+
+
+def job(job_id: str, loop_id: str = "tick", created_at: float = 0.0) -> dict[str, Any]:
+    return {
+        "id": job_id,
+        "loop_id": loop_id,
+        "trigger": {"type": "manual"},
+        "envelope": {},
+        "idempotency_key": job_id,
+        "status": queue.QUEUED,
+        "not_before": created_at,
+        "created_at": created_at,
+    }
+
+
+def test_a_lease_taken_over_is_reported_lost_and_cannot_be_finished() -> None:
+    async def steps(store: Store) -> tuple[Any, ...]:
+        await store.write(lambda c: queue.insert_job(c, job("j1")))
+        await store.write(lambda c: queue.claim_job(c, job("j1"), "a", 10.0))
+        stale = await store.write(
+            lambda c: queue.claimable(c, 11.0, 5, owner="b", loop_ids=["tick"])
+        )
+        await store.write(lambda c: queue.claim_job(c, stale[0], "b", 40.0))
+        renewed = await store.write(lambda c: queue.renew_leases(c, "a", ["j1"], 50.0))
+        finished = await store.write(
+            lambda c: queue.finish_job(
+                c, "j1", owner="a", outcome="completed", execution_id=None, now=12.0
+            )
+        )
+        return [j["id"] for j in stale], renewed, finished
+
+    stale, renewed, finished = scenario(steps)
+    assert stale == ["j1"]
+    assert renewed == (set(), {"j1"})
+    assert finished is False
+
+
+def test_an_owner_does_not_claim_its_own_expired_lease() -> None:
+    async def steps(store: Store) -> list[dict[str, Any]]:
+        await store.write(lambda c: queue.insert_job(c, job("j1")))
+        await store.write(lambda c: queue.claim_job(c, job("j1"), "a", 10.0))
+        return await store.write(
+            lambda c: queue.claimable(c, 11.0, 5, owner="a", loop_ids=["tick"])
+        )
+
+    assert scenario(steps) == []
+
+
+def _execution(execution_id: str, started_at: float, status: str) -> ExecutionRow:
+    return ExecutionRow(
+        id=execution_id,
+        loop_id="tick",
+        loop_version="v",
+        loop_file="tick.yaml",
+        status=status,
+        job_id=execution_id,
+        trigger_type="cron",
+        durability="phase",
+        dry_run=False,
+        started_at=started_at,
+    )
+
+
+def test_retention_prunes_old_finished_work_and_keeps_the_rest() -> None:
+    now = 100 * DAY
+
+    def fill(connection: sa.Connection) -> None:
+        for execution_id, started, status in (
+            ("old", now - 30 * DAY, "finished"),
+            ("old_running", now - 30 * DAY, "running"),
+            ("recent", now - DAY, "finished"),
+        ):
+            executions.insert_execution(connection, _execution(execution_id, started, status))
+            executions.insert_phases(
+                connection, [PhaseResult("detect", started, started, True).row(execution_id, 0)]
+            )
+        for slot in (now - 30 * DAY, now - 20 * DAY):
+            queue.insert_tick(
+                connection,
+                {
+                    "loop_id": "tick",
+                    "trigger_id": "cron",
+                    "scheduled_for": slot,
+                    "status": "missed",
+                    "reason": "r",
+                    "job_id": None,
+                    "recorded_at": slot,
+                },
+            )
+
+    async def steps(store: Store) -> tuple[Any, ...]:
+        await store.write(fill)
+        removed = await store.write(lambda c: queue.prune_loop(c, "tick", now - 7 * DAY))
+
+        def left(connection: sa.Connection) -> tuple[Any, ...]:
+            ids = connection.exec_driver_sql("SELECT id FROM executions ORDER BY id").scalars()
+            phases = connection.exec_driver_sql("SELECT count(*) FROM phase_results").scalar()
+            slots = connection.exec_driver_sql("SELECT scheduled_for FROM ticks").scalars()
+            return list(ids), phases, list(slots)
+
+        return removed, *(await store.read(left))
+
+    removed, ids, phases, slots = scenario(steps)
+    assert removed == 1
+    assert ids == ["old_running", "recent"]
+    assert phases == 2
+    assert slots == [now - 20 * DAY]
