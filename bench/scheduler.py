@@ -57,6 +57,7 @@ async def loopengine_side(loops: int, mode: str, window: float, folder: Path) ->
     from loopengine.store import Store
 
     loader = LoopLoader(Env(builtin_registry(), frozenset(Config().storage)))
+    before = rss_mib()
     built = []
     for index in range(loops):
         text = (
@@ -68,6 +69,7 @@ async def loopengine_side(loops: int, mode: str, window: float, folder: Path) ->
         report = loader.load_text(text, f"loop_{index}.yaml")
         assert report.loop is not None, report.diagnostics
         built.append(report.loop)
+    definitions = rss_mib()
     url = f"sqlite:///{folder / 'loopengine.db'}?synchronous=normal"
     async with Store.open(url) as store:
         with open(os.devnull, "w") as devnull:
@@ -89,7 +91,12 @@ async def loopengine_side(loops: int, mode: str, window: float, folder: Path) ->
                 )
             ]
         )
-    return {"lateness_ms": lateness, "cpu_percent": cpu_share, "rss_mib": rss}
+    return {
+        "lateness_ms": lateness,
+        "cpu_percent": cpu_share,
+        "rss_mib": rss,
+        "definitions_mib": definitions - before,
+    }
 
 
 LATE: list[float] = []
@@ -211,12 +218,14 @@ def main() -> None:
             "busy_cpu": statistics.median(run["cpu_percent"] for run in load),
             "idle_cpu": statistics.median(run["cpu_percent"] for run in idle),
             "rss": statistics.median(run["rss_mib"] for run in load),
+            "definitions": statistics.median(run.get("definitions_mib", 0.0) for run in load),
         }
         f = figures[side]
         print(
             f"  {side:<12} fires/window {f['fires']:6.0f}   lateness p50 {f['p50']:7.1f} ms   "
             f"p99 {f['p99']:7.1f} ms   CPU under load {f['busy_cpu']:5.1f} %   "
             f"idle CPU {f['idle_cpu']:5.2f} %   RSS {f['rss']:6.1f} MiB"
+            + (f" (loop definitions {f['definitions']:.1f} MiB)" if f["definitions"] else "")
         )
     ours, anchor = figures["loopengine"], figures["apscheduler"]
     print(

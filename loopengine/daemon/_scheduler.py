@@ -7,6 +7,7 @@ by the trigger's catch-up policy when it is next due.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import time
 from collections.abc import Callable, Iterable
@@ -17,7 +18,7 @@ import anyio
 import sqlalchemy as sa
 
 from loopengine.contract import Loop
-from loopengine.daemon._intake import Firing, enqueue, record_slot
+from loopengine.daemon._intake import Firing, Intake, enqueue, record_slot
 from loopengine.daemon._log import DaemonLog
 from loopengine.daemon._loops import triggers_of
 from loopengine.store import Store, iso, queue
@@ -27,6 +28,13 @@ __all__ = ["MAX_SLOTS", "Scheduler"]
 
 MAX_SLOTS = 1_000
 """Most missed slots decided one by one after downtime; older ones share one summary row."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _schedule(expression: str, timezone: str) -> CronSchedule:
+    """Loops that share a schedule share its parsed form (immutable), which is most of what a
+    cron trigger costs in memory."""
+    return CronSchedule.parse(expression, timezone)
 
 
 @dataclass(slots=True)
@@ -85,7 +93,7 @@ class Scheduler:
             )
             now = self.clock()
             for loop, trigger_id, config in wanted:
-                schedule = CronSchedule.parse(config.expression, config.timezone)
+                schedule = _schedule(config.expression, config.timezone)
                 last = lasts[(loop.id, trigger_id)]
                 entry = _Entry(
                     loop, trigger_id, config, schedule, now if last is None else last, 0, 0, now
@@ -103,18 +111,27 @@ class Scheduler:
     async def run(self) -> None:
         while True:
             self._changed = anyio.Event()
-            delay = self._heap[0][0] - self.clock() if self._heap else 3600.0
+            now = self.clock()
+            delay = self._heap[0][0] - now if self._heap else 3600.0
             if delay > 0:
                 with anyio.move_on_after(delay):
                     await self._changed.wait()
                 continue
-            due, _, key = heapq.heappop(self._heap)
-            entry = self.entries.get(key)
-            if entry is None or entry.due != due:
-                continue
-            await self._fire(entry)
-            self._plan_next(entry, max(entry.last, entry.slot))
-            heapq.heappush(self._heap, (entry.due, self._count(), key))
+            due: list[_Entry] = []
+            while self._heap and self._heap[0][0] <= now:
+                at, _, key = heapq.heappop(self._heap)
+                entry = self.entries.get(key)
+                if entry is not None and entry.due == at:
+                    due.append(entry)
+            try:
+                await self._fire(due)
+            except BaseException:
+                for entry in due:  # decided again on the next run
+                    heapq.heappush(self._heap, (entry.due, self._count(), entry.key))
+                raise
+            for entry in due:
+                self._plan_next(entry, max(entry.last, entry.slot))
+                heapq.heappush(self._heap, (entry.due, self._count(), entry.key))
 
     def _count(self) -> int:
         self._pushes += 1
@@ -168,45 +185,39 @@ class Scheduler:
             old = old[:1]
         return decision.run, [(fire.at, reason) for fire in old] + list(decision.not_run)
 
-    async def _fire(self, entry: _Entry) -> None:
-        """Decide every slot since the last decided one and write each, run or not."""
+    async def _fire(self, entries: list[_Entry]) -> None:
+        """Decide every slot since the last decided one of each entry now due, and write them
+        all in one transaction, run or not (many loops often share an instant)."""
         now = self.clock()
-        decided_run, not_run = self._decide(entry, now)
-        if not (decided_run or not_run):
+        firings: list[tuple[_Entry, Firing, str | None]] = []
+        lasts = {}
+        for entry in entries:
+            decided_run, not_run = self._decide(entry, now)
+            firings += [(entry, self._firing(entry, slot), None) for slot in decided_run]
+            firings += [(entry, self._firing(entry, slot), why) for slot, why in not_run]
+            lasts[entry.key] = max([entry.last, *decided_run, *(slot for slot, _ in not_run)])
+        if not firings:
             return
-        firings: list[tuple[Firing, str | None]] = [
-            (self._firing(entry, slot), None) for slot in decided_run
-        ]
-        firings += [(self._firing(entry, slot), why) for slot, why in not_run]
 
-        def write(connection: sa.Connection) -> list[tuple[Firing, str, str | None, str | None]]:
-            paused = entry.loop.id in queue.paused(connection)
+        def write(connection: sa.Connection) -> list[tuple[_Entry, Firing, Intake, str | None]]:
+            paused = queue.paused(connection)
             results = []
-            for firing, why in firings:
+            for entry, firing, why in firings:
                 if why is not None:
-                    status = why.split(":", 1)[0]
-                    intake = record_slot(connection, firing, status, why, now)
+                    intake = record_slot(connection, firing, why.split(":", 1)[0], why, now)
                 else:
-                    intake = enqueue(connection, firing, now, paused=paused)
-                results.append((firing, intake.status, intake.job_id, intake.reason or why))
+                    intake = enqueue(connection, firing, now, paused=entry.loop.id in paused)
+                results.append((entry, firing, intake, why))
             return results
 
         results = await self.store.write(write)
-        entry.last = max([entry.last, *decided_run, *(slot for slot, _ in not_run)])
-        for firing, status, job_id, why in results:
-            slot = iso(firing.slot)
-            if status == queue.QUEUED:
-                self.log.line(
-                    "fire", loop=entry.loop.id, trigger=entry.trigger_id, slot=slot, job=job_id
-                )
-            elif status != "duplicate":
-                self.log.line(
-                    "skip",
-                    why or status,
-                    loop=entry.loop.id,
-                    trigger=entry.trigger_id,
-                    slot=slot,
-                    status=status,
-                )
-        if any(status == queue.QUEUED for _, status, _, _ in results):
+        for entry in entries:
+            entry.last = lasts[entry.key]
+        for entry, firing, intake, why in results:
+            fields = {"loop": entry.loop.id, "trigger": entry.trigger_id, "slot": iso(firing.slot)}
+            if intake.status == queue.QUEUED:
+                self.log.line("fire", **fields, job=intake.job_id)
+            elif intake.status != "duplicate":
+                self.log.line("skip", intake.reason or why or "", **fields, status=intake.status)
+        if any(intake.status == queue.QUEUED for _, _, intake, _ in results):
             self.on_queued()

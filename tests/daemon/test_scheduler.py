@@ -49,7 +49,7 @@ def after_downtime(
                 store, DaemonLog(io.StringIO()), lambda: None, lambda: T0 + down_s
             )
             await scheduler.update([loop], [])
-            await scheduler._fire(scheduler.entries[("tick", "cron")])
+            await scheduler._fire([scheduler.entries[("tick", "cron")]])
             rows = await store.read(
                 lambda c: c.exec_driver_sql(
                     "SELECT scheduled_for - ?, status, reason FROM ticks "
