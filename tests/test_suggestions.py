@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from loopengine._suggestions import did_you_mean, hint
+import pytest
+
+from loopengine._suggestions import did_you_mean, hint, within_two_edits
 
 
 def test_hint_names_the_close_name() -> None:
@@ -29,3 +31,20 @@ def test_did_you_mean_is_empty_when_nothing_is_close() -> None:
 
 def test_did_you_mean_suggests() -> None:
     assert did_you_mean("phse", ["phase", "execution"]) == "; did you mean 'phase'?"
+
+
+@pytest.mark.parametrize(
+    ("name", "other", "expected"),
+    [
+        ("log_onyl", "log_only", True),
+        ("lg_only", "log_only", True),
+        ("log_onlyyy", "log_only", True),
+        ("logonly", "log_only", True),
+        ("log_only", "log_only", False),
+        ("trash", "trash_stale", False),
+        ("notfy", "notify", True),
+        ("xyz", "notify", False),
+    ],
+)
+def test_within_two_edits_spots_typos(name: str, other: str, expected: bool) -> None:
+    assert within_two_edits(name, other) is expected

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
         Store,
         Validate,
     )
+    from loopengine.contract._routing import ActionKey, routed
     from loopengine.contract._schema import compile_schema, config_schema, loop_schema
     from loopengine.contract._triggers import CronTrigger, ThresholdTrigger, WebhookTrigger
     from loopengine.contract._yaml_source import MAX_NODES, Position, YamlDocument, parse_yaml
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "Act": "loopengine.contract._phases",
     "Action": "loopengine.contract._phases",
+    "ActionKey": "loopengine.contract._routing",
     "Aggregation": "loopengine.contract._enums",
     "AnalysisStrategy": "loopengine.contract._enums",
     "Analyze": "loopengine.contract._phases",
@@ -119,6 +121,7 @@ _EXPORTS = {
     "find_loop_files": "loopengine.contract._loader",
     "loop_schema": "loopengine.contract._schema",
     "parse_yaml": "loopengine.contract._yaml_source",
+    "routed": "loopengine.contract._routing",
     "schema_check": "loopengine.contract._documents",
 }
 
@@ -126,6 +129,7 @@ __all__ = [
     "MAX_NODES",
     "Act",
     "Action",
+    "ActionKey",
     "Aggregation",
     "AnalysisStrategy",
     "Analyze",
@@ -181,6 +185,7 @@ __all__ = [
     "loop_schema",
     "loop_validator",
     "parse_yaml",
+    "routed",
     "schema_check",
 ]
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from loopengine._suggestions import did_you_mean, hint
+from loopengine._suggestions import did_you_mean, hint, within_two_edits
 from loopengine.contract._diagnostics import Path
 from loopengine.contract._enums import BuiltinAction
+from loopengine.contract._routing import ActionKey, routed
 from loopengine.contract.checks._walk import Checked, at, walk
 
 __all__ = ["check_actions", "check_unique_names"]
@@ -30,6 +31,52 @@ def _decided(data: Any) -> Iterator[tuple[Path, str]]:
         yield ("decide", "fallback_action"), fallback
 
 
+def _key(action: dict[str, Any]) -> ActionKey:
+    on = action.get("on")
+    tags = [t for t in on if isinstance(t, str)] if isinstance(on, list) else None
+    action_id = action.get("action_id")
+    return (action_id if isinstance(action_id, str) else None), tags
+
+
+def _check_gate(checked: Checked, decided: dict[Path, str], actions: list[dict[str, Any]]) -> None:
+    """The approval gate cannot be bypassed by naming: a decision that falls to the catch-all
+    while it nearly spells a known name is a typo, and a decision the gate does not cover must
+    not run an action a gated decision runs."""
+    keys = [_key(a) for a in actions]
+    gated = {
+        name
+        for _, name in walk(
+            checked.document.data, ("decide", "human_approval", "required_for", "*")
+        )
+        if isinstance(name, str)
+    }
+    known = {k for k, _ in keys if k} | {t for _, on in keys for t in on or ()} | set(BuiltinAction)
+    guarded = {i: name for name in gated for i in routed(name, keys)[0]}
+    for path, name in decided.items():
+        positions, fell = routed(name, keys)
+        typo = fell and bool(positions)
+        near = [k for k in sorted(known) if within_two_edits(name, k)] if typo else []
+        if near:
+            checked.error(
+                path,
+                f"'{name}' is no action, built-in or on: tag, so it would run the catch-all "
+                f"actions; did you mean '{near[0]}'?",
+            )
+            continue
+        if name in gated:
+            continue
+        for position in positions:
+            if position in guarded:
+                action_id = keys[position][0] or f"act.actions[{position}]"
+                checked.error(
+                    path,
+                    f"'{name}' runs action '{action_id}' without the approval that "
+                    f"'{guarded[position]}' requires (human_approval.required_for): add "
+                    f"'{name}' there, or give the action an on: list",
+                )
+                break
+
+
 def check_actions(checked: Checked) -> None:
     data = checked.document.data
     actions = [a for _, a in walk(data, ("act", "actions", "*")) if isinstance(a, dict)]
@@ -45,6 +92,7 @@ def check_actions(checked: Checked) -> None:
             known = ", ".join(sorted(resolvable))
             suggestion = did_you_mean(name, resolvable)
             checked.error(path, f"unknown action '{name}' (known: {known}){suggestion}")
+    _check_gate(checked, decided, actions)
     names = set(decided.values())
     for path, tag in walk(data, ("act", "actions", "*", "on", "*")):
         if isinstance(tag, str) and tag not in names:

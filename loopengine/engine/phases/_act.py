@@ -7,7 +7,7 @@ from functools import partial
 from typing import Any
 
 from loopengine._concurrency import run_all
-from loopengine.contract import Act, Action, BuiltinAction, ExecMode, Outcome
+from loopengine.contract import Act, Action, BuiltinAction, ExecMode, Outcome, routed
 from loopengine.engine._context import publish
 from loopengine.engine._run import Rollback, Run
 from loopengine.engine._services import NO_PARAMS, Services
@@ -21,13 +21,10 @@ __all__ = ["resolve", "run_act"]
 def resolve(spec: Act | None, decided: str) -> tuple[list[Action], str | None]:
     """The actions a decision runs, or the built-in action it names."""
     actions = spec.actions if spec else []
-    if chosen := [a for a in actions if a.action_id == decided]:
-        return chosen, None
-    if tagged := [a for a in actions if a.on and decided in a.on]:
-        return tagged, None
-    if decided in set(BuiltinAction):
+    positions, _ = routed(decided, [(a.action_id, a.on) for a in actions])
+    if not positions and decided in set(BuiltinAction):
         return [], decided
-    return [a for a in actions if a.on is None], None
+    return [actions[i] for i in positions], None
 
 
 def _units(action: Action, run: Run, spec: Act) -> tuple[list[dict[str, Any]], dict[str, Any]]:
