@@ -59,7 +59,14 @@ if TYPE_CHECKING:
     from loopengine.contract._routing import ActionKey, routed
     from loopengine.contract._schema import compile_schema, config_schema, loop_schema
     from loopengine.contract._triggers import CronTrigger, ThresholdTrigger, WebhookTrigger
-    from loopengine.contract._yaml_source import MAX_NODES, Position, YamlDocument, parse_yaml
+    from loopengine.contract._yaml_source import (
+        MAX_BYTES,
+        MAX_DEPTH,
+        MAX_NODES,
+        Position,
+        YamlDocument,
+        parse_yaml,
+    )
 
 _EXPORTS = {
     "Act": "loopengine.contract._phases",
@@ -89,6 +96,8 @@ _EXPORTS = {
     "Loop": "loopengine.contract._loader",
     "LoopLoader": "loopengine.contract._loader",
     "LoopSpec": "loopengine.contract._loop",
+    "MAX_BYTES": "loopengine.contract._yaml_source",
+    "MAX_DEPTH": "loopengine.contract._yaml_source",
     "MAX_NODES": "loopengine.contract._yaml_source",
     "MissingMetric": "loopengine.contract._enums",
     "Node": "loopengine.contract._config",
@@ -126,6 +135,8 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "MAX_BYTES",
+    "MAX_DEPTH",
     "MAX_NODES",
     "Act",
     "Action",

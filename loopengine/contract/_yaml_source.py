@@ -1,9 +1,12 @@
 """Safe YAML loading that remembers where every key and value stands.
 
 Only plain data is built: tags that would run code (``!!python/...``) are errors, keys are kept as
-written (``on:`` stays the string ``on``), booleans are YAML 1.2's ``true``/``false`` only, and a
-document whose aliases expand past ``MAX_NODES`` nodes (a "billion laughs") is refused before it
-is built.
+written (``on:`` stays the string ``on``), booleans are YAML 1.2's ``true``/``false`` only.
+
+Untrusted text is bounded before it costs anything: over ``MAX_BYTES`` it is refused unread; nested
+deeper than ``MAX_DEPTH`` it is refused from the parser's events, before libyaml's recursive
+composer (which overflows the C stack at ~30,000 levels) sees it; and a document that expands past
+``MAX_NODES`` nodes, aliases and ``<<`` merges counted, is refused while it is built.
 """
 
 from __future__ import annotations
@@ -19,9 +22,14 @@ from yaml.error import Mark
 from loopengine.contract._diagnostics import Diagnostic, Level, Path
 from loopengine.errors import ContractError
 
-__all__ = ["MAX_NODES", "Position", "YamlDocument", "parse_yaml"]
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_NODES", "Position", "YamlDocument", "parse_yaml"]
 
+MAX_BYTES = 2 * 1024 * 1024
+MAX_DEPTH = 64
 MAX_NODES = 100_000
+_SAFE_NESTING = 2_000
+"""Below this many nesting indicators and lines, no document can nest past what libyaml composes
+safely, so the event scan is skipped (the common case)."""
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _TAG = "tag:yaml.org,2002:"
@@ -88,10 +96,16 @@ class _Builder:
         position = _position(node.start_mark)
         self.problems.append(Diagnostic(self.file, position.line, position.column, path, message))
 
-    def build(self, node: nodes.Node, path: Path) -> Any:
+    def tick(self) -> None:
+        """Count one node built or one mapping merged: aliases and merges repeat work."""
         self.count += 1
         if self.count > MAX_NODES:
             raise _TooLarge
+
+    def build(self, node: nodes.Node, path: Path) -> Any:
+        self.tick()
+        if len(path) > MAX_DEPTH:
+            raise _TooDeep(node)
         self.values.setdefault(path, node.start_mark)
         if not isinstance(node, nodes.CollectionNode):
             return self.scalar(node, path)
@@ -125,6 +139,7 @@ class _Builder:
         self.problem(node, path, message)
 
     def mapping(self, node: nodes.MappingNode, path: Path) -> dict[str, Any]:
+        self.tick()
         result: dict[str, Any] = {}
         merges: list[nodes.Node] = []
         for key_node, value_node in node.value:
@@ -166,6 +181,32 @@ class _TooLarge(Exception):
     pass
 
 
+class _TooDeep(Exception):
+    def __init__(self, at: nodes.Node | yaml.Event) -> None:
+        mark: Any = at.start_mark  # libyaml's events carry its own Mark type
+        self.position = Position(1, 1) if mark is None else _position(mark)
+
+
+_OPENERS = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
+_CLOSERS = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+
+
+def _check_nesting(text: str) -> None:
+    """Refuse a document nested deeper than ``MAX_DEPTH`` from its events (libyaml's parser keeps
+    its own stack; only its composer recurses), when its size allows deep nesting at all."""
+    indicators = sum(text.count(c) for c in "[{-?:") + text.count("\n")
+    if indicators < _SAFE_NESTING:
+        return
+    depth = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, _OPENERS):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise _TooDeep(event)
+        elif isinstance(event, _CLOSERS):
+            depth -= 1
+
+
 def _syntax_error(file: str, exc: yaml.YAMLError) -> ContractError:
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
@@ -190,20 +231,32 @@ def _failure(file: str, position: Position, message: str) -> ContractError:
 
 def parse_yaml(text: str, file: str) -> YamlDocument:
     """Parse one YAML document; raises ``ContractError`` listing every structural problem."""
+    size = len(text.encode())
+    if size > MAX_BYTES:
+        message = (
+            f"the file is {size / 2**20:.1f} MiB, over the {MAX_BYTES // 2**20} MiB a loop or "
+            "config file may hold: move data out of it (params, sources, files)"
+        )
+        raise _failure(file, Position(1, 1), message)
     builder = _Builder(file)
     try:
+        _check_nesting(text)
         root = yaml.compose(text, Loader=_Loader)
         data = None if root is None else builder.build(root, ())
     except yaml.YAMLError as exc:
         raise _syntax_error(file, exc) from None
+    except _TooDeep as exc:
+        message = f"nested more than {MAX_DEPTH} levels deep: flatten the data"
+        raise _failure(file, exc.position, message) from None
     except RecursionError:
-        raise _failure(file, Position(1, 1), "YAML nested too deeply") from None
+        message = f"nested more than {MAX_DEPTH} levels deep: flatten the data"
+        raise _failure(file, Position(1, 1), message) from None
     except _RecursiveAlias as exc:
         raise _failure(file, _position(exc.node.start_mark), "recursive alias") from None
     except _TooLarge:
         message = (
-            f"aliases expand this document past {MAX_NODES:,} nodes (an alias bomb?): "
-            "write the data out or use fewer aliases"
+            f"the document expands to more than {MAX_NODES:,} values (aliases and '<<' merges "
+            "counted each time they are used): write less data, or fewer aliases"
         )
         raise _failure(file, Position(1, 1), message) from None
     if builder.problems:

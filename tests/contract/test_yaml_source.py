@@ -8,7 +8,7 @@ import tracemalloc
 
 import pytest
 
-from loopengine.contract import MAX_NODES, Position, parse_yaml
+from loopengine.contract import MAX_BYTES, MAX_DEPTH, MAX_NODES, Position, parse_yaml
 from loopengine.errors import ContractError
 from tests.conftest import SEED_LOOP
 
@@ -53,7 +53,7 @@ def test_the_billion_laughs_is_refused_quickly() -> None:
     started = time.perf_counter()
     errors = _errors(BILLION_LAUGHS)
     assert time.perf_counter() - started < 1.0
-    assert "alias bomb" in errors[0]
+    assert "expands to more than" in errors[0]
 
 
 def test_aliases_within_the_limit_expand() -> None:
@@ -134,3 +134,34 @@ def test_loading_many_documents_keeps_nothing_of_them() -> None:
         tracemalloc.stop()
     # A constructor shared across documents kept ~37 KiB a file: 100 files would be ~3.7 MiB.
     assert grown < 64 * 1024, f"{grown:,} bytes retained by 100 documents"
+
+
+def test_deep_flow_nesting_is_refused_before_libyaml_composes_it() -> None:
+    assert _errors("[" * 30_000) == [
+        f"f.yaml:1:{MAX_DEPTH + 1}: nested more than {MAX_DEPTH} levels deep: flatten the data"
+    ]
+
+
+def test_deep_block_nesting_is_refused_where_it_goes_too_deep() -> None:
+    text = "".join(f"{'  ' * level}k{level}:\n" for level in range(MAX_DEPTH + 5)) + "  v: 1\n"
+    (error,) = _errors(text)
+    assert error.endswith(f"nested more than {MAX_DEPTH} levels deep: flatten the data")
+
+
+def test_merge_keys_count_every_mapping_they_merge() -> None:
+    levels = ["l0: &l0 {a: 1}"]
+    for level in range(1, 10):
+        sources = ", ".join([f"*l{level - 1}"] * 10)
+        levels.append(f"l{level}: &l{level} {{<<: [{sources}]}}")
+    text = "\n".join(levels) + "\n"
+    assert len(text) < 700
+    (error,) = _errors(text)
+    assert f"expands to more than {MAX_NODES:,} values" in error
+
+
+def test_an_oversized_file_is_refused_unread_with_the_limit() -> None:
+    (error,) = _errors("a: " + "x" * MAX_BYTES + "\n")
+    assert error == (
+        f"f.yaml:1:1: the file is 2.0 MiB, over the {MAX_BYTES // 2**20} MiB a loop or config "
+        "file may hold: move data out of it (params, sources, files)"
+    )
