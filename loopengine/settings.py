@@ -18,6 +18,7 @@ from loopengine.contract import (
     build_model,
     config_validator,
     parse_yaml,
+    read_source,
     schema_check,
 )
 from loopengine.errors import ContractError, StorageError
@@ -102,12 +103,7 @@ def _semantic(document: YamlDocument, config: Config) -> list[Diagnostic]:
 
 
 def _read_config(file: Path) -> tuple[Config, YamlDocument]:
-    try:
-        text = file.read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        diagnostic = Diagnostic(str(file), 1, 1, (), f"cannot read config: {exc.strerror or exc}")
-        raise ContractError(diagnostic.format(), [diagnostic]) from None
-    document = parse_yaml(text, str(file))
+    document = parse_yaml(read_source(file), str(file))
     if document.data is None:
         return Config(), document
     problems = schema_check(config_validator(), document)

@@ -118,3 +118,47 @@ def test_metrics_list_shows_at_most_limit_series_that_match(
 def test_metrics_list_refuses_a_limit_below_one(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["metrics", "list", "--limit", "0"]) == 2
     assert "--limit 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--limit", "0"], "error: --limit 0: write a whole number from 1 to 10000"),
+        (["--limit", "-1"], "error: --limit -1: write a whole number from 1 to 10000"),
+        (
+            ["--outcome", "complete"],
+            "error: --outcome complete: not an outcome; did you mean 'completed'?",
+        ),
+    ],
+)
+def test_history_refuses_a_filter_that_can_show_nothing(
+    arguments: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["history", *arguments]) == 2
+    assert capsys.readouterr().err.startswith(message)
+
+
+def test_history_says_which_filter_matched_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "counter.yaml"]) == 0
+    capsys.readouterr()
+    assert main(["history", "--outcome", "failed"]) == 0
+    assert capsys.readouterr().out == "No executions with outcome failed.\n"
+
+
+def test_approving_an_unknown_execution_says_it_does_not_exist(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["approve", "nope"]) == 1
+    assert capsys.readouterr().err.strip() == (
+        "error: no execution nope: `loopengine history` lists them"
+    )
+
+
+def test_a_binary_config_is_one_clear_line(
+    workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (workspace / "loopengine.yaml").write_bytes(b"plugins: []\n\xcd\xff\x00")
+    assert main(["history"]) == 2
+    assert capsys.readouterr().err == (
+        "loopengine.yaml:2:1: not UTF-8 text (byte 12): save the file as UTF-8\n"
+    )

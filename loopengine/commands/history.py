@@ -4,13 +4,31 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from loopengine._suggestions import did_you_mean
 from loopengine.commands._console import Console
 from loopengine.commands._report import print_execution
-from loopengine.errors import LoopEngineError
+from loopengine.errors import ContractError, LoopEngineError
 from loopengine.reader import open_reader
 from loopengine.store import executions
 
-__all__ = ["run_history", "run_show"]
+__all__ = ["MAX_HISTORY", "run_history", "run_show"]
+
+
+MAX_HISTORY = 10_000
+
+
+def _check_filters(limit: int, outcome: str | None) -> None:
+    """Refuse a filter that could only show nothing, or everything."""
+    from loopengine.contract import Outcome
+
+    if not 1 <= limit <= MAX_HISTORY:
+        raise ContractError(f"--limit {limit}: write a whole number from 1 to {MAX_HISTORY}")
+    known = [o.value for o in Outcome]
+    if outcome is not None and outcome not in known:
+        raise ContractError(
+            f"--outcome {outcome}: not an outcome{did_you_mean(outcome, known)} "
+            f"(outcomes: {', '.join(known)})"
+        )
 
 
 async def run_history(
@@ -21,6 +39,7 @@ async def run_history(
     config: Path | None,
     as_json: bool,
 ) -> int:
+    _check_filters(limit, outcome)
     async with open_reader(config) as store:
         rows = (
             []
@@ -36,7 +55,12 @@ async def run_history(
         console.json({"executions": views})
         return 0
     if not views:
-        console.print("No executions yet: start one with `loopengine run LOOP.yaml`.")
+        filters = [f"loop {loop_id}"] if loop_id else []
+        filters += [f"outcome {outcome}"] if outcome else []
+        if filters:
+            console.print(f"No executions with {' and '.join(filters)}.")
+        else:
+            console.print("No executions yet: start one with `loopengine run LOOP.yaml`.")
         return 0
     table = [("execution", "loop", "trigger", "outcome", "started", "ms")]
     for view in views:

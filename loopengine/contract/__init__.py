@@ -66,6 +66,7 @@ if TYPE_CHECKING:
         Position,
         YamlDocument,
         parse_yaml,
+        read_source,
     )
 
 _EXPORTS = {
@@ -130,6 +131,7 @@ _EXPORTS = {
     "find_loop_files": "loopengine.contract._loader",
     "loop_schema": "loopengine.contract._schema",
     "parse_yaml": "loopengine.contract._yaml_source",
+    "read_source": "loopengine.contract._yaml_source",
     "routed": "loopengine.contract._routing",
     "schema_check": "loopengine.contract._documents",
 }
@@ -196,6 +198,7 @@ __all__ = [
     "loop_schema",
     "loop_validator",
     "parse_yaml",
+    "read_source",
     "routed",
     "schema_check",
 ]

@@ -12,7 +12,7 @@ from typing import Any
 from loopengine.contract._diagnostics import Diagnostic
 from loopengine.contract._documents import build_model, loop_validator, schema_check
 from loopengine.contract._loop import LoopSpec
-from loopengine.contract._yaml_source import YamlDocument, parse_yaml
+from loopengine.contract._yaml_source import YamlDocument, parse_yaml, read_source
 from loopengine.contract.checks import Env, semantic_diagnostics
 from loopengine.errors import ContractError
 
@@ -123,19 +123,11 @@ class LoopLoader:
         return LoadReport(file, loop, tuple(problems), id_at)
 
     def load_file(self, path: Path) -> LoadReport:
-        file = str(path)
         try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            reason = exc.strerror or str(exc)
-            return LoadReport(file, None, (Diagnostic(file, 1, 1, (), f"cannot read: {reason}"),))
-        try:
-            text = raw.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            line = raw[: exc.start].count(b"\n") + 1
-            message = f"not UTF-8 text (byte {exc.start}): save the file as UTF-8"
-            return LoadReport(file, None, (Diagnostic(file, line, 1, (), message),))
-        return self.load_text(text, file)
+            text = read_source(path)
+        except ContractError as exc:
+            return LoadReport(str(path), None, tuple(exc.diagnostics))
+        return self.load_text(text, str(path))
 
     def iter_paths(self, paths: Iterable[Path]) -> Iterator[LoadReport]:
         """Load every loop file under ``paths``, one report at a time so that a caller keeping only

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path as FilePath
 from typing import Any
 
 import yaml
@@ -22,7 +23,15 @@ from yaml.error import Mark
 from loopengine.contract._diagnostics import Diagnostic, Level, Path
 from loopengine.errors import ContractError
 
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_NODES", "Position", "YamlDocument", "parse_yaml"]
+__all__ = [
+    "MAX_BYTES",
+    "MAX_DEPTH",
+    "MAX_NODES",
+    "Position",
+    "YamlDocument",
+    "parse_yaml",
+    "read_source",
+]
 
 MAX_BYTES = 2 * 1024 * 1024
 MAX_DEPTH = 64
@@ -229,15 +238,37 @@ def _failure(file: str, position: Position, message: str) -> ContractError:
     return ContractError(diagnostic.format(), [diagnostic])
 
 
+def read_source(path: FilePath) -> str:
+    """The text of a loop or config file: UTF-8 (a BOM allowed), at most ``MAX_BYTES``; else
+    ``ContractError`` saying what is wrong and where."""
+    file = str(path)
+    try:
+        with path.open("rb") as stream:
+            raw = stream.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise _failure(file, Position(1, 1), f"cannot read: {exc.strerror or exc}") from None
+    if len(raw) > MAX_BYTES:
+        raise _failure(file, Position(1, 1), _too_big(path.stat().st_size))
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        message = f"not UTF-8 text (byte {exc.start}): save the file as UTF-8"
+        raise _failure(file, Position(line, 1), message) from None
+
+
+def _too_big(size: int) -> str:
+    return (
+        f"the file is {size / 2**20:.1f} MiB, over the {MAX_BYTES // 2**20} MiB a loop or "
+        "config file may hold: move data out of it (params, sources, files)"
+    )
+
+
 def parse_yaml(text: str, file: str) -> YamlDocument:
     """Parse one YAML document; raises ``ContractError`` listing every structural problem."""
     size = len(text.encode())
     if size > MAX_BYTES:
-        message = (
-            f"the file is {size / 2**20:.1f} MiB, over the {MAX_BYTES // 2**20} MiB a loop or "
-            "config file may hold: move data out of it (params, sources, files)"
-        )
-        raise _failure(file, Position(1, 1), message)
+        raise _failure(file, Position(1, 1), _too_big(size))
     builder = _Builder(file)
     try:
         _check_nesting(text)
