@@ -113,7 +113,7 @@ def test_a_module_plugin_is_imported_from_the_config_folder(tmp_path: Path) -> N
 
 
 def test_an_unreadable_config_is_an_error(tmp_path: Path) -> None:
-    with pytest.raises(ContractError, match="absent.yaml:1:1: cannot read: No such file"):
+    with pytest.raises(ContractError, match=r"absent\.yaml:1:1: cannot read: No such file"):
         load_workspace(tmp_path / "absent.yaml", entry_points=False)
 
 

@@ -117,11 +117,10 @@ async def resume(engine: Engine, load_loop: LoopLoader, execution_id: str) -> Ex
             f"execution {execution_id} is {row.outcome or row.status}, not interrupted"
         )
     store = engine.services.store
-    await store.write(
-        lambda c: executions.update_execution(
-            c, execution_id, status="running", outcome=None, owner=OWNER
-        )
-    )
+    if not await store.write(
+        lambda c: executions.claim_execution(c, execution_id, "interrupted", OWNER)
+    ):
+        raise NotResumable(f"execution {execution_id} is being resumed by another process")
     return await engine.drive(run, recorder, _next_index(run))
 
 

@@ -13,6 +13,7 @@ from loopengine.store._record import ExecutionRecord, ExecutionRow, PhaseResult
 from loopengine.store._tables import executions, phase_results
 
 __all__ = [
+    "claim_execution",
     "get_execution",
     "insert_execution",
     "insert_phases",
@@ -40,6 +41,19 @@ _LAST_FINISHED = (
     .order_by(executions.c.completed_at.desc())
     .limit(1)
 )
+
+
+def claim_execution(
+    connection: sa.Connection, execution_id: str, from_status: str, owner: str
+) -> bool:
+    """Take an execution that is ``from_status`` (e.g. ``interrupted``) to run it: only one
+    process wins, whatever the race; the others get False."""
+    query = (
+        executions.update()
+        .where(executions.c.id == execution_id, executions.c.status == from_status)
+        .values(status="running", outcome=None, owner=owner)
+    )
+    return bool(connection.execute(query).rowcount)
 
 
 def insert_execution(connection: sa.Connection, row: ExecutionRow) -> None:

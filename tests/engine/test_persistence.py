@@ -165,6 +165,23 @@ async def test_resume_accepts_a_loop_whose_comments_alone_changed(harness: Harne
     assert resumed.outcome is Outcome.COMPLETED
 
 
+async def test_two_resumes_at_once_run_the_rest_once(harness: Harness) -> None:
+    execution_id = await _interrupted_after_decide(harness)
+    ended: list[object] = []
+
+    async def attempt() -> None:
+        try:
+            ended.append((await resume(harness.engine, harness.load_loop, execution_id)).outcome)
+        except NotResumable as exc:
+            ended.append(str(exc))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(attempt)
+        group.start_soon(attempt)
+    assert ended.count(Outcome.COMPLETED) == 1
+    assert [c["skill"] for c in skills_for_tests.CALLS] == ["fix"]
+
+
 async def test_resume_refuses_an_execution_that_is_not_interrupted(harness: Harness) -> None:
     done = await harness.engine.run(harness.loop(SEVEN.replace("DURABILITY", "phase")))
     with pytest.raises(NotResumable, match="is completed, not interrupted"):
