@@ -62,6 +62,15 @@ def test_run_prints_a_summary_and_exits_0(capsys: pytest.CaptureFixture[str]) ->
     assert "decision: log_only (no rule applied: fallback action)" in out
 
 
+def test_the_summary_shows_what_a_builtin_logged_and_which_phases_did_not_run(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["run", "counter.yaml"]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line}
+    assert "log: loop counter decided 'log_only'" in lines["act"]
+    assert lines["detect"].split()[2:] == ["–", "not", "in", "the", "loop"]
+
+
 def test_run_json_is_the_full_record(capsys: pytest.CaptureFixture[str]) -> None:
     code, record = _json(capsys, "run", "counter.yaml", "--input", "n=2")
     assert code == 0

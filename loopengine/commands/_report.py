@@ -9,6 +9,18 @@ from loopengine.contract import Outcome
 
 __all__ = ["print_execution"]
 
+
+def _logged(data: dict[str, Any]) -> str | None:
+    """What a built-in action wrote (``log_only``'s message, a notification), to show inline."""
+    for key in ("log", "notification", "escalation"):
+        entry = data.get(key)
+        if isinstance(entry, dict):
+            text = entry.get("message") or entry.get("reason")
+            if text:
+                return f"{key}: {text}"
+    return None
+
+
 _SUCCEEDED = frozenset(outcome.value for outcome in Outcome if outcome.succeeded)
 
 
@@ -33,17 +45,12 @@ def print_execution(console: Console, view: dict[str, Any], *, phases: bool = Tr
     if phases:
         rows = [("phase", "ms", "ok", "outcome / note")]
         for phase in view["phases"]:
-            note = phase["data"].get("skipped") or phase["outcome"] or ""
+            skipped = phase["data"].get("skipped")
+            note = skipped or phase["outcome"] or _logged(phase["data"]) or ""
             if phase["errors"]:
                 note = phase["errors"][0]
-            rows.append(
-                (
-                    phase["phase"],
-                    f"{phase['duration_ms']:.1f}",
-                    "yes" if phase["success"] else "no",
-                    str(note),
-                )
-            )
+            ran = "–" if skipped else "yes" if phase["success"] else "no"
+            rows.append((phase["phase"], f"{phase['duration_ms']:.1f}", ran, str(note)))
         console.table(rows, (("bold",), (), (), ()))
     for artifact in view.get("artifacts", ()):
         console.print(f"  artifact {artifact['name']}: {artifact['location']}")

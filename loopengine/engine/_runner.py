@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import sqlalchemy as sa
 
-from loopengine.contract import Loop, Outcome, Phase
+from loopengine.contract import Act, BuiltinAction, Loop, Outcome, Phase
 from loopengine.engine._persistence import CommitListener, Journal, Recorder, Write
 from loopengine.engine._rollback import roll_back
 from loopengine.engine._run import Run
@@ -104,8 +104,15 @@ class Engine:
         )
 
     def _spec_of(self, run: Run, phase: Phase) -> Any:
+        """The phase's section of the loop; act runs a decided built-in action (``log_only``,
+        ``notify``…) even in a loop without an ``act:`` section."""
         spec = run.loop.spec
-        return spec.validate_ if phase is Phase.VALIDATE else getattr(spec, phase)
+        if phase is Phase.VALIDATE:
+            return spec.validate_
+        if phase is Phase.ACT and spec.act is None:
+            decided = (run.data.get("decision") or {}).get("action")
+            return Act() if decided in set(BuiltinAction) else None
+        return getattr(spec, phase)
 
     @staticmethod
     def _prelude(run: Run, last: dict[str, Any] | None, state: dict[str, Any] | None) -> None:

@@ -145,6 +145,8 @@ async def run_act(run: Run, services: Services) -> PhaseOutput:
         )
         run.data.setdefault("act", {})[builtin] = called.data
         output.data["builtin"] = builtin
+        if isinstance(called.data, dict):  # what it logged or sent, for ``show``
+            output.data.update({k: v for k, v in called.data.items() if k not in output.data})
         return output
     await _run_actions(actions, run, services, spec, output)
     return output
