@@ -150,8 +150,15 @@ def test_approving_an_unknown_execution_says_it_does_not_exist(
 ) -> None:
     assert main(["approve", "nope"]) == 1
     assert capsys.readouterr().err.strip() == (
-        "error: no execution nope: `loopengine history` lists them"
+        "error: no execution 'nope' (see `loopengine history`)"
     )
+
+
+def test_an_execution_is_named_by_a_unique_prefix(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "counter.yaml", "--json"]) == 0
+    execution_id = json.loads(capsys.readouterr().out)["execution_id"]
+    assert main(["show", execution_id[:6], "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["execution_id"] == execution_id
 
 
 def test_a_binary_config_is_one_clear_line(

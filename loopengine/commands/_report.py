@@ -6,8 +6,28 @@ from typing import Any
 
 from loopengine.commands._console import Console
 from loopengine.contract import Outcome
+from loopengine.errors import NotResumable
+from loopengine.store import Store, executions
 
-__all__ = ["print_execution"]
+__all__ = ["MIN_PREFIX", "full_execution_id", "print_execution"]
+
+MIN_PREFIX = 4
+"""Shortest prefix of an execution id a command accepts."""
+
+
+async def full_execution_id(store: Store | None, given: str) -> str:
+    """The execution id ``given`` names, whole or as a unique prefix (like git's short hashes);
+    ``NotResumable`` when none or several match, listing them."""
+    if store is not None and len(given) < 32 and len(given) >= MIN_PREFIX:
+        found = await store.read(lambda c: executions.ids_starting_with(c, given, 6))
+        if len(found) == 1:
+            return found[0]
+        if found:
+            shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
+            raise NotResumable(f"{given!r} names several executions ({shown}): give more of it")
+    if store is None or not await store.read(lambda c: executions.get_execution(c, given)):
+        raise NotResumable(f"no execution {given!r} (see `loopengine history`)")
+    return given
 
 
 def _logged(data: dict[str, Any]) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from loopengine.commands._console import Console
-from loopengine.commands._report import print_execution
+from loopengine.commands._report import full_execution_id, print_execution
 from loopengine.engine import ExecutionDone, answer_approval, resume
 from loopengine.runtime import Runtime, open_runtime
 from loopengine.store import executions
@@ -36,6 +36,7 @@ async def run_answer(
     as_json: bool,
 ) -> int:
     async with open_runtime(config) as runtime:
+        execution_id = await full_execution_id(runtime.store, execution_id)
         done = await answer_approval(runtime.engine, runtime.load_loop, execution_id, approve, note)
         await _show(console, runtime, execution_id, as_json)
     return _code(done) if approve else 0
@@ -45,6 +46,7 @@ async def run_resume(
     console: Console, execution_id: str, config: Path | None, as_json: bool
 ) -> int:
     async with open_runtime(config) as runtime:
+        execution_id = await full_execution_id(runtime.store, execution_id)
         done = await resume(runtime.engine, runtime.load_loop, execution_id)
         await _show(console, runtime, execution_id, as_json)
     return _code(done)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from loopengine._suggestions import did_you_mean
 from loopengine.commands._console import Console
-from loopengine.commands._report import print_execution
+from loopengine.commands._report import full_execution_id, print_execution
 from loopengine.errors import ContractError, LoopEngineError
 from loopengine.reader import open_reader
 from loopengine.store import executions
@@ -79,13 +79,11 @@ async def run_history(
     return 0
 
 
-async def run_show(console: Console, execution_id: str, config: Path | None, as_json: bool) -> int:
+async def run_show(console: Console, given: str, config: Path | None, as_json: bool) -> int:
     async with open_reader(config) as store:
-        record = (
-            None
-            if store is None
-            else await store.read(lambda c: executions.read_record(c, execution_id))
-        )
+        execution_id = await full_execution_id(store, given)
+        assert store is not None
+        record = await store.read(lambda c: executions.read_record(c, execution_id))
     if record is None:
         raise LoopEngineError(f"no execution {execution_id!r} (see `loopengine history`)")
     view = record.view()

@@ -129,7 +129,7 @@ async def _pending(engine: Engine, execution_id: str) -> dict[str, Any]:
     gate = await store.read(lambda c: approvals.get_approval(c, execution_id))
     if gate is None:
         if await store.read(lambda c: executions.get_execution(c, execution_id)) is None:
-            raise NotResumable(f"no execution {execution_id}: `loopengine history` lists them")
+            raise NotResumable(f"no execution {execution_id!r} (see `loopengine history`)")
         raise NotResumable(f"execution {execution_id} has no approval gate")
     if gate["status"] != "pending":
         raise NotResumable(f"execution {execution_id} was already {gate['status']}")

@@ -15,6 +15,7 @@ from loopengine.store._tables import executions, phase_results
 __all__ = [
     "claim_execution",
     "get_execution",
+    "ids_starting_with",
     "insert_execution",
     "insert_phases",
     "last_finished",
@@ -41,6 +42,18 @@ _LAST_FINISHED = (
     .order_by(executions.c.completed_at.desc())
     .limit(1)
 )
+
+
+def ids_starting_with(connection: sa.Connection, prefix: str, limit: int) -> list[str]:
+    """Execution ids that start with ``prefix`` (a shortened id), at most ``limit``."""
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    query = (
+        sa.select(executions.c.id)
+        .where(executions.c.id.like(f"{escaped}%", escape="\\"))
+        .order_by(executions.c.id)
+        .limit(limit)
+    )
+    return list(connection.execute(query).scalars())
 
 
 def claim_execution(
