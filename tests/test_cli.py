@@ -144,9 +144,10 @@ def test_skills_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert "metric" in result["source_types"]
 
 
-def test_tools_with_none_registered(capsys: pytest.CaptureFixture[str]) -> None:
+def test_tools_lists_the_builtins_a_model_is_offered(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["tools"]) == 0
-    assert "No tools registered" in capsys.readouterr().out
+    names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert names == ["list_dir", "read_file", "search_files", "query_db", "http_get"]
 
 
 def test_tools_json_lists_schemas(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -156,7 +157,7 @@ def test_tools_json_lists_schemas(capsys: pytest.CaptureFixture[str], tmp_path: 
     )
     (tmp_path / "loopengine.yaml").write_text("plugins: [./t.py]\n")
     assert main(["tools", "--json"]) == 0
-    (found,) = json.loads(capsys.readouterr().out)["tools"]
+    found = json.loads(capsys.readouterr().out)["tools"][-1]
     assert (found["name"], found["parameters"]["required"]) == ("find", ["term"])
 
 

@@ -83,7 +83,10 @@ def run_skills(console: Console, config: Path | None, as_json: bool) -> int:
 
 
 def run_tools(console: Console, config: Path | None, as_json: bool) -> int:
-    registry = load_workspace(config).registry
+    from loopengine.llm import offered_tools
+
+    workspace = load_workspace(config)
+    offered = offered_tools(workspace.config, workspace.base, workspace.registry)
     tools = [
         {
             "name": d.name,
@@ -91,15 +94,12 @@ def run_tools(console: Console, config: Path | None, as_json: bool) -> int:
             "parameters": d.json_schema(),
             "origin": d.origin,
         }
-        for d in registry.tools
+        for d in offered
     ]
     if as_json:
         console.json({"tools": tools})
         return 0
-    if not tools:
-        console.print("No tools registered: decorate functions with @tool in a plugin.")
-        return 0
-    rows = [(d.name, f"({_signature(_params(d.params))})", d.description) for d in registry.tools]
+    rows = [(d.name, f"({_signature(_params(d.params))})", d.description) for d in offered]
     console.table(rows, (("cyan",), (), ()))
     return 0
 

@@ -20,7 +20,7 @@ from loopengine.llm._threads import (
     with_fresh_call_ids,
 )
 from loopengine.llm._toolcalls import new_call_id, parse_arguments, parse_reply
-from loopengine.llm._tools import Toolbox, ToolOutcome, builtin_tools
+from loopengine.llm._tools import Toolbox, ToolOutcome, builtin_tools, offered_tools
 
 __all__ = [
     "COOL_AFTER",
@@ -47,6 +47,7 @@ __all__ = [
     "load_thread",
     "mask_pii",
     "new_call_id",
+    "offered_tools",
     "parse_arguments",
     "parse_reply",
     "prune",

@@ -10,7 +10,7 @@ from loopengine.contract import Config
 from loopengine.llm._cluster import Cluster
 from loopengine.llm._conversation import Conversation
 from loopengine.llm._health import NodeHealth
-from loopengine.llm._tools import Toolbox, builtin_tools
+from loopengine.llm._tools import Toolbox, offered_tools
 from loopengine.skills import Registry
 from loopengine.store import Store, health
 
@@ -29,12 +29,7 @@ class LLMRuntime:
         environ: Mapping[str, str],
     ) -> None:
         self.cluster = Cluster(config.cluster, environ)
-        database = config.databases.get("default") or config.database
-        tools = [
-            *builtin_tools(base / config.tools_root, database, config.http_allow),
-            *registry.tools,
-        ]
-        self.toolbox = Toolbox(tools)
+        self.toolbox = Toolbox(offered_tools(config, base, registry))
         self.store = store
         self._health_loaded = False
 

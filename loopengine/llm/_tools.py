@@ -20,10 +20,11 @@ import httpx
 from pydantic import ValidationError
 
 from loopengine._suggestions import did_you_mean
-from loopengine.skills import ATTRIBUTE, ToolDef, tool
+from loopengine.contract import Config
+from loopengine.skills import ATTRIBUTE, Registry, ToolDef, tool
 from loopengine.store import read_only_query
 
-__all__ = ["ToolOutcome", "Toolbox", "builtin_tools"]
+__all__ = ["ToolOutcome", "Toolbox", "builtin_tools", "offered_tools"]
 
 _MAX_TEXT = 65_536
 
@@ -264,3 +265,9 @@ class Toolbox:
         return ToolOutcome(
             name, args, True, result=result, duration_ms=(time.perf_counter() - started) * 1000
         )
+
+
+def offered_tools(config: Config, base: Path, registry: Registry) -> list[ToolDef]:
+    """Every tool a model is offered: the sandboxed built-ins, then the plugins' ``@tool``s."""
+    database = config.databases.get("default") or config.database
+    return [*builtin_tools(base / config.tools_root, database, config.http_allow), *registry.tools]
