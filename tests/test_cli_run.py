@@ -122,6 +122,16 @@ def test_reject_ends_a_waiting_execution(capsys: pytest.CaptureFixture[str]) -> 
     assert (code, rejected["outcome"], rejected["approval"]["note"]) == (0, "rejected", "not today")
 
 
+def test_a_rejection_note_reads_as_a_note_not_an_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, waiting = _json(capsys, "run", "counter.yaml", "--input", "n=9")
+    assert main(["reject", waiting["execution_id"], "--note", "not today"]) == 0
+    out = capsys.readouterr().out
+    assert "  note: not today" in out
+    assert "error:" not in out
+
+
 def test_a_repeated_idempotency_key_returns_the_first_run(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

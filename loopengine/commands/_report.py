@@ -42,6 +42,7 @@ def _logged(data: dict[str, Any]) -> str | None:
 
 
 _SUCCEEDED = frozenset(outcome.value for outcome in Outcome if outcome.succeeded)
+_ANSWERED = frozenset({Outcome.REJECTED.value, Outcome.ESCALATED.value})
 
 
 def print_execution(console: Console, view: dict[str, Any], *, phases: bool = True) -> None:
@@ -61,7 +62,10 @@ def print_execution(console: Console, view: dict[str, Any], *, phases: bool = Tr
             f"  approval: {gate['action']} {gate['status']} (deadline {gate['deadline']})"
         )
     if view.get("error"):
-        console.print("  error: " + console.style(str(view["error"]), "red"))
+        if outcome in _ANSWERED:  # a person's note, or why it was escalated: not a failure
+            console.print(f"  note: {view['error']}")
+        else:
+            console.print("  error: " + console.style(str(view["error"]), "red"))
     if phases:
         rows = [("phase", "ms", "ok", "outcome / note")]
         for phase in view["phases"]:
