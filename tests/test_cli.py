@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -227,3 +228,17 @@ def test_read_commands_load_no_database_or_http_layer(command: list[str]) -> Non
         [sys.executable, "-c", code], cwd=seed, capture_output=True, text=True, check=True
     )
     assert result.stdout.splitlines()[-1] == "0 []"
+
+
+@pytest.mark.parametrize("flags", [[], ["--dry-run"]], ids=["run", "dry-run"])
+def test_the_quickstart_completes_when_nothing_is_stale(
+    flags: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "quickstart"
+    shutil.copytree(SEED_DIR.parent / "quickstart", folder)
+    (folder / "cache").mkdir(exist_ok=True)
+    monkeypatch.chdir(folder)
+    monkeypatch.delenv("LOOPENGINE_CONFIG", raising=False)
+    monkeypatch.delenv("LOOPENGINE_DATABASE", raising=False)
+    assert main(["metrics", "record", "infra.cache.usage", "0.93"]) == 0
+    assert main(["run", "cache_cleanup.yaml", *flags]) == 0
