@@ -20,11 +20,20 @@ from loopengine.llm._threads import (
     with_fresh_call_ids,
 )
 from loopengine.llm._toolcalls import new_call_id, parse_arguments, parse_reply
-from loopengine.llm._tools import Toolbox, ToolOutcome, builtin_tools, offered_tools
+from loopengine.llm._tools import (
+    MAX_READ,
+    TOOL_TIMEOUT_S,
+    Toolbox,
+    ToolOutcome,
+    builtin_tools,
+    offered_tools,
+)
 
 __all__ = [
     "COOL_AFTER",
     "DEFAULT_STAGES",
+    "MAX_READ",
+    "TOOL_TIMEOUT_S",
     "Assembly",
     "ChainResult",
     "ChatClient",

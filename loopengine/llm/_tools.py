@@ -3,30 +3,51 @@ arguments. Every failure (unknown tool, bad arguments, exception) is a result th
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import json
+import os
 import re
 import socket
+import stat
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 import anyio.to_thread
 import httpx
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from loopengine._suggestions import did_you_mean
 from loopengine.contract import Config
 from loopengine.skills import ATTRIBUTE, Registry, ToolDef, tool
 from loopengine.store import read_only_query
 
-__all__ = ["ToolOutcome", "Toolbox", "builtin_tools", "offered_tools"]
+__all__ = [
+    "MAX_READ",
+    "MAX_ROWS",
+    "MAX_SCANNED",
+    "REGEX_TIMEOUT_S",
+    "TOOL_TIMEOUT_S",
+    "ToolOutcome",
+    "Toolbox",
+    "builtin_tools",
+    "offered_tools",
+]
 
 _MAX_TEXT = 65_536
+MAX_READ = 1_048_576
+"""Most bytes a file tool reads from one file, whatever the model asks."""
+MAX_SCANNED = 32 * 1_048_576
+"""Most bytes ``search_files`` reads in one call."""
+MAX_ROWS = 1000
+TOOL_TIMEOUT_S = 30.0
+"""A tool call's total deadline: past it the model is told, and the chat goes on."""
+REGEX_TIMEOUT_S = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,16 +78,52 @@ class ToolOutcome:
 
 
 class _Sandbox:
-    """The file system seen by the file tools: nothing outside ``root``."""
+    """The file system seen by the file tools: nothing outside ``root``, no link followed out of
+    it, no special file (a FIFO would block), and never more than ``MAX_READ`` bytes of a file."""
 
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
 
+    def inside(self, candidate: Path) -> bool:
+        return candidate == self.root or self.root in candidate.parents
+
     def path(self, relative: str) -> Path:
         candidate = (self.root / relative).resolve()
-        if candidate != self.root and self.root not in candidate.parents:
+        if not self.inside(candidate):
             raise PermissionError(f"{relative!r} is outside the tools root")
         return candidate
+
+    def read(self, relative: str | Path, limit: int) -> tuple[bytes, bool]:
+        """At most ``limit`` bytes of a regular file, and whether there was more. The file is
+        opened without following a final link, then checked again through its descriptor, so a
+        folder swapped for a link meanwhile cannot lead out of the root."""
+        target = self.path(str(relative))
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        try:
+            descriptor = os.open(target, flags)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise PermissionError(f"{relative!r} is a link: links are not followed") from None
+            raise
+        with os.fdopen(descriptor, "rb") as stream:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                raise PermissionError(f"{relative!r} is not a regular file")
+            opened = Path(f"/proc/self/fd/{descriptor}")
+            if opened.exists() and not self.inside(Path(os.readlink(opened))):
+                raise PermissionError(f"{relative!r} is outside the tools root")
+            data = stream.read(limit + 1)
+        return data[:limit], len(data) > limit
+
+    def files(self, folder: Path) -> list[Path]:
+        """The visible regular files under ``folder``, by path; links are not followed."""
+        found = []
+        for current, folders, names in os.walk(folder, followlinks=False):
+            folders[:] = [name for name in folders if not name.startswith(".")]
+            for name in names:
+                path = Path(current) / name
+                if not name.startswith(".") and not path.is_symlink() and path.is_file():
+                    found.append(path)
+        return sorted(found)
 
 
 def _is_private(host: str, allowed: frozenset[str]) -> bool:
@@ -90,7 +147,14 @@ def _is_private(host: str, allowed: frozenset[str]) -> bool:
     return False
 
 
-def builtin_tools(root: Path, database_url: str, http_allow: Iterable[str] = ()) -> list[ToolDef]:
+_ReadSize = Annotated[int, Field(ge=1, le=MAX_READ)]
+_Results = Annotated[int, Field(ge=1, le=1000)]
+_Rows = Annotated[int, Field(ge=1, le=MAX_ROWS)]
+
+
+def builtin_tools(
+    root: Path, database_url: str | None, http_allow: Iterable[str] = ()
+) -> list[ToolDef]:
     """``list_dir``, ``read_file``, ``search_files``, ``query_db`` and ``http_get``, sandboxed."""
     sandbox = _Sandbox(root)
     allowed = frozenset(http_allow)
@@ -113,23 +177,20 @@ def builtin_tools(root: Path, database_url: str, http_allow: Iterable[str] = ())
         ]
 
     @tool("read_file")
-    def read_file(path: str, max_bytes: int = _MAX_TEXT) -> dict[str, Any]:
+    def read_file(path: str, max_bytes: _ReadSize = _MAX_TEXT) -> dict[str, Any]:
         """Read a text file of the workspace.
 
         Args:
             path: File, relative to the workspace root.
             max_bytes: Most bytes returned.
         """
-        target = sandbox.path(path)
-        data = target.read_bytes()
-        return {
-            "path": path,
-            "text": data[:max_bytes].decode("utf-8", "replace"),
-            "truncated": len(data) > max_bytes,
-        }
+        data, more = sandbox.read(path, max_bytes)
+        return {"path": path, "text": data.decode("utf-8", "replace"), "truncated": more}
 
     @tool("search_files")
-    def search_files(pattern: str, path: str = ".", max_results: int = 50) -> list[dict[str, Any]]:
+    def search_files(
+        pattern: str, path: str = ".", max_results: _Results = 50
+    ) -> list[dict[str, Any]]:
         """Find lines matching a regular expression in the workspace's text files.
 
         Args:
@@ -137,15 +198,25 @@ def builtin_tools(root: Path, database_url: str, http_allow: Iterable[str] = ())
             path: Folder to search, relative to the workspace root.
             max_results: Most matching lines returned.
         """
-        expression = re.compile(pattern, re.IGNORECASE)
+        import regex  # stdlib re cannot be stopped: a model's pattern may backtrack for ever
+
+        try:
+            expression = regex.compile(pattern, regex.IGNORECASE)
+        except regex.error as exc:
+            raise ValueError(f"invalid regular expression: {exc}") from None
         found: list[dict[str, Any]] = []
-        for file in sorted(sandbox.path(path).rglob("*")):
-            if not file.is_file() or any(
-                part.startswith(".") for part in file.relative_to(sandbox.root).parts
-            ):
-                continue
-            for number, line in enumerate(file.read_text("utf-8", "replace").splitlines(), 1):
-                if expression.search(line):
+        budget = MAX_SCANNED
+        for file in sandbox.files(sandbox.path(path)):
+            data, _ = sandbox.read(file.relative_to(sandbox.root), min(MAX_READ, budget))
+            budget -= len(data)
+            for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+                try:
+                    hit = expression.search(line[:2000], timeout=REGEX_TIMEOUT_S)
+                except TimeoutError:
+                    raise ValueError(
+                        f"the pattern took over {REGEX_TIMEOUT_S:g} s on one line: simplify it"
+                    ) from None
+                if hit:
                     found.append(
                         {
                             "file": str(file.relative_to(sandbox.root)),
@@ -155,24 +226,33 @@ def builtin_tools(root: Path, database_url: str, http_allow: Iterable[str] = ())
                     )
                     if len(found) >= max_results:
                         return found
+            if budget <= 0:
+                break
         return found
 
     @tool("query_db")
-    def query_db(sql: str, limit: int = 100) -> dict[str, Any]:
+    def query_db(sql: str, limit: _Rows = 100) -> dict[str, Any]:
         """Run one read-only SELECT on the configured database.
 
         Args:
             sql: A single SELECT (or WITH … SELECT) statement.
             limit: Most rows returned.
         """
+        if database_url is None:
+            raise PermissionError(
+                "no database is open to tools: name one under databases.default in "
+                "loopengine.yaml (the store itself never is)"
+            )
         statement = sql.strip().rstrip(";")
         if ";" in statement or not re.match(r"(?is)^\s*(select|with)\b", statement):
             raise ValueError("only one SELECT statement is allowed")
-        columns, rows = read_only_query(database_url, lambda _dialect: statement, limit)
+        columns, rows = read_only_query(
+            database_url, lambda _dialect: statement, limit, timeout_s=TOOL_TIMEOUT_S
+        )
         return {"columns": columns, "rows": rows, "count": len(rows)}
 
     @tool("http_get")
-    async def http_get(url: str, max_bytes: int = _MAX_TEXT) -> dict[str, Any]:
+    async def http_get(url: str, max_bytes: _ReadSize = _MAX_TEXT) -> dict[str, Any]:
         """Fetch a URL (loopback and private addresses only when allowed in the config).
 
         Args:
@@ -214,8 +294,9 @@ def _validation_message(exc: ValidationError) -> str:
 class Toolbox:
     """The tools a stage may call, by name."""
 
-    def __init__(self, tools: Iterable[ToolDef]) -> None:
+    def __init__(self, tools: Iterable[ToolDef], timeout_s: float = TOOL_TIMEOUT_S) -> None:
         self.tools = {definition.name: definition for definition in tools}
+        self.timeout_s = timeout_s
         self._specs = {
             d.name: {
                 "type": "function",
@@ -256,12 +337,16 @@ class Toolbox:
             return failed(f"invalid arguments for {name}: {_validation_message(exc)}")
         values = {field: getattr(model, field) for field in type(model).model_fields}
         try:
-            if definition.is_async:
-                result = await definition.fn(**values)
-            else:
-                result = await anyio.to_thread.run_sync(partial(definition.fn, **values))
+            with anyio.move_on_after(self.timeout_s) as deadline:
+                if definition.is_async:
+                    result = await definition.fn(**values)
+                else:
+                    call = partial(definition.fn, **values)
+                    result = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
         except Exception as exc:
             return failed(f"{type(exc).__name__}: {exc}")
+        if deadline.cancelled_caught:
+            return failed(f"{name} did not finish within {self.timeout_s:g} s: stopped")
         return ToolOutcome(
             name, args, True, result=result, duration_ms=(time.perf_counter() - started) * 1000
         )
@@ -269,5 +354,16 @@ class Toolbox:
 
 def offered_tools(config: Config, base: Path, registry: Registry) -> list[ToolDef]:
     """Every tool a model is offered: the sandboxed built-ins, then the plugins' ``@tool``s."""
-    database = config.databases.get("default") or config.database
+    database = config.databases.get("default")
+    if database is not None:
+        database = _anchored(database, base)
     return [*builtin_tools(base / config.tools_root, database, config.http_allow), *registry.tools]
+
+
+def _anchored(url: str, base: Path) -> str:
+    """A relative SQLite path starts at the config's folder, not the current directory."""
+    prefix = "sqlite:///"
+    if url.startswith(prefix) and not url[len(prefix) :].startswith(("/", ":memory:")):
+        path = url[len(prefix) :]
+        return prefix + str(base / path)
+    return url

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from loopengine.llm import Toolbox, builtin_tools
+from loopengine.contract import Config
+from loopengine.llm import MAX_READ, Toolbox, builtin_tools, offered_tools
+from loopengine.skills import Registry
 from loopengine.testing import FakeLLMServer
 
 pytestmark = pytest.mark.anyio
@@ -125,3 +129,78 @@ def test_outcomes_serialise_for_the_model() -> None:
 
     assert ToolOutcome("t", {}, False, error="boom").content() == '{"error": "boom"}'
     assert ToolOutcome("t", {}, True, result=[1]).content() == '{"result": [1]}'
+
+
+async def test_read_file_refuses_a_link_out_of_the_root(toolbox: Toolbox, root: Path) -> None:
+    (root / "env").symlink_to("/proc/self/environ")
+    outcome = await _run(toolbox, "read_file", path="env")
+    assert outcome.error == "PermissionError: 'env' is outside the tools root"
+
+
+async def test_read_file_refuses_a_fifo_instead_of_blocking(toolbox: Toolbox, root: Path) -> None:
+    os.mkfifo(root / "pipe")
+    outcome = await _run(toolbox, "read_file", path="pipe")
+    assert outcome.error == "PermissionError: 'pipe' is not a regular file"
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("read_file", {"path": "facts.txt", "max_bytes": MAX_READ + 1}),
+        ("read_file", {"path": "facts.txt", "max_bytes": 0}),
+        ("query_db", {"sql": "select 1", "limit": 0}),
+        ("query_db", {"sql": "select 1", "limit": -1}),
+        ("search_files", {"pattern": "a", "max_results": 10_000}),
+    ],
+)
+async def test_sizes_a_model_asks_for_are_bounded(
+    toolbox: Toolbox, name: str, arguments: dict[str, Any]
+) -> None:
+    outcome = await toolbox.run(name, arguments)
+    assert (outcome.error or "").startswith(f"invalid arguments for {name}:")
+
+
+async def test_search_files_does_not_follow_links(toolbox: Toolbox, root: Path) -> None:
+    outside = root.parent / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("water token\n")
+    (root / "docs" / "linked").symlink_to(outside)
+    (root / "linked.txt").symlink_to(outside / "secret.txt")
+    outcome = await _run(toolbox, "search_files", pattern="token")
+    assert outcome.result == []
+
+
+async def test_search_files_explains_a_bad_pattern(toolbox: Toolbox) -> None:
+    outcome = await _run(toolbox, "search_files", pattern="(unclosed")
+    assert (outcome.error or "").startswith("ValueError: invalid regular expression")
+
+
+async def test_a_tool_that_overruns_its_deadline_is_stopped(root: Path) -> None:
+    slow = Toolbox([_sleeper()], timeout_s=0.2)
+    outcome = await slow.run("sleepy", {})
+    assert outcome.error == "sleepy did not finish within 0.2 s: stopped"
+
+
+def _sleeper() -> Any:
+    from loopengine.skills import ATTRIBUTE, tool
+
+    @tool("sleepy")
+    def sleepy() -> str:
+        """Sleep past any deadline."""
+        time.sleep(2)
+        return "late"
+
+    return getattr(sleepy, ATTRIBUTE)
+
+
+async def test_query_db_sees_no_database_unless_one_is_named(root: Path) -> None:
+    toolbox = Toolbox(offered_tools(Config(), root, Registry()))
+    outcome = await _run(toolbox, "query_db", sql="select 1")
+    assert "no database is open to tools" in (outcome.error or "")
+
+
+async def test_a_relative_tools_database_starts_at_the_config_folder(root: Path) -> None:
+    config = Config(databases={"default": "sqlite:///app.db"})
+    toolbox = Toolbox(offered_tools(config, root, Registry()))
+    outcome = await _run(toolbox, "query_db", sql="select name from users order by name")
+    assert [row["name"] for row in outcome.result["rows"]] == ["ada", "alan"]

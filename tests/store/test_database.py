@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from loopengine.errors import StorageError
-from loopengine.store import create_engine
+from loopengine.store import create_engine, read_only_query
 
 _LEVELS = {"off": 0, "normal": 1, "full": 2, "extra": 3}
 
@@ -59,3 +60,12 @@ def test_an_unknown_level_is_refused_with_the_allowed_ones(tmp_path: Path, query
         StorageError, match=r"^invalid synchronous=.*: use one of off, normal, full, extra$"
     ):
         create_engine(f"sqlite:///{tmp_path / 'store.db'}?{query}")
+
+
+def test_a_runaway_read_only_query_is_stopped_at_its_deadline(tmp_path: Path) -> None:
+    sqlite3.connect(tmp_path / "x.db").close()
+    runaway = (
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+    )
+    with pytest.raises(StorageError, match="interrupted"):
+        read_only_query(f"sqlite:///{tmp_path / 'x.db'}", lambda _: runaway, 10, timeout_s=0.2)
