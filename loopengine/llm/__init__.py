@@ -26,7 +26,9 @@ from loopengine.llm._tools import (
     Toolbox,
     ToolOutcome,
     builtin_tools,
+    checked_address,
     offered_tools,
+    reaches_inside,
 )
 
 __all__ = [
@@ -51,6 +53,7 @@ __all__ = [
     "builtin_tools",
     "call_key",
     "canonical",
+    "checked_address",
     "classify_complexity",
     "event_data",
     "load_thread",
@@ -60,6 +63,7 @@ __all__ = [
     "parse_arguments",
     "parse_reply",
     "prune",
+    "reaches_inside",
     "run_agent",
     "run_chain",
     "run_simple",

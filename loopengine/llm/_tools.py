@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio.to_thread
 import httpx
@@ -36,7 +36,9 @@ __all__ = [
     "ToolOutcome",
     "Toolbox",
     "builtin_tools",
+    "checked_address",
     "offered_tools",
+    "reaches_inside",
 ]
 
 _MAX_TEXT = 65_536
@@ -126,25 +128,72 @@ class _Sandbox:
         return sorted(found)
 
 
-def _is_private(host: str, allowed: frozenset[str]) -> bool:
-    if host in allowed:
-        return False
+_SHARED = ipaddress.ip_network("100.64.0.0/10")
+"""Carrier-grade NAT space: cloud metadata services live there, yet it is not "private"."""
+
+
+def reaches_inside(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Whether ``address`` reaches this machine, its network or a metadata service, looking
+    through the IPv6 forms that carry an IPv4 address (mapped, 6to4, Teredo)."""
+    if isinstance(address, ipaddress.IPv6Address):
+        teredo = address.teredo[1] if address.teredo else None
+        carried = address.ipv4_mapped or address.sixtofour or teredo
+        if carried is not None:
+            return reaches_inside(carried)
+    return (
+        address.is_loopback
+        or address.is_private
+        or address.is_link_local
+        or address.is_reserved
+        or address.is_multicast
+        or address.is_unspecified
+        or (address.version == 4 and address in _SHARED)
+    )
+
+
+def checked_address(host: str, allowed: frozenset[str]) -> str:
+    """The address to connect to for ``host``: resolved once, every answer checked, so a name
+    that resolves again to another address (DNS rebinding) cannot reach what was refused."""
     try:
-        infos = socket.getaddrinfo(host, None)
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
     except socket.gaierror as exc:
         raise ValueError(f"cannot resolve {host!r}: {exc}") from None
-    for info in infos:
-        address = ipaddress.ip_address(info[4][0])
-        if str(address) in allowed:
-            continue
-        if (
-            address.is_loopback
-            or address.is_private
-            or address.is_link_local
-            or address.is_reserved
-        ):
-            return True
-    return False
+    addresses = [ipaddress.ip_address(info[4][0]) for info in infos]
+    for address in addresses:
+        if host not in allowed and str(address) not in allowed and reaches_inside(address):
+            raise PermissionError(
+                f"{host} is a loopback, private or metadata address (allow it with http_allow)"
+            )
+    return str(addresses[0])
+
+
+async def _fetch(url: str, allowed: frozenset[str], limit: int) -> dict[str, Any]:
+    """GET ``url`` from the checked address, reading at most ``limit`` bytes of the body."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("only http and https URLs are allowed")
+    host = parts.hostname
+    address = await anyio.to_thread.run_sync(checked_address, host, allowed)
+    shown = f"[{address}]" if ":" in address else address
+    port = f":{parts.port}" if parts.port else ""
+    target = urlunsplit(parts._replace(netloc=f"{shown}{port}"))
+    headers = {"Host": f"{host}{port}"}
+    body = bytearray()
+    async with (
+        httpx.AsyncClient(follow_redirects=False, timeout=10) as client,
+        client.stream("GET", target, headers=headers, extensions={"sni_hostname": host}) as reply,
+    ):
+        async for chunk in reply.aiter_bytes():
+            body += chunk
+            if len(body) > limit:
+                break
+    charset = reply.charset_encoding or "utf-8"
+    return {
+        "status": reply.status_code,
+        "content_type": reply.headers.get("content-type"),
+        "text": bytes(body[:limit]).decode(charset, "replace"),
+        "truncated": len(body) > limit,
+    }
 
 
 _ReadSize = Annotated[int, Field(ge=1, le=MAX_READ)]
@@ -259,21 +308,7 @@ def builtin_tools(
             url: http or https URL.
             max_bytes: Most bytes of the body returned.
         """
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("only http and https URLs are allowed")
-        private = await anyio.to_thread.run_sync(_is_private, parts.hostname, allowed)
-        if private:
-            raise PermissionError(
-                f"{parts.hostname} is a loopback or private address (allow it with http_allow)"
-            )
-        async with httpx.AsyncClient(follow_redirects=False, timeout=10) as client:
-            response = await client.get(url)
-        return {
-            "status": response.status_code,
-            "content_type": response.headers.get("content-type"),
-            "text": response.text[:max_bytes],
-        }
+        return await _fetch(url, allowed, max_bytes)
 
     return [
         getattr(fn, ATTRIBUTE) for fn in (list_dir, read_file, search_files, query_db, http_get)
