@@ -70,17 +70,19 @@ def _sqlite_path(url: str) -> tuple[Any, Path | None]:
     return parsed, Path(str(parsed.database)).expanduser()
 
 
-def find_config(explicit: Path | None = None) -> Path | None:
-    """``--config``, else ``$LOOPENGINE_CONFIG``, else the nearest ``loopengine.yaml`` upwards."""
+def find_config(explicit: Path | None = None, start: Path | None = None) -> Path | None:
+    """``--config``, else ``$LOOPENGINE_CONFIG``, else the nearest ``loopengine.yaml`` from
+    ``start`` (default: the working directory) upwards."""
     if explicit is not None:
         return explicit
     if from_env := os.environ.get(CONFIG_ENV):
         return Path(from_env)
-    if Path(CONFIG_NAME).is_file():
+    if start is None and Path(CONFIG_NAME).is_file():
         return Path(CONFIG_NAME)
-    for folder in Path.cwd().parents:
-        if (folder / CONFIG_NAME).is_file():
-            return folder / CONFIG_NAME
+    folder = (start or Path.cwd()).resolve()
+    for candidate in (folder, *folder.parents):
+        if (candidate / CONFIG_NAME).is_file():
+            return candidate / CONFIG_NAME
     return None
 
 

@@ -242,3 +242,12 @@ def test_the_quickstart_completes_when_nothing_is_stale(
     monkeypatch.delenv("LOOPENGINE_DATABASE", raising=False)
     assert main(["metrics", "record", "infra.cache.usage", "0.93"]) == 0
     assert main(["run", "cache_cleanup.yaml", *flags]) == 0
+
+
+def test_each_loop_is_validated_with_the_config_nearest_to_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(SEED_DIR.parent.parent)
+    monkeypatch.delenv("LOOPENGINE_CONFIG", raising=False)
+    assert main(["validate", "examples"]) == 0
+    assert capsys.readouterr().out.strip().endswith("loops valid")

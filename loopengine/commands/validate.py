@@ -8,6 +8,7 @@ from pathlib import Path
 from loopengine.commands._console import Console
 from loopengine.contract import Diagnostic, LoadReport, LoopLoader, find_loop_files
 from loopengine.errors import ContractError
+from loopengine.settings import find_config
 from loopengine.workspace import load_workspace
 
 __all__ = ["run_validate"]
@@ -63,9 +64,14 @@ def run_validate(console: Console, paths: list[Path], config: Path | None, as_js
     files = list(find_loop_files(paths))
     if not files:
         raise ContractError(f"no loop files (*.yaml, *.yml) in {', '.join(map(str, paths))}")
-    workspace = load_workspace(config)
+    loaders: dict[Path | None, LoopLoader] = {}
     results: list[_Result] = []
-    for report in LoopLoader(workspace.env).iter_paths(files):
+    for file in files:
+        # A config applies to the loops under its folder, unless one is given (as ruff does).
+        found = find_config(config, file.parent)
+        if found not in loaders:
+            loaders[found] = LoopLoader(load_workspace(found).env)
+        report = loaders[found].load_file(file)
         results.append(_Result.of(report))
         if not as_json:
             for diagnostic in report.diagnostics:
