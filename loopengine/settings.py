@@ -77,10 +77,11 @@ def find_config(explicit: Path | None = None, start: Path | None = None) -> Path
         return explicit
     if from_env := os.environ.get(CONFIG_ENV):
         return Path(from_env)
-    if start is None and Path(CONFIG_NAME).is_file():
-        return Path(CONFIG_NAME)
-    folder = (start or Path.cwd()).resolve()
-    for candidate in (folder, *folder.parents):
+    folder = start or Path()
+    candidates = [folder, *folder.parents]
+    if not folder.is_absolute():  # relative paths stay relative, as the user wrote them
+        candidates += Path.cwd().parents
+    for candidate in candidates:
         if (candidate / CONFIG_NAME).is_file():
             return candidate / CONFIG_NAME
     return None

@@ -111,7 +111,8 @@ def test_invalid_config_is_reported_with_its_position(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     (tmp_path / "loopengine.yaml").write_text("plugins: [./missing.py]\n")
-    assert main(["validate", str(SEED_LOOP)]) == 2
+    (tmp_path / "loop.yaml").write_text(MINIMAL)
+    assert main(["validate", "loop.yaml"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"{Path('loopengine.yaml')}:1:11: plugins[0]: plugin file './missing.py'")
 
