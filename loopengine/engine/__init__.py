@@ -4,11 +4,11 @@ approvals."""
 from loopengine.engine._lifecycle import (
     answer_approval,
     escalate_overdue,
-    owner_died,
     recover_interrupted,
     resume,
 )
 from loopengine.engine._middleware import translated
+from loopengine.engine._persistence import owner_died
 from loopengine.engine._runner import Engine, ExecutionDone, PhaseListener
 from loopengine.engine._services import Services
 

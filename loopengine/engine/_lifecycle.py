@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import socket
 import time
 from collections.abc import Callable
 from typing import Any
@@ -11,7 +9,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from loopengine.contract import Loop, Outcome
-from loopengine.engine._persistence import OWNER, Journal
+from loopengine.engine._persistence import OWNER, Journal, owner_died
 from loopengine.engine._run import Rollback, Run
 from loopengine.engine._runner import ORDER, Engine, ExecutionDone
 from loopengine.engine._services import NO_PARAMS
@@ -196,28 +194,6 @@ async def escalate_overdue(engine: Engine, load_loop: LoopLoader) -> list[str]:
     now = engine.services.clock()
     overdue = [g for g in await store.read(approvals.pending_approvals) if g["deadline"] < now]
     return [g["execution_id"] for g in overdue if await _escalate(engine, load_loop, g, now)]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def owner_died(owner: str | None) -> bool:
-    """Whether ``owner`` (``host:pid``, optionally ``:suffix``) names another process of this
-    host that no longer runs. Owners on other hosts are judged by their lease, not here."""
-    host, pid, *_ = [*str(owner or "").split(":"), "", ""]
-    return (
-        host == socket.gethostname()
-        and pid.isdigit()
-        and int(pid) != os.getpid()
-        and not _alive(int(pid))
-    )
 
 
 async def recover_interrupted(engine: Engine) -> list[str]:

@@ -28,12 +28,44 @@ from loopengine.store import (
 )
 from loopengine.store import approvals as approval_rows
 
-__all__ = ["OWNER", "CommitListener", "Journal", "Recorder", "Write"]
+__all__ = [
+    "EXISTING_POLL_S",
+    "OWNER",
+    "CommitListener",
+    "Journal",
+    "Recorder",
+    "Write",
+    "owner_died",
+]
 
 Write = Callable[[sa.Connection], None]
 CommitListener = Callable[[str, str], None]
 """Told ``(execution_id, what)`` once a commit is durable: started, a phase, waiting, finished."""
 OWNER = f"{socket.gethostname()}:{os.getpid()}"
+EXISTING_POLL_S = 0.2
+"""How often an execution that found its idempotency key taken looks whether the first ended."""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def owner_died(owner: str | None) -> bool:
+    """Whether ``owner`` (``host:pid``, optionally ``:suffix``) names another process of this
+    host that no longer runs. Owners on other hosts are judged by their lease, not here."""
+    host, pid, *_ = [*str(owner or "").split(":"), "", ""]
+    return (
+        host == socket.gethostname()
+        and pid.isdigit()
+        and int(pid) != os.getpid()
+        and not _alive(int(pid))
+    )
 
 
 def snapshot(run: Run) -> dict[str, Any]:
@@ -230,13 +262,25 @@ class Recorder(Journal):
             return None, last, state
 
         def read(connection: sa.Connection) -> Prelude:
-            existing = None if fresh_key else jobs.execution_of_key(connection, key)
-            if existing is not None:
-                return existing, None, None
             last = executions.last_finished(connection, loop_id)
             return None, last, learning.get_state(connection, loop_id)
 
-        return await self.store.read(read)
+        if fresh_key:
+            return await self.store.read(read)
+
+        def claim(connection: sa.Connection) -> Prelude:
+            # A key given by a caller is taken before anything runs: of several processes
+            # starting with it at once, one runs and the others return its execution.
+            existing = jobs.execution_of_key(connection, key)
+            if existing is not None:
+                return existing, None, None
+            jobs.insert_envelope(connection, run.envelope, run.execution_id, run.started_at)
+            executions.insert_execution(connection, _execution_row(run))
+            return read(connection)
+
+        prelude = await self.store.write(claim)
+        self.inserted = prelude[0] is None
+        return prelude
 
     def resume_at(self, seq: int) -> None:
         self.seq = seq

@@ -13,7 +13,14 @@ import anyio
 import sqlalchemy as sa
 
 from loopengine.contract import Act, BuiltinAction, Loop, Outcome, Phase
-from loopengine.engine._persistence import CommitListener, Journal, Recorder, Write
+from loopengine.engine._persistence import (
+    EXISTING_POLL_S,
+    CommitListener,
+    Journal,
+    Recorder,
+    Write,
+    owner_died,
+)
 from loopengine.engine._rollback import roll_back
 from loopengine.engine._run import Run
 from loopengine.engine._services import Services
@@ -184,9 +191,15 @@ class Engine:
         return await self.drive(run, recorder, 0)
 
     async def _existing(self, execution_id: str) -> ExecutionDone:
-        row = await self.services.store.read(lambda c: executions.get_execution(c, execution_id))
-        assert row is not None
-        return ExecutionDone(execution_id, Outcome(row.outcome or "interrupted"), row.error)
+        """How the execution that took the idempotency key ended, once it has: another process
+        may still be running it."""
+        store = self.services.store
+        while True:
+            row = await store.read(lambda c: executions.get_execution(c, execution_id))
+            assert row is not None
+            if row.status != "running" or owner_died(row.owner):
+                return ExecutionDone(execution_id, Outcome(row.outcome or "interrupted"), row.error)
+            await anyio.sleep(EXISTING_POLL_S)
 
     async def _phase(
         self, run: Run, phase: Phase, fn: PhaseFn, spec: Any
