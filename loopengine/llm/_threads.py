@@ -65,8 +65,9 @@ def _hash(messages: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _validate(messages: Sequence[Mapping[str, Any]], offered: set[str]) -> None:
-    """Every message well-formed; every tool message answers a call made before it."""
+    """Every message well-formed; every tool message answers a call made before it, once."""
     calls = set(offered)
+    answers: dict[str, int] = {}
     for index, message in enumerate(messages):
         role = message.get("role")
         if role not in _ROLES:
@@ -96,6 +97,14 @@ def _validate(messages: Sequence[Mapping[str, Any]], offered: set[str]) -> None:
                 "unknown_tool_call_id",
                 f"messages[{index}]: tool_call_id {call_id!r} answers no call of this thread",
             )
+        if call_id in answers:
+            raise ThreadError(
+                422,
+                "duplicate_tool_result",
+                f"messages[{index}]: tool_call_id {call_id!r} is already answered by "
+                f"messages[{answers[call_id]}]",
+            )
+        answers[call_id] = index
         if not _is_json_text(message.get("content")):
             raise ThreadError(
                 422,

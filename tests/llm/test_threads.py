@@ -105,6 +105,14 @@ async def test_invalid_messages_are_refused_before_anything_is_stored(
     assert await store.read(lambda c: load_thread(c, "s1")) == []
 
 
+async def test_two_results_for_one_call_in_a_batch_are_422(store: Store) -> None:
+    batch = [*_round("call_a"), _round("call_a", "again")[1]]
+    with pytest.raises(ThreadError) as caught:
+        await store.write(_append("s1", batch, "op-1"))
+    assert (caught.value.status, caught.value.code) == (422, "duplicate_tool_result")
+    assert "already answered by messages[1]" in str(caught.value)
+
+
 async def test_a_message_of_another_session_never_enters(
     store: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
