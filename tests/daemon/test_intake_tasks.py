@@ -1,0 +1,89 @@
+"""The daemon's intake tasks in process: what a bad event, an old metric history or a renamed
+loop file does to them."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from pathlib import Path
+from typing import Any
+
+from loopengine.contract import Config, Loop, LoopLoader
+from loopengine.contract.checks import Env
+from loopengine.daemon import DaemonLog, LoopFolder
+from loopengine.daemon._dispatcher import Dispatcher
+from loopengine.daemon._thresholds import ThresholdWatcher
+from loopengine.skills.builtin import builtin_registry
+from loopengine.store import Store, queue, signals
+from loopengine.testing import memory_store
+
+DECIDE = "decide: {decision_tree: [], fallback_action: log_only}\n"
+
+
+def loader() -> LoopLoader:
+    return LoopLoader(Env(builtin_registry(), frozenset(Config().storage)))
+
+
+def loop(text: str) -> Loop:
+    report = loader().load_text(text + DECIDE, "x.yaml")
+    assert report.loop is not None, report.diagnostics
+    return report.loop
+
+
+def in_store(steps: Any) -> Any:
+    async def main() -> Any:
+        async with memory_store() as store:
+            return await steps(store)
+
+    return asyncio.run(main())
+
+
+def test_an_event_whose_scope_cannot_bound_a_job_is_logged_and_passed() -> None:
+    bounded = loop(
+        "id: pages\ntrigger: {type: event, config: "
+        "{event_pattern: 'page.*', scope: '{limit: data.n}'}}\n"
+    )
+    log = io.StringIO()
+
+    async def steps(store: Store) -> tuple[int, dict[str, int]]:
+        dispatcher = Dispatcher(store, DaemonLog(log), lambda: None, poll_s=0.01)
+        dispatcher.update([bounded], [])
+        for n in (0, 5):
+            await store.write(lambda c, n=n: signals.insert_event(c, "page.x", "t", {"n": n}, 1.0))
+        batch = await store.read(lambda c: queue.events_after(c, 0, 10))
+        position = await dispatcher._dispatch(batch)
+        return position, await store.read(queue.queue_depth)
+
+    position, depth = in_store(steps)
+    assert position == 2
+    assert depth["queued"] == 1
+    assert "job scope limit must be a whole number" in log.getvalue()
+
+
+def test_a_new_threshold_trigger_ignores_points_recorded_before_it() -> None:
+    hot = loop(
+        "id: hot\ntrigger: {type: threshold, config: "
+        "{metric: cpu, operator: '>', value: 0.8, clear_value: 0.5}}\n"
+    )
+
+    async def steps(store: Store) -> dict[str, int]:
+        for at, value in ((1.0, 0.9), (2.0, 0.1), (3.0, 0.95)):
+            await store.write(
+                lambda c, at=at, value=value: signals.insert_metric(c, "cpu", value, at, {})
+            )
+        watcher = ThresholdWatcher(store, DaemonLog(io.StringIO()), lambda: None, 0.01)
+        await watcher.update([hot], [])
+        await watcher._new_points(0)
+        return await store.read(queue.queue_depth)
+
+    assert in_store(steps)["queued"] == 0
+
+
+def test_a_renamed_loop_file_stays_scheduled(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text("id: kept\ntrigger: {type: manual}\n" + DECIDE)
+    folder = LoopFolder(tmp_path, loader(), DaemonLog(io.StringIO()))
+    assert [found.id for found in folder.scan().loaded] == ["kept"]
+    (tmp_path / "a.yaml").rename(tmp_path / "b.yaml")
+    changes = folder.scan()
+    assert ([found.id for found in changes.loaded], changes.removed) == (["kept"], ())
+    assert list(folder.loops) == ["kept"]
