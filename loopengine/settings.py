@@ -96,6 +96,12 @@ def _semantic(document: YamlDocument, config: Config) -> list[Diagnostic]:
                 message = f"routing names node '{name}', which is not under cluster.nodes"
                 path = ("cluster", "routing", category, index)
                 problems.append(document.diagnostic(path, message + did_you_mean(name, nodes)))
+    if nodes and "chain" in config.cluster.model_fields_set:
+        for index, name in enumerate(config.cluster.chain):
+            if name not in nodes:
+                message = f"chain names node '{name}', which is not under cluster.nodes"
+                where = ("cluster", "chain", index)
+                problems.append(document.diagnostic(where, message + did_you_mean(name, nodes)))
     for name, url in config.storage.items():
         scheme = urlsplit(url).scheme.split("+")[0]
         if scheme not in _STORAGE_SCHEMES:

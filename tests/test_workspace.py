@@ -121,3 +121,19 @@ def test_an_empty_config_means_defaults(tmp_path: Path) -> None:
     config = tmp_path / "loopengine.yaml"
     config.write_text("# nothing yet\n")
     assert load_workspace(config, entry_points=False).config.plugins == []
+
+
+def test_a_chain_naming_an_unknown_node_is_an_error_at_its_position(tmp_path: Path) -> None:
+    (tmp_path / "loopengine.yaml").write_text(
+        "cluster:\n"
+        "  nodes:\n"
+        "    small: {base_url: 'http://127.0.0.1:9/v1', model: m}\n"
+        "    big: {base_url: 'http://127.0.0.1:9/v1', model: m}\n"
+        "  chain: [small, bgi]\n"
+    )
+    with pytest.raises(ContractError) as caught:
+        load_workspace(tmp_path / "loopengine.yaml", entry_points=False)
+    assert str(caught.value).endswith(
+        "loopengine.yaml:5:18: cluster.chain[1]: chain names node 'bgi', which is not under "
+        "cluster.nodes; did you mean 'big'?"
+    )

@@ -38,6 +38,13 @@ class Cluster(Strict):
     routing: dict[str, list[Name]] = Field(
         default_factory=dict, description="Category → node names in preference order."
     )
+    chain: list[Name] = Field(
+        default_factory=lambda: ["OL1", "M1", "M2"],
+        min_length=1,
+        max_length=8,
+        description="Nodes of the reflexive chain, in order: the first researches with tools, "
+        "the last reviews, those between analyse (any node names).",
+    )
 
 
 class DaemonSettings(Strict):

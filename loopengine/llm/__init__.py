@@ -2,7 +2,14 @@
 with its anti-loop guard, the reflexive chain and chat threads."""
 
 from loopengine.llm._agent import Hooks, RoundCommit, run_agent
-from loopengine.llm._chain import DEFAULT_STAGES, ChainResult, StageSpec, run_chain, run_simple
+from loopengine.llm._chain import (
+    DEFAULT_STAGES,
+    ChainResult,
+    StageSpec,
+    chain_stages,
+    run_chain,
+    run_simple,
+)
 from loopengine.llm._classify import classify_complexity
 from loopengine.llm._client import ChatClient
 from loopengine.llm._cluster import Cluster
@@ -53,6 +60,7 @@ __all__ = [
     "builtin_tools",
     "call_key",
     "canonical",
+    "chain_stages",
     "checked_address",
     "classify_complexity",
     "event_data",

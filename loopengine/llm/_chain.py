@@ -14,7 +14,7 @@ from loopengine.llm._agent import NO_HOOKS, Hooks, StageReport, run_agent
 from loopengine.llm._cluster import Cluster
 from loopengine.llm._tools import Toolbox
 
-__all__ = ["DEFAULT_STAGES", "ChainResult", "StageSpec", "run_chain", "run_simple"]
+__all__ = ["DEFAULT_STAGES", "ChainResult", "StageSpec", "chain_stages", "run_chain", "run_simple"]
 
 MAX_TURNS = 8
 _ROLES = {
@@ -41,11 +41,21 @@ class StageSpec:
     answer_after_stop: bool = False
 
 
-DEFAULT_STAGES = (
-    StageSpec("OL1", "research", 4),
-    StageSpec("M1", "analysis", 3),
-    StageSpec("M2", "review", 2),
-)
+_TURNS = {"research": 4, "analysis": 3, "review": 2, "answer": 4}
+
+
+def chain_stages(nodes: Sequence[str]) -> tuple[StageSpec, ...]:
+    """The stages of a chain over ``nodes`` (``cluster.chain``): the first researches with
+    tools, the last reviews, those between analyse; a single node answers alone."""
+    if len(nodes) == 1:
+        return (StageSpec(nodes[0], "answer", _TURNS["answer"], answer_after_stop=True),)
+    roles = ["research", *["analysis"] * (len(nodes) - 2), "review"]
+    return tuple(
+        StageSpec(node, role, _TURNS[role]) for node, role in zip(nodes, roles, strict=True)
+    )
+
+
+DEFAULT_STAGES = chain_stages(("OL1", "M1", "M2"))
 
 
 @dataclass(slots=True)

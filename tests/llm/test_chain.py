@@ -9,7 +9,15 @@ from typing import Any
 import pytest
 
 from loopengine.contract import Cluster as ClusterConfig
-from loopengine.llm import Cluster, Hooks, Toolbox, builtin_tools, run_chain, run_simple
+from loopengine.llm import (
+    Cluster,
+    Hooks,
+    Toolbox,
+    builtin_tools,
+    chain_stages,
+    run_chain,
+    run_simple,
+)
 from loopengine.testing import FakeLLMServer, forever, reply, tool_call
 
 pytestmark = pytest.mark.anyio
@@ -280,3 +288,18 @@ async def test_a_spent_budget_stops_the_chain_with_what_it_gathered(
     assert [s.status for s in rest] == ["skipped", "skipped"]
     assert [u["name"] for u in result.tools_used] == ["read_file", "list_dir"]
     assert server.requests_for("m1") == []
+
+
+def test_the_chain_takes_its_stages_from_any_node_names() -> None:
+    stages = chain_stages(["fast", "mid", "deep", "judge"])
+    assert [(s.node, s.role, s.max_turns) for s in stages] == [
+        ("fast", "research", 4),
+        ("mid", "analysis", 3),
+        ("deep", "analysis", 3),
+        ("judge", "review", 2),
+    ]
+
+
+def test_a_chain_of_one_node_answers_alone() -> None:
+    (stage,) = chain_stages(["only"])
+    assert (stage.node, stage.role, stage.answer_after_stop) == ("only", "answer", True)

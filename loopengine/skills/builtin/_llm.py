@@ -108,9 +108,12 @@ async def llm_reflexive(
     stages: list[dict[str, Any]] | None = None,
     max_turns: int = 8,
 ) -> SkillOutput:
-    from loopengine.llm import DEFAULT_STAGES, StageSpec, run_chain
+    from loopengine.llm import StageSpec, chain_stages, run_chain
 
-    chosen = tuple(StageSpec(**stage) for stage in stages) if stages else DEFAULT_STAGES
+    if stages:
+        chosen = tuple(StageSpec(**stage) for stage in stages)
+    else:
+        chosen = chain_stages(ctx.config.cluster.chain)
 
     async def run(runtime: LLMRuntime, history: list[dict[str, Any]], hooks: Hooks) -> ChainResult:
         return await run_chain(
