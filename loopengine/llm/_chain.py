@@ -109,7 +109,8 @@ def _messages(
 
 
 def _skipped(spec: StageSpec, cluster: Cluster, reason: str) -> StageReport:
-    model = cluster.clients[spec.node].node.model if spec.node in cluster.clients else ""
+    nodes = cluster.config.nodes
+    model = nodes[spec.node].model if spec.node in nodes else ""
     return StageReport(spec.node, model, status="skipped", reason=reason)
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from loopengine.contract import Cluster as ClusterConfig
-from loopengine.errors import LLMError
+from loopengine.errors import LLMError, LoopEngineError
 from loopengine.expr import compile_template
 from loopengine.llm._client import ChatClient, Completion
 from loopengine.llm._health import NodeHealth
@@ -18,7 +18,9 @@ __all__ = ["BoundNode", "Cluster"]
 
 
 class Cluster:
-    """Clients for every configured node, their health, and the routing table."""
+    """Clients for the configured nodes, their health, and the routing table. A node's client,
+    and its secrets, are made when the node is first called: a key that only one node needs is
+    not required to talk to the others."""
 
     def __init__(
         self,
@@ -31,15 +33,30 @@ class Cluster:
         self.config = config
         self.clock = clock
         self.http = httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(None))
+        self.environ = environ
         self.clients: dict[str, ChatClient] = {}
-        for name, node in config.nodes.items():
-            key = compile_template(node.api_key).render({}, environ) if node.api_key else None
-            self.clients[name] = ChatClient(name, node, self.http, api_key=key)
         self.health: dict[str, NodeHealth] = {name: NodeHealth() for name in config.nodes}
+
+    def client(self, name: str) -> ChatClient:
+        """The client of node ``name``, made on first use; ``LLMError`` when its key cannot be
+        resolved (a secret missing from the environment)."""
+        found = self.clients.get(name)
+        if found is None:
+            node = self.config.nodes[name]
+            try:
+                key = (
+                    compile_template(node.api_key).render({}, self.environ)
+                    if node.api_key
+                    else None
+                )
+            except LoopEngineError as exc:
+                raise LLMError(f"node {name}: its api_key cannot be resolved: {exc}") from None
+            found = self.clients[name] = ChatClient(name, node, self.http, api_key=key)
+        return found
 
     def available(self, name: str) -> str | None:
         """Why ``name`` cannot be used now, or None when it can."""
-        if name not in self.clients:
+        if name not in self.config.nodes:
             return f"node {name} is not in the cluster"
         health = self.health[name]
         if not health.available(self.clock()):
@@ -49,8 +66,9 @@ class Cluster:
     def route(self, category: str | None) -> list[str]:
         """Nodes for a category in preference order (``default``, then every node, as fallback)."""
         routing = self.config.routing
-        chosen = routing.get(category or "") or routing.get("default") or list(self.clients)
-        return [name for name in chosen if name in self.clients]
+        nodes = self.config.nodes
+        chosen = routing.get(category or "") or routing.get("default") or list(nodes)
+        return [name for name in chosen if name in nodes]
 
     def pick(self, category: str | None) -> str | None:
         """The first available node for ``category``."""
@@ -69,7 +87,7 @@ class Cluster:
     ) -> Completion:
         """A completion from ``name``, keeping its health up to date."""
         try:
-            completion = await self.clients[name].chat(messages, tools)
+            completion = await self.client(name).chat(messages, tools)
         except LLMError as exc:
             self.failed(name, exc)
             raise
@@ -89,7 +107,7 @@ class BoundNode:
     def __init__(self, cluster: Cluster, name: str) -> None:
         self.cluster = cluster
         self.name = name
-        self.node = cluster.clients[name].node
+        self.node = cluster.config.nodes[name]
 
     async def chat(self, messages: Sequence[dict[str, Any]], tools: Any = None) -> Completion:
         return await self.cluster.chat(self.name, messages, tools)

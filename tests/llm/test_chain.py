@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from loopengine.contract import Cluster as ClusterConfig
+from loopengine.errors import LLMError
 from loopengine.llm import (
     Cluster,
     Hooks,
@@ -113,7 +114,7 @@ async def test_an_offline_m1_is_skipped_and_m2_reviews_ol1(
     server: FakeLLMServer, toolbox: Toolbox
 ) -> None:
     cluster = Cluster(_config(server, offline=frozenset({"M1"})), {})
-    cluster.clients["M1"].retries = 0
+    cluster.client("M1").retries = 0
     try:
         server.script(
             "ol1", [tool_call("read_file", {"path": "facts.txt"}), reply("Found: seven phases.")]
@@ -235,7 +236,7 @@ async def test_repeated_failures_cool_a_node_down(server: FakeLLMServer, toolbox
     from loopengine.errors import LLMError
 
     cluster = Cluster(_config(server, offline=frozenset({"OL1"})), {})
-    cluster.clients["OL1"].retries = 0
+    cluster.client("OL1").retries = 0
     try:
         for _ in range(3):
             with pytest.raises(LLMError):
@@ -258,7 +259,7 @@ async def test_node_health_survives_a_restart(server: FakeLLMServer, tmp_path: P
     )
     async with Store.open(f"sqlite:///{tmp_path / 'health.db'}") as store:
         first = LLMRuntime(config, tmp_path, Registry(), store, {})
-        first.cluster.clients["OL1"].retries = 0
+        first.cluster.client("OL1").retries = 0
         for _ in range(3):
             with pytest.raises(LLMError):
                 await first.cluster.chat("OL1", [])
@@ -303,3 +304,25 @@ def test_the_chain_takes_its_stages_from_any_node_names() -> None:
 def test_a_chain_of_one_node_answers_alone() -> None:
     (stage,) = chain_stages(["only"])
     assert (stage.node, stage.role, stage.answer_after_stop) == ("only", "answer", True)
+
+
+async def test_a_node_secret_is_needed_only_when_that_node_is_called() -> None:
+    config = ClusterConfig.model_validate(
+        {
+            "nodes": {
+                "OL1": {"base_url": "http://127.0.0.1:9/v1", "model": "m"},
+                "M2": {
+                    "base_url": "http://127.0.0.1:9/v1",
+                    "model": "m",
+                    "api_key": "${ secret.M2_KEY }",
+                },
+            }
+        }
+    )
+    cluster = Cluster(config, {})
+    try:
+        assert cluster.client("OL1").name == "OL1"
+        with pytest.raises(LLMError, match="node M2: its api_key cannot be resolved"):
+            cluster.client("M2")
+    finally:
+        await cluster.aclose()
