@@ -302,6 +302,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     console = Console()
     debug = getattr(args, "debug", False)
+    if debug:  # skills' tracebacks and the engine's own notes, on stderr
+        import logging
+
+        logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
     try:
         return _dispatch(args, console)
     except LoopEngineError as exc:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from loopengine import errors
@@ -97,3 +101,31 @@ def test_a_translated_message_masks_secrets() -> None:
     seen = translated(ValueError("token s3cr3t refused"), "fetch", ["s3cr3t"])
     assert "s3cr3t" not in str(seen)
     assert "***" in str(seen)
+
+
+def _raise_here() -> None:
+    raise KeyError("page")
+
+
+def test_a_translated_message_says_where_the_skill_raised() -> None:
+    try:
+        _raise_here()
+    except KeyError as exc:
+        seen = translated(exc, "fetch", [])
+    assert str(seen).startswith("skill 'fetch' failed: KeyError: 'page' (at tests/test_errors.py:")
+    assert str(seen).endswith(" in _raise_here)")
+
+
+def test_debug_shows_a_failing_skills_traceback(tmp_path: Path) -> None:
+    (tmp_path / "skills.py").write_text(
+        "from loopengine import skill\n\n@skill\ndef boom(ctx):\n    raise ValueError('no luck')\n"
+    )
+    (tmp_path / "loopengine.yaml").write_text("plugins: [./skills.py]\n")
+    (tmp_path / "b.yaml").write_text(
+        "id: b\ntrigger: {type: manual}\nanalyze:\n  analysis_steps: [{name: x, skill_id: boom}]\n"
+    )
+    command = [sys.executable, "-m", "loopengine", "run", "b.yaml", "--debug"]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert done.returncode == 1
+    assert "Traceback" in done.stderr
+    assert "ValueError: no luck" in done.stderr

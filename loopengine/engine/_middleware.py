@@ -5,11 +5,15 @@ Built once per engine; each layer is a small callable wrapping the next, as in s
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import random
 import time
+import traceback
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -23,6 +27,7 @@ from loopengine.skills import SkillContext, SkillDef, SkillOutput
 __all__ = ["Handler", "SkillCall", "build_stack", "spent", "translated"]
 
 _RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+_log = logging.getLogger("loopengine.skills")
 _MAX_BACKOFF_S = 30.0
 
 
@@ -39,10 +44,24 @@ class SkillCall:
 Handler = Callable[[SkillCall], Awaitable[SkillOutput]]
 
 
+def _where(exc: BaseException) -> str:
+    """Where the exception was raised: the innermost frame, as ``file:line in function``."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return ""
+    last = frames[-1]
+    file = Path(last.filename)
+    with contextlib.suppress(ValueError):
+        file = file.relative_to(Path.cwd())
+    return f" (at {file}:{last.lineno} in {last.name})"
+
+
 def translated(exc: Exception, skill: str, secrets: Iterable[str]) -> SkillError:
-    """A skill's own exception as a ``SkillError``, secrets masked; network failures (connection,
-    timeout, HTTP 429/5xx) are worth retrying, anything else is not."""
-    message = f"skill '{skill}' failed: {type(exc).__name__}: {exc}"
+    """A skill's own exception as a ``SkillError`` saying where it was raised, secrets masked;
+    network failures (connection, timeout, HTTP 429/5xx) are worth retrying, nothing else is.
+    The traceback goes to the ``loopengine.skills`` logger at DEBUG (``--debug`` shows it)."""
+    _log.debug("skill '%s' raised", skill, exc_info=exc)
+    message = f"skill '{skill}' failed: {type(exc).__name__}: {exc}{_where(exc)}"
     for secret in secrets:
         message = message.replace(secret, "***")
     status = getattr(exc, "status_code", None) or getattr(
