@@ -85,6 +85,7 @@ def _row(rng: random.Random, started_at: float) -> dict[str, Any]:
         "outcome": outcome,
         "job_id": uuid.UUID(int=rng.getrandbits(128)).hex,
         "trigger_type": rng.choice(("cron", "cron", "webhook", "manual")),
+        "trigger": {},
         "durability": "execution",
         "dry_run": False,
         "started_at": started_at,
