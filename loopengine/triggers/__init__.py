@@ -1,13 +1,44 @@
 """Pure trigger decisions: cron schedules and catch-up, event matching, threshold edges and
-overlap; no I/O."""
+overlap; no I/O.
 
-from loopengine.triggers._catchup import CatchUp, catch_up, jittered
-from loopengine.triggers._cron import NICKNAMES, cron_problem, has_seconds
-from loopengine.triggers._events import matches, pattern_problem
-from loopengine.triggers._index import PatternIndex
-from loopengine.triggers._overlap import Overlap, OverlapDecision, on_overlap
-from loopengine.triggers._schedule import CronSchedule, Fire
-from loopengine.triggers._threshold import ThresholdRule, ThresholdState, evaluate
+Names load with their module on first use: validating a loop needs only the cron and pattern
+checks, the daemon the rest.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from loopengine._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from loopengine.triggers._catchup import CatchUp, catch_up, jittered
+    from loopengine.triggers._cron import NICKNAMES, cron_problem, has_seconds
+    from loopengine.triggers._events import matches, pattern_problem
+    from loopengine.triggers._index import PatternIndex
+    from loopengine.triggers._overlap import Overlap, OverlapDecision, on_overlap
+    from loopengine.triggers._schedule import CronSchedule, Fire
+    from loopengine.triggers._threshold import ThresholdRule, ThresholdState, evaluate
+
+_EXPORTS = {
+    "NICKNAMES": "loopengine.triggers._cron",
+    "CatchUp": "loopengine.triggers._catchup",
+    "CronSchedule": "loopengine.triggers._schedule",
+    "Fire": "loopengine.triggers._schedule",
+    "Overlap": "loopengine.triggers._overlap",
+    "OverlapDecision": "loopengine.triggers._overlap",
+    "PatternIndex": "loopengine.triggers._index",
+    "ThresholdRule": "loopengine.triggers._threshold",
+    "ThresholdState": "loopengine.triggers._threshold",
+    "catch_up": "loopengine.triggers._catchup",
+    "cron_problem": "loopengine.triggers._cron",
+    "evaluate": "loopengine.triggers._threshold",
+    "has_seconds": "loopengine.triggers._cron",
+    "jittered": "loopengine.triggers._catchup",
+    "matches": "loopengine.triggers._events",
+    "on_overlap": "loopengine.triggers._overlap",
+    "pattern_problem": "loopengine.triggers._events",
+}
 
 __all__ = [
     "NICKNAMES",
@@ -28,3 +59,5 @@ __all__ = [
     "on_overlap",
     "pattern_problem",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
