@@ -305,7 +305,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if debug:  # skills' tracebacks and the engine's own notes, on stderr
         import logging
 
+        from loopengine._secrets import SecretFilter
+
         logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(SecretFilter())
     try:
         return _dispatch(args, console)
     except LoopEngineError as exc:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from loopengine import errors
+from loopengine._secrets import remember
 from loopengine.contract import parse_yaml
 from loopengine.engine import translated
 from loopengine.expr import compile_expression
@@ -91,14 +92,15 @@ class _HTTPStatusError(Exception):
     ],
 )
 def test_a_skills_own_exception_becomes_skill_error(raised: Exception, retryable: bool) -> None:
-    seen = translated(raised, "fetch", ["s3cr3t"])
+    seen = translated(raised, "fetch")
     assert isinstance(seen, errors.SkillError)
     assert seen.retryable is retryable
     assert str(seen).startswith(f"skill 'fetch' failed: {type(raised).__name__}")
 
 
 def test_a_translated_message_masks_secrets() -> None:
-    seen = translated(ValueError("token s3cr3t refused"), "fetch", ["s3cr3t"])
+    remember("s3cr3t")
+    seen = translated(ValueError("token s3cr3t refused"), "fetch")
     assert "s3cr3t" not in str(seen)
     assert "***" in str(seen)
 
@@ -111,7 +113,7 @@ def test_a_translated_message_says_where_the_skill_raised() -> None:
     try:
         _raise_here()
     except KeyError as exc:
-        seen = translated(exc, "fetch", [])
+        seen = translated(exc, "fetch")
     assert str(seen).startswith("skill 'fetch' failed: KeyError: 'page' (at tests/test_errors.py:")
     assert str(seen).endswith(" in _raise_here)")
 

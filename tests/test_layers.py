@@ -15,7 +15,7 @@ import pytest
 import loopengine
 
 ROOT = Path(loopengine.__file__).parent
-BASE = frozenset({"errors", "_suggestions", "_concurrency", "_lazy", "_resources"})
+BASE = frozenset({"errors", "_suggestions", "_concurrency", "_lazy", "_resources", "_secrets"})
 """Modules every layer may use; they import only one another."""
 LAYERS: dict[str, frozenset[str]] = {
     **{module: frozenset() for module in BASE},

@@ -10,7 +10,7 @@ import logging
 import random
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from loopengine._secrets import redact
 from loopengine.contract import Budget
 from loopengine.engine._run import Run
 from loopengine.errors import BudgetExceeded, LoopEngineError, SkillError
@@ -56,14 +57,12 @@ def _where(exc: BaseException) -> str:
     return f" (at {file}:{last.lineno} in {last.name})"
 
 
-def translated(exc: Exception, skill: str, secrets: Iterable[str]) -> SkillError:
+def translated(exc: Exception, skill: str) -> SkillError:
     """A skill's own exception as a ``SkillError`` saying where it was raised, secrets masked;
     network failures (connection, timeout, HTTP 429/5xx) are worth retrying, nothing else is.
     The traceback goes to the ``loopengine.skills`` logger at DEBUG (``--debug`` shows it)."""
     _log.debug("skill '%s' raised", skill, exc_info=exc)
-    message = f"skill '{skill}' failed: {type(exc).__name__}: {exc}{_where(exc)}"
-    for secret in secrets:
-        message = message.replace(secret, "***")
+    message = redact(f"skill '{skill}' failed: {type(exc).__name__}: {exc}{_where(exc)}")
     status = getattr(exc, "status_code", None) or getattr(
         getattr(exc, "response", None), "status_code", None
     )
@@ -199,7 +198,7 @@ class _Redact(_Layer):
         except LoopEngineError:
             raise
         except Exception as exc:
-            raise translated(exc, call.definition.name, call.run.secrets) from exc
+            raise translated(exc, call.definition.name) from exc
 
 
 def build_stack(retry_base_s: float = 0.2, *, budget: bool = True, retry: bool = True) -> Handler:

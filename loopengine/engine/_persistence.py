@@ -12,8 +12,8 @@ from typing import Any
 import anyio
 import sqlalchemy as sa
 
+from loopengine._secrets import redact
 from loopengine.contract import Durability, Phase
-from loopengine.engine._redact import redact
 from loopengine.engine._run import Run
 from loopengine.errors import StorageError
 from loopengine.store import (
@@ -103,14 +103,14 @@ def _execution_row(run: Run) -> ExecutionRow:
 _NO_ERRORS = Encoded.of([])
 
 
-def _encoded(value: Any, secrets: set[str]) -> Encoded:
-    return Encoded.of(redact(value, secrets))
+def _encoded(value: Any) -> Encoded:
+    return Encoded.of(redact(value))
 
 
-def _phase_row(execution_id: str, seq: int, result: PhaseResult, secrets: set[str]) -> Any:
+def _phase_row(execution_id: str, seq: int, result: PhaseResult) -> Any:
     row = result.row(execution_id, seq)
-    row["data"] = _encoded(row["data"], secrets)
-    row["errors"] = _encoded(row["errors"], secrets) if row["errors"] else _NO_ERRORS
+    row["data"] = _encoded(row["data"])
+    row["errors"] = _encoded(row["errors"]) if row["errors"] else _NO_ERRORS
     return row
 
 
@@ -139,19 +139,19 @@ class _Commit:
         self, held: list[tuple[int, PhaseResult]], writes: list[Write], what: str, **end: Any
     ) -> None:
         """Take ``held`` phase rows, ``writes`` and the run as it is now (``end``: the outcome)."""
-        run, secrets = self.run, self.run.secrets
+        run = self.run
         try:
             values = {
                 "last_phase": run.phases[-1].phase if run.phases else None,
-                "context": _encoded(snapshot(run), secrets),
+                "context": _encoded(snapshot(run)),
                 "usage": run.usage.as_dict(),
                 **end,
             }
-            rows = [_phase_row(run.execution_id, seq, result, secrets) for seq, result in held]
+            rows = [_phase_row(run.execution_id, seq, result) for seq, result in held]
         except (TypeError, ValueError) as exc:
             raise StorageError(f"cannot record {what} of {run.execution_id}: {exc}") from None
         if "error" in values:
-            values["error"] = redact(values["error"], secrets)
+            values["error"] = redact(values["error"])
         self.values.update(values)
         self.rows.extend(rows)
         self.writes.extend(writes)

@@ -35,7 +35,6 @@ class Run:
     phases: list[PhaseResult] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     rollbacks: list[Rollback] = field(default_factory=list)
-    secrets: set[str] = field(default_factory=set)
     calls: list[dict[str, Any]] = field(default_factory=list)
     artifacts: list[dict[str, Any]] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)

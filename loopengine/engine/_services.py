@@ -95,9 +95,6 @@ class Services:
         finally:
             for key in extra or ():
                 run.data.pop(key, None)
-        for name in template.secret_names:
-            if name in self.environ:
-                run.secrets.add(self.environ[name])
         return self._validated(definition, rendered)
 
     @staticmethod

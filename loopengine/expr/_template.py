@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from loopengine._secrets import remember
 from loopengine.errors import ExpressionError
 from loopengine.expr._expression import Expression, compile_expression
 
@@ -35,11 +36,13 @@ class Reference:
             return self.expression.evaluate(context)
         assert self.secret is not None
         try:
-            return environ[self.secret]
+            value = environ[self.secret]
         except KeyError:
             raise ExpressionError(
                 f"secret {self.secret} is not set: export {self.secret}=… in the environment"
             ) from None
+        remember(value)
+        return value
 
 
 @dataclass(frozen=True, slots=True)

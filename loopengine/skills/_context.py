@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from loopengine._secrets import SecretFilter
 from loopengine.contract import Config
 
 if TYPE_CHECKING:
@@ -23,6 +24,11 @@ Spend = Callable[[int, int], str | None]
 counted); returns why the budget is spent, if it is."""
 
 
+_LOGGER = logging.getLogger("loopengine.skills")
+"""What skills log to; secret values are masked in every record it takes."""
+_LOGGER.addFilter(SecretFilter())
+
+
 @dataclass(frozen=True, slots=True)
 class SkillContext:
     """The execution a skill runs in; ``idempotency_key`` is stable across a resumed re-run."""
@@ -34,7 +40,7 @@ class SkillContext:
     idempotency_key: str
     data: Mapping[str, Any] = field(default_factory=dict)
     dry_run: bool = False
-    logger: logging.Logger = field(default_factory=lambda: logging.getLogger("loopengine.skills"))
+    logger: logging.Logger = field(default_factory=lambda: _LOGGER)
     llm: Any = None
     """The engine's LLM runtime (cluster, tools, threads), for LLM skills; None without one."""
     spend: Spend | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import anyio
@@ -90,5 +91,14 @@ def sync_count(ctx: SkillContext, items: list[Any] | None = None) -> dict[str, A
 
 @skill("secretive")
 async def secretive(ctx: SkillContext, token: str) -> dict[str, Any]:
-    """Echo what it was given, to prove secrets are redacted before storage."""
-    return {"echo": f"token={token}"}
+    """Echo what it was given, whole and transformed, as a value, a key and in a log line, to
+    prove that no form of a secret leaves the process."""
+    ctx.logger.warning("calling the API with %s", token)
+    half = len(token) // 2
+    return {
+        "echo": f"token={token}",
+        "upper": token.upper(),
+        "base64": base64.b64encode(token.encode()).decode(),
+        "split": [token[:half], token[half:]],
+        token: "as a key",
+    }

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import logging
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -74,17 +76,33 @@ async def test_the_envelope_is_stored_with_a_bounded_scope(harness: Harness) -> 
     assert len(job["trace_id"]) == 32
 
 
-async def test_secrets_never_reach_the_store(tmp_path: Path, engine_registry: Registry) -> None:
-    async with open_harness(
-        tmp_path, engine_registry, environ={"API_TOKEN": "s3cr3t-value"}
-    ) as opened:
+CANARY = "canary-7f3b9c2e-d41a-4b8e"
+
+
+def _canary_forms() -> list[bytes]:
+    """The canary and the forms a skill may turn it into (halves longer than 8 characters)."""
+    half = len(CANARY) // 2
+    forms = [CANARY, CANARY.upper(), base64.b64encode(CANARY.encode()).decode()]
+    return [form.encode() for form in [*forms, CANARY[:half], CANARY[half:]]]
+
+
+async def test_no_form_of_a_secret_reaches_the_store_or_the_logs(
+    tmp_path: Path, engine_registry: Registry, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with open_harness(tmp_path, engine_registry, environ={"API_TOKEN": CANARY}) as opened:
         loop = opened.loop(
             "id: secret\ntrigger: {type: manual}\nanalyze:\n  analysis_steps:\n"
             "    - {name: a, skill_id: secretive, params: {token: '${ secret.API_TOKEN }'}}\n"
         )
-        done = await opened.engine.run(loop)
+        with caplog.at_level(logging.WARNING, logger="loopengine.skills"):
+            done = await opened.engine.run(loop)
         assert done.outcome is Outcome.COMPLETED
-    assert b"s3cr3t-value" not in b"".join(p.read_bytes() for p in tmp_path.glob("loopengine.db*"))
+    stored = b"".join(p.read_bytes() for p in tmp_path.glob("loopengine.db*"))
+    logged = caplog.text.encode()
+    assert "calling the API with ***" in caplog.text
+    for form in _canary_forms():
+        assert form not in stored, form
+        assert form not in logged, form
 
 
 def _gated() -> str:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from loopengine._secrets import remember
 from loopengine.errors import ThreadError
 from loopengine.llm import (
     append_batch,
@@ -103,6 +104,14 @@ async def test_invalid_messages_are_refused_before_anything_is_stored(
         await store.write(_append("s1", batch, "op-1"))
     assert (caught.value.status, caught.value.code) == (422, code)
     assert await store.read(lambda c: load_thread(c, "s1")) == []
+
+
+async def test_a_known_secret_never_enters_a_thread(store: Store) -> None:
+    remember("thread-secret-5e1d9a")
+    said = [{"role": "assistant", "content": "the key is thread-secret-5e1d9a"}]
+    await store.write(_append("s1", said, "op-1"))
+    thread = await store.read(lambda c: load_thread(c, "s1"))
+    assert thread[0]["content"] == "the key is ***"
 
 
 async def test_two_results_for_one_call_in_a_batch_are_422(store: Store) -> None:
