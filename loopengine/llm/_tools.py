@@ -196,6 +196,12 @@ async def _fetch(url: str, allowed: frozenset[str], limit: int) -> dict[str, Any
     }
 
 
+_LEADING_COMMENTS = re.compile(r"\A(?:\s+|--[^\n]*(?:\n|\Z)|/\*.*?\*/)*", re.S)
+_READ = re.compile(r"(?i)(select|with)\b")
+"""The first word of what ``query_db`` runs, comments skipped. A second statement is refused by
+the driver (SQLite) or runs read-only (PostgreSQL), so a ';' inside a string is no reason to
+refuse."""
+
 _ReadSize = Annotated[int, Field(ge=1, le=MAX_READ)]
 _Results = Annotated[int, Field(ge=1, le=1000)]
 _Rows = Annotated[int, Field(ge=1, le=MAX_ROWS)]
@@ -292,9 +298,9 @@ def builtin_tools(
                 "no database is open to tools: name one under databases.default in "
                 "loopengine.yaml (the store itself never is)"
             )
-        statement = sql.strip().rstrip(";")
-        if ";" in statement or not re.match(r"(?is)^\s*(select|with)\b", statement):
-            raise ValueError("only one SELECT statement is allowed")
+        statement = sql.strip().rstrip(";").rstrip()
+        if not _READ.match(_LEADING_COMMENTS.sub("", statement)):
+            raise ValueError("only one SELECT (or WITH … SELECT) statement is allowed")
         columns, rows = read_only_query(
             database_url, lambda _dialect: statement, limit, timeout_s=TOOL_TIMEOUT_S
         )

@@ -85,6 +85,17 @@ async def test_query_db_refuses_anything_but_one_select(toolbox: Toolbox, sql: s
     assert not outcome.ok
 
 
+@pytest.mark.parametrize(
+    "sql", ["SELECT ';' AS semicolon", "-- why\nSELECT 1 AS one", "/* a */ select 2 as two;"]
+)
+async def test_query_db_accepts_one_select_however_it_is_written(
+    toolbox: Toolbox, sql: str
+) -> None:
+    outcome = await _run(toolbox, "query_db", sql=sql)
+    assert outcome.ok, outcome.error
+    assert outcome.result["count"] == 1
+
+
 async def test_query_db_cannot_write_even_through_a_select(toolbox: Toolbox) -> None:
     outcome = await _run(
         toolbox, "query_db", sql="WITH x AS (SELECT 1) INSERT INTO users SELECT 'eve'"
