@@ -47,6 +47,8 @@ MAX_READ = 1_048_576
 MAX_SCANNED = 32 * 1_048_576
 """Most bytes ``search_files`` reads in one call."""
 MAX_ROWS = 1000
+MAX_ENTRIES = 1000
+"""Most entries ``list_dir`` returns, and files ``search_files`` opens, per call."""
 TOOL_TIMEOUT_S = 30.0
 """A tool call's total deadline: past it the model is told, and the chat goes on."""
 REGEX_TIMEOUT_S = 2.0
@@ -80,11 +82,14 @@ class ToolOutcome:
 
 
 class _Sandbox:
-    """The file system seen by the file tools: nothing outside ``root``, no link followed out of
-    it, no special file (a FIFO would block), and never more than ``MAX_READ`` bytes of a file."""
+    """The file system seen by the file tools: nothing outside ``root``, nothing hidden (dot
+    files and folders: ``.loopengine/`` holds the store, ``.env`` secrets), none of the ``denied``
+    files (the store wherever it is), no link followed out of it, no special file (a FIFO would
+    block), and never more than ``MAX_READ`` bytes of a file."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, denied: Iterable[Path] = ()) -> None:
         self.root = root.resolve()
+        self.denied = {path.resolve() for path in denied}
 
     def inside(self, candidate: Path) -> bool:
         return candidate == self.root or self.root in candidate.parents
@@ -93,6 +98,9 @@ class _Sandbox:
         candidate = (self.root / relative).resolve()
         if not self.inside(candidate):
             raise PermissionError(f"{relative!r} is outside the tools root")
+        hidden = any(part.startswith(".") for part in candidate.relative_to(self.root).parts)
+        if hidden or candidate in self.denied:
+            raise PermissionError(f"{relative!r} is not open to tools")
         return candidate
 
     def read(self, relative: str | Path, limit: int) -> tuple[bytes, bool]:
@@ -128,8 +136,9 @@ class _Sandbox:
         return sorted(found)
 
 
-_SHARED = ipaddress.ip_network("100.64.0.0/10")
-"""Carrier-grade NAT space: cloud metadata services live there, yet it is not "private"."""
+_INSIDE_NETWORKS = (ipaddress.ip_network("100.64.0.0/10"), ipaddress.ip_network("192.0.0.0/24"))
+"""Carrier-grade NAT and IETF protocol space: cloud metadata services live there, yet neither
+is "private" to Python."""
 
 
 def reaches_inside(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
@@ -147,7 +156,8 @@ def reaches_inside(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bo
         or address.is_reserved
         or address.is_multicast
         or address.is_unspecified
-        or (address.version == 4 and address in _SHARED)
+        or (address.version == 4 and any(address in network for network in _INSIDE_NETWORKS))
+        or (address.version == 6 and address.is_site_local)
     )
 
 
@@ -177,7 +187,7 @@ async def _fetch(url: str, allowed: frozenset[str], limit: int) -> dict[str, Any
     shown = f"[{address}]" if ":" in address else address
     port = f":{parts.port}" if parts.port else ""
     target = urlunsplit(parts._replace(netloc=f"{shown}{port}"))
-    headers = {"Host": f"{host}{port}"}
+    headers = {"Host": f"{f'[{host}]' if ':' in host else host}{port}"}
     body = bytearray()
     async with (
         httpx.AsyncClient(follow_redirects=False, timeout=10) as client,
@@ -208,10 +218,14 @@ _Rows = Annotated[int, Field(ge=1, le=MAX_ROWS)]
 
 
 def builtin_tools(
-    root: Path, database_url: str | None, http_allow: Iterable[str] = ()
+    root: Path,
+    database_url: str | None,
+    http_allow: Iterable[str] = (),
+    denied: Iterable[Path] = (),
 ) -> list[ToolDef]:
-    """``list_dir``, ``read_file``, ``search_files``, ``query_db`` and ``http_get``, sandboxed."""
-    sandbox = _Sandbox(root)
+    """``list_dir``, ``read_file``, ``search_files``, ``query_db`` and ``http_get``, sandboxed;
+    ``denied`` files are never read (the store's)."""
+    sandbox = _Sandbox(root, denied)
     allowed = frozenset(http_allow)
 
     @tool("list_dir")
@@ -222,14 +236,16 @@ def builtin_tools(
             path: Folder, relative to the workspace root.
         """
         folder = sandbox.path(path)
-        return [
-            {
-                "name": entry.name,
-                "type": "dir" if entry.is_dir() else "file",
-                "size": entry.stat().st_size if entry.is_file() else None,
-            }
-            for entry in sorted(folder.iterdir())
-        ]
+        entries = []
+        for entry in sorted(folder.iterdir())[:MAX_ENTRIES]:
+            if entry.name.startswith("."):
+                continue
+            info = entry.lstat()
+            kind = "link" if stat.S_ISLNK(info.st_mode) else "dir" if entry.is_dir() else "file"
+            entries.append(
+                {"name": entry.name, "type": kind, "size": info.st_size if kind == "file" else None}
+            )
+        return entries
 
     @tool("read_file")
     def read_file(path: str, max_bytes: _ReadSize = _MAX_TEXT) -> dict[str, Any]:
@@ -261,10 +277,13 @@ def builtin_tools(
             raise ValueError(f"invalid regular expression: {exc}") from None
         found: list[dict[str, Any]] = []
         budget = MAX_SCANNED
-        for file in sandbox.files(sandbox.path(path)):
+        ends = time.monotonic() + TOOL_TIMEOUT_S  # the thread stops too, not only the wait
+        for file in sandbox.files(sandbox.path(path))[:MAX_ENTRIES]:
             data, _ = sandbox.read(file.relative_to(sandbox.root), min(MAX_READ, budget))
             budget -= len(data)
             for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+                if time.monotonic() > ends:
+                    raise TimeoutError(f"search_files ran past {TOOL_TIMEOUT_S:g} s: narrow it")
                 try:
                     hit = expression.search(line[:2000], timeout=REGEX_TIMEOUT_S)
                 except TimeoutError:
@@ -398,7 +417,13 @@ def offered_tools(config: Config, base: Path, registry: Registry) -> list[ToolDe
     database = config.databases.get("default")
     if database is not None:
         database = _anchored(database, base)
-    return [*builtin_tools(base / config.tools_root, database, config.http_allow), *registry.tools]
+    store = _anchored(config.database, base)
+    denied = []
+    if store.startswith("sqlite:///"):
+        file = Path(store.removeprefix("sqlite:///").split("?")[0])
+        denied = [file, *(file.with_name(file.name + suffix) for suffix in ("-wal", "-shm"))]
+    tools = builtin_tools(base / config.tools_root, database, config.http_allow, denied)
+    return [*tools, *registry.tools]
 
 
 def _anchored(url: str, base: Path) -> str:

@@ -239,6 +239,8 @@ async def test_a_relative_tools_database_starts_at_the_config_folder(root: Path)
         "::ffff:127.0.0.1",
         "2002:7f00:0001::",
         "2001:0:4136:e378:8000:63bf:80ff:fffe",
+        "192.0.0.192",
+        "fec0::1",
     ],
 )
 def test_addresses_that_reach_inside_are_forbidden(address: str) -> None:
@@ -259,3 +261,22 @@ def test_a_name_is_checked_once_and_connected_to_as_checked(
 
     monkeypatch.setattr(socket, "getaddrinfo", rebinding)
     assert checked_address("rebind.example", frozenset()) == "93.184.215.14"
+
+
+@pytest.mark.parametrize("path", [".loopengine/loopengine.db", ".env", "docs/.hidden"])
+async def test_hidden_files_are_not_open_to_tools(toolbox: Toolbox, root: Path, path: str) -> None:
+    (root / path).parent.mkdir(parents=True, exist_ok=True)
+    (root / path).write_text("private")
+    outcome = await _run(toolbox, "read_file", path=path)
+    assert outcome.error == f"PermissionError: {path!r} is not open to tools"
+    found = await _run(toolbox, "search_files", pattern="private", path=str(Path(path).parent))
+    assert found.result in ([], None)
+
+
+async def test_the_store_is_not_open_to_tools_wherever_it_is(root: Path) -> None:
+    config = Config(database="sqlite:///state/store.db")
+    (root / "state").mkdir()
+    (root / "state" / "store.db").write_text("rows")
+    toolbox = Toolbox(offered_tools(config, root, Registry()))
+    outcome = await _run(toolbox, "read_file", path="state/store.db")
+    assert outcome.error == "PermissionError: 'state/store.db' is not open to tools"
