@@ -1,6 +1,8 @@
 """Secret values this process resolved (``${ secret.NAME }``), kept out of everything stored,
-logged or printed: the value itself, its usual transforms (case, base64, hex, reversed), and any
-run of ``FRAGMENT`` characters of them (a secret split or cut still leaks its pieces).
+logged or printed: the value itself, its usual transforms (case, base64 at any alignment, hex,
+reversed), and any run of ``FRAGMENT`` characters of them that mixes letters and digits (a
+secret split or cut still leaks its pieces; a common word or ``https://`` inside a secret is
+not masked everywhere).
 
 Values are remembered where they are resolved, once, so every writer masks them without being
 told which secrets its caller used.
@@ -10,32 +12,46 @@ from __future__ import annotations
 
 import base64
 import logging
+import re
 from typing import Any
 
 __all__ = ["FRAGMENT", "MASK", "SecretFilter", "known", "redact", "remember"]
 
 MASK = "***"
-FRAGMENT = 8
+FRAGMENT = 12
 """Shortest piece of a secret masked on its own (shorter secrets are masked whole)."""
 _SHORTEST = 4
 """Values shorter than this are not treated as secrets: masking them would garble any text."""
 
 _known: set[str] = set()
-_forms: list[str] = []
-_pieces: set[str] = set()
+_pattern: list[re.Pattern[str]] = []
+"""The one alternation of every form and piece, rebuilt when a secret is remembered."""
+_parts: set[str] = set()
+
+
+def _base64_forms(raw: bytes) -> set[str]:
+    """``raw`` as base64 at each of the three alignments it may have inside a longer encoding:
+    the characters that depend on ``raw`` alone."""
+    forms = {base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()}
+    forms |= {form.rstrip("=") for form in forms}
+    for shift in range(3):
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            text = encode(b"\0" * shift + raw).decode().rstrip("=")
+            start = (shift * 8 + 5) // 6
+            end = len(text) - (1 if (shift + len(raw)) % 3 else 0)
+            forms.add(text[start:end])
+    return forms
 
 
 def _transforms(value: str) -> set[str]:
     raw = value.encode()
-    encoded = {
-        base64.b64encode(raw).decode(),
-        base64.urlsafe_b64encode(raw).decode(),
-        raw.hex(),
-        raw.hex().upper(),
-    }
-    forms = {value, value.upper(), value.lower(), value[::-1], *encoded}
-    forms |= {form.rstrip("=") for form in encoded}
+    forms = {value, value.upper(), value.lower(), value[::-1], raw.hex(), raw.hex().upper()}
+    forms |= _base64_forms(raw)
     return {form for form in forms if len(form) >= _SHORTEST}
+
+
+def _random_looking(piece: str) -> bool:
+    return any(c.isdigit() for c in piece) and any(c.isalpha() for c in piece)
 
 
 def remember(value: str) -> None:
@@ -43,11 +59,12 @@ def remember(value: str) -> None:
     if len(value) < _SHORTEST or value in _known:
         return
     _known.add(value)
-    forms = _transforms(value)
-    _forms.extend(forms)
-    _forms.sort(key=len, reverse=True)
-    for form in forms:
-        _pieces.update(form[i : i + FRAGMENT] for i in range(len(form) - FRAGMENT + 1))
+    for form in _transforms(value):
+        _parts.add(form)
+        pieces = (form[i : i + FRAGMENT] for i in range(len(form) - FRAGMENT + 1))
+        _parts.update(piece for piece in pieces if _random_looking(piece))
+    ordered = sorted(_parts, key=len, reverse=True)
+    _pattern[:] = [re.compile("|".join(map(re.escape, ordered)))]
 
 
 def known() -> frozenset[str]:
@@ -55,26 +72,25 @@ def known() -> frozenset[str]:
 
 
 def _masked_text(text: str) -> str:
-    for form in _forms:
-        if form in text:
-            text = text.replace(form, MASK)
-    if len(text) < FRAGMENT or not _pieces:
+    """``text`` with every known form or piece masked; overlapping matches merge into one mask."""
+    if not _pattern:
         return text
-    covered = bytearray(len(text))
-    for start in range(len(text) - FRAGMENT + 1):
-        if text[start : start + FRAGMENT] in _pieces:
-            covered[start : start + FRAGMENT] = b"\x01" * FRAGMENT
-    if not any(covered):
-        return text
-    out, index = [], 0
-    while index < len(text):
-        if covered[index]:
-            while index < len(text) and covered[index]:
-                index += 1
-            out.append(MASK)
+    pattern, position = _pattern[0], 0
+    spans: list[list[int]] = []
+    while (found := pattern.search(text, position)) is not None:
+        start, end = found.span()
+        if spans and start <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], end)
         else:
-            out.append(text[index])
-            index += 1
+            spans.append([start, end])
+        position = start + 1
+    if not spans:
+        return text
+    out, last = [], 0
+    for start, end in spans:
+        out += [text[last:start], MASK]
+        last = end
+    out.append(text[last:])
     return "".join(out)
 
 
@@ -93,12 +109,19 @@ def redact(value: Any) -> Any:
 
 
 class SecretFilter(logging.Filter):
-    """Masks known secrets in a log record's message (its arguments merged in first)."""
+    """Masks known secrets in a log record: its message (arguments merged in first), and its
+    traceback and stack, formatted here so that no handler prints them unmasked. On a handler
+    it covers every logger whose records that handler prints."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if _known:
-            message = record.getMessage()
-            masked = _masked_text(message)
-            if masked != message:
-                record.msg, record.args = masked, None
+        if not _known:
+            return True
+        record.msg, record.args = _masked_text(record.getMessage()), None
+        if record.exc_info:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+            record.exc_info = None
+        if record.exc_text:
+            record.exc_text = _masked_text(record.exc_text)
+        if record.stack_info:
+            record.stack_info = _masked_text(record.stack_info)
         return True

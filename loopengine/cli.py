@@ -290,6 +290,21 @@ def _report(console: Console, error: Exception) -> int:
     return EXIT_USAGE if isinstance(error, ContractError) else EXIT_FAILED
 
 
+def _mask_secrets_in_logs(debug: bool) -> None:
+    """Whatever logger a skill or plugin uses, the records this process prints have secrets
+    masked; ``--debug`` prints DEBUG records too (skills' tracebacks, the engine's notes)."""
+    import logging
+
+    from loopengine._secrets import SecretFilter
+
+    if debug:
+        logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
+    handlers = [*logging.getLogger().handlers, logging.lastResort]
+    for handler in handlers:
+        if handler is not None:
+            handler.addFilter(SecretFilter())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns its exit code (0 ok, 1 failed, 2 bad input, 70 internal error)."""
     parser = build_parser()
@@ -302,14 +317,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     console = Console()
     debug = getattr(args, "debug", False)
-    if debug:  # skills' tracebacks and the engine's own notes, on stderr
-        import logging
-
-        from loopengine._secrets import SecretFilter
-
-        logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
-        for handler in logging.getLogger().handlers:
-            handler.addFilter(SecretFilter())
+    _mask_secrets_in_logs(debug)
     try:
         return _dispatch(args, console)
     except LoopEngineError as exc:

@@ -172,3 +172,21 @@ def test_the_database_follows_the_environment(
     assert main(["run", "counter.yaml"]) == 0
     assert (workspace / "elsewhere.db").exists()
     assert not (workspace / ".loopengine" / "loopengine.db").exists()
+
+
+def test_a_dry_run_sends_no_notification(
+    workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (workspace / "tell.yaml").write_text(
+        "id: tell\ntrigger: {type: manual}\ndecide: {decision_tree: [], fallback_action: notify}\n"
+    )
+    assert main(["run", "tell.yaml", "--dry-run"]) == 0
+    capsys.readouterr()
+    assert main(["events", "list", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"events": []}
+    assert main(["run", "tell.yaml"]) == 0
+    capsys.readouterr()
+    assert main(["events", "list", "--json"]) == 0
+    assert [e["name"] for e in json.loads(capsys.readouterr().out)["events"]] == [
+        "loop.notification"
+    ]

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+import logging
+import sys
 
-from loopengine._secrets import FRAGMENT, redact, remember
+from loopengine._secrets import FRAGMENT, SecretFilter, redact, remember
 
 SECRET = "tok-4f9a1c7e2b8d"
 
@@ -12,7 +14,8 @@ SECRET = "tok-4f9a1c7e2b8d"
 def test_the_value_its_transforms_and_its_pieces_are_masked() -> None:
     remember(SECRET)
     encoded = base64.b64encode(SECRET.encode()).decode()
-    texts = [SECRET, SECRET.upper(), encoded, encoded.rstrip("="), SECRET[:FRAGMENT], SECRET[-9:]]
+    texts = [SECRET, SECRET.upper(), encoded, encoded.rstrip("="), SECRET[:FRAGMENT]]
+    texts.append(SECRET[-FRAGMENT:])
     assert [redact(f"x {text} y") for text in texts] == ["x *** y"] * len(texts)
 
 
@@ -24,3 +27,30 @@ def test_keys_and_nested_values_are_masked() -> None:
 def test_text_without_a_secret_is_left_alone() -> None:
     remember(SECRET)
     assert redact("tok-ordinary text") == "tok-ordinary text"
+
+
+def test_base64_of_a_longer_text_holding_the_secret_is_masked() -> None:
+    remember(SECRET)
+    for prefix in ("", "a", "ab", "api:"):
+        encoded = base64.b64encode(f"{prefix}{SECRET}!".encode()).decode()
+        assert "***" in redact(f"Basic {encoded}")
+
+
+def test_common_words_inside_a_secret_are_not_masked_elsewhere() -> None:
+    remember("https://hooks.example.com/services/T00/B00/XYZ123abc")
+    remember("Password123!")
+    assert redact("see https://example.org/a, the password field") == (
+        "see https://example.org/a, the password field"
+    )
+
+
+def test_a_log_records_traceback_is_masked() -> None:
+    remember(SECRET)
+    try:
+        raise ValueError(f"refused {SECRET}")
+    except ValueError:
+        record = logging.LogRecord("x", logging.ERROR, "f", 1, "failed", None, sys.exc_info())
+    SecretFilter().filter(record)
+    assert record.exc_info is None
+    assert SECRET not in str(record.exc_text)
+    assert "ValueError: refused ***" in str(record.exc_text)

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 import sqlalchemy as sa
 
+from loopengine._secrets import redact
 from loopengine.errors import StorageError
 from loopengine.store._database import create_engine
 
@@ -53,7 +54,9 @@ class ArtifactWriter:
             ) from None
 
     def write(self, storage: str, record: Mapping[str, Any]) -> str:
-        """Store one artifact; returns where it went. Raises ``StorageError`` saying why not."""
+        """Store one artifact (secret values masked); returns where it went. Raises
+        ``StorageError`` saying why not."""
+        record = redact(record)
         url = self.url(storage)
         scheme = urlsplit(url).scheme.split("+")[0]
         if scheme == "file":

@@ -31,6 +31,10 @@ def _decided(data: Any) -> Iterator[tuple[Path, str]]:
         yield ("decide", "fallback_action"), fallback
 
 
+_EFFECTS = {BuiltinAction.LOG_AND_NOTIFY.value: frozenset({"notify", "log_only"})}
+"""Built-in actions that do what others do: gating one gates them."""
+
+
 def _key(action: dict[str, Any]) -> ActionKey:
     on = action.get("on")
     tags = [t for t in on if isinstance(t, str)] if isinstance(on, list) else None
@@ -65,6 +69,12 @@ def _check_gate(checked: Checked, decided: dict[Path, str], actions: list[dict[s
             continue
         if name in gated:
             continue
+        for effect in sorted(_EFFECTS.get(name, frozenset()) & gated):
+            checked.error(
+                path,
+                f"'{name}' does what '{effect}' does without the approval '{effect}' requires "
+                f"(human_approval.required_for): add '{name}' there",
+            )
         for position in positions:
             if position in guarded:
                 action_id = keys[position][0] or f"act.actions[{position}]"

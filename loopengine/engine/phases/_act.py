@@ -141,7 +141,13 @@ async def run_act(run: Run, services: Services) -> PhaseOutput:
     actions, builtin = resolve(spec, decided)
     if builtin is not None:
         called = await services.call(
-            run, "act", builtin, builtin, NO_PARAMS, max_retries=spec.max_retries
+            run,
+            "act",
+            builtin,
+            builtin,
+            NO_PARAMS,
+            dry_run=run.dry_run,
+            max_retries=spec.max_retries,
         )
         run.data.setdefault("act", {})[builtin] = called.data
         output.data["builtin"] = builtin

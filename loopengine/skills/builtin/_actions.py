@@ -11,10 +11,10 @@ from loopengine.skills._definition import skill
 __all__ = ["escalate_to_human", "log_and_notify", "log_only", "none_action", "notify"]
 
 
-async def _announce(ctx: SkillContext, name: str, data: dict[str, Any]) -> bool:
+async def _announce(ctx: SkillContext, name: str, data: dict[str, Any], dry_run: bool) -> bool:
     """Append ``name`` to the store's event log, where a daemon's event triggers see it; not in
     a dry run, nor outside an engine. Whether it was appended."""
-    if ctx.dry_run or ctx.store is None:
+    if dry_run or ctx.dry_run or ctx.store is None:
         return False
     from loopengine.store import signals
 
@@ -40,7 +40,9 @@ async def none_action(ctx: SkillContext) -> dict[str, Any]:
 @skill(
     BuiltinAction.LOG_ONLY, description="Write the decision to the execution log; change nothing."
 )
-async def log_only(ctx: SkillContext, message: str | None = None) -> dict[str, Any]:
+async def log_only(
+    ctx: SkillContext, message: str | None = None, dry_run: bool = False
+) -> dict[str, Any]:
     text = message or _decided(ctx)
     ctx.logger.info("%s", text)
     return {"log": {"message": text}}
@@ -55,20 +57,24 @@ async def notify(
     message: str | None = None,
     event: str = "loop.notification",
     severity: str = "info",
+    dry_run: bool = False,
 ) -> dict[str, Any]:
     text = message or _decided(ctx)
     ctx.logger.info("notify %s: %s", event, text)
     notification = {"event": event, "message": text, "severity": severity}
-    sent = await _announce(ctx, event, {"message": text, "severity": severity})
+    sent = await _announce(ctx, event, {"message": text, "severity": severity}, dry_run)
     return {"notification": {**notification, "emitted": sent}}
 
 
 @skill(BuiltinAction.LOG_AND_NOTIFY, description="Log the decision and send a notification event.")
 async def log_and_notify(
-    ctx: SkillContext, message: str | None = None, event: str = "loop.notification"
+    ctx: SkillContext,
+    message: str | None = None,
+    event: str = "loop.notification",
+    dry_run: bool = False,
 ) -> dict[str, Any]:
     logged = await log_only(ctx, message)
-    notified = await notify(ctx, message, event)
+    notified = await notify(ctx, message, event, dry_run=dry_run)
     return {**logged, **notified}
 
 
@@ -78,10 +84,10 @@ async def log_and_notify(
     "`loop.escalated`) in the event log.",
 )
 async def escalate_to_human(
-    ctx: SkillContext, reason: str | None = None, target: str | None = None
+    ctx: SkillContext, reason: str | None = None, target: str | None = None, dry_run: bool = False
 ) -> dict[str, Any]:
     text = reason or _decided(ctx)
     ctx.logger.warning("escalated to %s: %s", target or "a human", text)
     event = target or "loop.escalated"
-    sent = await _announce(ctx, event, {"reason": text, "target": target})
+    sent = await _announce(ctx, event, {"reason": text, "target": target}, dry_run)
     return {"escalation": {"target": target, "reason": text, "event": event, "emitted": sent}}
