@@ -27,6 +27,7 @@ __all__ = [
     "MAX_BYTES",
     "MAX_DEPTH",
     "MAX_NODES",
+    "MAX_NUMBER",
     "Position",
     "YamlDocument",
     "parse_yaml",
@@ -36,15 +37,21 @@ __all__ = [
 MAX_BYTES = 2 * 1024 * 1024
 MAX_DEPTH = 64
 MAX_NODES = 100_000
+MAX_NUMBER = 64
+"""Longest number written in a file (Python refuses ints past 4,300 digits; base 60 is slow)."""
 _SAFE_NESTING = 2_000
 """Below this many nesting indicators and lines, no document can nest past what libyaml composes
 safely, so the event scan is skipped (the common case)."""
+_SAFE_SIZE = 256 * 1024
+"""Below this many characters, no document holds enough values to cost much before it is
+counted while built; larger ones are counted from their events first."""
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _TAG = "tag:yaml.org,2002:"
 _STR, _BOOL, _TIMESTAMP, _MERGE = (_TAG + name for name in ("str", "bool", "timestamp", "merge"))
 _CONSTRUCTED_TAGS = {_TAG + name for name in ("null", "bool", "int", "float")}
 _COLLECTION_TAGS = {_TAG + "map", _TAG + "seq"}
+_NUMBERS = {_TAG + "int", _TAG + "float"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +144,16 @@ class _Builder:
             return node.value
         if tag == _BOOL and node.value.lower() not in ("true", "false"):
             return node.value
+        if tag in _NUMBERS and ":" in node.value:  # YAML 1.1 base 60: a string in YAML 1.2
+            return node.value
+        if tag in _NUMBERS and len(node.value) > MAX_NUMBER:
+            self.problem(
+                node,
+                path,
+                f"a number of {len(node.value)} characters: at most {MAX_NUMBER} "
+                "(quote it to keep it as text)",
+            )
+            return None
         if tag in _CONSTRUCTED_TAGS:
             return self.scalars.construct_object(node)
         self._bad_tag(node, path)
@@ -198,16 +215,22 @@ class _TooDeep(Exception):
 
 _OPENERS = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
 _CLOSERS = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+_VALUES = (*_OPENERS, yaml.ScalarEvent, yaml.AliasEvent)
 
 
-def _check_nesting(text: str) -> None:
-    """Refuse a document nested deeper than ``MAX_DEPTH`` from its events (libyaml's parser keeps
-    its own stack; only its composer recurses), when its size allows deep nesting at all."""
+def _check_shape(text: str) -> None:
+    """Refuse, from its events, a document nested deeper than ``MAX_DEPTH`` (libyaml's parser
+    keeps its own stack; only its composer recurses) or holding more than ``MAX_NODES`` values
+    (before they are composed), when its size allows either at all."""
     indicators = sum(text.count(c) for c in "[{-?:") + text.count("\n")
-    if indicators < _SAFE_NESTING:
+    if indicators < _SAFE_NESTING and len(text) < _SAFE_SIZE:
         return
-    depth = 0
+    depth = count = 0
     for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, _VALUES):
+            count += 1
+            if count > MAX_NODES:
+                raise _TooLarge
         if isinstance(event, _OPENERS):
             depth += 1
             if depth > MAX_DEPTH:
@@ -271,7 +294,7 @@ def parse_yaml(text: str, file: str) -> YamlDocument:
         raise _failure(file, Position(1, 1), _too_big(size))
     builder = _Builder(file)
     try:
-        _check_nesting(text)
+        _check_shape(text)
         root = yaml.compose(text, Loader=_Loader)
         data = None if root is None else builder.build(root, ())
     except yaml.YAMLError as exc:

@@ -8,7 +8,14 @@ import tracemalloc
 
 import pytest
 
-from loopengine.contract import MAX_BYTES, MAX_DEPTH, MAX_NODES, Position, parse_yaml
+from loopengine.contract import (
+    MAX_BYTES,
+    MAX_DEPTH,
+    MAX_NODES,
+    MAX_NUMBER,
+    Position,
+    parse_yaml,
+)
 from loopengine.errors import ContractError
 from tests.conftest import SEED_LOOP
 
@@ -165,3 +172,19 @@ def test_an_oversized_file_is_refused_unread_with_the_limit() -> None:
         f"f.yaml:1:1: the file is 2.0 MiB, over the {MAX_BYTES // 2**20} MiB a loop or config "
         "file may hold: move data out of it (params, sources, files)"
     )
+
+
+def test_a_huge_number_is_refused_with_the_limit() -> None:
+    assert _errors("a: " + "1" * 5000 + "\n") == [
+        f"f.yaml:1:4: a: a number of 5000 characters: at most {MAX_NUMBER} "
+        "(quote it to keep it as text)"
+    ]
+
+
+def test_base_60_is_text_as_in_yaml_1_2() -> None:
+    assert parse_yaml("a: 1:30:00\n", "f.yaml").data == {"a": "1:30:00"}
+
+
+def test_a_long_flat_list_is_counted_before_it_is_composed() -> None:
+    (error,) = _errors("[" + ",".join(["1"] * (MAX_NODES + 10)) + "]\n")
+    assert f"expands to more than {MAX_NODES:,} values" in error
