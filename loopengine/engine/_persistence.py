@@ -30,6 +30,7 @@ from loopengine.store import approvals as approval_rows
 
 __all__ = [
     "EXISTING_POLL_S",
+    "EXISTING_WAIT_S",
     "OWNER",
     "CommitListener",
     "Journal",
@@ -44,6 +45,8 @@ CommitListener = Callable[[str, str], None]
 OWNER = f"{socket.gethostname()}:{os.getpid()}"
 EXISTING_POLL_S = 0.2
 """How often an execution that found its idempotency key taken looks whether the first ended."""
+EXISTING_WAIT_S = 3600.0
+"""How long it waits for that first execution (its owner may be on another host)."""
 
 
 def _alive(pid: int) -> bool:
@@ -278,7 +281,13 @@ class Recorder(Journal):
             executions.insert_execution(connection, _execution_row(run))
             return read(connection)
 
-        prelude = await self.store.write(claim)
+        try:
+            prelude = await self.store.write(claim)
+        except StorageError:  # PostgreSQL: another process inserted the key meanwhile
+            taken = await self.store.read(lambda c: jobs.execution_of_key(c, key))
+            if taken is None:
+                raise
+            return taken, None, None
         self.inserted = prelude[0] is None
         return prelude
 

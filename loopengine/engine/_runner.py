@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from loopengine.contract import Act, BuiltinAction, Loop, Outcome, Phase
 from loopengine.engine._persistence import (
     EXISTING_POLL_S,
+    EXISTING_WAIT_S,
     CommitListener,
     Journal,
     Recorder,
@@ -34,7 +35,7 @@ from loopengine.engine.phases import (
     run_store,
     run_validate,
 )
-from loopengine.errors import BudgetExceeded, LoopEngineError
+from loopengine.errors import BudgetExceeded, LoopEngineError, NotResumable
 from loopengine.store import (
     JobEnvelope,
     PhaseResult,
@@ -194,12 +195,20 @@ class Engine:
         """How the execution that took the idempotency key ended, once it has: another process
         may still be running it."""
         store = self.services.store
-        while True:
-            row = await store.read(lambda c: executions.get_execution(c, execution_id))
-            assert row is not None
-            if row.status != "running" or owner_died(row.owner):
-                return ExecutionDone(execution_id, Outcome(row.outcome or "interrupted"), row.error)
-            await anyio.sleep(EXISTING_POLL_S)
+        owner: str | None = None
+        with anyio.move_on_after(EXISTING_WAIT_S):
+            while True:
+                row = await store.read(lambda c: executions.get_execution(c, execution_id))
+                assert row is not None
+                if row.status != "running" or owner_died(row.owner):
+                    outcome = Outcome(row.outcome or "interrupted")
+                    return ExecutionDone(execution_id, outcome, row.error)
+                owner = row.owner
+                await anyio.sleep(EXISTING_POLL_S)
+        raise NotResumable(
+            f"execution {execution_id}, which took this idempotency key, still runs after "
+            f"{EXISTING_WAIT_S:g} s (owner {owner}): look at it with `loopengine show`"
+        )
 
     async def _phase(
         self, run: Run, phase: Phase, fn: PhaseFn, spec: Any
