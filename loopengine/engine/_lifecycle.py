@@ -13,7 +13,7 @@ from loopengine.engine._persistence import OWNER, Journal, owner_died
 from loopengine.engine._run import Rollback, Run
 from loopengine.engine._runner import ORDER, Engine, ExecutionDone
 from loopengine.engine._services import NO_PARAMS
-from loopengine.errors import NotResumable
+from loopengine.errors import LoopEngineError, NotResumable
 from loopengine.store import (
     ExecutionRecord,
     ExecutionRow,
@@ -108,17 +108,28 @@ def _next_index(run: Run) -> int:
 
 
 async def resume(engine: Engine, load_loop: LoopLoader, execution_id: str) -> ExecutionDone:
-    """Continue an interrupted execution from the phase after its last committed one."""
-    run, recorder, row = await _restore(engine, load_loop, execution_id)
-    if row.status != "interrupted":
-        raise NotResumable(
-            f"execution {execution_id} is {row.outcome or row.status}, not interrupted"
-        )
+    """Continue an interrupted execution from the phase after its last committed one. It is
+    claimed first (interrupted → running, atomically), then restored, so what runs is what the
+    claim found; a restore that refuses gives it back."""
     store = engine.services.store
     if not await store.write(
         lambda c: executions.claim_execution(c, execution_id, "interrupted", OWNER)
     ):
-        raise NotResumable(f"execution {execution_id} is being resumed by another process")
+        row = await store.read(lambda c: executions.get_execution(c, execution_id))
+        if row is None:
+            raise NotResumable(f"no execution {execution_id!r} (see `loopengine history`)")
+        if row.status == "running":
+            raise NotResumable(f"execution {execution_id} is being run by another process")
+        raise NotResumable(
+            f"execution {execution_id} is {row.outcome or row.status}, not interrupted"
+        )
+    try:
+        run, recorder, _ = await _restore(engine, load_loop, execution_id)
+    except LoopEngineError:
+        await store.write(
+            lambda c: executions.update_execution(c, execution_id, status="interrupted")
+        )
+        raise
     return await engine.drive(run, recorder, _next_index(run))
 
 

@@ -174,6 +174,9 @@ async def test_resume_refuses_a_loop_changed_since_and_says_what_changed(
     with pytest.raises(NotResumable, match=r"changed since execution \w+ started \(act differ\)"):
         await resume(harness.engine, harness.load_loop, execution_id)
     assert skills_for_tests.CALLS == []
+    row = await harness.store.read(lambda c: executions.get_execution(c, execution_id))
+    assert row is not None
+    assert row.status == "interrupted"
 
 
 async def test_resume_accepts_a_loop_whose_comments_alone_changed(harness: Harness) -> None:
