@@ -10,21 +10,14 @@ yet back past it) waits for it to resolve, as it may have fired before the daemo
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from loopengine.expr import COMPARISONS
+
 __all__ = ["ThresholdRule", "ThresholdState", "evaluate"]
 
-_COMPARE: dict[str, Callable[[float, float], bool]] = {
-    ">": operator.gt,
-    "<": operator.lt,
-    ">=": operator.ge,
-    "<=": operator.le,
-    "==": operator.eq,
-    "!=": operator.ne,
-}
 _STATES = ("inactive", "pending", "firing")
 _ON_MISSING = ("hold", "reset")
 
@@ -42,14 +35,16 @@ class ThresholdRule:
     on_missing: str = "hold"
 
     def __post_init__(self) -> None:
-        if self.operator not in _COMPARE:
-            raise ValueError(f"unknown operator {self.operator!r}; expected {' '.join(_COMPARE)}")
+        if self.operator not in COMPARISONS:
+            raise ValueError(
+                f"unknown operator {self.operator!r}; expected {' '.join(COMPARISONS)}"
+            )
         if self.on_missing not in _ON_MISSING:
             raise ValueError(f"unknown on_missing {self.on_missing!r}; expected hold or reset")
 
     def holds(self, value: float) -> bool:
         """Whether the condition holds for ``value``."""
-        return _COMPARE[self.operator](value, self.value)
+        return COMPARISONS[self.operator](value, self.value)
 
     def resolved(self, value: float) -> bool:
         """Whether ``value`` no longer holds and is back past ``clear_value`` (when it is set)."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Callable
 from typing import Any
 
 from loopengine.contract import Outcome, Severity, Validate
@@ -12,17 +10,9 @@ from loopengine.engine._run import Run
 from loopengine.engine._services import Services
 from loopengine.engine.phases._act import run_act
 from loopengine.engine.phases._base import PhaseOutput
+from loopengine.expr import COMPARISONS
 
 __all__ = ["run_validate"]
-
-_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
-    ">": operator.gt,
-    "<": operator.lt,
-    ">=": operator.ge,
-    "<=": operator.le,
-    "==": operator.eq,
-    "!=": operator.ne,
-}
 
 
 def _assertions(spec: Validate, run: Run) -> list[dict[str, Any]]:
@@ -57,7 +47,7 @@ def _criteria(spec: Validate, run: Run) -> list[dict[str, Any]]:
     for criterion in spec.success_criteria:
         value = criterion.metric.evaluate(run.data)
         numeric = isinstance(value, int | float) and not isinstance(value, bool)
-        met = numeric and _COMPARE[criterion.operator.value](value, criterion.expected)
+        met = numeric and COMPARISONS[criterion.operator.value](value, criterion.expected)
         results.append(
             {
                 "metric": criterion.metric.source,
