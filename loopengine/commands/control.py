@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +13,10 @@ import anyio
 
 from loopengine.commands._console import Console
 from loopengine.commands._inputs import parse_inputs
+from loopengine.commands._listing import listed
 from loopengine.commands._report import print_execution
 from loopengine.contract import Loop, LoopLoader, Outcome, find_loop_files
 from loopengine.errors import ContractError
-from loopengine.reader import open_reader
 from loopengine.runtime import open_runtime
 from loopengine.store import Store, executions, iso, new_id, queue, signals
 from loopengine.workspace import Workspace
@@ -186,18 +185,7 @@ async def run_pause(
 async def run_events_list(
     console: Console, pattern: str | None, limit: int, config: Path | None, as_json: bool
 ) -> int:
-    if limit < 1:
-        raise ContractError(f"--limit {limit}: write a whole number ≥ 1")
-
-    def wanted(name: str) -> bool:
-        return pattern is None or fnmatchcase(name, pattern)
-
-    async with open_reader(config) as store:
-        rows = (
-            []
-            if store is None
-            else await store.read(lambda c: signals.list_events(c, wanted, limit))
-        )
+    rows = await listed(config, pattern, limit, signals.list_events)
     views = [
         {
             "id": row["id"],

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from fnmatch import fnmatchcase
 from pathlib import Path
 
 from loopengine.commands._console import Console
-from loopengine.errors import ContractError
-from loopengine.reader import open_reader
+from loopengine.commands._listing import listed
 from loopengine.store import iso, signals
 
 __all__ = ["run_metrics_list"]
@@ -16,18 +14,7 @@ __all__ = ["run_metrics_list"]
 async def run_metrics_list(
     console: Console, pattern: str | None, limit: int, config: Path | None, as_json: bool
 ) -> int:
-    if limit < 1:
-        raise ContractError(f"--limit {limit}: write a whole number ≥ 1")
-
-    def wanted(name: str) -> bool:
-        return pattern is None or fnmatchcase(name, pattern)
-
-    async with open_reader(config) as store:
-        series = (
-            []
-            if store is None
-            else await store.read(lambda c: signals.metric_series(c, wanted, limit))
-        )
+    series = await listed(config, pattern, limit, signals.metric_series)
     if as_json:
         console.json({"metrics": [{**s, "recorded_at": iso(s["recorded_at"])} for s in series]})
     elif not series:

@@ -1,0 +1,33 @@
+"""What the listing commands share (``events list``, ``metrics list``): a name glob and a bound,
+read from the store without writing anything."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from loopengine.errors import ContractError
+from loopengine.reader import open_reader
+
+__all__ = ["Query", "listed"]
+
+Query = Callable[[sa.Connection, Callable[[str], bool], int], list[dict[str, Any]]]
+"""A repository function: the first ``limit`` rows whose name the predicate accepts."""
+
+
+async def listed(
+    config: Path | None, pattern: str | None, limit: int, query: Query
+) -> list[dict[str, Any]]:
+    """At most ``limit`` rows whose name matches ``pattern``; none when nothing was recorded."""
+    if limit < 1:
+        raise ContractError(f"--limit {limit}: write a whole number ≥ 1")
+
+    def wanted(name: str) -> bool:
+        return pattern is None or fnmatchcase(name, pattern)
+
+    async with open_reader(config) as store:
+        return [] if store is None else await store.read(lambda c: query(c, wanted, limit))
