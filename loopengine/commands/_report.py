@@ -7,9 +7,9 @@ from typing import Any
 from loopengine.commands._console import Console
 from loopengine.contract import Outcome
 from loopengine.errors import NotResumable
-from loopengine.store import Store, executions
+from loopengine.store import ExecutionRecord, Store, executions
 
-__all__ = ["MIN_PREFIX", "full_execution_id", "print_execution"]
+__all__ = ["MIN_PREFIX", "full_execution_id", "show_record"]
 
 MIN_PREFIX = 4
 """Shortest prefix of an execution id a command accepts."""
@@ -45,7 +45,16 @@ _SUCCEEDED = frozenset(outcome.value for outcome in Outcome if outcome.succeeded
 _ANSWERED = frozenset({Outcome.REJECTED.value, Outcome.ESCALATED.value})
 
 
-def print_execution(console: Console, view: dict[str, Any], *, phases: bool = True) -> None:
+def show_record(console: Console, record: ExecutionRecord, as_json: bool) -> None:
+    """An execution as ``show`` prints it: the full view with ``--json``, else the summary."""
+    view = record.view()
+    if as_json:
+        console.json(view)
+    else:
+        _print_summary(console, view)
+
+
+def _print_summary(console: Console, view: dict[str, Any], *, phases: bool = True) -> None:
     """The human summary of an execution record."""
     outcome = view["outcome"] or view["status"]
     good = outcome in _SUCCEEDED

@@ -14,7 +14,7 @@ import anyio
 from loopengine.commands._console import Console
 from loopengine.commands._inputs import parse_inputs
 from loopengine.commands._listing import listed
-from loopengine.commands._report import print_execution
+from loopengine.commands._report import show_record
 from loopengine.contract import Loop, LoopLoader, Outcome, find_loop_files
 from loopengine.errors import ContractError
 from loopengine.runtime import open_runtime
@@ -121,11 +121,7 @@ async def _wait_for(console: Console, store: Store, job_id: str, as_json: bool) 
         record = await store.read(lambda c: executions.read_record(c, execution_id))
     if record is None:
         raise ContractError(f"job {job_id} ended without an execution: {job['reason']}")
-    view = record.view()
-    if as_json:
-        console.json(view)
-    else:
-        print_execution(console, view)
+    show_record(console, record, as_json)
     return 0 if Outcome(job["outcome"]).succeeded else 1
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from loopengine.commands._console import Console
-from loopengine.commands._report import full_execution_id, print_execution
+from loopengine.commands._report import full_execution_id, show_record
 from loopengine.engine import ExecutionDone, answer_approval, resume
 from loopengine.runtime import Runtime, open_runtime
 from loopengine.store import executions
@@ -16,11 +16,7 @@ __all__ = ["run_answer", "run_resume"]
 async def _show(console: Console, runtime: Runtime, execution_id: str, as_json: bool) -> None:
     record = await runtime.store.read(lambda c: executions.read_record(c, execution_id))
     assert record is not None
-    view = record.view()
-    if as_json:
-        console.json(view)
-    else:
-        print_execution(console, view)
+    show_record(console, record, as_json)
 
 
 def _code(done: ExecutionDone) -> int:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from loopengine._suggestions import did_you_mean
 from loopengine.commands._console import Console
-from loopengine.commands._report import full_execution_id, print_execution
+from loopengine.commands._report import full_execution_id, show_record
 from loopengine.errors import ContractError, LoopEngineError
 from loopengine.reader import open_reader
 from loopengine.store import executions
@@ -86,9 +86,5 @@ async def run_show(console: Console, given: str, config: Path | None, as_json: b
         record = await store.read(lambda c: executions.read_record(c, execution_id))
     if record is None:
         raise LoopEngineError(f"no execution {execution_id!r} (see `loopengine history`)")
-    view = record.view()
-    if as_json:
-        console.json(view)
-    else:
-        print_execution(console, view)
+    show_record(console, record, as_json)
     return 0

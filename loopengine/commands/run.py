@@ -8,7 +8,7 @@ from loopengine._resources import shipped_loop
 from loopengine.commands._console import Console
 from loopengine.commands._inputs import parse_inputs
 from loopengine.commands._progress import live_progress
-from loopengine.commands._report import print_execution
+from loopengine.commands._report import show_record
 from loopengine.runtime import open_runtime
 from loopengine.store import PhaseResult, executions, new_envelope
 
@@ -54,11 +54,7 @@ async def run_loop(
         done = await runtime.engine.run(loop, envelope=envelope, dry_run=dry_run)
         record = await runtime.store.read(lambda c: executions.read_record(c, done.execution_id))
     assert record is not None
-    view = record.view()
-    if as_json:
-        console.json(view)
-    else:
-        if live:
-            console.print()
-        print_execution(console, view)
+    if live:
+        console.print()
+    show_record(console, record, as_json)
     return 0 if done.outcome.succeeded else 1
