@@ -18,7 +18,7 @@ import anyio
 import sqlalchemy as sa
 
 from loopengine.contract import Loop
-from loopengine.daemon._intake import Firing, Intake, enqueue
+from loopengine.daemon._intake import Firing, Intake, enqueue, log_intake
 from loopengine.daemon._log import DaemonLog
 from loopengine.daemon._loops import triggers_of
 from loopengine.errors import ContractError, LoopEngineError
@@ -134,6 +134,7 @@ class Dispatcher:
             return done
 
         results = await self.store.write(write)
+        queued = False
         for firing, intake in results:
             event = firing.trigger["event"]
             fields = {
@@ -141,12 +142,7 @@ class Dispatcher:
                 "trigger": firing.trigger["id"],
                 "event": event["name"],
             }
-            if intake.status == queue.QUEUED:
-                self.log.line("fire", **fields, job=intake.job_id)
-            elif intake.status != "duplicate":
-                self.log.line(
-                    "skip", intake.reason or intake.status, **fields, status=intake.status
-                )
-        if any(intake.status == queue.QUEUED for _, intake in results):
+            queued = log_intake(self.log, intake, **fields) or queued
+        if queued:
             self.on_queued()
         return last

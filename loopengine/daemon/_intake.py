@@ -13,10 +13,11 @@ from typing import Any
 import sqlalchemy as sa
 
 from loopengine.contract import Loop
+from loopengine.daemon._log import DaemonLog
 from loopengine.store import new_envelope, queue
 from loopengine.triggers import Overlap, on_overlap
 
-__all__ = ["Firing", "Intake", "enqueue", "record_slot"]
+__all__ = ["Firing", "Intake", "enqueue", "log_intake", "record_slot"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,3 +127,14 @@ def enqueue(
     if not queue.insert_job(connection, row):
         return Intake("duplicate")
     return Intake(queue.QUEUED, row["id"])
+
+
+def log_intake(log: DaemonLog, intake: Intake, **fields: Any) -> bool:
+    """One log line for what became of a firing: ``fire`` with its job, or ``skip`` with why
+    (a duplicate, already recorded by this or another daemon, says nothing). Whether it queued."""
+    if intake.status == queue.QUEUED:
+        log.line("fire", **fields, job=intake.job_id)
+        return True
+    if intake.status != "duplicate":
+        log.line("skip", intake.reason or intake.status, **fields, status=intake.status)
+    return False

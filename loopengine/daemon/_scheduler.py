@@ -18,7 +18,7 @@ import anyio
 import sqlalchemy as sa
 
 from loopengine.contract import Loop
-from loopengine.daemon._intake import Firing, Intake, enqueue, record_slot
+from loopengine.daemon._intake import Firing, Intake, enqueue, log_intake, record_slot
 from loopengine.daemon._log import DaemonLog
 from loopengine.daemon._loops import triggers_of
 from loopengine.store import Store, iso, queue
@@ -213,11 +213,9 @@ class Scheduler:
         results = await self.store.write(write)
         for entry in entries:
             entry.last = lasts[entry.key]
-        for entry, firing, intake, why in results:
+        queued = False
+        for entry, firing, intake, _ in results:
             fields = {"loop": entry.loop.id, "trigger": entry.trigger_id, "slot": iso(firing.slot)}
-            if intake.status == queue.QUEUED:
-                self.log.line("fire", **fields, job=intake.job_id)
-            elif intake.status != "duplicate":
-                self.log.line("skip", intake.reason or why or "", **fields, status=intake.status)
-        if any(intake.status == queue.QUEUED for _, _, intake, _ in results):
+            queued = log_intake(self.log, intake, **fields) or queued
+        if queued:
             self.on_queued()

@@ -17,7 +17,7 @@ import anyio
 import sqlalchemy as sa
 
 from loopengine.contract import Loop
-from loopengine.daemon._intake import Firing, Intake, enqueue
+from loopengine.daemon._intake import Firing, Intake, enqueue, log_intake
 from loopengine.daemon._log import DaemonLog
 from loopengine.daemon._loops import triggers_of
 from loopengine.store import Store, iso, queue, signals
@@ -214,12 +214,5 @@ class ThresholdWatcher:
                 "trigger": firing.trigger["id"],
                 "metric": firing.trigger["metric"]["name"],
             }
-            if intake.status == queue.QUEUED:
-                self.log.line(
-                    "fire", **fields, value=firing.trigger["metric"]["value"], job=intake.job_id
-                )
+            if log_intake(self.log, intake, **fields, value=firing.trigger["metric"]["value"]):
                 self.on_queued()
-            elif intake.status != "duplicate":
-                self.log.line(
-                    "skip", intake.reason or intake.status, **fields, status=intake.status
-                )
