@@ -5,11 +5,20 @@ croniter (~14 ms to import) loads when a cron expression is first checked.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 __all__ = ["NICKNAMES", "cron_problem", "has_seconds"]
 
-NICKNAMES = frozenset(
-    {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
-)
+NICKNAMES: Mapping[str, str] = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+"""Each nickname and the five fields it stands for."""
 
 
 def has_seconds(expression: str) -> bool:

@@ -18,22 +18,13 @@ from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from loopengine.errors import TriggerError
-from loopengine.triggers._cron import cron_problem, has_seconds
+from loopengine.triggers._cron import NICKNAMES, cron_problem, has_seconds
 
 if TYPE_CHECKING:
     from croniter import croniter
 
 __all__ = ["CronSchedule", "Fire"]
 
-_NICKNAMES = {
-    "@yearly": "0 0 1 1 *",
-    "@annually": "0 0 1 1 *",
-    "@monthly": "0 0 1 * *",
-    "@weekly": "0 0 * * 0",
-    "@daily": "0 0 * * *",
-    "@midnight": "0 0 * * *",
-    "@hourly": "0 * * * *",
-}
 _UTC_ZONES = frozenset({"UTC", "Etc/UTC", "GMT", "Etc/GMT"})
 _EPOCH = datetime(1970, 1, 1)
 _SECOND = timedelta(seconds=1)
@@ -86,7 +77,7 @@ class CronSchedule:
                 f"unknown time zone {self.timezone!r}: write an IANA name such as 'Europe/Paris'"
             ) from None
         text = self.expression.strip()
-        text = _NICKNAMES.get(text, text)
+        text = NICKNAMES.get(text, text)
         seconds = has_seconds(text)
         template = croniter(text, 0, second_at_beginning=seconds)
         try:
