@@ -122,17 +122,20 @@ class ThresholdWatcher:
     async def _new_points(self, position: int) -> int:
         if not self.watches:
             return position
-        names = {w.metric for w in self.watches.values()}
+        by_metric: dict[str, list[_Watch]] = {}
+        for watch in self.watches.values():
+            by_metric.setdefault(watch.metric, []).append(watch)
         points = await self.store.read(
-            lambda c: queue.metric_points_after(c, position, names, 1000)
+            lambda c: queue.metric_points_after(c, position, by_metric, 1000)
         )
         if not points:
             return position
         steps: list[tuple[_Watch, float | None, float]] = []
         for point in points:
-            for watch in self.watches.values():
-                if watch.metric == point["name"] and point["recorded_at"] >= watch.horizon:
-                    steps.append((watch, float(point["value"]), float(point["recorded_at"])))
+            at = float(point["recorded_at"])
+            for watch in by_metric.get(point["name"], ()):
+                if at >= watch.horizon:
+                    steps.append((watch, float(point["value"]), at))
         last = int(points[-1]["id"])
         await self._apply(steps, last)
         return last

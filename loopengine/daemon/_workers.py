@@ -111,12 +111,11 @@ class Workers:
         ``concurrency.max`` (a job whose daemon died holds its slot already)."""
         now = self.clock()
         running = queue.running_by_loop(connection)
-        free = [
-            loop_id
-            for loop_id, loop in self.loops.items()
-            if running.get(loop_id, 0) < loop.spec.concurrency.max
-        ]
-        busy = [loop_id for loop_id in self.loops if loop_id not in set(free)]
+        free: list[str] = []
+        busy: list[str] = []
+        for loop_id, loop in self.loops.items():
+            at_max = running.get(loop_id, 0) >= loop.spec.concurrency.max
+            (busy if at_max else free).append(loop_id)
         found = queue.claimable(connection, now, 1, owner=self.owner, loop_ids=free)
         found = found or queue.claimable(
             connection, now, 1, owner=self.owner, loop_ids=busy, stale_only=True

@@ -124,16 +124,24 @@ class _Sandbox:
             data = stream.read(limit + 1)
         return data[:limit], len(data) > limit
 
-    def files(self, folder: Path) -> list[Path]:
-        """The visible regular files under ``folder``, by path; links are not followed."""
+    def files(self, folder: Path, ends: float) -> list[Path]:
+        """The visible regular files under ``folder``, by path; links are not followed, and a
+        tree too big to walk before ``ends`` (monotonic) stops the walk."""
         found = []
         for current, folders, names in os.walk(folder, followlinks=False):
+            _in_time(ends)
             folders[:] = [name for name in folders if not name.startswith(".")]
             for name in names:
                 path = Path(current) / name
                 if not name.startswith(".") and not path.is_symlink() and path.is_file():
                     found.append(path)
         return sorted(found)
+
+
+def _in_time(ends: float) -> None:
+    """Stop a file tool's own thread once the call's deadline (monotonic) has passed."""
+    if time.monotonic() > ends:
+        raise TimeoutError(f"search_files ran past {TOOL_TIMEOUT_S:g} s: narrow it")
 
 
 _INSIDE_NETWORKS = (ipaddress.ip_network("100.64.0.0/10"), ipaddress.ip_network("192.0.0.0/24"))
@@ -278,12 +286,11 @@ def builtin_tools(
         found: list[dict[str, Any]] = []
         budget = MAX_SCANNED
         ends = time.monotonic() + TOOL_TIMEOUT_S  # the thread stops too, not only the wait
-        for file in sandbox.files(sandbox.path(path))[:MAX_ENTRIES]:
+        for file in sandbox.files(sandbox.path(path), ends)[:MAX_ENTRIES]:
             data, _ = sandbox.read(file.relative_to(sandbox.root), min(MAX_READ, budget))
             budget -= len(data)
             for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
-                if time.monotonic() > ends:
-                    raise TimeoutError(f"search_files ran past {TOOL_TIMEOUT_S:g} s: narrow it")
+                _in_time(ends)
                 try:
                     hit = expression.search(line[:2000], timeout=REGEX_TIMEOUT_S)
                 except TimeoutError:
