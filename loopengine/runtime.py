@@ -9,7 +9,6 @@ from pathlib import Path
 
 from loopengine.contract import Loop, LoopLoader
 from loopengine.engine import Engine, PhaseListener, Services, escalate_overdue, recover_interrupted
-from loopengine.errors import ContractError
 from loopengine.skills import Progress
 from loopengine.store import Store
 from loopengine.workspace import Workspace, load_workspace
@@ -26,11 +25,7 @@ class Runtime:
 
     def load_loop(self, path: str) -> Loop:
         """The loop in ``path``, or ``ContractError`` with every diagnostic."""
-        report = self.loader.load_file(Path(path))
-        if report.loop is None or not report.ok:
-            problems = report.errors
-            raise ContractError(problems[0].format() if problems else f"{path}: invalid", problems)
-        return report.loop
+        return self.loader.load_file(Path(path)).valid()
 
 
 @asynccontextmanager

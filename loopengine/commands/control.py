@@ -51,11 +51,8 @@ def find_loop(workspace: Workspace, loader: LoopLoader, name: str) -> tuple[Loop
     daemon's folder holds it (a daemon runs only the loops of its folder)."""
     folder_loops = _folder_loops(workspace, loader)
     if Path(name).is_file():
-        report = loader.load_file(Path(name))
-        if report.loop is None or not report.ok:
-            problems = report.errors
-            raise ContractError(problems[0].format() if problems else f"{name}: invalid", problems)
-        return report.loop, report.loop.id in folder_loops
+        loop = loader.load_file(Path(name)).valid()
+        return loop, loop.id in folder_loops
     if name in folder_loops:
         return folder_loops[name], True
     folder = workspace.base / workspace.config.daemon.loops

@@ -66,6 +66,14 @@ class LoadReport:
     def errors(self) -> list[Diagnostic]:
         return [d for d in self.diagnostics if d.is_error]
 
+    def valid(self) -> Loop:
+        """The loop, or ``ContractError`` carrying every error (the first one as its message)."""
+        if self.loop is None or not self.ok:
+            problems = self.errors
+            first = problems[0].format() if problems else f"{self.file}: invalid"
+            raise ContractError(first, problems)
+        return self.loop
+
 
 def _unwrap(document: YamlDocument) -> tuple[YamlDocument, list[Diagnostic]]:
     data = document.data
