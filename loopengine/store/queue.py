@@ -333,19 +333,21 @@ def trigger_state_of(connection: sa.Connection, loop_id: str, trigger_id: str) -
     return connection.execute(query).scalar()
 
 
-def save_trigger_state(connection: sa.Connection, row: Mapping[str, Any]) -> None:
-    statement = _insert(connection, trigger_states).values(**row)
-    keys = ("loop_id", "trigger_id")
+def _upsert(connection: sa.Connection, table: sa.Table, row: Mapping[str, Any]) -> None:
+    """Insert ``row``, or update the row holding its primary key (one statement, no race)."""
+    keys = [column.name for column in table.primary_key]
     changes = {name: value for name, value in row.items() if name not in keys}
+    statement = _insert(connection, table).values(**row)
     connection.execute(statement.on_conflict_do_update(index_elements=keys, set_=changes))
+
+
+def save_trigger_state(connection: sa.Connection, row: Mapping[str, Any]) -> None:
+    _upsert(connection, trigger_states, row)
 
 
 def save_daemon(connection: sa.Connection, row: Mapping[str, Any]) -> None:
     """Insert or refresh this daemon's row (its heartbeat and its loops' next fires)."""
-    if not connection.execute(
-        daemons.update().where(daemons.c.id == row["id"]).values(**row)
-    ).rowcount:
-        connection.execute(daemons.insert().values(**row))
+    _upsert(connection, daemons, row)
 
 
 def stop_daemon(connection: sa.Connection, daemon_id: str, now: float) -> None:
