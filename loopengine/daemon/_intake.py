@@ -48,13 +48,7 @@ def _non_run(
 ) -> Intake:
     if firing.slot is not None:
         return record_slot(connection, firing, status, reason, now)
-    envelope = new_envelope(
-        firing.loop.id,
-        firing.payload,
-        scope=firing.scope,
-        idempotency_key=firing.idempotency_key,
-    )
-    row = _job_row(firing, envelope.as_dict(), now)
+    row = _job_row(firing, now)
     won = queue.insert_job(connection, {**row, "status": queue.SKIPPED, "reason": reason})
     return Intake(status if won else "duplicate", row["id"] if won else None, reason)
 
@@ -81,7 +75,14 @@ def record_slot(
     return Intake(status if won else "duplicate", job_id if won else None, reason)
 
 
-def _job_row(firing: Firing, envelope: Mapping[str, Any], now: float) -> dict[str, Any]:
+def _job_row(firing: Firing, now: float) -> dict[str, Any]:
+    """The queued job of ``firing``, with its envelope (keyed by the firing's idempotency key)."""
+    envelope = new_envelope(
+        firing.loop.id,
+        firing.payload,
+        scope=firing.scope,
+        idempotency_key=firing.idempotency_key,
+    ).as_dict()
     return {
         "id": envelope["job_id"],
         "loop_id": firing.loop.id,
@@ -111,13 +112,7 @@ def enqueue(
     )
     if decision.action is Overlap.SKIP:
         return _non_run(connection, firing, "skipped", decision.reason or "overlap", now)
-    envelope = new_envelope(
-        firing.loop.id,
-        firing.payload,
-        scope=firing.scope,
-        idempotency_key=firing.idempotency_key,
-    ).as_dict()
-    row = _job_row(firing, envelope, now)
+    row = _job_row(firing, now)
     if firing.slot is not None:
         intake = record_slot(connection, firing, queue.QUEUED, None, now, row["id"])
         if intake.status == "duplicate":
