@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import heapq
+import itertools
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -71,7 +72,8 @@ class Scheduler:
         self.clock = clock
         self.entries: dict[tuple[str, str], _Entry] = {}
         self._heap: list[tuple[float, int, tuple[str, str]]] = []
-        self._pushes = 0
+        self._order = itertools.count()
+        """Ties in the heap break by push order (entries do not compare)."""
         self._changed = anyio.Event()
 
     async def update(self, loaded: Iterable[Loop], removed: Iterable[str]) -> None:
@@ -100,7 +102,7 @@ class Scheduler:
                 )
                 self._plan_next(entry, entry.last)
                 self.entries[entry.key] = entry
-        self._heap = [(e.due, self._count(), key) for key, e in self.entries.items()]
+        self._heap = [(e.due, next(self._order), key) for key, e in self.entries.items()]
         heapq.heapify(self._heap)
         self._changed.set()
 
@@ -127,15 +129,11 @@ class Scheduler:
                 await self._fire(due)
             except BaseException:
                 for entry in due:  # decided again on the next run
-                    heapq.heappush(self._heap, (entry.due, self._count(), entry.key))
+                    heapq.heappush(self._heap, (entry.due, next(self._order), entry.key))
                 raise
             for entry in due:
                 self._plan_next(entry, max(entry.last, entry.slot))
-                heapq.heappush(self._heap, (entry.due, self._count(), entry.key))
-
-    def _count(self) -> int:
-        self._pushes += 1
-        return self._pushes
+                heapq.heappush(self._heap, (entry.due, next(self._order), entry.key))
 
     def _plan_next(self, entry: _Entry, after: float) -> None:
         entry.slot = entry.schedule.next_fire(after).at
@@ -199,7 +197,7 @@ class Scheduler:
         if not firings:
             return
 
-        def write(connection: sa.Connection) -> list[tuple[_Entry, Firing, Intake, str | None]]:
+        def write(connection: sa.Connection) -> list[tuple[_Entry, Firing, Intake]]:
             paused = queue.paused(connection)
             results = []
             for entry, firing, why in firings:
@@ -207,14 +205,14 @@ class Scheduler:
                     intake = record_slot(connection, firing, why.split(":", 1)[0], why, now)
                 else:
                     intake = enqueue(connection, firing, now, paused=entry.loop.id in paused)
-                results.append((entry, firing, intake, why))
+                results.append((entry, firing, intake))
             return results
 
         results = await self.store.write(write)
         for entry in entries:
             entry.last = lasts[entry.key]
         queued = False
-        for entry, firing, intake, _ in results:
+        for entry, firing, intake in results:
             fields = {"loop": entry.loop.id, "trigger": entry.trigger_id, "slot": iso(firing.slot)}
             queued = log_intake(self.log, intake, **fields) or queued
         if queued:
