@@ -13,7 +13,9 @@ import sqlalchemy as sa
 from loopengine.errors import ContractError
 from loopengine.reader import open_reader
 
-__all__ = ["Query", "listed"]
+__all__ = ["MAX_LISTED", "Query", "listed"]
+
+MAX_LISTED = 10_000
 
 Query = Callable[[sa.Connection, Callable[[str], bool], int], list[dict[str, Any]]]
 """A repository function: the first ``limit`` rows whose name the predicate accepts."""
@@ -23,8 +25,8 @@ async def listed(
     config: Path | None, pattern: str | None, limit: int, query: Query
 ) -> list[dict[str, Any]]:
     """At most ``limit`` rows whose name matches ``pattern``; none when nothing was recorded."""
-    if limit < 1:
-        raise ContractError(f"--limit {limit}: write a whole number ≥ 1")
+    if not 1 <= limit <= MAX_LISTED:
+        raise ContractError(f"--limit {limit}: write a whole number from 1 to {MAX_LISTED}")
 
     def wanted(name: str) -> bool:
         return pattern is None or fnmatchcase(name, pattern)

@@ -23,6 +23,7 @@ from loopengine.workspace import Workspace
 
 __all__ = [
     "MAX_EVENT_BYTES",
+    "MAX_EVENT_DEPTH",
     "find_loop",
     "run_emit",
     "run_events_list",
@@ -31,6 +32,7 @@ __all__ = [
 ]
 
 MAX_EVENT_BYTES = 65_536
+MAX_EVENT_DEPTH = 32
 _EVENT_NAME = re.compile(r"[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*")
 _WAIT_POLL_S = 0.2
 
@@ -127,12 +129,30 @@ def _event_data(text: str | None) -> Any:
         return {}
     if len(text.encode()) > MAX_EVENT_BYTES:
         raise ContractError(f"--data is over {MAX_EVENT_BYTES} bytes: send a reference instead")
+    too_deep = ContractError(f"--data is nested more than {MAX_EVENT_DEPTH} levels: flatten it")
     try:
-        return json.loads(text)
+        data = json.loads(text)
+    except RecursionError:
+        raise too_deep from None
     except ValueError as exc:
         raise ContractError(
             f"--data is not JSON ({exc}): write e.g. --data '{{\"page\": 1}}'"
         ) from None
+    if _depth(data) > MAX_EVENT_DEPTH:
+        raise too_deep
+    return data
+
+
+def _depth(value: Any) -> int:
+    """How deeply ``value`` nests (a scalar is 0), without recursion."""
+    deepest, pending = 0, [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        deepest = max(deepest, depth)
+        if depth <= MAX_EVENT_DEPTH and isinstance(item, dict | list):
+            children = item.values() if isinstance(item, dict) else item
+            pending.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 async def run_emit(
