@@ -127,13 +127,14 @@ Script = list[Response | Forever]
 
 
 class FakeLLMServer:
-    """A scripted OpenAI-compatible HTTP server on 127.0.0.1, in a thread (``with`` runs it)."""
+    """A scripted OpenAI-compatible HTTP server on 127.0.0.1, in a thread (``with`` runs it);
+    ``port`` 0 takes a free one, a fixed port serves a config written for a real node."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
         self._scripts: dict[str, Script] = {}
         self._lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 

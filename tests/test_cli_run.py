@@ -128,7 +128,8 @@ def test_a_rejection_note_reads_as_a_note_not_an_error(
     _, waiting = _json(capsys, "run", "counter.yaml", "--input", "n=9")
     assert main(["reject", waiting["execution_id"], "--note", "not today"]) == 0
     out = capsys.readouterr().out
-    assert "  note: not today" in out
+    assert "approval: big rejected (" in out
+    assert out.count("not today") == 1
     assert "error:" not in out
 
 

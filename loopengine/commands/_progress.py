@@ -1,4 +1,5 @@
-"""Live lines for what long skills report while they run (stages and tool calls of LLM chains)."""
+"""Live lines on a terminal: each phase as it ends, and what long skills report while they run
+(stages and tool calls of LLM chains)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ from loopengine.commands._console import Console
 
 if TYPE_CHECKING:
     from loopengine.skills import Progress
+    from loopengine.store import PhaseResult
 
-__all__ = ["live_progress", "progress_line"]
+__all__ = ["LivePhases", "live_progress", "logged_note", "progress_line"]
+
+_MARKS = {True: ("✓", "green"), False: ("✗", "red")}
 
 
 def progress_line(event: str, fields: Mapping[str, Any]) -> str | None:
@@ -38,3 +42,51 @@ def live_progress(console: Console) -> Progress:
             console.print(console.style(line, "dim"))
 
     return progress
+
+
+class LivePhases:
+    """Phase lines as each phase ends, shown only to a person at a terminal (not with ``--json``);
+    commands that run phases (``run``, ``approve``, ``resume``) then print the summary without
+    repeating them."""
+
+    def __init__(self, console: Console, as_json: bool) -> None:
+        self.console = console
+        self.live = console.interactive and not as_json
+
+    @property
+    def progress(self) -> Progress | None:
+        return live_progress(self.console) if self.live else None
+
+    def __call__(self, record: PhaseResult) -> None:
+        if self.live:
+            self.console.print(self._line(record))
+
+    def _line(self, record: PhaseResult) -> str:
+        style = self.console.style
+        if "skipped" in record.data:
+            return style(f"  – {record.phase:<9} skipped ({record.data['skipped']})", "dim")
+        mark, colour = _MARKS[record.success]
+        text = f"  {style(mark, colour)} {record.phase:<9} {record.duration_ms:>9.1f} ms"
+        if record.outcome:
+            text += f"  → {record.outcome}"
+        if record.errors:
+            text += "  " + style(record.errors[0], "red")
+        elif (logged := logged_note(record.data)) is not None:
+            text += "  " + style(logged, "dim")
+        return text
+
+    def finish(self) -> None:
+        """The blank line between the live phases and the summary."""
+        if self.live:
+            self.console.print()
+
+
+def logged_note(data: Mapping[str, Any]) -> str | None:
+    """What a built-in action wrote (``log_only``'s message, a notification), to show inline."""
+    for key in ("log", "notification", "escalation"):
+        entry = data.get(key)
+        if isinstance(entry, dict):
+            text = entry.get("message") or entry.get("reason")
+            if text:
+                return f"{key}: {text}"
+    return None

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from loopengine.commands._console import Console
+from loopengine.commands._progress import logged_note
 from loopengine.contract import Outcome
 from loopengine.errors import NotResumable
 from loopengine.store import ExecutionRecord, Store, executions
@@ -30,28 +32,20 @@ async def full_execution_id(store: Store | None, given: str) -> str:
     return given
 
 
-def _logged(data: dict[str, Any]) -> str | None:
-    """What a built-in action wrote (``log_only``'s message, a notification), to show inline."""
-    for key in ("log", "notification", "escalation"):
-        entry = data.get(key)
-        if isinstance(entry, dict):
-            text = entry.get("message") or entry.get("reason")
-            if text:
-                return f"{key}: {text}"
-    return None
-
-
 _SUCCEEDED = frozenset(outcome.value for outcome in Outcome if outcome.succeeded)
 _ANSWERED = frozenset({Outcome.REJECTED.value, Outcome.ESCALATED.value})
 
 
-def show_record(console: Console, record: ExecutionRecord, as_json: bool) -> None:
-    """An execution as ``show`` prints it: the full view with ``--json``, else the summary."""
+def show_record(
+    console: Console, record: ExecutionRecord, as_json: bool, *, phases: bool = True
+) -> None:
+    """An execution as ``show`` prints it: the full view with ``--json``, else the summary
+    (without the phase table when live lines have just shown the phases)."""
     view = record.view()
     if as_json:
         console.json(view)
     else:
-        _print_summary(console, view)
+        _print_summary(console, view, phases=phases)
 
 
 def _print_summary(console: Console, view: dict[str, Any], *, phases: bool = True) -> None:
@@ -67,10 +61,13 @@ def _print_summary(console: Console, view: dict[str, Any], *, phases: bool = Tru
         console.print(f"  decision: {decision.get('action')} ({decision.get('reason')})")
     if view.get("approval"):
         gate = view["approval"]
-        console.print(
-            f"  approval: {gate['action']} {gate['status']} (deadline {gate['deadline']})"
+        when = (
+            f"deadline {gate['deadline']}"
+            if gate["status"] == "pending"
+            else f"{gate['decided_at']}" + (f": {gate['note']}" if gate.get("note") else "")
         )
-    if view.get("error"):
+        console.print(f"  approval: {gate['action']} {gate['status']} ({when})")
+    if view.get("error") and view["error"] != (view.get("approval") or {}).get("note"):
         if outcome in _ANSWERED:  # a person's note, or why it was escalated: not a failure
             console.print(f"  note: {view['error']}")
         else:
@@ -79,11 +76,22 @@ def _print_summary(console: Console, view: dict[str, Any], *, phases: bool = Tru
         rows = [("phase", "ms", "ok", "outcome / note")]
         for phase in view["phases"]:
             skipped = phase["data"].get("skipped")
-            note = skipped or phase["outcome"] or _logged(phase["data"]) or ""
+            note = skipped or phase["outcome"] or logged_note(phase["data"]) or ""
             if phase["errors"]:
                 note = phase["errors"][0]
             ran = "–" if skipped else "yes" if phase["success"] else "no"
             rows.append((phase["phase"], f"{phase['duration_ms']:.1f}", ran, str(note)))
         console.table(rows, (("bold",), (), (), ()))
     for artifact in view.get("artifacts", ()):
-        console.print(f"  artifact {artifact['name']}: {artifact['location']}")
+        console.print(f"  artifact {artifact['name']}: {_near(artifact['location'])}")
+
+
+def _near(location: str) -> str:
+    """A local artifact path relative to the working directory when it lies under it."""
+    path = Path(location)
+    if not path.is_absolute():
+        return location
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return location

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from loopengine.commands._console import Console
+from loopengine.commands._progress import LivePhases
 from loopengine.commands._report import full_execution_id, show_record
 from loopengine.engine import ExecutionDone, answer_approval, resume
 from loopengine.runtime import Runtime, open_runtime
@@ -13,10 +14,11 @@ from loopengine.store import executions
 __all__ = ["run_answer", "run_resume"]
 
 
-async def _show(console: Console, runtime: Runtime, execution_id: str, as_json: bool) -> None:
+async def _show(runtime: Runtime, live: LivePhases, execution_id: str, as_json: bool) -> None:
     record = await runtime.store.read(lambda c: executions.read_record(c, execution_id))
     assert record is not None
-    show_record(console, record, as_json)
+    live.finish()
+    show_record(live.console, record, as_json, phases=not live.live)
 
 
 def _code(done: ExecutionDone) -> int:
@@ -31,18 +33,20 @@ async def run_answer(
     config: Path | None,
     as_json: bool,
 ) -> int:
-    async with open_runtime(config) as runtime:
+    live = LivePhases(console, as_json)
+    async with open_runtime(config, live, live.progress) as runtime:
         execution_id = await full_execution_id(runtime.store, execution_id)
         done = await answer_approval(runtime.engine, runtime.load_loop, execution_id, approve, note)
-        await _show(console, runtime, execution_id, as_json)
+        await _show(runtime, live, execution_id, as_json)
     return _code(done) if approve else 0
 
 
 async def run_resume(
     console: Console, execution_id: str, config: Path | None, as_json: bool
 ) -> int:
-    async with open_runtime(config) as runtime:
+    live = LivePhases(console, as_json)
+    async with open_runtime(config, live, live.progress) as runtime:
         execution_id = await full_execution_id(runtime.store, execution_id)
         done = await resume(runtime.engine, runtime.load_loop, execution_id)
-        await _show(console, runtime, execution_id, as_json)
+        await _show(runtime, live, execution_id, as_json)
     return _code(done)

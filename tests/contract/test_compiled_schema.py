@@ -21,7 +21,11 @@ from loopengine.contract import (
 from loopengine.errors import ContractError
 from tests.conftest import ROOT
 
-EXAMPLES = [p for p in ROOT.glob("examples/*/*.yaml") if p.name != "loopengine.yaml"]
+EXAMPLES = [
+    p
+    for p in ROOT.glob("examples/*/*.yaml")
+    if p.name != "loopengine.yaml" and p.parent.name != "mistakes"
+]
 SHIPPED = sorted([*EXAMPLES, *ROOT.glob("loops/*.yaml")])
 INVALID = sorted((Path(__file__).parent / "invalid").glob("*.yaml"))
 REPLACEMENTS: list[Any] = [
