@@ -12,6 +12,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from loopengine._startup import start_quickly
+
 if TYPE_CHECKING:
     from loopengine.commands import Console
 
@@ -345,6 +347,7 @@ def run() -> NoReturn:
     By then every output is flushed and the store closed; finalising the ~300 modules a run-time
     command loads would only cost ~0.1 s more. ``atexit`` handlers still run.
     """
+    start_quickly()
     code = main()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):

@@ -15,7 +15,9 @@ import pytest
 import loopengine
 
 ROOT = Path(loopengine.__file__).parent
-BASE = frozenset({"errors", "_suggestions", "_concurrency", "_lazy", "_resources", "_secrets"})
+BASE = frozenset(
+    {"errors", "_suggestions", "_concurrency", "_lazy", "_resources", "_secrets", "_startup"}
+)
 """Modules every layer may use; they import only one another."""
 LAYERS: dict[str, frozenset[str]] = {
     **{module: frozenset() for module in BASE},
