@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import inspect
 import os
 import sys
 from collections.abc import Sequence
@@ -186,6 +187,10 @@ def _daemon_call(args: argparse.Namespace, console: Console) -> Any:
         return partial(
             plan.run_plan, console, args.loop, args.start, args.end, args.count, config, as_json
         )
+    if command == "events":
+        from loopengine.commands import events
+
+        return partial(events.run_events_list, console, args.name, args.limit, config, as_json)
     from loopengine.commands import control
 
     if command == "trigger":
@@ -194,10 +199,8 @@ def _daemon_call(args: argparse.Namespace, console: Console) -> Any:
         )
     if command == "emit":
         return partial(control.run_emit, console, args.name, args.data, config, as_json)
-    if command in ("pause", "unpause"):
-        pause = command == "pause"
-        return partial(control.run_pause, console, args.loop_id, pause, config, as_json)
-    return partial(control.run_events_list, console, args.name, args.limit, config, as_json)
+    pause = command == "pause"
+    return partial(control.run_pause, console, args.loop_id, pause, config, as_json)
 
 
 _DAEMON_COMMANDS = frozenset(
@@ -206,7 +209,8 @@ _DAEMON_COMMANDS = frozenset(
 
 
 def _runtime_call(args: argparse.Namespace, console: Console) -> Any:
-    """The coroutine of a run-time command; only that command's module is imported."""
+    """The call of a run-time command (a coroutine, or a plain function for those that only
+    read); only that command's module is imported."""
     config: Path | None = getattr(args, "config", None)
     as_json: bool = getattr(args, "json", False)
     command = args.command
@@ -274,9 +278,12 @@ def _dispatch(args: argparse.Namespace, console: Console) -> int:
         if args.command == "skills":
             return catalog.run_skills(console, config, as_json)
         return catalog.run_tools(console, config, as_json)
+    call = _runtime_call(args, console)
+    if not inspect.iscoroutinefunction(call.func):  # a command that only reads: no event loop
+        return int(call())
     import anyio
 
-    code: int = anyio.run(_runtime_call(args, console))
+    code: int = anyio.run(call)
     return code
 
 

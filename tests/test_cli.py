@@ -231,6 +231,20 @@ def test_read_commands_load_no_database_or_http_layer(command: list[str]) -> Non
     assert result.stdout.splitlines()[-1] == "0 []"
 
 
+def test_validate_checks_without_building_the_loop_models() -> None:
+    """The checks find every error the models would; building them is for running."""
+    code = (
+        "import sys\nfrom loopengine.cli import main\n"
+        "main(['validate', 'seo_audit_loop.yaml'])\n"
+        "print('loopengine.contract._loop' in sys.modules)"
+    )
+    seed = Path(__file__).parent.parent / "examples" / "seo_audit"
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=seed, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.splitlines()[-1] == "False"
+
+
 @pytest.mark.parametrize("flags", [[], ["--dry-run"]], ids=["run", "dry-run"])
 def test_the_quickstart_completes_when_nothing_is_stale(
     flags: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch

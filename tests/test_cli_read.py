@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -169,3 +171,22 @@ def test_a_binary_config_is_one_clear_line(
     assert capsys.readouterr().err == (
         "loopengine.yaml:2:1: not UTF-8 text (byte 12): save the file as UTF-8\n"
     )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["history"], ["show", "0123"], ["status"], ["metrics", "list"], ["events", "list"]],
+    ids=" ".join,
+)
+def test_a_read_command_runs_without_an_event_loop(command: list[str], workspace: Path) -> None:
+    """Reads need neither anyio nor the async store: a fresh interpreter never imports them."""
+    assert main(["run", "counter.yaml"]) == 0
+    code = (
+        "import sys\nfrom loopengine.cli import main\n"
+        f"main({command!r})\n"
+        "print(sorted(m for m in ('anyio', 'loopengine.store._store') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=workspace, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.splitlines()[-1] == "[]"

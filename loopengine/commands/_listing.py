@@ -21,7 +21,7 @@ Query = Callable[[sa.Connection, Callable[[str], bool], int], list[dict[str, Any
 """A repository function: the first ``limit`` rows whose name the predicate accepts."""
 
 
-async def listed(
+def listed(
     config: Path | None, pattern: str | None, limit: int, query: Query
 ) -> list[dict[str, Any]]:
     """At most ``limit`` rows whose name matches ``pattern``; none when nothing was recorded."""
@@ -31,5 +31,5 @@ async def listed(
     def wanted(name: str) -> bool:
         return pattern is None or fnmatchcase(name, pattern)
 
-    async with open_reader(config) as store:
-        return [] if store is None else await store.read(lambda c: query(c, wanted, limit))
+    with open_reader(config) as reader:
+        return [] if reader is None else reader.read(lambda c: query(c, wanted, limit))

@@ -3,31 +3,35 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loopengine.commands._console import Console
 from loopengine.commands._progress import logged_note
 from loopengine.contract import Outcome
 from loopengine.errors import NotResumable
-from loopengine.store import ExecutionRecord, Store, executions
+from loopengine.store import ExecutionRecord, executions
 
-__all__ = ["MIN_PREFIX", "full_execution_id", "show_record"]
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+
+__all__ = ["MIN_PREFIX", "execution_named", "show_record"]
 
 MIN_PREFIX = 4
 """Shortest prefix of an execution id a command accepts."""
 
 
-async def full_execution_id(store: Store | None, given: str) -> str:
-    """The execution id ``given`` names, whole or as a unique prefix (like git's short hashes);
-    ``NotResumable`` when none or several match, listing them."""
-    if store is not None and len(given) < 32 and len(given) >= MIN_PREFIX:
-        found = await store.read(lambda c: executions.ids_starting_with(c, given, 6))
+def execution_named(connection: sa.Connection | None, given: str) -> str:
+    """The execution id ``given`` names, whole or as a unique prefix (like git's short hashes),
+    in the store behind ``connection`` (None: nothing recorded yet); ``NotResumable`` when none
+    or several match, listing them."""
+    if connection is not None and MIN_PREFIX <= len(given) < 32:
+        found = executions.ids_starting_with(connection, given, 6)
         if len(found) == 1:
             return found[0]
         if found:
             shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
             raise NotResumable(f"{given!r} names several executions ({shown}): give more of it")
-    if store is None or not await store.read(lambda c: executions.get_execution(c, given)):
+    if connection is None or not executions.get_execution(connection, given):
         raise NotResumable(f"no execution {given!r} (see `loopengine history`)")
     return given
 

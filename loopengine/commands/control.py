@@ -1,5 +1,5 @@
-"""``trigger``, ``emit``, ``pause``/``unpause``, ``events list``: what users tell a daemon through
-the store, whether or not one runs (nothing is lost while it is down)."""
+"""``trigger``, ``emit``, ``pause``/``unpause``: what users tell a daemon through the store,
+whether or not one runs (nothing is lost while it is down)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import anyio
 
 from loopengine.commands._console import Console
 from loopengine.commands._inputs import parse_inputs
-from loopengine.commands._listing import listed
 from loopengine.commands._report import show_record
 from loopengine.contract import Loop, LoopLoader, Outcome, find_loop_files
 from loopengine.errors import ContractError
@@ -26,7 +25,6 @@ __all__ = [
     "MAX_EVENT_DEPTH",
     "find_loop",
     "run_emit",
-    "run_events_list",
     "run_pause",
     "run_trigger",
 ]
@@ -193,37 +191,3 @@ async def run_pause(
     else:
         console.print(f"{loop_id} was already {state}")
     return 0
-
-
-async def run_events_list(
-    console: Console, pattern: str | None, limit: int, config: Path | None, as_json: bool
-) -> int:
-    rows = await listed(config, pattern, limit, signals.list_events)
-    views = [
-        {
-            "id": row["id"],
-            "name": row["name"],
-            "source": row["source"],
-            "data": row["data"],
-            "execution_id": row["execution_id"],
-            "created_at": iso(row["created_at"]),
-        }
-        for row in rows
-    ]
-    if as_json:
-        console.json({"events": views})
-    elif not views:
-        console.print("No events yet: `loopengine emit NAME --data '{...}'`.")
-    else:
-        table = [("id", "event", "source", "created", "data")]
-        table += [
-            (str(v["id"]), v["name"], v["source"], str(v["created_at"]), _short(v["data"]))
-            for v in views
-        ]
-        console.table(table, ((), ("bold",), ("dim",), ("dim",)))
-    return 0
-
-
-def _short(data: Any, width: int = 60) -> str:
-    text = json.dumps(data, separators=(",", ":"), default=str)
-    return text if len(text) <= width else text[: width - 1] + "…"

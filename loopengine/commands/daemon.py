@@ -61,7 +61,7 @@ def _trigger_name(trigger: dict[str, Any]) -> str:
     return str(trigger["type"]) if same else f"{trigger['type']}:{trigger['id']}"
 
 
-async def run_status(console: Console, config: Path | None, as_json: bool) -> int:
+def run_status(console: Console, config: Path | None, as_json: bool) -> int:
     lease_s = read_settings(config).config.daemon.lease_s
     empty: dict[str, Any] = {
         "daemons": [],
@@ -69,12 +69,12 @@ async def run_status(console: Console, config: Path | None, as_json: bool) -> in
         "running": [],
         "queue": {"queued": 0, "running": 0},
     }
-    async with open_reader(config) as store:
-        if store is None:
+    with open_reader(config) as reader:
+        if reader is None:
             rows = empty
         else:
             since = time.time() - lease_s
-            rows = await store.read(
+            rows = reader.read(
                 lambda c: {
                     "daemons": queue.active_daemons(c, since),
                     "paused": queue.paused(c),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from loopengine.commands._console import Console
 from loopengine.commands._progress import LivePhases
-from loopengine.commands._report import full_execution_id, show_record
+from loopengine.commands._report import execution_named, show_record
 from loopengine.engine import ExecutionDone, answer_approval, resume
 from loopengine.runtime import Runtime, open_runtime
 from loopengine.store import executions
@@ -35,7 +35,7 @@ async def run_answer(
 ) -> int:
     live = LivePhases(console, as_json)
     async with open_runtime(config, live, live.progress) as runtime:
-        execution_id = await full_execution_id(runtime.store, execution_id)
+        execution_id = await runtime.store.read(lambda c: execution_named(c, execution_id))
         done = await answer_approval(runtime.engine, runtime.load_loop, execution_id, approve, note)
         await _show(runtime, live, execution_id, as_json)
     return _code(done) if approve else 0
@@ -46,7 +46,7 @@ async def run_resume(
 ) -> int:
     live = LivePhases(console, as_json)
     async with open_runtime(config, live, live.progress) as runtime:
-        execution_id = await full_execution_id(runtime.store, execution_id)
+        execution_id = await runtime.store.read(lambda c: execution_named(c, execution_id))
         done = await resume(runtime.engine, runtime.load_loop, execution_id)
         await _show(runtime, live, execution_id, as_json)
     return _code(done)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from loopengine._suggestions import did_you_mean
 from loopengine.commands._console import Console
-from loopengine.commands._report import full_execution_id, show_record
+from loopengine.commands._report import execution_named, show_record
 from loopengine.errors import ContractError, LoopEngineError
 from loopengine.reader import open_reader
 from loopengine.store import executions
@@ -31,7 +31,7 @@ def _check_filters(limit: int, outcome: str | None) -> None:
         )
 
 
-async def run_history(
+def run_history(
     console: Console,
     loop_id: str | None,
     limit: int,
@@ -40,11 +40,11 @@ async def run_history(
     as_json: bool,
 ) -> int:
     _check_filters(limit, outcome)
-    async with open_reader(config) as store:
+    with open_reader(config) as reader:
         rows = (
             []
-            if store is None
-            else await store.read(
+            if reader is None
+            else reader.read(
                 lambda c: executions.list_executions(
                     c, loop_id=loop_id, outcome=outcome, limit=limit
                 )
@@ -79,11 +79,13 @@ async def run_history(
     return 0
 
 
-async def run_show(console: Console, given: str, config: Path | None, as_json: bool) -> int:
-    async with open_reader(config) as store:
-        execution_id = await full_execution_id(store, given)
-        assert store is not None
-        record = await store.read(lambda c: executions.read_record(c, execution_id))
+def run_show(console: Console, given: str, config: Path | None, as_json: bool) -> int:
+    with open_reader(config) as reader:
+        if reader is None:
+            execution_named(None, given)
+        assert reader is not None
+        execution_id = reader.read(lambda c: execution_named(c, given))
+        record = reader.read(lambda c: executions.read_record(c, execution_id))
     if record is None:
         raise LoopEngineError(f"no execution {execution_id!r} (see `loopengine history`)")
     show_record(console, record, as_json)

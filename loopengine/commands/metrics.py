@@ -11,10 +11,10 @@ from loopengine.store import iso, signals
 __all__ = ["run_metrics_list"]
 
 
-async def run_metrics_list(
+def run_metrics_list(
     console: Console, pattern: str | None, limit: int, config: Path | None, as_json: bool
 ) -> int:
-    series = await listed(config, pattern, limit, signals.metric_series)
+    series = listed(config, pattern, limit, signals.metric_series)
     if as_json:
         console.json({"metrics": [{**s, "recorded_at": iso(s["recorded_at"])} for s in series]})
     elif not series:

@@ -36,8 +36,7 @@ class _Result:
 
     @classmethod
     def of(cls, report: LoadReport) -> _Result:
-        loop_id = report.loop.id if report.loop else None
-        return cls(report.file, loop_id, tuple(report.diagnostics), report.ok)
+        return cls(report.file, report.loop_id, tuple(report.diagnostics), report.ok)
 
     @property
     def errors(self) -> int:
@@ -70,7 +69,7 @@ def run_validate(console: Console, paths: list[Path], config: Path | None, as_js
         # A config applies to the loops under its folder, unless one is given (as ruff does).
         found = find_config(config, file.parent)
         if found not in loaders:
-            loaders[found] = LoopLoader(load_workspace(found).env)
+            loaders[found] = LoopLoader(load_workspace(found).env, build=False)
         report = loaders[found].load_file(file)
         results.append(_Result.of(report))
         if not as_json:

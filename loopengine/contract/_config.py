@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from loopengine.contract._fields import Name, Strict
+from loopengine.contract._base import Name, Strict
 
 __all__ = ["Cluster", "Config", "DaemonSettings", "Node"]
 

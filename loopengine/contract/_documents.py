@@ -6,18 +6,17 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
-
 from loopengine.contract._diagnostics import Diagnostic
 from loopengine.contract._schema import SchemaTest, body_schema, compile_schema, shipped_schema
 from loopengine.contract._yaml_source import YamlDocument
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
+    from pydantic import BaseModel
 
 __all__ = ["SchemaValidator", "build_model", "config_validator", "loop_validator", "schema_check"]
 
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", bound="BaseModel")
 
 
 @dataclass(frozen=True)
@@ -65,6 +64,8 @@ def schema_check(validator: SchemaValidator, document: YamlDocument) -> list[Dia
 
 def build_model(model: type[M], document: YamlDocument) -> tuple[M | None, list[Diagnostic]]:
     """Build the model of a schema-valid document; errors the schema missed become diagnostics."""
+    from pydantic import ValidationError
+
     try:
         return model.model_validate(document.data), []
     except ValidationError as exc:

@@ -1,17 +1,10 @@
-"""Field types shared by the contract models: compiled expressions, templates, durations, ids."""
+"""Field types of the loop models: compiled expressions, templates, durations."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    PlainSerializer,
-    StringConstraints,
-    WithJsonSchema,
-)
+from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
 
 from loopengine.expr import (
     Expression,
@@ -21,24 +14,9 @@ from loopengine.expr import (
     parse_duration,
 )
 
-__all__ = [
-    "DURATION_PATTERN",
-    "Duration",
-    "ExpressionField",
-    "Identifier",
-    "Name",
-    "Strict",
-    "TemplateField",
-    "no_params",
-]
+__all__ = ["DURATION_PATTERN", "Duration", "ExpressionField", "TemplateField", "no_params"]
 
 DURATION_PATTERN = r"^\s*(\d+(\.\d+)?\s*(ms|s|m|h|d)\s*)+$"
-
-
-class Strict(BaseModel):
-    """Base of every contract model: unknown keys are errors and instances are immutable."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
 def _expression(value: Any) -> Any:
@@ -88,9 +66,3 @@ Duration = Annotated[
     ),
 ]
 """Seconds, written as a number or with units (``90s``, ``5m``, ``1h30m``)."""
-
-Identifier = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$")]
-"""Lower-case snake_case, as loop ids are."""
-
-Name = Annotated[str, StringConstraints(min_length=1)]
-"""A non-empty name (skill, action, source, event)."""

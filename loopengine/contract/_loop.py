@@ -6,8 +6,9 @@ from typing import Any
 
 from pydantic import Field
 
+from loopengine.contract._base import Identifier, Name, Strict
 from loopengine.contract._enums import Durability, Outcome, OverlapPolicy
-from loopengine.contract._fields import Identifier, Name, Strict, TemplateField, no_params
+from loopengine.contract._fields import TemplateField, no_params
 from loopengine.contract._phases import Act, Analyze, Decide, Detect, Learn, Store, Validate
 from loopengine.contract._triggers import Trigger
 

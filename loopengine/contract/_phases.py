@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
+from loopengine.contract._base import Name, Strict
 from loopengine.contract._enums import (
     Aggregation,
     AnalysisStrategy,
@@ -19,7 +20,7 @@ from loopengine.contract._enums import (
     Severity,
     SourceType,
 )
-from loopengine.contract._fields import ExpressionField, Name, Strict, TemplateField, no_params
+from loopengine.contract._fields import ExpressionField, TemplateField, no_params
 from loopengine.expr import Template, compile_template
 
 __all__ = [

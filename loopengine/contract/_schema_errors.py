@@ -154,7 +154,7 @@ def _messages(
         listed = ", ".join(options)
         yield (
             path,
-            f"invalid value {_shown(error.instance)}; expected one of: {listed}{suggestion}",
+            f"invalid value {_shown(error.instance)}{_CHOICES}{listed}{suggestion}",
             False,
         )
     elif kind == "pattern":
@@ -175,10 +175,22 @@ def _messages(
         yield path, error.message, False
 
 
+_WRONG_TYPE = "expected "
+"""How a type error reads (``expected a string, got list []``)."""
+_CHOICES = "; expected one of: "
+
+
 def schema_diagnostics(validator: Draft202012Validator, document: YamlDocument) -> list[Diagnostic]:
-    """Every schema error of ``document``, each once, in file order."""
+    """Every schema error of ``document``, each once, in file order; a value outside a list of
+    choices is told so once (its choices), not also that it has the wrong type."""
     found: dict[tuple[Path, str], Diagnostic] = {}
     for error in validator.iter_errors(document.data):
         for path, message, at_key in _messages(validator, error):
             found.setdefault((path, message), document.diagnostic(path, message, at_key=at_key))
-    return sorted(found.values(), key=lambda d: (d.line, d.column))
+    choices = {path for path, message in found if _CHOICES in message}
+    kept = [
+        diagnostic
+        for (path, message), diagnostic in found.items()
+        if not (path in choices and message.startswith(_WRONG_TYPE))
+    ]
+    return sorted(kept, key=lambda d: (d.line, d.column))

@@ -6,8 +6,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from loopengine.contract._base import Identifier, Name, Strict
 from loopengine.contract._enums import Catchup, MissingMetric, Operator, WebhookMethod
-from loopengine.contract._fields import Duration, ExpressionField, Identifier, Name, Strict
+from loopengine.contract._fields import Duration, ExpressionField
 
 __all__ = [
     "CronConfig",

@@ -155,7 +155,12 @@ class _Builder:
             )
             return None
         if tag in _CONSTRUCTED_TAGS:
-            return self.scalars.construct_object(node)
+            try:
+                return self.scalars.construct_object(node)
+            except ValueError:  # an explicit !!int or !!float on text
+                kind = str(tag).replace(_TAG, "!!")
+                self.problem(node, path, f"{kind} {node.value!r} is not a number")
+                return None
         self._bad_tag(node, path)
         return None
 

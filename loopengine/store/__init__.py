@@ -1,10 +1,18 @@
 """Persistence: SQLAlchemy Core tables, migrations, one flusher per store, and the repositories
-(``executions``, ``signals``…: functions of a connection, run through ``Store.read``/``write``)."""
+(``executions``, ``signals``…: functions of a connection, run through ``Store.read``/``write``,
+or ``Reader.read`` for the commands that only read).
 
+``Store`` loads with the async machinery on first use: the commands that only read never do.
+"""
+
+from typing import TYPE_CHECKING
+
+from loopengine._lazy import lazy_exports
 from loopengine.store._artifacts import ArtifactWriter
 from loopengine.store._database import create_engine
 from loopengine.store._fastpath import Encoded
 from loopengine.store._migrations import MIGRATIONS, migrate
+from loopengine.store._reading import Reader, open_read_only
 from loopengine.store._readonly import read_only_query
 from loopengine.store._record import (
     ExecutionRecord,
@@ -16,7 +24,11 @@ from loopengine.store._record import (
     new_envelope,
     new_id,
 )
-from loopengine.store._store import Pending, Store
+
+if TYPE_CHECKING:
+    from loopengine.store._store import Pending, Store
+
+_EXPORTS = {"Pending": "loopengine.store._store", "Store": "loopengine.store._store"}
 
 __all__ = [
     "MIGRATIONS",
@@ -27,6 +39,7 @@ __all__ = [
     "JobEnvelope",
     "Pending",
     "PhaseResult",
+    "Reader",
     "Store",
     "Usage",
     "approvals",
@@ -40,8 +53,11 @@ __all__ = [
     "migrate",
     "new_envelope",
     "new_id",
+    "open_read_only",
     "read_only_query",
     "records",
     "signals",
     "threads",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -12,6 +12,7 @@ but for that thread).
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -22,7 +23,7 @@ from sqlalchemy.pool import StaticPool
 
 from loopengine.errors import StorageError
 
-__all__ = ["BUSY_TIMEOUT_MS", "WRITER", "create_engine", "dumps", "is_inline"]
+__all__ = ["BUSY_TIMEOUT_MS", "WRITER", "create_engine", "dumps", "is_inline", "translated"]
 
 WRITER = "loopengine_writer"
 BUSY_TIMEOUT_MS = 10_000
@@ -121,3 +122,13 @@ def create_engine(url: str, *, read_only: bool = False) -> sa.Engine:
         )
     except (sa.exc.ArgumentError, ImportError) as exc:
         raise StorageError(f"cannot use database {parsed.render_as_string()}: {exc}") from None
+
+
+def translated(
+    exc: BaseException, driver_error: type[BaseException] = sqlite3.Error
+) -> BaseException:
+    """A database failure as ``StorageError``: SQLAlchemy's, or the driver's own (statements on
+    the hot path run on the driver's cursor)."""
+    if isinstance(exc, sa.exc.SQLAlchemyError | driver_error):
+        return StorageError(f"database error: {getattr(exc, 'orig', None) or exc}")
+    return exc

@@ -20,7 +20,6 @@ adapter hops threads for every cursor call (~4 per statement), and a 1 + 7 row t
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Hashable
 from contextlib import asynccontextmanager
@@ -32,7 +31,13 @@ import sqlalchemy as sa
 
 from loopengine._concurrency import first_error
 from loopengine.errors import StorageError
-from loopengine.store._database import BUSY_TIMEOUT_MS, WRITER, create_engine, is_inline
+from loopengine.store._database import (
+    BUSY_TIMEOUT_MS,
+    WRITER,
+    create_engine,
+    is_inline,
+    translated,
+)
 from loopengine.store._migrations import check_readable, migrate
 
 __all__ = ["Pending", "Store"]
@@ -79,16 +84,6 @@ class Pending(Generic[T]):
                 _LOG.exception("a listener of a store operation failed")
 
 
-def _translated(
-    exc: BaseException, driver_error: type[BaseException] = sqlite3.Error
-) -> BaseException:
-    """A database failure as ``StorageError``: SQLAlchemy's, or the driver's own (statements on
-    the hot path run on the driver's cursor)."""
-    if isinstance(exc, sa.exc.SQLAlchemyError | driver_error):
-        return StorageError(f"database error: {getattr(exc, 'orig', None) or exc}")
-    return exc
-
-
 class Store:
     """Async access to the database through a single serialising flusher."""
 
@@ -118,7 +113,7 @@ class Store:
             connection = await anyio.to_thread.run_sync(engine.connect)
         except sa.exc.SQLAlchemyError as exc:
             engine.dispose()
-            raise _translated(exc) from None
+            raise translated(exc) from None
         store = cls(engine, connection, inline=is_inline(url))
         try:
             with first_error():
@@ -262,5 +257,5 @@ class Store:
             return self._transaction(group)
         except Exception as exc:
             if len(group) == 1:
-                return [(None, _translated(exc, self._driver_error))]
+                return [(None, translated(exc, self._driver_error))]
             return [self._run_group([pending])[0] for pending in group]

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from loopengine.triggers._overlap import Overlap, OverlapDecision, on_overlap
     from loopengine.triggers._schedule import CronSchedule, Fire
     from loopengine.triggers._threshold import ThresholdRule, ThresholdState, evaluate
+    from loopengine.triggers._zones import time_zone
 
 _EXPORTS = {
     "NICKNAMES": "loopengine.triggers._cron",
@@ -38,6 +39,7 @@ _EXPORTS = {
     "matches": "loopengine.triggers._events",
     "on_overlap": "loopengine.triggers._overlap",
     "pattern_problem": "loopengine.triggers._events",
+    "time_zone": "loopengine.triggers._zones",
 }
 
 __all__ = [
@@ -58,6 +60,7 @@ __all__ = [
     "matches",
     "on_overlap",
     "pattern_problem",
+    "time_zone",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -15,10 +15,11 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from loopengine.errors import TriggerError
 from loopengine.triggers._cron import NICKNAMES, cron_problem, has_seconds
+from loopengine.triggers._zones import time_zone
 
 if TYPE_CHECKING:
     from croniter import croniter
@@ -70,12 +71,11 @@ class CronSchedule:
 
         if problem := cron_problem(self.expression):
             raise TriggerError(problem)
-        try:
-            zone = ZoneInfo(self.timezone)
-        except (ZoneInfoNotFoundError, ValueError):
+        zone = time_zone(self.timezone)
+        if zone is None:
             raise TriggerError(
                 f"unknown time zone {self.timezone!r}: write an IANA name such as 'Europe/Paris'"
-            ) from None
+            )
         text = self.expression.strip()
         text = NICKNAMES.get(text, text)
         seconds = has_seconds(text)

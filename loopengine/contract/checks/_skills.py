@@ -81,10 +81,12 @@ def check_skills(checked: Checked, env: Env) -> None:
 
 def _check_reader_params(checked: Checked, env: Env, path: Path, source: dict[str, Any]) -> None:
     """A built-in source's ``params`` go to its reader skill: each must be one it takes."""
-    params = source.get("params")
-    if source.get("type") not in _SOURCE_TYPES or not isinstance(params, dict) or not params:
+    params, kind = source.get("params"), source.get("type")
+    if not isinstance(kind, str) or kind not in _SOURCE_TYPES:
         return
-    reader = env.registry.find_skill(SourceType(source["type"]).skill)
+    if not isinstance(params, dict) or not params:
+        return
+    reader = env.registry.find_skill(SourceType(kind).skill)
     if reader is None:
         return
     for key in params:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from functools import cache
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+from zoneinfo import available_timezones
 
 from loopengine._suggestions import hint
 from loopengine.contract._diagnostics import Path
 from loopengine.contract.checks._walk import Checked, at
 from loopengine.expr import compile_template
-from loopengine.triggers import cron_problem, pattern_problem
+from loopengine.triggers import cron_problem, pattern_problem, time_zone
 
 __all__ = ["check_triggers"]
 
@@ -42,18 +42,15 @@ def _check_cron(path: Path, config: dict[str, Any], checked: Checked) -> None:
     if isinstance(expression, str) and (problem := cron_problem(expression)):
         checked.error((*path, "expression"), problem)
     zone = config.get("timezone")
-    if isinstance(zone, str):
-        try:
-            ZoneInfo(zone)
-        except (ZoneInfoNotFoundError, ValueError):
-            checked.error(
-                (*path, "timezone"), f"unknown time zone {zone!r}; {hint(zone, _zones())}"
-            )
+    if isinstance(zone, str) and time_zone(zone) is None:
+        checked.error((*path, "timezone"), f"unknown time zone {zone!r}; {hint(zone, _zones())}")
 
 
 def _check_threshold(path: Path, config: dict[str, Any], checked: Checked) -> None:
     operator, value, clear = config.get("operator"), config.get("value"), config.get("clear_value")
     if not isinstance(value, int | float) or not isinstance(clear, int | float):
+        return
+    if not isinstance(operator, str):
         return
     if (operator in _BELOW and clear > value) or (operator in _ABOVE and clear < value):
         side = "at or below" if operator in _BELOW else "at or above"

@@ -1,0 +1,51 @@
+"""The store read without an event loop, for the commands that only read (``history``,
+``show``, ``status``, the listings): one connection, each read in its own transaction, nothing
+migrated or written. They start faster without the async machinery they would not use."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+import sqlalchemy as sa
+
+from loopengine.store._database import create_engine, translated
+from loopengine.store._migrations import check_readable
+
+__all__ = ["Reader", "open_read_only"]
+
+T = TypeVar("T")
+
+
+class Reader:
+    """Runs read operations (the repositories' functions of a connection) one after another."""
+
+    def __init__(self, connection: sa.Connection, schema_version: int) -> None:
+        self._connection = connection
+        self.schema_version = schema_version
+        """What the database holds: 0 when it was never migrated (nothing recorded yet)."""
+
+    def read(self, operation: Callable[[sa.Connection], T]) -> T:
+        """Run ``operation`` in a read transaction."""
+        try:
+            with self._connection.begin():
+                return operation(self._connection)
+        except sa.exc.SQLAlchemyError as exc:
+            raise translated(exc) from None
+
+
+@contextmanager
+def open_read_only(url: str) -> Iterator[Reader]:
+    """The database at ``url`` opened read-only; a newer schema than this loopengine knows is
+    refused."""
+    engine = create_engine(url, read_only=True)
+    try:
+        with engine.connect() as connection:
+            reader = Reader(connection, 0)
+            reader.schema_version = reader.read(check_readable)
+            yield reader
+    except sa.exc.SQLAlchemyError as exc:
+        raise translated(exc) from None
+    finally:
+        engine.dispose()
