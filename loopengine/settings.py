@@ -1,27 +1,32 @@
 """The settings a command runs with: ``loopengine.yaml`` (found, read and checked), the folder its
-relative paths start from, and the store's URL. Reading them loads no skill and no database layer.
+relative paths start from, and the store's URL. Reading them loads no skill and no database layer,
+and the config's model is built only when a command needs more than the store's URL: the
+commands that only read start without pydantic.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from loopengine._suggestions import did_you_mean
 from loopengine.contract import (
-    Config,
     Diagnostic,
     YamlDocument,
-    build_model,
     config_validator,
     parse_yaml,
     read_source,
     schema_check,
+    shipped_schema,
 )
 from loopengine.errors import ContractError, StorageError
+
+if TYPE_CHECKING:
+    from loopengine.contract import Config
 
 __all__ = ["CONFIG_ENV", "CONFIG_NAME", "DATABASE_ENV", "Settings", "find_config", "read_settings"]
 
@@ -31,20 +36,25 @@ DATABASE_ENV = "LOOPENGINE_DATABASE"
 _STORAGE_SCHEMES = frozenset({"file", "sqlite", "postgresql", "postgres", "redis", "rediss"})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Settings:
-    """The config, the folder its relative paths start from, and its file (None: defaults)."""
+    """The config file's folder (relative paths start there), the file (None: defaults) and its
+    document, already checked against the config schema."""
 
-    config: Config
     base: Path
     file: Path | None
     document: YamlDocument | None = None
+
+    @cached_property
+    def config(self) -> Config:
+        """The config's model with its semantic checks, built on first use."""
+        return _built(self.document)
 
     @property
     def database_url(self) -> str:
         """``$LOOPENGINE_DATABASE``, else the config's; a relative SQLite path starts at the
         config's folder."""
-        url = os.environ.get(DATABASE_ENV) or self.config.database
+        url = os.environ.get(DATABASE_ENV) or self._database()
         parsed, path = _sqlite_path(url)
         if path is None or path.is_absolute():
             return url
@@ -54,6 +64,15 @@ class Settings:
     def sqlite_file(self) -> Path | None:
         """The database file when the store is a SQLite file."""
         return _sqlite_path(self.database_url)[1]
+
+    def _database(self) -> str:
+        """The config's ``database``, read from the checked document (or the schema's default)
+        without building the model."""
+        data = self.document.data if self.document is not None else None
+        if isinstance(data, dict) and isinstance(data.get("database"), str):
+            return str(data["database"])
+        field = shipped_schema("config")["$defs"]["Config"]["properties"]["database"]
+        return str(field["default"])
 
 
 def _sqlite_path(url: str) -> tuple[Any, Path | None]:
@@ -111,24 +130,28 @@ def _semantic(document: YamlDocument, config: Config) -> list[Diagnostic]:
     return problems
 
 
-def _read_config(file: Path) -> tuple[Config, YamlDocument]:
-    document = parse_yaml(read_source(file), str(file))
-    if document.data is None:
-        return Config(), document
-    problems = schema_check(config_validator(), document)
-    config, more = (None, []) if problems else build_model(Config, document)
-    problems += more
+def _built(document: YamlDocument | None) -> Config:
+    from loopengine.contract import Config, build_model
+
+    if document is None or document.data is None:
+        return Config()
+    config, problems = build_model(Config, document)
     if config is not None:
         problems += _semantic(document, config)
     if problems or config is None:
-        raise ContractError(problems[0].format() if problems else str(file), problems)
-    return config, document
+        raise ContractError(problems[0].format() if problems else document.file, problems)
+    return config
 
 
 def read_settings(config_file: Path | None = None) -> Settings:
-    """The config (defaults when there is none), without loading any skill."""
+    """The settings, the config file checked against its schema (defaults when there is none),
+    without loading any skill."""
     file = find_config(config_file)
     if file is None:
-        return Settings(Config(), Path.cwd(), None)
-    config, document = _read_config(file)
-    return Settings(config, file.resolve().parent, file, document)
+        return Settings(Path.cwd(), None)
+    document = parse_yaml(read_source(file), str(file))
+    if document.data is not None:
+        problems = schema_check(config_validator(), document)
+        if problems:
+            raise ContractError(problems[0].format(), problems)
+    return Settings(file.resolve().parent, file, document)

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -52,3 +53,71 @@ def test_processes_sharing_a_key_run_the_loop_once(tmp_path: Path, durability: s
     ran = (tmp_path / "ran.txt").read_text().split()
     assert len(ran) == 1
     assert {json.loads(output)["execution_id"] for output in outputs} == set(ran)
+
+
+SLOW_SKILLS = (
+    SKILLS
+    + """
+
+@skill
+def slow_analysis(ctx):
+    Path("analyzing").touch()
+    while Path("hold").exists():
+        time.sleep(0.05)
+    return {"analysed": True}
+"""
+)
+
+INTERRUPTED = """\
+id: interrupted
+trigger: {type: manual}
+analyze:
+  analysis_steps: [{name: look, skill_id: slow_analysis}]
+decide: {decision_tree: [], fallback_action: act_once}
+act:
+  actions: [{action_id: act_once, skill_id: side_effect}]
+"""
+
+
+def test_resumes_started_at_once_run_the_rest_once(tmp_path: Path) -> None:
+    """An execution killed in analyze, then resumed by four processes at once: one resumes it
+    and acts once; the others say it is taken, in one line."""
+    (tmp_path / "skills.py").write_text(SLOW_SKILLS)
+    (tmp_path / "loopengine.yaml").write_text("plugins: [./skills.py]\n")
+    (tmp_path / "interrupted.yaml").write_text(INTERRUPTED)
+    (tmp_path / "hold").touch()
+    env = {**os.environ, "LOOPENGINE_DATABASE": f"sqlite:///{tmp_path / 'store.db'}"}
+    env.pop("LOOPENGINE_CONFIG", None)
+    loopengine = [sys.executable, "-m", "loopengine"]
+    running = subprocess.Popen([*loopengine, "run", "interrupted.yaml"], cwd=tmp_path, env=env)
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "analyzing").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    running.kill()
+    running.wait()
+    (tmp_path / "hold").unlink()
+    history = [*loopengine, "history", "--json"]
+    listed = subprocess.run(
+        history, cwd=tmp_path, env=env, capture_output=True, text=True, check=True
+    )
+    execution_id = json.loads(listed.stdout)["executions"][0]["execution_id"]
+    resumes = [
+        subprocess.Popen(
+            [*loopengine, "resume", execution_id],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    outcomes = [(p.communicate(timeout=60), p.returncode) for p in resumes]
+    assert (tmp_path / "ran.txt").read_text().split() == [execution_id]
+    assert sorted(code for _, code in outcomes) == [0, 1, 1, 1]
+    for (out, err), code in outcomes:
+        if code:
+            assert len(err.strip().splitlines()) == 1, err
+            assert "Traceback" not in err
+        else:
+            assert "completed" in out

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         TriggerType,
         WebhookMethod,
     )
+    from loopengine.contract._generated import config_schema, loop_schema
     from loopengine.contract._loader import LoadReport, Loop, LoopLoader, find_loop_files
     from loopengine.contract._lookup import ParamProblem, SkillInfo, SkillLookup
     from loopengine.contract._loop import Budget, LoopSpec
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
         Validate,
     )
     from loopengine.contract._routing import ActionKey, routed
-    from loopengine.contract._schema import compile_schema, config_schema, loop_schema
+    from loopengine.contract._schema import compile_schema, shipped_schema
     from loopengine.contract._triggers import CronTrigger, ThresholdTrigger, WebhookTrigger
     from loopengine.contract._yaml_source import (
         MAX_BYTES,
@@ -125,13 +126,14 @@ _EXPORTS = {
     "WebhookTrigger": "loopengine.contract._triggers",
     "YamlDocument": "loopengine.contract._yaml_source",
     "build_model": "loopengine.contract._documents",
-    "config_schema": "loopengine.contract._schema",
+    "config_schema": "loopengine.contract._generated",
     "config_validator": "loopengine.contract._documents",
     "loop_validator": "loopengine.contract._documents",
     "SchemaValidator": "loopengine.contract._documents",
     "compile_schema": "loopengine.contract._schema",
+    "shipped_schema": "loopengine.contract._schema",
     "find_loop_files": "loopengine.contract._loader",
-    "loop_schema": "loopengine.contract._schema",
+    "loop_schema": "loopengine.contract._generated",
     "parse_yaml": "loopengine.contract._yaml_source",
     "read_source": "loopengine.contract._yaml_source",
     "routed": "loopengine.contract._routing",
@@ -204,6 +206,7 @@ __all__ = [
     "read_source",
     "routed",
     "schema_check",
+    "shipped_schema",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -11,6 +11,7 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from loopengine.contract import (
+    _generated,
     _schema,
     config_schema,
     config_validator,
@@ -36,8 +37,8 @@ def test_validation_reads_the_shipped_schema_without_generating_it(
     def generate() -> None:
         raise AssertionError("generated from the models")
 
-    monkeypatch.setattr(_schema, "loop_schema", generate)
-    monkeypatch.setattr(_schema, "config_schema", generate)
+    monkeypatch.setattr(_generated, "loop_schema", generate)
+    monkeypatch.setattr(_generated, "config_schema", generate)
     shipped = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
     assert _schema.shipped_schema.__wrapped__(name) == shipped
 
