@@ -65,14 +65,26 @@ class Settings:
         """The database file when the store is a SQLite file."""
         return _sqlite_path(self.database_url)[1]
 
+    @property
+    def plugins(self) -> list[str]:
+        """The plugins to load (``plugins:``)."""
+        return list(self._value("plugins") or ())
+
+    @property
+    def storage_names(self) -> frozenset[str]:
+        """The names of the configured artifact storages (``storage:``)."""
+        return frozenset(self._value("storage") or ())
+
     def _database(self) -> str:
-        """The config's ``database``, read from the checked document (or the schema's default)
-        without building the model."""
+        return str(self._value("database"))
+
+    def _value(self, key: str) -> Any:
+        """A top-level value of the checked document, else the schema's default (None for an
+        empty collection): what the model would hold, without building it."""
         data = self.document.data if self.document is not None else None
-        if isinstance(data, dict) and isinstance(data.get("database"), str):
-            return str(data["database"])
-        field = shipped_schema("config")["$defs"]["Config"]["properties"]["database"]
-        return str(field["default"])
+        if isinstance(data, dict) and key in data:
+            return data[key]
+        return shipped_schema("config")["$defs"]["Config"]["properties"][key].get("default")
 
 
 def _sqlite_path(url: str) -> tuple[Any, Path | None]:
@@ -106,22 +118,26 @@ def find_config(explicit: Path | None = None, start: Path | None = None) -> Path
     return None
 
 
-def _semantic(document: YamlDocument, config: Config) -> list[Diagnostic]:
+def _semantic(document: YamlDocument) -> list[Diagnostic]:
+    """What the schema cannot say of a config it accepts: routing and chain name nodes that
+    exist, storage URLs have a known scheme."""
+    data: dict[str, Any] = document.data
+    cluster = data.get("cluster") or {}
+    nodes = cluster.get("nodes") or {}
     problems: list[Diagnostic] = []
-    nodes = config.cluster.nodes
-    for category, names in config.cluster.routing.items():
+    for category, names in (cluster.get("routing") or {}).items():
         for index, name in enumerate(names):
             if name not in nodes:
                 message = f"routing names node '{name}', which is not under cluster.nodes"
                 path = ("cluster", "routing", category, index)
                 problems.append(document.diagnostic(path, message + did_you_mean(name, nodes)))
-    if nodes and "chain" in config.cluster.model_fields_set:
-        for index, name in enumerate(config.cluster.chain):
+    if nodes and "chain" in cluster:
+        for index, name in enumerate(cluster["chain"]):
             if name not in nodes:
                 message = f"chain names node '{name}', which is not under cluster.nodes"
                 where = ("cluster", "chain", index)
                 problems.append(document.diagnostic(where, message + did_you_mean(name, nodes)))
-    for name, url in config.storage.items():
+    for name, url in (data.get("storage") or {}).items():
         scheme = urlsplit(url).scheme.split("+")[0]
         if scheme not in _STORAGE_SCHEMES:
             known = ", ".join(sorted(_STORAGE_SCHEMES))
@@ -136,8 +152,6 @@ def _built(document: YamlDocument | None) -> Config:
     if document is None or document.data is None:
         return Config()
     config, problems = build_model(Config, document)
-    if config is not None:
-        problems += _semantic(document, config)
     if problems or config is None:
         raise ContractError(problems[0].format() if problems else document.file, problems)
     return config
@@ -151,7 +165,7 @@ def read_settings(config_file: Path | None = None) -> Settings:
         return Settings(Path.cwd(), None)
     document = parse_yaml(read_source(file), str(file))
     if document.data is not None:
-        problems = schema_check(config_validator(), document)
+        problems = schema_check(config_validator(), document) or _semantic(document)
         if problems:
             raise ContractError(problems[0].format(), problems)
     return Settings(file.resolve().parent, file, document)

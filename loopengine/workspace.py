@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from loopengine.contract import Config
 from loopengine.contract.checks import Env
 from loopengine.errors import ContractError
 from loopengine.settings import Settings, read_settings
 from loopengine.skills import Registry, load_entry_points, load_plugin
 from loopengine.skills.builtin import builtin_registry
+
+if TYPE_CHECKING:
+    from loopengine.contract import Config
 
 __all__ = ["Workspace", "load_workspace"]
 
@@ -32,17 +35,17 @@ class Workspace:
 
     @property
     def env(self) -> Env:
-        return Env(self.registry, frozenset(self.config.storage))
+        return Env(self.registry, self.settings.storage_names)
 
 
 def load_workspace(config_file: Path | None = None, *, entry_points: bool = True) -> Workspace:
     """Read the config (defaults when there is none) and load built-in and plugin skills."""
     settings = read_settings(config_file)
-    config, base, document = settings.config, settings.base, settings.document
+    base, document = settings.base, settings.document
     registry = builtin_registry()
     if entry_points:
         load_entry_points(registry)
-    for index, spec in enumerate(config.plugins):
+    for index, spec in enumerate(settings.plugins):
         try:
             load_plugin(spec, base, registry)
         except ContractError as exc:
