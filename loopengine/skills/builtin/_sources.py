@@ -9,8 +9,6 @@ import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anyio.to_thread
-
 from loopengine.errors import SkillError, StorageError
 from loopengine.skills._context import SkillContext
 from loopengine.skills._definition import skill
@@ -94,7 +92,9 @@ async def log_source(ctx: SkillContext, name: str, filter: str | None = None) ->
     path = (ctx.base / name).resolve()
     if not path.is_file():
         raise SkillError(f"log source: no file {path}")
-    lines = await anyio.to_thread.run_sync(_tail, path, filter)
+    from anyio.to_thread import run_sync  # loaded with the engine; validate never calls it
+
+    lines = await run_sync(_tail, path, filter)
     return {
         "lines": lines,
         "count": len(lines),
@@ -138,5 +138,7 @@ async def database_source(
 ) -> dict[str, Any]:
     url = ctx.config.databases.get(database) or ctx.config.database
     limit = int(ctx.scope.get("limit", 1000))
-    rows = await anyio.to_thread.run_sync(_select, url, name, filter, limit)
+    from anyio.to_thread import run_sync
+
+    rows = await run_sync(_select, url, name, filter, limit)
     return {"rows": rows, "count": len(rows), "latest_at": ctx.clock()}
