@@ -270,3 +270,17 @@ def test_each_loop_is_validated_with_the_config_nearest_to_it(
     assert out[-1] == "✗ 5 errors, 1 warning in 1 of 7 files"
     assert all(line.startswith("examples/mistakes/broken.yaml:") for line in out[:-1])
     assert "did you mean 'seo_role_audit'" in "\n".join(out)
+
+
+def test_plain_params_are_checked_without_jsonschema() -> None:
+    """``type``, bounds and a default that fits need no meta-schema (a third of ``run``'s
+    start-up); the quickstart's params are such."""
+    code = (
+        "import sys\nfrom loopengine.cli import main\n"
+        "print(main(['validate', 'cache_cleanup.yaml']), 'jsonschema' in sys.modules)"
+    )
+    quickstart = Path(__file__).parent.parent / "examples" / "quickstart"
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=quickstart, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.splitlines()[-1] == "0 False"
