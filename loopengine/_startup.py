@@ -2,8 +2,9 @@
 
 Start-up allocates several hundred thousand objects that live as long as the process (modules,
 classes, pydantic validators); collecting young objects every 700 allocations scans them again
-and again and costs a short command a quarter of its time. So collections are rare until a
-long-running command has settled, then frozen out of the collector's sight.
+and again and costs a short command a quarter of its time. So the command line starts with rare
+collections; a command that runs loops settles once its runtime is open: what start-up built is
+frozen out of the collector's sight and collections return to their usual pace.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ def start_quickly() -> None:
 
 
 def settle() -> None:
-    """Freeze what start-up built and return to the usual pace (the daemon, once it is ready)."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*_STEADY)
+    """Freeze what start-up built and return to the usual pace; nothing when the process did
+    not start quickly (a program or a test calling the commands in-process)."""
+    if gc.get_threshold() == _START_UP:
+        gc.freeze()
+        gc.set_threshold(*_STEADY)

@@ -170,7 +170,7 @@ def _daemon_commands(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _daemon_call(args: argparse.Namespace, console: Console) -> Any:
-    """The coroutine of a daemon-side command (daemon, trigger, emit, plan, status, pause…)."""
+    """The call of a daemon-side command (daemon, trigger, emit, plan, status, pause…)."""
     config: Path | None = getattr(args, "config", None)
     as_json: bool = getattr(args, "json", False)
     command = args.command

@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from loopengine._startup import settle
 from loopengine.contract import Loop, LoopLoader
 from loopengine.engine import Engine, PhaseListener, Services, escalate_overdue, recover_interrupted
 from loopengine.skills import Progress
@@ -41,6 +42,7 @@ async def open_runtime(
             workspace.registry, store, workspace.config, workspace.base, progress=progress
         )
         runtime = Runtime(workspace, store, Engine(services, listener), LoopLoader(workspace.env))
+        settle()
         try:
             await recover_interrupted(runtime.engine)
             await escalate_overdue(runtime.engine, runtime.load_loop)

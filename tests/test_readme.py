@@ -7,7 +7,7 @@ printed, and later commands of the section use that one. ``…`` inside a line m
 line ``...`` any number of lines. ``$ loopengine daemon`` starts in the background: the README
 shows the first lines of its log, and the section's later blocks run against it (read-only
 commands are retried for a few seconds, as a person would look again). ``<!-- test: cluster -->``
-in a section starts the scripted LLM nodes its chat config names.
+in a section starts scripted LLM nodes in place of those its chat config names.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import re
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -281,7 +282,9 @@ def _diff(where: str, command: Command, output: str) -> str:
 
 @contextmanager
 def fake_cluster(config: Path) -> Iterator[None]:
-    """The README's chat nodes, scripted, on the ports its config names (M1 left down)."""
+    """The README's chat nodes, scripted: OL1 and M2 served on free ports written into the
+    copied config (the output does not show them), M1's port held closed, as a server that is
+    not running leaves it."""
     answers = {
         11434: (
             "qwen3:1.7b",
@@ -305,14 +308,18 @@ def fake_cluster(config: Path) -> Iterator[None]:
     }
     text = config.read_text()
     with ExitStack() as stack:
+        closed = stack.enter_context(socket.socket())
+        try:
+            closed.bind(("127.0.0.1", 1234))
+        except OSError as error:
+            pytest.skip(f"port 1234, which the README shows down, is taken here ({error})")
         for port, (model, script) in answers.items():
             assert f"127.0.0.1:{port}/v1" in text, f"{config} no longer names port {port}"
             assert model in text, f"{config} no longer names {model}"
-            try:
-                server = stack.enter_context(FakeLLMServer(port))
-            except OSError as error:
-                pytest.skip(f"port {port} is taken on this machine ({error})")
+            server = stack.enter_context(FakeLLMServer())
             server.script(model, script)
+            text = text.replace(f"http://127.0.0.1:{port}/v1", server.base_url)
+        config.write_text(text)
         yield
 
 

@@ -114,9 +114,10 @@ def find_loop_files(paths: Iterable[Path]) -> Iterator[Path]:
 class LoopLoader:
     """Loads loops against one registry and config; reusable across many files.
 
-    ``build=False`` checks without building the loop (``validate``): the schema and semantic
-    checks find every error the model would, and the model's classes cost a third of a check's
-    start-up."""
+    ``build=False`` checks without building the loop (``validate``): the schema and the semantic
+    checks (which compile every expression and template the model does; tests keep the two
+    lists equal and fuzz the rest) refuse what the model would, and the model's classes cost a
+    third of a check's start-up."""
 
     def __init__(self, env: Env, *, build: bool = True) -> None:
         self.env = env

@@ -16,6 +16,10 @@ from loopengine.contract._yaml_source import YamlDocument
 
 __all__ = ["schema_diagnostics"]
 
+_WRONG_TYPE = "expected "
+"""How a type error reads (``expected a string, got list []``)."""
+_CHOICES = "; expected one of: "
+
 _PATTERN_HINTS = {
     DURATION_PATTERN: "a duration such as 90s, 5m or 1h30m",
     "^[a-z][a-z0-9_]*$": "lower-case letters, digits and '_', first a letter (e.g. seo_audit_loop)",
@@ -112,7 +116,7 @@ def _union_message(validator: Draft202012Validator, error: ValidationError) -> s
         if isinstance(kind, str):
             kinds.append(_TYPE_NAMES.get(kind, kind))
     expected = " or ".join(dict.fromkeys(kinds)) or "another value"
-    return f"expected {expected}, got {_kind(error.instance)} {_shown(error.instance)}"
+    return f"{_WRONG_TYPE}{expected}, got {_kind(error.instance)} {_shown(error.instance)}"
 
 
 def _messages(
@@ -145,7 +149,7 @@ def _messages(
         )
         yield (
             path,
-            f"expected {expected}, got {_kind(error.instance)} {_shown(error.instance)}",
+            f"{_WRONG_TYPE}{expected}, got {_kind(error.instance)} {_shown(error.instance)}",
             False,
         )
     elif kind == "enum":
@@ -173,11 +177,6 @@ def _messages(
         yield path, f"must be {_shown(value)}", False
     else:
         yield path, error.message, False
-
-
-_WRONG_TYPE = "expected "
-"""How a type error reads (``expected a string, got list []``)."""
-_CHOICES = "; expected one of: "
 
 
 def schema_diagnostics(validator: Draft202012Validator, document: YamlDocument) -> list[Diagnostic]:

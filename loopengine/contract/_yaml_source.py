@@ -157,7 +157,7 @@ class _Builder:
         if tag in _CONSTRUCTED_TAGS:
             try:
                 return self.scalars.construct_object(node)
-            except ValueError:  # an explicit !!int or !!float on text
+            except (ValueError, IndexError):  # an explicit !!int or !!float on text, or on nothing
                 kind = str(tag).replace(_TAG, "!!")
                 self.problem(node, path, f"{kind} {node.value!r} is not a number")
                 return None

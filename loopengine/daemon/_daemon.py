@@ -17,7 +17,6 @@ from typing import Any
 import anyio
 import sqlalchemy as sa
 
-from loopengine._startup import settle
 from loopengine.daemon._dispatcher import Dispatcher
 from loopengine.daemon._log import DaemonLog
 from loopengine.daemon._loops import Changes, LoopFolder, triggers_of
@@ -203,7 +202,6 @@ async def run_daemon(config: Path | None, folder: Path | None, log: DaemonLog) -
         daemon = _Daemon(runtime, folder, log)
         await daemon.release_dead()
         await daemon.apply(daemon.folder.scan())
-        settle()
         log.line(
             "ready",
             f"{len(daemon.folder.loops)} loops from {folder}",

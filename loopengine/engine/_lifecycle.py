@@ -211,19 +211,14 @@ async def recover_interrupted(engine: Engine) -> list[str]:
     """Mark executions whose process died mid-run (on this host) as ``interrupted``."""
     store = engine.services.store
     rows = await store.read(executions.running_executions)
-    found = [row.id for row in rows if owner_died(row.owner)]
+    dead = [(row.id, row.owner) for row in rows if row.owner and owner_died(row.owner)]
     now = time.time()
 
-    def mark(connection: sa.Connection) -> None:
-        for execution_id in found:
-            executions.update_execution(
-                connection,
-                execution_id,
-                status="interrupted",
-                outcome="interrupted",
-                completed_at=now,
-            )
+    def mark(connection: sa.Connection) -> list[str]:
+        return [
+            execution_id
+            for execution_id, owner in dead
+            if executions.mark_interrupted(connection, execution_id, owner, now)
+        ]
 
-    if found:
-        await store.write(mark)
-    return found
+    return await store.write(mark) if dead else []

@@ -23,16 +23,18 @@ class Reader:
 
     def __init__(self, connection: sa.Connection, schema_version: int) -> None:
         self._connection = connection
+        self._driver_error: type[BaseException] = connection.dialect.loaded_dbapi.Error
         self.schema_version = schema_version
         """What the database holds: 0 when it was never migrated (nothing recorded yet)."""
 
     def read(self, operation: Callable[[sa.Connection], T]) -> T:
-        """Run ``operation`` in a read transaction."""
+        """Run ``operation`` in a read transaction (repositories may use the driver's cursor:
+        its errors are translated too)."""
         try:
             with self._connection.begin():
                 return operation(self._connection)
-        except sa.exc.SQLAlchemyError as exc:
-            raise translated(exc) from None
+        except (sa.exc.SQLAlchemyError, self._driver_error) as exc:
+            raise translated(exc, self._driver_error) from None
 
 
 @contextmanager

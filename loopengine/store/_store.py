@@ -38,7 +38,7 @@ from loopengine.store._database import (
     is_inline,
     translated,
 )
-from loopengine.store._migrations import check_readable, migrate
+from loopengine.store._migrations import migrate
 
 __all__ = ["Pending", "Store"]
 
@@ -104,11 +104,10 @@ class Store:
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, url: str, *, read_only: bool = False) -> AsyncIterator[Store]:
-        """The store at ``url``, its schema migrated to the latest version; ``read_only`` neither
-        migrates nor writes (``schema_version`` says what it found: 0 for a database never
-        migrated); a newer schema than this loopengine knows is refused either way."""
-        engine = create_engine(url, read_only=read_only)
+    async def open(cls, url: str) -> AsyncIterator[Store]:
+        """The store at ``url``, its schema migrated to the latest version; a newer schema than
+        this loopengine knows is refused (reading without writing: ``open_read_only``)."""
+        engine = create_engine(url)
         try:
             connection = await anyio.to_thread.run_sync(engine.connect)
         except sa.exc.SQLAlchemyError as exc:
@@ -120,8 +119,7 @@ class Store:
                 async with anyio.create_task_group() as group:
                     group.start_soon(store._flush)
                     try:
-                        opening = store.read(check_readable) if read_only else store.write(migrate)
-                        store.schema_version = await opening
+                        store.schema_version = await store.write(migrate)
                         yield store
                     finally:
                         store._closing = True

@@ -69,6 +69,21 @@ def claim_execution(
     return bool(connection.execute(query).rowcount)
 
 
+def mark_interrupted(connection: sa.Connection, execution_id: str, owner: str, at: float) -> bool:
+    """End an execution its dead ``owner`` left running as ``interrupted``; False when it is no
+    longer that owner's (another process recovered it, and maybe resumed it, meanwhile)."""
+    query = (
+        executions.update()
+        .where(
+            executions.c.id == execution_id,
+            executions.c.status == "running",
+            executions.c.owner == owner,
+        )
+        .values(status="interrupted", outcome="interrupted", completed_at=at)
+    )
+    return bool(connection.execute(query).rowcount)
+
+
 def insert_execution(connection: sa.Connection, row: ExecutionRow) -> None:
     fastpath.execute(connection, _INSERT, row.row())
 

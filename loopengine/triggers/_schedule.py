@@ -67,7 +67,7 @@ class CronSchedule:
     _fixed: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        from croniter import CroniterBadDateError, croniter
+        from croniter import CroniterBadDateError, CroniterError, croniter
 
         if problem := cron_problem(self.expression):
             raise TriggerError(problem)
@@ -79,13 +79,15 @@ class CronSchedule:
         text = self.expression.strip()
         text = NICKNAMES.get(text, text)
         seconds = has_seconds(text)
-        template = croniter(text, 0, second_at_beginning=seconds)
         try:
+            template = croniter(text, 0, second_at_beginning=seconds)
             template.get_next(float)
         except CroniterBadDateError:
             raise TriggerError(
                 f"cron expression {self.expression!r} never fires: no date matches it"
             ) from None
+        except (CroniterError, ValueError) as exc:
+            raise TriggerError(f"invalid cron expression {self.expression!r}: {exc}") from None
         clock_fields = text.split()[: 3 if seconds else 2]
         object.__setattr__(self, "_zone", zone)
         object.__setattr__(self, "_template", template)

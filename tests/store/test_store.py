@@ -8,7 +8,6 @@ from pathlib import Path
 
 import anyio
 import pytest
-import sqlalchemy as sa
 
 from loopengine.errors import StorageError
 from loopengine.store import Store, flags
@@ -65,16 +64,6 @@ async def test_operations_run_in_the_order_submitted(tmp_path: Path) -> None:
         for each in pending:
             await each.wait()
     assert seen == [*range(20), 99]
-
-
-async def test_a_read_only_store_refuses_writes(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'r.db'}"
-    async with Store.open(url):
-        pass
-    async with Store.open(url, read_only=True) as store:
-        with pytest.raises(StorageError, match="readonly"):
-            await store.write(lambda c: flags.set_flag(c, "x", True, 1.0))
-        assert await store.read(lambda c: c.execute(sa.text("SELECT 1")).scalar()) == 1
 
 
 @pytest.mark.parametrize("synchronous", ["normal", "full"])

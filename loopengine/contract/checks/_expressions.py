@@ -20,6 +20,7 @@ EXPRESSIONS: tuple[tuple[str, ...], ...] = (
     ("validate", "assertions", "*", "expression"),
     ("validate", "success_criteria", "*", "metric"),
     ("validate", "auto_rollback", "trigger_conditions", "*"),
+    ("learn", "adjust", "*", "target"),
     ("learn", "record", "*", "value"),
     ("trigger", "config", "filter"),
     ("trigger", "config", "scope"),
