@@ -232,12 +232,12 @@ def test_read_commands_load_no_database_or_http_layer(command: list[str]) -> Non
 
 
 def test_validate_checks_without_building_what_only_running_needs() -> None:
-    """The checks find every error the models would; the loop models and anyio are for
-    running."""
+    """The checks find every error the models would; the loop models, anyio and croniter (for
+    a plain cron expression) are for running."""
     code = (
         "import sys\nfrom loopengine.cli import main\n"
         "main(['validate', 'seo_audit_loop.yaml'])\n"
-        "print([m for m in ('loopengine.contract._loop', 'anyio') if m in sys.modules])"
+        "print([m for m in ('loopengine.contract._loop', 'anyio', 'croniter') if m in sys.modules])"
     )
     seed = Path(__file__).parent.parent / "examples" / "seo_audit"
     result = subprocess.run(

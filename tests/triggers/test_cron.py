@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from loopengine.triggers import cron_problem, has_seconds
 
@@ -44,3 +46,37 @@ def test_what_croniter_walks_is_accepted(expression: str) -> None:
 @pytest.mark.parametrize("expression", ["0 9 * * ?,1", "0 9 * * 1#2,sat"])
 def test_what_croniter_cannot_walk_is_refused(expression: str) -> None:
     assert cron_problem(expression) is not None
+
+
+PLAIN_ITEMS = st.sampled_from(
+    ["*", "*", "*", "1", "1", "5", "5", "7", "0", "12", "23", "31", "59", "60", "99"]
+)
+
+
+@st.composite
+def plain_expressions(draw: st.DrawFn) -> str:
+    """Numbers, ``*``, ranges, steps and lists: what is known valid without croniter."""
+
+    def item() -> str:
+        text = draw(PLAIN_ITEMS)
+        if text != "*" and draw(st.booleans()):
+            text += "-" + draw(PLAIN_ITEMS.filter(lambda word: word != "*"))
+        if draw(st.booleans()):
+            text += "/" + draw(st.sampled_from(["0", "1", "2", "15", "100"]))
+        return text
+
+    def field() -> str:
+        return ",".join(item() for _ in range(draw(st.integers(1, 3))))
+
+    return " ".join(field() for _ in range(draw(st.sampled_from([5, 6]))))
+
+
+@settings(max_examples=2000, deadline=None)
+@given(plain_expressions())
+def test_the_check_agrees_with_croniter(expression: str) -> None:
+    """Whether an expression is known valid without croniter or left to it, the verdict is
+    croniter's."""
+    from croniter import croniter
+
+    accepted = cron_problem(expression) is None
+    assert accepted == croniter.is_valid(expression, second_at_beginning=has_seconds(expression))
