@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -217,33 +218,32 @@ def test_every_command_imports_cleanly_in_a_fresh_process(
     assert result.returncode == 0, result.stderr
 
 
+def _loaded_by(command: list[str], example: str, watched: tuple[str, ...]) -> list[Any]:
+    """The exit code of ``command`` run in a fresh interpreter in ``examples/example``, and which
+    of the ``watched`` modules it loaded."""
+    code = (
+        "import json, sys\nfrom loopengine.cli import main\n"
+        f"code = main({command!r})\n"
+        f"print(json.dumps([code, [m for m in {watched!r} if m in sys.modules]]))"
+    )
+    folder = SEED_DIR.parent / example
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=folder, capture_output=True, text=True, check=True
+    )
+    loaded: list[Any] = json.loads(result.stdout.splitlines()[-1])
+    return loaded
+
+
 @pytest.mark.parametrize("command", [["validate", "seo_audit_loop.yaml"], ["schema"], ["skills"]])
 def test_read_commands_load_no_database_or_http_layer(command: list[str]) -> None:
-    code = (
-        "import sys\nfrom loopengine.cli import main\n"
-        f"code = main({command!r})\n"
-        "print(code, sorted(m for m in ('sqlalchemy', 'httpx') if m in sys.modules))"
-    )
-    seed = Path(__file__).parent.parent / "examples" / "seo_audit"
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=seed, capture_output=True, text=True, check=True
-    )
-    assert result.stdout.splitlines()[-1] == "0 []"
+    assert _loaded_by(command, "seo_audit", ("sqlalchemy", "httpx")) == [0, []]
 
 
 def test_validate_checks_without_building_what_only_running_needs() -> None:
     """The checks find every error the models would; the loop models, anyio and croniter (for
     a plain cron expression) are for running."""
-    code = (
-        "import sys\nfrom loopengine.cli import main\n"
-        "main(['validate', 'seo_audit_loop.yaml'])\n"
-        "print([m for m in ('loopengine.contract._loop', 'anyio', 'croniter') if m in sys.modules])"
-    )
-    seed = Path(__file__).parent.parent / "examples" / "seo_audit"
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=seed, capture_output=True, text=True, check=True
-    )
-    assert result.stdout.splitlines()[-1] == "[]"
+    watched = ("loopengine.contract._loop", "anyio", "croniter")
+    assert _loaded_by(["validate", "seo_audit_loop.yaml"], "seo_audit", watched) == [0, []]
 
 
 @pytest.mark.parametrize("flags", [[], ["--dry-run"]], ids=["run", "dry-run"])
@@ -275,12 +275,4 @@ def test_each_loop_is_validated_with_the_config_nearest_to_it(
 def test_plain_params_are_checked_without_jsonschema() -> None:
     """``type``, bounds and a default that fits need no meta-schema (a third of ``run``'s
     start-up); the quickstart's params are such."""
-    code = (
-        "import sys\nfrom loopengine.cli import main\n"
-        "print(main(['validate', 'cache_cleanup.yaml']), 'jsonschema' in sys.modules)"
-    )
-    quickstart = Path(__file__).parent.parent / "examples" / "quickstart"
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=quickstart, capture_output=True, text=True, check=True
-    )
-    assert result.stdout.splitlines()[-1] == "0 False"
+    assert _loaded_by(["validate", "cache_cleanup.yaml"], "quickstart", ("jsonschema",)) == [0, []]
