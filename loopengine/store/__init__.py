@@ -57,6 +57,7 @@ __all__ = [
     "read_only_query",
     "records",
     "signals",
+    "status",
     "threads",
 ]
 

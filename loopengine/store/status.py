@@ -1,0 +1,58 @@
+"""The state of the daemons as ``status`` and the HTTP API show it (read-only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+
+from loopengine.store import executions, queue
+from loopengine.store._record import iso
+
+__all__ = ["EMPTY", "view"]
+
+EMPTY: dict[str, Any] = {
+    "daemons": [],
+    "loops": [],
+    "running": [],
+    "queue": {"queued": 0, "running": 0},
+}
+"""The view of a store where nothing ever ran."""
+
+
+def view(connection: sa.Connection, since: float) -> dict[str, Any]:
+    """What ``loopengine status --json`` and ``GET /status`` show: the daemons whose heartbeat is
+    newer than ``since``, each loop they serve with its triggers' next fires and pause state,
+    the executions running, the queue's depth."""
+    daemons = queue.active_daemons(connection, since)
+    paused = queue.paused(connection)
+    loops: dict[str, dict[str, Any]] = {}
+    for daemon in daemons:
+        for loop in daemon["loops"]:
+            loops.setdefault(loop["loop_id"], loop)
+    return {
+        "daemons": [
+            {
+                "id": d["id"],
+                "host": d["host"],
+                "pid": d["pid"],
+                "started_at": iso(d["started_at"]),
+                "heartbeat_at": iso(d["heartbeat_at"]),
+            }
+            for d in daemons
+        ],
+        "loops": [
+            {**loop, "paused": loop_id in paused, "paused_at": iso(paused.get(loop_id))}
+            for loop_id, loop in sorted(loops.items())
+        ],
+        "running": [
+            {
+                "execution_id": row.id,
+                "loop_id": row.loop_id,
+                "started_at": iso(row.started_at),
+                "last_phase": row.last_phase,
+            }
+            for row in executions.running_executions(connection)
+        ],
+        "queue": queue.queue_depth(connection),
+    }
