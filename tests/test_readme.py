@@ -7,7 +7,8 @@ printed, and later commands of the section use that one. ``…`` inside a line m
 line ``...`` any number of lines. ``$ loopengine daemon`` starts in the background: the README
 shows the first lines of its log, and the section's later blocks run against it (read-only
 commands are retried for a few seconds, as a person would look again). ``<!-- test: cluster -->``
-in a section starts scripted LLM nodes in place of those its chat config names.
+in a section starts scripted LLM nodes in place of those its chat config names;
+``<!-- test: free-port 8787 -->`` skips it where the port its daemon listens on is taken.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -73,7 +74,7 @@ def sections(markdown: str) -> list[Section]:
         if line.startswith("#"):
             close()
             title, commands, fixtures = line.lstrip("# "), [], set()
-        elif marker := re.fullmatch(r"<!-- test: (\w+) -->", line.strip()):
+        elif marker := re.fullmatch(r"<!-- test: ([\w -]+) -->", line.strip()):
             fixtures.add(marker[1])
         elif line.strip() == "```console":
             block, index = index + 1, index + 1
@@ -323,7 +324,21 @@ def fake_cluster(config: Path) -> Iterator[None]:
         yield
 
 
-FIXTURES = {"cluster": lambda root: fake_cluster(root / "examples" / "chat" / "loopengine.yaml")}
+@contextmanager
+def free_port(port: int) -> Iterator[None]:
+    """The section's daemon listens on ``port``, as the README shows: skipped where it is taken."""
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as error:
+            pytest.skip(f"port {port}, which the README's daemon listens on, is taken ({error})")
+    yield
+
+
+FIXTURES: dict[str, Callable[[Path], AbstractContextManager[None]]] = {
+    "cluster": lambda root: fake_cluster(root / "examples" / "chat" / "loopengine.yaml"),
+    "free-port 8787": lambda root: free_port(8787),
+}
 
 
 def _fresh_copy(tmp_path: Path) -> Path:

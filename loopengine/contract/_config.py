@@ -51,7 +51,7 @@ class DaemonSettings(Strict):
     """Where the daemon listens and which loops it schedules."""
 
     host: str = Field("127.0.0.1", description="Interface of the HTTP API.")
-    port: int = Field(8787, ge=1, le=65535)
+    port: int = Field(8787, ge=0, le=65535, description="Port of the HTTP API (0: any free one).")
     loops: str = Field("loops/", description="Folder of loop files.")
     workers: int = Field(4, ge=1, le=256, description="Jobs run at once by one daemon.")
     token: str | None = Field(

@@ -17,6 +17,8 @@ from typing import Any
 import anyio
 import sqlalchemy as sa
 
+from loopengine._secrets import remember
+from loopengine.daemon._access import bind_problem
 from loopengine.daemon._dispatcher import Dispatcher
 from loopengine.daemon._log import DaemonLog
 from loopengine.daemon._loops import Changes, LoopFolder, triggers_of
@@ -25,6 +27,7 @@ from loopengine.daemon._thresholds import ThresholdWatcher
 from loopengine.daemon._workers import Workers
 from loopengine.engine import escalate_overdue, owner_died
 from loopengine.errors import ContractError, LoopEngineError
+from loopengine.expr import compile_template
 from loopengine.runtime import Runtime, open_runtime
 from loopengine.store import iso, new_id, queue
 
@@ -36,6 +39,9 @@ TIMERS_S = 5.0
 """How often approval deadlines are checked."""
 PRUNE_S = 300.0
 """How often what is past its retention is pruned."""
+
+
+TOKEN_ENV = "LOOPENGINE_API_TOKEN"
 
 
 class _Daemon:
@@ -189,8 +195,22 @@ async def _supervised(log: DaemonLog, task: Callable[[], Awaitable[None]]) -> No
         await anyio.sleep(1.0)
 
 
+def _api_token(configured: str | None) -> str | None:
+    """``$LOOPENGINE_API_TOKEN``, else ``daemon.token`` (its ``${ secret.NAME }`` read now)."""
+    if from_env := os.environ.get(TOKEN_ENV):
+        remember(from_env)
+        return from_env
+    if not configured:
+        return None
+    token = compile_template(configured).render({}, os.environ)
+    return str(token) if token else None
+
+
 async def run_daemon(config: Path | None, folder: Path | None, log: DaemonLog) -> int:
     """Run until SIGINT or SIGTERM; 0 once stopped cleanly."""
+    from loopengine.daemon._api import ApiContext, create_app  # FastAPI: the daemon's only
+    from loopengine.daemon._server import ApiServer, listening_socket
+
     async with open_runtime(config) as runtime:
         settings = runtime.workspace.config.daemon
         folder = folder or runtime.workspace.base / settings.loops
@@ -199,17 +219,27 @@ async def run_daemon(config: Path | None, folder: Path | None, log: DaemonLog) -
                 f"{folder}: no such folder of loops; give one (loopengine daemon LOOPS_DIR) "
                 "or set daemon.loops in loopengine.yaml"
             )
+        token = _api_token(settings.token)
+        if problem := bind_problem(settings.host, token):
+            raise ContractError(problem)
+        bound = listening_socket(settings.host, settings.port)
         daemon = _Daemon(runtime, folder, log)
         await daemon.release_dead()
         await daemon.apply(daemon.folder.scan())
-        log.line(
-            "ready",
-            f"{len(daemon.folder.loops)} loops from {folder}",
-            daemon=daemon.owner,
-            workers=settings.workers,
-        )
+        context = ApiContext(runtime.store, daemon.owner, settings.lease_s, token)
+        server = ApiServer(create_app(context), bound)
         signals = _Signals()
         async with anyio.create_task_group() as group:
+            group.start_soon(server.run_bound)
+            while not server.started:
+                await anyio.sleep(0.01)
+            log.line(
+                "ready",
+                f"{len(daemon.folder.loops)} loops from {folder}",
+                daemon=daemon.owner,
+                workers=settings.workers,
+                api=server.url,
+            )
             group.start_soon(signals.receive)
             group.start_soon(daemon.workers.run)
             group.start_soon(_supervised, log, daemon.heartbeat)
@@ -223,6 +253,7 @@ async def run_daemon(config: Path | None, folder: Path | None, log: DaemonLog) -
                 ):
                     intake.start_soon(_supervised, log, task)
                 await signals.first.wait()
+                server.should_exit = True
                 intake.cancel_scope.cancel()
             running = len(daemon.workers.running)
             log.line(

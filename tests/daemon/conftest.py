@@ -121,6 +121,7 @@ class Daemon:
 def workspace(tmp_path: Path) -> Workspace:
     loops = tmp_path / "loops"
     loops.mkdir()
+    (tmp_path / "loopengine.yaml").write_text("daemon: {port: 0}\n")
     env = {
         **os.environ,
         "LOOPENGINE_DATABASE": f"sqlite:///{tmp_path / 'store.db'}",
