@@ -9,9 +9,9 @@ import logging
 import time
 from dataclasses import dataclass
 from importlib.metadata import version
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
@@ -19,10 +19,14 @@ from starlette.exceptions import HTTPException
 from starlette.middleware.base import RequestResponseEndpoint
 from starlette.responses import Response
 
+from loopengine.contract import Outcome
 from loopengine.daemon._access import is_open, token_accepted
-from loopengine.store import Store, executions, status
+from loopengine.store import Store, executions, queue, status
 
-__all__ = ["ApiContext", "create_app"]
+__all__ = ["MAX_LISTED", "ApiContext", "create_app"]
+
+MAX_LISTED = 10_000
+"""Most executions one listing returns (as ``history --limit``)."""
 
 _LOG = logging.getLogger("loopengine.api")
 _CODES = {
@@ -105,8 +109,61 @@ def create_app(context: ApiContext) -> FastAPI:
     async def daemon_status() -> dict[str, Any]:
         """Daemons alive, loops with their next fires and pause state, running executions,
         queue depth: what ``loopengine status --json`` prints."""
+        return await _status()
+
+    @app.get("/loops")
+    async def loops() -> dict[str, Any]:
+        """The loops the running daemons serve, each with its triggers' next fires and pause
+        state."""
+        return {"loops": (await _status())["loops"]}
+
+    @app.get("/loops/{loop_id}")
+    async def loop(loop_id: str) -> dict[str, Any]:
+        """One served loop."""
+        found: dict[str, Any] = await _served(loop_id)
+        return found
+
+    @app.post("/loops/{loop_id}/pause")
+    async def pause(loop_id: str) -> dict[str, Any]:
+        """Stop the loop's triggers (persisted; no catch-up on unpause): as ``loopengine
+        pause``."""
+        await _served(loop_id)
+        now = time.time()
+        changed = await context.store.write(lambda c: queue.pause(c, loop_id, now))
+        return {"loop_id": loop_id, "state": "paused", "changed": changed}
+
+    @app.post("/loops/{loop_id}/unpause")
+    async def unpause(loop_id: str) -> dict[str, Any]:
+        """Restart the loop's triggers: as ``loopengine unpause``."""
+        await _served(loop_id)
+        changed = await context.store.write(lambda c: queue.unpause(c, loop_id))
+        return {"loop_id": loop_id, "state": "active", "changed": changed}
+
+    @app.get("/executions")
+    async def execution_list(
+        loop_id: str | None = None,
+        outcome: Outcome | None = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_LISTED)] = 20,
+    ) -> dict[str, Any]:
+        """The newest executions first, of one loop and with one outcome when given: what
+        ``loopengine history --json`` prints."""
+        wanted = outcome.value if outcome is not None else None
+        rows = await context.store.read(
+            lambda c: executions.list_executions(c, loop_id=loop_id, outcome=wanted, limit=limit)
+        )
+        return {"executions": [row.summary() for row in rows]}
+
+    async def _status() -> dict[str, Any]:
         since = time.time() - context.lease_s
-        return await context.store.read(lambda c: status.view(c, since))
+        view: dict[str, Any] = await context.store.read(lambda c: status.view(c, since))
+        return view
+
+    async def _served(loop_id: str) -> dict[str, Any]:
+        for served in (await _status())["loops"]:
+            if served["loop_id"] == loop_id:
+                found: dict[str, Any] = served
+                return found
+        raise HTTPException(404, f"no loop {loop_id!r} is served (see GET /loops)")
 
     @app.get("/executions/{execution_id}")
     async def execution(execution_id: str) -> dict[str, Any]:

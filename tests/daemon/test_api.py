@@ -119,3 +119,40 @@ def test_a_non_loopback_address_without_a_token_is_refused(tmp_path: Path) -> No
         "error: daemon.host '0.0.0.0' is not a loopback address and no token is set: set "
         "daemon.token (or LOOPENGINE_API_TOKEN), or listen on 127.0.0.1"
     ]
+
+
+def _post(url: str, path: str) -> httpx.Response:
+    return httpx.post(url + path, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10)
+
+
+def test_loops_are_the_ones_served(served: tuple[Workspace, str]) -> None:
+    url = served[1]
+    assert [loop["loop_id"] for loop in _get(url, "/loops").json()["loops"]] == ["by_hand"]
+    assert _get(url, "/loops/by_hand").json()["loop_id"] == "by_hand"
+    assert _error(_get(url, "/loops/nope"))["code"] == "not_found"
+
+
+def test_pausing_a_loop_is_what_pause_does(served: tuple[Workspace, str]) -> None:
+    workspace, url = served
+    first, again = _post(url, "/loops/by_hand/pause"), _post(url, "/loops/by_hand/pause")
+    assert first.json() == {"loop_id": "by_hand", "state": "paused", "changed": True}
+    assert again.json()["changed"] is False
+    assert workspace.json("status")["loops"][0]["paused"] is True
+    assert _post(url, "/loops/by_hand/unpause").json()["state"] == "active"
+    assert _error(_post(url, "/loops/nope/pause"))["code"] == "not_found"
+
+
+def test_executions_are_what_history_lists(served: tuple[Workspace, str]) -> None:
+    workspace, url = served
+    workspace.json("trigger", "by_hand", "--wait")
+    listed = _get(url, "/executions?loop_id=by_hand&limit=5").json()
+    assert listed == workspace.json("history", "by_hand", "--limit", "5")
+
+
+@pytest.mark.parametrize("query", ["outcome=bogus", "limit=0", "limit=10001", "limit=x"])
+def test_a_bad_filter_is_a_422_in_the_error_shape(
+    served: tuple[Workspace, str], query: str
+) -> None:
+    response = _get(served[1], f"/executions?{query}")
+    assert response.status_code == 422
+    assert _error(response)["code"] == "invalid"
