@@ -8,7 +8,7 @@ import pytest
 
 from loopengine.cli import main
 from loopengine.commands._listing import MAX_LISTED
-from loopengine.commands.control import MAX_EVENT_BYTES, MAX_EVENT_DEPTH
+from loopengine.triggers import MAX_EVENT_BYTES, MAX_EVENT_DEPTH
 
 
 @pytest.fixture(autouse=True)

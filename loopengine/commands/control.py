@@ -4,7 +4,6 @@ whether or not one runs (nothing is lost while it is down)."""
 from __future__ import annotations
 
 import json
-import re
 import time
 from pathlib import Path
 from typing import Any
@@ -18,20 +17,16 @@ from loopengine.contract import Loop, LoopLoader, Outcome, find_loop_files
 from loopengine.errors import ContractError
 from loopengine.runtime import open_runtime
 from loopengine.store import Store, executions, iso, new_id, queue, signals
+from loopengine.triggers import MAX_EVENT_BYTES, MAX_EVENT_DEPTH, event_problem, nesting
 from loopengine.workspace import Workspace
 
 __all__ = [
-    "MAX_EVENT_BYTES",
-    "MAX_EVENT_DEPTH",
     "find_loop",
     "run_emit",
     "run_pause",
     "run_trigger",
 ]
 
-MAX_EVENT_BYTES = 65_536
-MAX_EVENT_DEPTH = 32
-_EVENT_NAME = re.compile(r"[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*")
 _WAIT_POLL_S = 0.2
 
 
@@ -136,31 +131,16 @@ def _event_data(text: str | None) -> Any:
         raise ContractError(
             f"--data is not JSON ({exc}): write e.g. --data '{{\"page\": 1}}'"
         ) from None
-    if _depth(data) > MAX_EVENT_DEPTH:
+    if nesting(data) > MAX_EVENT_DEPTH:
         raise too_deep
     return data
-
-
-def _depth(value: Any) -> int:
-    """How deeply ``value`` nests (a scalar is 0), without recursion."""
-    deepest, pending = 0, [(value, 0)]
-    while pending:
-        item, depth = pending.pop()
-        deepest = max(deepest, depth)
-        if depth <= MAX_EVENT_DEPTH and isinstance(item, dict | list):
-            children = item.values() if isinstance(item, dict) else item
-            pending.extend((child, depth + 1) for child in children)
-    return deepest
 
 
 async def run_emit(
     console: Console, name: str, data_text: str | None, config: Path | None, as_json: bool
 ) -> int:
-    if len(name) > 200 or not _EVENT_NAME.fullmatch(name):
-        raise ContractError(
-            f"event name {name!r}: write dot-separated names of letters, digits, '_' or '-', "
-            "e.g. seo.page.updated"
-        )
+    if problem := event_problem(name):
+        raise ContractError(problem)
     data = _event_data(data_text)
     now = time.time()
     async with open_runtime(config) as runtime:

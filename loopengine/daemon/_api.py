@@ -5,8 +5,10 @@ every endpoint but ``/health`` and ``/hooks/*`` when one is set (``_access``).
 
 from __future__ import annotations
 
+import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Annotated, Any
@@ -14,16 +16,21 @@ from typing import Annotated, Any
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 from starlette.middleware.base import RequestResponseEndpoint
 from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from loopengine.contract import Outcome
 from loopengine.daemon._access import is_open, token_accepted
-from loopengine.store import Store, executions, queue, status
+from loopengine.store import Store, executions, queue, signals, status
+from loopengine.triggers import MAX_EVENT_BYTES, MAX_EVENT_DEPTH, event_problem, nesting
 
-__all__ = ["MAX_LISTED", "ApiContext", "create_app"]
+__all__ = ["MAX_BODY", "MAX_LISTED", "ApiContext", "create_app"]
+
+MAX_BODY = 1_048_576
+"""Most bytes of a request body (a webhook's payload included)."""
 
 MAX_LISTED = 10_000
 """Most executions one listing returns (as ``history --limit``)."""
@@ -45,12 +52,76 @@ _CODES = {
 
 @dataclass(frozen=True, slots=True)
 class ApiContext:
-    """What the endpoints read: the store, this daemon's name, its lease, the token."""
+    """What the endpoints use: the store, this daemon's name, its lease, the token, which loops
+    an event fires, and how to wake the dispatcher."""
 
     store: Store
     owner: str
     lease_s: float
     token: str | None
+    matching: Callable[[dict[str, Any]], list[str]]
+    wake: Callable[[], None]
+
+
+class EventIn(BaseModel):
+    """An event to append to the log: what ``loopengine emit NAME --data JSON`` sends."""
+
+    name: str = Field(max_length=200, examples=["seo.page.updated"])
+    data: dict[str, Any] = Field(default_factory=dict, examples=[{"page": 3}])
+
+
+class EventAccepted(BaseModel):
+    id: int
+    name: str
+    matched: list[str]
+    """The loops it fires (the dispatcher queues their jobs)."""
+
+
+class _BodyLimit:
+    """Refuses a request body over ``limit`` bytes with 413 before reading it whole: at once by
+    its Content-Length, else (a chunked body) as soon as the chunks pass the limit."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None:
+            if not length.isdigit() or int(length) > self.limit:
+                await self._refuse(scope, receive, send)
+                return
+            await self.app(scope, receive, send)
+            return
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > self.limit:
+                await self._refuse(scope, receive, send)
+                return
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        message = f"the request body is over {self.limit} bytes"
+        await _error(413, message, {"Connection": "close"})(scope, receive, send)
 
 
 class Health(BaseModel):
@@ -69,6 +140,7 @@ def create_app(context: ApiContext) -> FastAPI:
     """The app serving ``context``; OpenAPI at ``/openapi.json``."""
     release = version("loopengine")
     app = FastAPI(title="loopengine", version=release, docs_url=None, redoc_url=None)
+    app.add_middleware(_BodyLimit, limit=MAX_BODY)
 
     @app.middleware("http")
     async def access(request: Request, call_next: RequestResponseEndpoint) -> Response:
@@ -99,6 +171,13 @@ def create_app(context: ApiContext) -> FastAPI:
             {"error": {"code": "internal", "message": f"internal error: {type(exc).__name__}"}},
             status_code=500,
         )
+
+    _add_routes(app, context, release)
+    return app
+
+
+def _add_routes(app: FastAPI, context: ApiContext, release: str) -> None:
+    """The endpoints, on ``app``."""
 
     @app.get("/health")
     async def health() -> Health:
@@ -139,6 +218,26 @@ def create_app(context: ApiContext) -> FastAPI:
         changed = await context.store.write(lambda c: queue.unpause(c, loop_id))
         return {"loop_id": loop_id, "state": "active", "changed": changed}
 
+    @app.post("/events", status_code=202)
+    async def post_event(event: EventIn) -> EventAccepted:
+        """Append an event to the log, as ``loopengine emit`` does; the loops it fires are
+        queued by the dispatcher."""
+        if problem := event_problem(event.name):
+            raise HTTPException(422, problem)
+        if nesting(event.data) > MAX_EVENT_DEPTH:
+            raise HTTPException(422, f"data is nested more than {MAX_EVENT_DEPTH} levels")
+        if len(json.dumps(event.data, separators=(",", ":"), default=str)) > MAX_EVENT_BYTES:
+            raise HTTPException(413, f"data is over {MAX_EVENT_BYTES} bytes as JSON")
+        now = time.time()
+        event_id = await context.store.write(
+            lambda c: signals.insert_event(c, event.name, "api", event.data, now)
+        )
+        context.wake()
+        seen = {"id": event_id, "name": event.name, "source": "api", "data": event.data}
+        return EventAccepted(
+            id=event_id, name=event.name, matched=context.matching({**seen, "created_at": now})
+        )
+
     @app.get("/executions")
     async def execution_list(
         loop_id: str | None = None,
@@ -173,5 +272,3 @@ def create_app(context: ApiContext) -> FastAPI:
             raise HTTPException(404, f"no execution {execution_id!r}")
         view: dict[str, Any] = record.view()
         return view
-
-    return app

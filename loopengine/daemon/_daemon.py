@@ -226,7 +226,14 @@ async def run_daemon(config: Path | None, folder: Path | None, log: DaemonLog) -
         daemon = _Daemon(runtime, folder, log)
         await daemon.release_dead()
         await daemon.apply(daemon.folder.scan())
-        context = ApiContext(runtime.store, daemon.owner, settings.lease_s, token)
+        context = ApiContext(
+            runtime.store,
+            daemon.owner,
+            settings.lease_s,
+            token,
+            daemon.dispatcher.matching,
+            daemon.dispatcher.nudge,
+        )
         server = ApiServer(create_app(context), bound)
         signals = _Signals()
         async with anyio.create_task_group() as group:

@@ -96,6 +96,14 @@ class Dispatcher:
             with anyio.move_on_after(self.poll_s):
                 await self.wake.wait()
 
+    def nudge(self) -> None:
+        """Read the log now rather than at the next poll (an event was just appended)."""
+        self.wake.set()
+
+    def matching(self, event: dict[str, Any]) -> list[str]:
+        """The loops ``event`` fires: their pattern matches its name and their filter holds."""
+        return sorted({firing.loop.id for firing in self._firings(event)})
+
     def _firings(self, event: dict[str, Any]) -> list[Firing]:
         seen = {"id": event["id"], "name": event["name"], "source": event["source"]}
         subject = {**seen, "data": event["data"]}

@@ -14,7 +14,14 @@ from loopengine._lazy import lazy_exports
 if TYPE_CHECKING:
     from loopengine.triggers._catchup import CatchUp, catch_up, jittered
     from loopengine.triggers._cron import NICKNAMES, cron_problem, has_seconds
-    from loopengine.triggers._events import matches, pattern_problem
+    from loopengine.triggers._events import (
+        MAX_EVENT_BYTES,
+        MAX_EVENT_DEPTH,
+        event_problem,
+        matches,
+        nesting,
+        pattern_problem,
+    )
     from loopengine.triggers._index import PatternIndex
     from loopengine.triggers._overlap import Overlap, OverlapDecision, on_overlap
     from loopengine.triggers._schedule import CronSchedule, Fire
@@ -22,7 +29,11 @@ if TYPE_CHECKING:
     from loopengine.triggers._zones import time_zone
 
 _EXPORTS = {
+    "MAX_EVENT_BYTES": "loopengine.triggers._events",
+    "MAX_EVENT_DEPTH": "loopengine.triggers._events",
     "NICKNAMES": "loopengine.triggers._cron",
+    "event_problem": "loopengine.triggers._events",
+    "nesting": "loopengine.triggers._events",
     "CatchUp": "loopengine.triggers._catchup",
     "CronSchedule": "loopengine.triggers._schedule",
     "Fire": "loopengine.triggers._schedule",
@@ -43,6 +54,8 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "MAX_EVENT_BYTES",
+    "MAX_EVENT_DEPTH",
     "NICKNAMES",
     "CatchUp",
     "CronSchedule",
@@ -55,9 +68,11 @@ __all__ = [
     "catch_up",
     "cron_problem",
     "evaluate",
+    "event_problem",
     "has_seconds",
     "jittered",
     "matches",
+    "nesting",
     "on_overlap",
     "pattern_problem",
     "time_zone",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.daemon.conftest import BY_HAND, Daemon, Workspace
+from loopengine.daemon._api import MAX_BODY
+from tests.daemon.conftest import BY_HAND, ON_EVENT, Daemon, Workspace
 
 TOKEN = "s3cret-api-token-42"
 
@@ -156,3 +158,115 @@ def test_a_bad_filter_is_a_422_in_the_error_shape(
     response = _get(served[1], f"/executions?{query}")
     assert response.status_code == 422
     assert _error(response)["code"] == "invalid"
+
+
+def _nested(levels: int) -> Any:
+    value: Any = 1
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def _post_json(url: str, path: str, body: Any = None, **kwargs: Any) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {TOKEN}", **kwargs.pop("headers", {})}
+    return httpx.post(url + path, json=body, headers=headers, timeout=10, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def on_events(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Workspace, str]]:
+    """A daemon without a token serving ``on_event`` (``seo.page.*`` whose ``data.page > 0``)."""
+    root = tmp_path_factory.mktemp("events")
+    (root / "loops").mkdir()
+    (root / "loops" / "on_event.yaml").write_text(ON_EVENT)
+    (root / "loopengine.yaml").write_text("daemon: {port: 0}\n")
+    env = {**os.environ, "LOOPENGINE_DATABASE": f"sqlite:///{root / 'store.db'}", "NO_COLOR": "1"}
+    env.pop("LOOPENGINE_CONFIG", None)
+    env.pop("LOOPENGINE_API_TOKEN", None)
+    workspace = Workspace(root, env)
+    daemon = workspace.start()
+    ready = daemon.wait_for(lambda line: line.get("kind") == "ready")
+    try:
+        yield workspace, str(ready["api"])
+    finally:
+        assert daemon.stop() == 0
+
+
+def test_an_event_posted_is_logged_and_fires_the_loops_it_matches(
+    on_events: tuple[Workspace, str],
+) -> None:
+    workspace, url = on_events
+    response = _post_json(url, "/events", {"name": "seo.page.updated", "data": {"page": 3}})
+    assert response.status_code == 202
+    accepted = response.json()
+    assert accepted["matched"] == ["on_event"]
+    assert workspace.json("events", "list")["events"][0]["id"] == accepted["id"]
+    deadline = time.monotonic() + 20
+    while not workspace.json("history", "on_event")["executions"]:
+        assert time.monotonic() < deadline, "the event never ran its loop"
+        time.sleep(0.1)
+
+
+def test_an_event_its_filter_refuses_matches_nothing(on_events: tuple[Workspace, str]) -> None:
+    accepted = _post_json(
+        on_events[1], "/events", {"name": "seo.page.updated", "data": {"page": 0}}
+    )
+    assert accepted.json()["matched"] == []
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        ({"name": "no spaces allowed"}, 422),
+        ({"name": "a.b", "data": [1]}, 422),
+        ({"data": {}}, 422),
+        ({"name": "a.b", "data": {"x": _nested(40)}}, 422),
+        ({"name": "a.b", "data": {"x": "y" * 70_000}}, 413),
+    ],
+)
+def test_a_bad_event_is_refused_in_the_error_shape(
+    on_events: tuple[Workspace, str], body: Any, status: int
+) -> None:
+    response = _post_json(on_events[1], "/events", body)
+    assert response.status_code == status
+    assert _error(response)["code"] in ("invalid", "too_large")
+
+
+def test_a_body_over_the_limit_is_refused_before_it_is_read(
+    on_events: tuple[Workspace, str],
+) -> None:
+    huge = b'{"name": "a.b", "data": {"x": "' + b"y" * (MAX_BODY + 1) + b'"}}'
+    response = httpx.post(
+        on_events[1] + "/events",
+        content=huge,
+        headers={"Content-Type": "application/json"},
+        timeout=10,
+    )
+    assert response.status_code == 413
+
+
+def test_a_chunked_body_over_the_limit_is_refused(on_events: tuple[Workspace, str]) -> None:
+    def chunks() -> Iterator[bytes]:
+        yield b'{"name": "a.b", "data": {"x": "'
+        for _ in range(MAX_BODY // 65_536 + 2):
+            yield b"y" * 65_536
+        yield b'"}}'
+
+    response = httpx.post(
+        on_events[1] + "/events",
+        content=chunks(),
+        headers={"Content-Type": "application/json"},
+        timeout=10,
+    )
+    assert response.status_code == 413
+
+
+def test_deep_json_is_refused_not_crashed_on(on_events: tuple[Workspace, str]) -> None:
+    deep = b'{"name": "a.b", "data": {"x": ' + b"[" * 50_000 + b"]" * 50_000 + b"}}"
+    response = httpx.post(
+        on_events[1] + "/events",
+        content=deep,
+        headers={"Content-Type": "application/json"},
+        timeout=10,
+    )
+    assert response.status_code == 400
+    assert _error(response)["code"] == "bad_request"
