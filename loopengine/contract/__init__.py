@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         WebhookMethod,
     )
     from loopengine.contract._generated import config_schema, loop_schema
+    from loopengine.contract._inputs import input_problems
     from loopengine.contract._loader import LoadReport, Loop, LoopLoader, find_loop_files
     from loopengine.contract._lookup import ParamProblem, SkillInfo, SkillLookup
     from loopengine.contract._loop import Budget, LoopSpec
@@ -131,6 +132,7 @@ _EXPORTS = {
     "loop_validator": "loopengine.contract._documents",
     "SchemaValidator": "loopengine.contract._documents",
     "compile_schema": "loopengine.contract._schema",
+    "input_problems": "loopengine.contract._inputs",
     "shipped_schema": "loopengine.contract._schema",
     "find_loop_files": "loopengine.contract._loader",
     "loop_schema": "loopengine.contract._generated",
@@ -200,6 +202,7 @@ __all__ = [
     "config_schema",
     "config_validator",
     "find_loop_files",
+    "input_problems",
     "loop_schema",
     "loop_validator",
     "parse_yaml",

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Query, Request
+import sqlalchemy as sa
+from fastapi import FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
@@ -22,9 +23,9 @@ from starlette.middleware.base import RequestResponseEndpoint
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from loopengine.contract import Outcome
+from loopengine.contract import Loop, Outcome, input_problems
 from loopengine.daemon._access import is_open, token_accepted
-from loopengine.store import Store, executions, queue, signals, status
+from loopengine.store import Store, executions, new_id, queue, signals, status
 from loopengine.triggers import MAX_EVENT_BYTES, MAX_EVENT_DEPTH, event_problem, nesting
 
 __all__ = ["MAX_BODY", "MAX_LISTED", "ApiContext", "create_app"]
@@ -61,6 +62,23 @@ class ApiContext:
     token: str | None
     matching: Callable[[dict[str, Any]], list[str]]
     wake: Callable[[], None]
+    loop: Callable[[str], Loop | None]
+    """The loop the daemon serves under an id."""
+    queued: Callable[[], None]
+    """Wakes the workers: a job was queued."""
+
+
+class TriggerIn(BaseModel):
+    """A manual run: the loop's inputs, checked against its ``params``."""
+
+    inputs: dict[str, Any] = Field(default_factory=dict, examples=[{"limit": 10}])
+
+
+class TriggerAccepted(BaseModel):
+    job_id: str
+    loop_id: str
+    status: str
+    """``queued``, or ``duplicate`` when the Idempotency-Key was used before (the first job)."""
 
 
 class EventIn(BaseModel):
@@ -172,12 +190,13 @@ def create_app(context: ApiContext) -> FastAPI:
             status_code=500,
         )
 
-    _add_routes(app, context, release)
+    _add_reads(app, context, release)
+    _add_controls(app, context)
     return app
 
 
-def _add_routes(app: FastAPI, context: ApiContext, release: str) -> None:
-    """The endpoints, on ``app``."""
+def _add_reads(app: FastAPI, context: ApiContext, release: str) -> None:
+    """The endpoints that only read."""
 
     @app.get("/health")
     async def health() -> Health:
@@ -188,25 +207,52 @@ def _add_routes(app: FastAPI, context: ApiContext, release: str) -> None:
     async def daemon_status() -> dict[str, Any]:
         """Daemons alive, loops with their next fires and pause state, running executions,
         queue depth: what ``loopengine status --json`` prints."""
-        return await _status()
+        return await _status(context)
 
     @app.get("/loops")
     async def loops() -> dict[str, Any]:
         """The loops the running daemons serve, each with its triggers' next fires and pause
         state."""
-        return {"loops": (await _status())["loops"]}
+        return {"loops": (await _status(context))["loops"]}
 
     @app.get("/loops/{loop_id}")
     async def loop(loop_id: str) -> dict[str, Any]:
         """One served loop."""
-        found: dict[str, Any] = await _served(loop_id)
+        found: dict[str, Any] = await _served(context, loop_id)
         return found
+
+    @app.get("/executions")
+    async def execution_list(
+        loop_id: str | None = None,
+        outcome: Outcome | None = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_LISTED)] = 20,
+    ) -> dict[str, Any]:
+        """The newest executions first, of one loop and with one outcome when given: what
+        ``loopengine history --json`` prints."""
+        wanted = outcome.value if outcome is not None else None
+        rows = await context.store.read(
+            lambda c: executions.list_executions(c, loop_id=loop_id, outcome=wanted, limit=limit)
+        )
+        return {"executions": [row.summary() for row in rows]}
+
+    @app.get("/executions/{execution_id}")
+    async def execution(execution_id: str) -> dict[str, Any]:
+        """One execution's record: what ``loopengine show --json`` prints."""
+        record = await context.store.read(lambda c: executions.read_record(c, execution_id))
+        if record is None:
+            raise HTTPException(404, f"no execution {execution_id!r}")
+        view: dict[str, Any] = record.view()
+        return view
+
+
+def _add_controls(app: FastAPI, context: ApiContext) -> None:
+    """The endpoints that change something: pause, trigger, events."""
 
     @app.post("/loops/{loop_id}/pause")
     async def pause(loop_id: str) -> dict[str, Any]:
         """Stop the loop's triggers (persisted; no catch-up on unpause): as ``loopengine
         pause``."""
-        await _served(loop_id)
+        await _served(context, loop_id)
         now = time.time()
         changed = await context.store.write(lambda c: queue.pause(c, loop_id, now))
         return {"loop_id": loop_id, "state": "paused", "changed": changed}
@@ -214,9 +260,44 @@ def _add_routes(app: FastAPI, context: ApiContext, release: str) -> None:
     @app.post("/loops/{loop_id}/unpause")
     async def unpause(loop_id: str) -> dict[str, Any]:
         """Restart the loop's triggers: as ``loopengine unpause``."""
-        await _served(loop_id)
+        await _served(context, loop_id)
         changed = await context.store.write(lambda c: queue.unpause(c, loop_id))
         return {"loop_id": loop_id, "state": "active", "changed": changed}
+
+    @app.post("/loops/{loop_id}/trigger", status_code=202)
+    async def trigger(
+        loop_id: str,
+        request: TriggerIn,
+        response: Response,
+        idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+    ) -> TriggerAccepted:
+        """Queue a manual job, as ``loopengine trigger`` does; a repeated ``Idempotency-Key``
+        answers with the first job (200) instead of queueing another."""
+        from loopengine.daemon._intake import Firing, enqueue
+
+        loop = context.loop(loop_id)
+        if loop is None:
+            raise HTTPException(404, f"no loop {loop_id!r} is served (see GET /loops)")
+        if problems := input_problems(loop.spec.params or {}, request.inputs):
+            raise HTTPException(422, "; ".join(problems))
+        key = f"api:{idempotency_key}" if idempotency_key else f"manual:{new_id()}"
+        firing = Firing(loop, {"type": "manual", "id": "api"}, key, request.inputs)
+        now = time.time()
+
+        def write(connection: sa.Connection) -> tuple[str, dict[str, Any] | None]:
+            paused = loop_id in queue.paused(connection)
+            intake = enqueue(connection, firing, now, paused=paused)
+            return intake.status, queue.job_keyed(connection, key)
+
+        status_name, job = await context.store.write(write)
+        if job is None or status_name not in (queue.QUEUED, "duplicate"):
+            reason = job["reason"] if job else status_name
+            raise HTTPException(409, f"loop {loop_id!r} did not queue the job: {reason}")
+        if status_name == "duplicate":
+            response.status_code = 200
+        else:
+            context.queued()
+        return TriggerAccepted(job_id=job["id"], loop_id=loop_id, status=status_name)
 
     @app.post("/events", status_code=202)
     async def post_event(event: EventIn) -> EventAccepted:
@@ -238,37 +319,17 @@ def _add_routes(app: FastAPI, context: ApiContext, release: str) -> None:
             id=event_id, name=event.name, matched=context.matching({**seen, "created_at": now})
         )
 
-    @app.get("/executions")
-    async def execution_list(
-        loop_id: str | None = None,
-        outcome: Outcome | None = None,
-        limit: Annotated[int, Query(ge=1, le=MAX_LISTED)] = 20,
-    ) -> dict[str, Any]:
-        """The newest executions first, of one loop and with one outcome when given: what
-        ``loopengine history --json`` prints."""
-        wanted = outcome.value if outcome is not None else None
-        rows = await context.store.read(
-            lambda c: executions.list_executions(c, loop_id=loop_id, outcome=wanted, limit=limit)
-        )
-        return {"executions": [row.summary() for row in rows]}
 
-    async def _status() -> dict[str, Any]:
-        since = time.time() - context.lease_s
-        view: dict[str, Any] = await context.store.read(lambda c: status.view(c, since))
-        return view
+async def _status(context: ApiContext) -> dict[str, Any]:
+    since = time.time() - context.lease_s
+    view: dict[str, Any] = await context.store.read(lambda c: status.view(c, since))
+    return view
 
-    async def _served(loop_id: str) -> dict[str, Any]:
-        for served in (await _status())["loops"]:
-            if served["loop_id"] == loop_id:
-                found: dict[str, Any] = served
-                return found
-        raise HTTPException(404, f"no loop {loop_id!r} is served (see GET /loops)")
 
-    @app.get("/executions/{execution_id}")
-    async def execution(execution_id: str) -> dict[str, Any]:
-        """One execution's record: what ``loopengine show --json`` prints."""
-        record = await context.store.read(lambda c: executions.read_record(c, execution_id))
-        if record is None:
-            raise HTTPException(404, f"no execution {execution_id!r}")
-        view: dict[str, Any] = record.view()
-        return view
+async def _served(context: ApiContext, loop_id: str) -> dict[str, Any]:
+    """The served loop ``loop_id`` as ``/loops`` lists it; 404 when no daemon serves it."""
+    for served in (await _status(context))["loops"]:
+        if served["loop_id"] == loop_id:
+            found: dict[str, Any] = served
+            return found
+    raise HTTPException(404, f"no loop {loop_id!r} is served (see GET /loops)")

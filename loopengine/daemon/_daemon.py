@@ -233,6 +233,8 @@ async def run_daemon(config: Path | None, folder: Path | None, log: DaemonLog) -
             token,
             daemon.dispatcher.matching,
             daemon.dispatcher.nudge,
+            daemon.folder.loops.get,
+            daemon.workers.wake,
         )
         server = ApiServer(create_app(context), bound)
         signals = _Signals()

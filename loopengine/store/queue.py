@@ -96,6 +96,13 @@ def get_job(connection: sa.Connection, job_id: str) -> dict[str, Any] | None:
     return dict(row) if row else None
 
 
+def job_keyed(connection: sa.Connection, idempotency_key: str) -> dict[str, Any] | None:
+    """The job (or recorded non-run) queued under ``idempotency_key``, if any."""
+    query = sa.select(jobs).where(jobs.c.idempotency_key == idempotency_key)
+    row = connection.execute(query).mappings().first()
+    return dict(row) if row else None
+
+
 def job_counts(connection: sa.Connection, loop_id: str) -> tuple[int, int]:
     """Running and queued jobs of ``loop_id`` (what the overlap policy decides on)."""
     query = (

@@ -18,14 +18,22 @@ from loopengine.daemon._api import MAX_BODY
 from tests.daemon.conftest import BY_HAND, ON_EVENT, Daemon, Workspace
 
 TOKEN = "s3cret-api-token-42"
+COUNTED = """\
+id: counted
+trigger: {type: manual}
+params: {n: {type: integer, default: 1}}
+decide: {decision_tree: [], fallback_action: log_only}
+"""
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Workspace, str]]:
-    """A daemon with a token, serving the manual loop ``by_hand``; its workspace and API URL."""
+    """A daemon with a token, serving the manual loops ``by_hand`` and ``counted`` (a param
+    ``n``); its workspace and API URL."""
     root = tmp_path_factory.mktemp("api")
     (root / "loops").mkdir()
     (root / "loops" / "by_hand.yaml").write_text(BY_HAND)
+    (root / "loops" / "counted.yaml").write_text(COUNTED)
     (root / "loopengine.yaml").write_text('daemon: {port: 0, token: "${ secret.API_TOKEN }"}\n')
     env = {**os.environ, "LOOPENGINE_DATABASE": f"sqlite:///{root / 'store.db'}", "NO_COLOR": "1"}
     env["API_TOKEN"] = TOKEN
@@ -75,7 +83,7 @@ def test_status_is_what_the_status_command_prints(served: tuple[Workspace, str])
     response = _get(url, "/status")
     assert response.status_code == 200
     body = response.json()
-    assert [loop["loop_id"] for loop in body["loops"]] == ["by_hand"]
+    assert [loop["loop_id"] for loop in body["loops"]] == ["by_hand", "counted"]
     assert body["daemons"] == workspace.json("status")["daemons"]
 
 
@@ -129,7 +137,8 @@ def _post(url: str, path: str) -> httpx.Response:
 
 def test_loops_are_the_ones_served(served: tuple[Workspace, str]) -> None:
     url = served[1]
-    assert [loop["loop_id"] for loop in _get(url, "/loops").json()["loops"]] == ["by_hand"]
+    listed = _get(url, "/loops").json()["loops"]
+    assert [loop["loop_id"] for loop in listed] == ["by_hand", "counted"]
     assert _get(url, "/loops/by_hand").json()["loop_id"] == "by_hand"
     assert _error(_get(url, "/loops/nope"))["code"] == "not_found"
 
@@ -270,3 +279,42 @@ def test_deep_json_is_refused_not_crashed_on(on_events: tuple[Workspace, str]) -
     )
     assert response.status_code == 400
     assert _error(response)["code"] == "bad_request"
+
+
+def test_a_trigger_queues_a_job_the_daemon_runs(served: tuple[Workspace, str]) -> None:
+    workspace, url = served
+    response = _post_json(url, "/loops/counted/trigger", {"inputs": {"n": 4}})
+    assert response.status_code == 202
+    job = response.json()
+    assert (job["loop_id"], job["status"]) == ("counted", "queued")
+    deadline = time.monotonic() + 20
+    while not workspace.json("history", "counted")["executions"]:
+        assert time.monotonic() < deadline, "the triggered job never ran"
+        time.sleep(0.1)
+
+
+def test_a_repeated_idempotency_key_answers_with_the_first_job(
+    served: tuple[Workspace, str],
+) -> None:
+    url, key = served[1], {"Idempotency-Key": "nightly-2026-11-23"}
+    first = _post_json(url, "/loops/by_hand/trigger", {}, headers=key)
+    again = _post_json(url, "/loops/by_hand/trigger", {}, headers=key)
+    assert (first.status_code, again.status_code) == (202, 200)
+    assert again.json() == {**first.json(), "status": "duplicate"}
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status", "said"),
+    [
+        ("/loops/nope/trigger", {}, 404, "no loop 'nope'"),
+        ("/loops/counted/trigger", {"inputs": {"m": 1}}, 422, "no param 'm'"),
+        ("/loops/counted/trigger", {"inputs": {"n": "four"}}, 422, "n: 'four' is not of type"),
+        ("/loops/counted/trigger", {"inputs": [1]}, 422, "inputs"),
+    ],
+)
+def test_a_bad_trigger_is_refused_in_the_error_shape(
+    served: tuple[Workspace, str], path: str, body: Any, status: int, said: str
+) -> None:
+    response = _post_json(served[1], path, body)
+    assert response.status_code == status
+    assert said in _error(response)["message"]
