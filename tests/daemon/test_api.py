@@ -240,16 +240,17 @@ def test_a_bad_event_is_refused_in_the_error_shape(
     assert _error(response)["code"] in ("invalid", "too_large")
 
 
+def _post_raw(url: str, content: bytes | Iterator[bytes]) -> httpx.Response:
+    """An event posted as bytes (or chunks) without a token: the body is what is tested."""
+    headers = {"Content-Type": "application/json"}
+    return httpx.post(url + "/events", content=content, headers=headers, timeout=10)
+
+
 def test_a_body_over_the_limit_is_refused_before_it_is_read(
     on_events: tuple[Workspace, str],
 ) -> None:
     huge = b'{"name": "a.b", "data": {"x": "' + b"y" * (MAX_BODY + 1) + b'"}}'
-    response = httpx.post(
-        on_events[1] + "/events",
-        content=huge,
-        headers={"Content-Type": "application/json"},
-        timeout=10,
-    )
+    response = _post_raw(on_events[1], huge)
     assert response.status_code == 413
 
 
@@ -260,23 +261,13 @@ def test_a_chunked_body_over_the_limit_is_refused(on_events: tuple[Workspace, st
             yield b"y" * 65_536
         yield b'"}}'
 
-    response = httpx.post(
-        on_events[1] + "/events",
-        content=chunks(),
-        headers={"Content-Type": "application/json"},
-        timeout=10,
-    )
+    response = _post_raw(on_events[1], chunks())
     assert response.status_code == 413
 
 
 def test_deep_json_is_refused_not_crashed_on(on_events: tuple[Workspace, str]) -> None:
     deep = b'{"name": "a.b", "data": {"x": ' + b"[" * 50_000 + b"]" * 50_000 + b"}}"
-    response = httpx.post(
-        on_events[1] + "/events",
-        content=deep,
-        headers={"Content-Type": "application/json"},
-        timeout=10,
-    )
+    response = _post_raw(on_events[1], deep)
     assert response.status_code == 400
     assert _error(response)["code"] == "bad_request"
 
