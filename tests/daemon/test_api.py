@@ -309,3 +309,14 @@ def test_a_bad_trigger_is_refused_in_the_error_shape(
     response = _post_json(served[1], path, body)
     assert response.status_code == status
     assert said in _error(response)["message"]
+
+
+def test_a_paused_loop_queues_no_job(served: tuple[Workspace, str]) -> None:
+    url = served[1]
+    assert _post(url, "/loops/counted/pause").status_code == 200
+    try:
+        response = _post_json(url, "/loops/counted/trigger", {})
+        assert response.status_code == 409
+        assert "the loop is paused" in _error(response)["message"]
+    finally:
+        _post(url, "/loops/counted/unpause")
