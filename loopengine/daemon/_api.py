@@ -207,13 +207,15 @@ def _add_reads(app: FastAPI, context: ApiContext, release: str) -> None:
     async def daemon_status() -> dict[str, Any]:
         """Daemons alive, loops with their next fires and pause state, running executions,
         queue depth: what ``loopengine status --json`` prints."""
-        return await _status(context)
+        since = time.time() - context.lease_s
+        view: dict[str, Any] = await context.store.read(lambda c: status.view(c, since))
+        return view
 
     @app.get("/loops")
     async def loops() -> dict[str, Any]:
         """The loops the running daemons serve, each with its triggers' next fires and pause
         state."""
-        return {"loops": (await _status(context))["loops"]}
+        return {"loops": await _loops(context)}
 
     @app.get("/loops/{loop_id}")
     async def loop(loop_id: str) -> dict[str, Any]:
@@ -320,16 +322,14 @@ def _add_controls(app: FastAPI, context: ApiContext) -> None:
         )
 
 
-async def _status(context: ApiContext) -> dict[str, Any]:
+async def _loops(context: ApiContext) -> list[dict[str, Any]]:
     since = time.time() - context.lease_s
-    view: dict[str, Any] = await context.store.read(lambda c: status.view(c, since))
-    return view
+    return await context.store.read(lambda c: status.served(c, since))
 
 
 async def _served(context: ApiContext, loop_id: str) -> dict[str, Any]:
     """The served loop ``loop_id`` as ``/loops`` lists it; 404 when no daemon serves it."""
-    for served in (await _status(context))["loops"]:
-        if served["loop_id"] == loop_id:
-            found: dict[str, Any] = served
-            return found
+    for loop in await _loops(context):
+        if loop["loop_id"] == loop_id:
+            return loop
     raise HTTPException(404, f"no loop {loop_id!r} is served (see GET /loops)")

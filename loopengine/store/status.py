@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from loopengine.store import executions, queue
 from loopengine.store._record import iso
 
-__all__ = ["EMPTY", "view"]
+__all__ = ["EMPTY", "served", "view"]
 
 EMPTY: dict[str, Any] = {
     "daemons": [],
@@ -22,14 +22,9 @@ EMPTY: dict[str, Any] = {
 
 def view(connection: sa.Connection, since: float) -> dict[str, Any]:
     """What ``loopengine status --json`` and ``GET /status`` show: the daemons whose heartbeat is
-    newer than ``since``, each loop they serve with its triggers' next fires and pause state,
-    the executions running, the queue's depth."""
+    newer than ``since``, each loop they serve (``served``), the executions running, the
+    queue's depth."""
     daemons = queue.active_daemons(connection, since)
-    paused = queue.paused(connection)
-    loops: dict[str, dict[str, Any]] = {}
-    for daemon in daemons:
-        for loop in daemon["loops"]:
-            loops.setdefault(loop["loop_id"], loop)
     return {
         "daemons": [
             {
@@ -41,10 +36,7 @@ def view(connection: sa.Connection, since: float) -> dict[str, Any]:
             }
             for d in daemons
         ],
-        "loops": [
-            {**loop, "paused": loop_id in paused, "paused_at": iso(paused.get(loop_id))}
-            for loop_id, loop in sorted(loops.items())
-        ],
+        "loops": _loops(connection, daemons),
         "running": [
             {
                 "execution_id": row.id,
@@ -56,3 +48,21 @@ def view(connection: sa.Connection, since: float) -> dict[str, Any]:
         ],
         "queue": queue.queue_depth(connection),
     }
+
+
+def served(connection: sa.Connection, since: float) -> list[dict[str, Any]]:
+    """Each loop the daemons whose heartbeat is newer than ``since`` serve, with its triggers'
+    next fires and pause state (``GET /loops``)."""
+    return _loops(connection, queue.active_daemons(connection, since))
+
+
+def _loops(connection: sa.Connection, daemons: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    paused = queue.paused(connection)
+    loops: dict[str, dict[str, Any]] = {}
+    for daemon in daemons:
+        for loop in daemon["loops"]:
+            loops.setdefault(loop["loop_id"], loop)
+    return [
+        {**loop, "paused": loop_id in paused, "paused_at": iso(paused.get(loop_id))}
+        for loop_id, loop in sorted(loops.items())
+    ]
