@@ -1,4 +1,5 @@
-"""Every input the daemon-side commands take is bounded, and says its bound when exceeded."""
+"""Every input the daemon-side commands and ``run --input`` take is bounded, and says its bound
+when exceeded."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ def _workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         (["emit", "a.b", "--data", "[" * 40 + "]" * 40], f"{MAX_EVENT_DEPTH} levels"),
         (["emit", "a.b", "--data", '"' + "x" * MAX_EVENT_BYTES + '"'], "over 65536 bytes"),
         (["emit", "a.*", "--data", "{}"], "write dot-separated names"),
+        (["run", "x.yaml", "--input", "a=" + "[" * 60_000], "--input a: nested more than 32"),
+        (["run", "x.yaml", "--input", "a=" + "[" * 40 + "]" * 40], "nested more than 32 levels"),
         (["emit", "a" * 201], "write dot-separated names"),
         (["events", "list", "--limit", str(MAX_LISTED + 1)], "write a whole number from 1"),
         (["metrics", "list", "--limit", "0"], "write a whole number from 1"),

@@ -5,30 +5,36 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from loopengine._suggestions import did_you_mean
-from loopengine.contract import Loop
+from loopengine.contract import MAX_INPUT_DEPTH, Loop, param_problem, unknown_param
 from loopengine.errors import ContractError
+from loopengine.triggers import nesting
 
 __all__ = ["parse_inputs"]
 
 
-def _value(text: str) -> Any:
+def _value(name: str, text: str) -> Any:
+    """``text`` read as JSON when it is JSON (nested at most ``MAX_INPUT_DEPTH`` levels)."""
+    too_deep = ContractError(f"--input {name}: nested more than {MAX_INPUT_DEPTH} levels")
     try:
-        return json.loads(text)
+        value = json.loads(text)
+    except RecursionError:
+        raise too_deep from None
     except ValueError:
         return text
+    if nesting(value) > MAX_INPUT_DEPTH:
+        raise too_deep
+    return value
 
 
-def _checked(name: str, text: str, value: Any, schema: dict[str, Any]) -> Any:
-    from jsonschema import Draft202012Validator  # only runs given --input pay for it
-
-    validator = Draft202012Validator(schema)
-    first = next(iter(validator.iter_errors(value)), None)
-    if first is None:
+def _checked(name: str, text: str, value: Any, fragment: dict[str, Any]) -> Any:
+    """``value`` (``text`` read as JSON) when the param takes it, else ``text`` when it takes
+    that: ``--input name=007`` may mean a string."""
+    problem = param_problem(fragment, value)
+    if problem is None:
         return value
-    if value != text and next(iter(validator.iter_errors(text)), None) is None:
+    if value != text and param_problem(fragment, text) is None:
         return text
-    raise ContractError(f"--input {name}={text}: {first.message}")
+    raise ContractError(f"--input {name}={text}: {problem}")
 
 
 def parse_inputs(pairs: list[str], loop: Loop) -> dict[str, Any]:
@@ -39,13 +45,9 @@ def parse_inputs(pairs: list[str], loop: Loop) -> dict[str, Any]:
         name, sep, text = pair.partition("=")
         if not sep or not name:
             raise ContractError(f"--input {pair!r}: write NAME=VALUE, e.g. --input limit=10")
-        if params and name not in params:
-            known = ", ".join(sorted(params))
-            raise ContractError(
-                f"--input {name}: loop '{loop.id}' has no param '{name}' (params: {known})"
-                + did_you_mean(name, params)
-            )
-        value = _value(text)
+        if params and (unknown := unknown_param(name, params)):
+            raise ContractError(f"--input {name}: loop '{loop.id}' has {unknown}")
+        value = _value(name, text)
         if name in params:
             value = _checked(name, text, value, params[name])
         inputs[name] = value

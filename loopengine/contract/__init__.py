@@ -41,7 +41,12 @@ if TYPE_CHECKING:
         WebhookMethod,
     )
     from loopengine.contract._generated import config_schema, loop_schema
-    from loopengine.contract._inputs import input_problems
+    from loopengine.contract._inputs import (
+        MAX_INPUT_DEPTH,
+        input_problems,
+        param_problem,
+        unknown_param,
+    )
     from loopengine.contract._loader import LoadReport, Loop, LoopLoader, find_loop_files
     from loopengine.contract._lookup import ParamProblem, SkillInfo, SkillLookup
     from loopengine.contract._loop import Budget, LoopSpec
@@ -132,7 +137,10 @@ _EXPORTS = {
     "loop_validator": "loopengine.contract._documents",
     "SchemaValidator": "loopengine.contract._documents",
     "compile_schema": "loopengine.contract._schema",
+    "MAX_INPUT_DEPTH": "loopengine.contract._inputs",
     "input_problems": "loopengine.contract._inputs",
+    "param_problem": "loopengine.contract._inputs",
+    "unknown_param": "loopengine.contract._inputs",
     "shipped_schema": "loopengine.contract._schema",
     "find_loop_files": "loopengine.contract._loader",
     "loop_schema": "loopengine.contract._generated",
@@ -145,6 +153,7 @@ _EXPORTS = {
 __all__ = [
     "MAX_BYTES",
     "MAX_DEPTH",
+    "MAX_INPUT_DEPTH",
     "MAX_NODES",
     "MAX_NUMBER",
     "Act",
@@ -205,11 +214,13 @@ __all__ = [
     "input_problems",
     "loop_schema",
     "loop_validator",
+    "param_problem",
     "parse_yaml",
     "read_source",
     "routed",
     "schema_check",
     "shipped_schema",
+    "unknown_param",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
