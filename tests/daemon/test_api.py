@@ -321,3 +321,10 @@ def test_a_paused_loop_queues_no_job(served: tuple[Workspace, str]) -> None:
         assert "the loop is paused" in _error(response)["message"]
     finally:
         _post(url, "/loops/counted/unpause")
+
+
+def test_an_idempotency_key_past_200_characters_is_refused(served: tuple[Workspace, str]) -> None:
+    headers = {"Idempotency-Key": "k" * 201}
+    response = _post_json(served[1], "/loops/by_hand/trigger", {}, headers=headers)
+    assert response.status_code == 422
+    assert "idempotency-key" in _error(response)["message"]
