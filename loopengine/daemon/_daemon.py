@@ -208,7 +208,8 @@ def _api_token(configured: str | None) -> str | None:
 
 async def run_daemon(config: Path | None, folder: Path | None, log: DaemonLog) -> int:
     """Run until SIGINT or SIGTERM; 0 once stopped cleanly."""
-    from loopengine.daemon._api import ApiContext, create_app  # FastAPI: the daemon's only
+    from loopengine.daemon._api import create_app  # FastAPI: the daemon's only
+    from loopengine.daemon._api_context import ApiContext
     from loopengine.daemon._server import ApiServer, listening_socket
 
     async with open_runtime(config) as runtime:
@@ -235,6 +236,8 @@ async def run_daemon(config: Path | None, folder: Path | None, log: DaemonLog) -
             daemon.dispatcher.nudge,
             daemon.folder.loops.get,
             daemon.workers.wake,
+            runtime,
+            log,
         )
         server = ApiServer(create_app(context), bound)
         signals = _Signals()

@@ -1,0 +1,204 @@
+"""The API's loops, executions and events: what ``status``, ``history``, ``show``,
+``trigger``, ``pause`` and ``emit`` do on the command line."""
+
+from __future__ import annotations
+
+import json
+import time
+from importlib.metadata import version
+from typing import Annotated, Any
+
+import sqlalchemy as sa
+from fastapi import FastAPI, Header, Query
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
+
+from loopengine.contract import Outcome, input_problems
+from loopengine.daemon._api_context import ApiContext
+from loopengine.store import executions, new_id, queue, signals, status
+from loopengine.triggers import MAX_EVENT_BYTES, MAX_EVENT_DEPTH, event_problem, nesting
+
+__all__ = ["MAX_LISTED", "add_loop_routes"]
+
+MAX_LISTED = 10_000
+"""Most executions one listing returns (as ``history --limit``)."""
+
+
+class TriggerIn(BaseModel):
+    """A manual run: the loop's inputs, checked against its ``params``."""
+
+    inputs: dict[str, Any] = Field(default_factory=dict, examples=[{"limit": 10}])
+
+
+class TriggerAccepted(BaseModel):
+    job_id: str
+    loop_id: str
+    status: str
+    """``queued``, or ``duplicate`` when the Idempotency-Key was used before (the first job)."""
+
+
+class EventIn(BaseModel):
+    """An event to append to the log: what ``loopengine emit NAME --data JSON`` sends."""
+
+    name: str = Field(max_length=200, examples=["seo.page.updated"])
+    data: dict[str, Any] = Field(default_factory=dict, examples=[{"page": 3}])
+
+
+class EventAccepted(BaseModel):
+    id: int
+    name: str
+    matched: list[str]
+    """The loops it fires (the dispatcher queues their jobs)."""
+
+
+class Health(BaseModel):
+    status: str
+    daemon: str
+    version: str
+
+
+def add_loop_routes(app: FastAPI, context: ApiContext) -> None:
+    """Loops, executions, events."""
+    _add_reads(app, context, version("loopengine"))
+    _add_controls(app, context)
+
+
+def _add_reads(app: FastAPI, context: ApiContext, release: str) -> None:
+    """The endpoints that only read."""
+
+    @app.get("/health")
+    async def health() -> Health:
+        """Whether the daemon answers; open without a token."""
+        return Health(status="ok", daemon=context.owner, version=release)
+
+    @app.get("/status")
+    async def daemon_status() -> dict[str, Any]:
+        """Daemons alive, loops with their next fires and pause state, running executions,
+        queue depth: what ``loopengine status --json`` prints."""
+        since = time.time() - context.lease_s
+        view: dict[str, Any] = await context.store.read(lambda c: status.view(c, since))
+        return view
+
+    @app.get("/loops")
+    async def loops() -> dict[str, Any]:
+        """The loops the running daemons serve, each with its triggers' next fires and pause
+        state."""
+        return {"loops": await _loops(context)}
+
+    @app.get("/loops/{loop_id}")
+    async def loop(loop_id: str) -> dict[str, Any]:
+        """One served loop."""
+        found: dict[str, Any] = await _served(context, loop_id)
+        return found
+
+    @app.get("/executions")
+    async def execution_list(
+        loop_id: str | None = None,
+        outcome: Outcome | None = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_LISTED)] = 20,
+    ) -> dict[str, Any]:
+        """The newest executions first, of one loop and with one outcome when given: what
+        ``loopengine history --json`` prints."""
+        wanted = outcome.value if outcome is not None else None
+        rows = await context.store.read(
+            lambda c: executions.list_executions(c, loop_id=loop_id, outcome=wanted, limit=limit)
+        )
+        return {"executions": [row.summary() for row in rows]}
+
+    @app.get("/executions/{execution_id}")
+    async def execution(execution_id: str) -> dict[str, Any]:
+        """One execution's record: what ``loopengine show --json`` prints."""
+        record = await context.store.read(lambda c: executions.read_record(c, execution_id))
+        if record is None:
+            raise HTTPException(404, f"no execution {execution_id!r}")
+        view: dict[str, Any] = record.view()
+        return view
+
+
+def _add_controls(app: FastAPI, context: ApiContext) -> None:
+    """The endpoints that change something: pause, trigger, events."""
+
+    @app.post("/loops/{loop_id}/pause")
+    async def pause(loop_id: str) -> dict[str, Any]:
+        """Stop the loop's triggers (persisted; no catch-up on unpause): as ``loopengine
+        pause``."""
+        await _served(context, loop_id)
+        now = time.time()
+        changed = await context.store.write(lambda c: queue.pause(c, loop_id, now))
+        return {"loop_id": loop_id, "state": "paused", "changed": changed}
+
+    @app.post("/loops/{loop_id}/unpause")
+    async def unpause(loop_id: str) -> dict[str, Any]:
+        """Restart the loop's triggers: as ``loopengine unpause``."""
+        await _served(context, loop_id)
+        changed = await context.store.write(lambda c: queue.unpause(c, loop_id))
+        return {"loop_id": loop_id, "state": "active", "changed": changed}
+
+    @app.post("/loops/{loop_id}/trigger", status_code=202)
+    async def trigger(
+        loop_id: str,
+        request: TriggerIn,
+        response: Response,
+        idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+    ) -> TriggerAccepted:
+        """Queue a manual job, as ``loopengine trigger`` does; a repeated ``Idempotency-Key``
+        answers with the first job (200) instead of queueing another."""
+        from loopengine.daemon._intake import Firing, enqueue
+
+        loop = context.loop(loop_id)
+        if loop is None:
+            raise HTTPException(404, f"no loop {loop_id!r} is served (see GET /loops)")
+        if problems := input_problems(loop.spec.params or {}, request.inputs):
+            raise HTTPException(422, "; ".join(problems))
+        key = f"api:{idempotency_key}" if idempotency_key else f"manual:{new_id()}"
+        firing = Firing(loop, {"type": "manual", "id": "api"}, key, request.inputs)
+        now = time.time()
+
+        def write(connection: sa.Connection) -> tuple[str, dict[str, Any] | None]:
+            paused = loop_id in queue.paused(connection)
+            intake = enqueue(connection, firing, now, paused=paused)
+            return intake.status, queue.job_keyed(connection, key)
+
+        status_name, job = await context.store.write(write)
+        if job is None or status_name not in (queue.QUEUED, "duplicate"):
+            reason = job["reason"] if job else status_name
+            raise HTTPException(409, f"loop {loop_id!r} did not queue the job: {reason}")
+        if status_name == "duplicate":
+            response.status_code = 200
+        else:
+            context.queued()
+        return TriggerAccepted(job_id=job["id"], loop_id=loop_id, status=status_name)
+
+    @app.post("/events", status_code=202)
+    async def post_event(event: EventIn) -> EventAccepted:
+        """Append an event to the log, as ``loopengine emit`` does; the loops it fires are
+        queued by the dispatcher."""
+        if problem := event_problem(event.name):
+            raise HTTPException(422, problem)
+        if nesting(event.data) > MAX_EVENT_DEPTH:
+            raise HTTPException(422, f"data is nested more than {MAX_EVENT_DEPTH} levels")
+        if len(json.dumps(event.data, separators=(",", ":"), default=str)) > MAX_EVENT_BYTES:
+            raise HTTPException(413, f"data is over {MAX_EVENT_BYTES} bytes as JSON")
+        now = time.time()
+        event_id = await context.store.write(
+            lambda c: signals.insert_event(c, event.name, "api", event.data, now)
+        )
+        context.wake()
+        seen = {"id": event_id, "name": event.name, "source": "api", "data": event.data}
+        return EventAccepted(
+            id=event_id, name=event.name, matched=context.matching({**seen, "created_at": now})
+        )
+
+
+async def _loops(context: ApiContext) -> list[dict[str, Any]]:
+    since = time.time() - context.lease_s
+    return await context.store.read(lambda c: status.served(c, since))
+
+
+async def _served(context: ApiContext, loop_id: str) -> dict[str, Any]:
+    """The served loop ``loop_id`` as ``/loops`` lists it; 404 when no daemon serves it."""
+    for loop in await _loops(context):
+        if loop["loop_id"] == loop_id:
+            return loop
+    raise HTTPException(404, f"no loop {loop_id!r} is served (see GET /loops)")
