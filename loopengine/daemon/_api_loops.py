@@ -16,6 +16,7 @@ from starlette.responses import Response
 
 from loopengine.contract import Outcome, input_problems
 from loopengine.daemon._api_context import ApiContext
+from loopengine.errors import ContractError
 from loopengine.store import executions, new_id, queue, signals, status
 from loopengine.triggers import MAX_EVENT_BYTES, MAX_EVENT_DEPTH, event_problem, nesting
 
@@ -36,6 +37,12 @@ class TriggerAccepted(BaseModel):
     loop_id: str
     status: str
     """``queued``, or ``duplicate`` when the Idempotency-Key was used before (the first job)."""
+
+
+class ExecutionPage(BaseModel):
+    executions: list[dict[str, Any]]
+    next_cursor: str | None
+    """Pass it as ``cursor`` for the next page; null on the last one."""
 
 
 class EventIn(BaseModel):
@@ -97,14 +104,21 @@ def _add_reads(app: FastAPI, context: ApiContext, release: str) -> None:
         loop_id: str | None = None,
         outcome: Outcome | None = None,
         limit: Annotated[int, Query(ge=1, le=MAX_LISTED)] = 20,
-    ) -> dict[str, Any]:
+        cursor: Annotated[str | None, Query(max_length=executions.MAX_CURSOR)] = None,
+    ) -> ExecutionPage:
         """The newest executions first, of one loop and with one outcome when given: what
-        ``loopengine history --json`` prints."""
+        ``loopengine history --json`` prints. ``next_cursor`` asks for the following page."""
         wanted = outcome.value if outcome is not None else None
-        rows = await context.store.read(
-            lambda c: executions.list_executions(c, loop_id=loop_id, outcome=wanted, limit=limit)
-        )
-        return {"executions": [row.summary() for row in rows]}
+        try:
+            page = await context.store.read(
+                lambda c: executions.page_of_executions(
+                    c, loop_id=loop_id, outcome=wanted, limit=limit, cursor=cursor
+                )
+            )
+        except ContractError as exc:
+            raise HTTPException(422, f"cursor: {exc}") from None
+        listed = [row.summary() for row in page.rows]
+        return ExecutionPage(executions=listed, next_cursor=page.next_cursor)
 
     @app.get("/executions/{execution_id}")
     async def execution(execution_id: str) -> dict[str, Any]:

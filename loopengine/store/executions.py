@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import base64
+import binascii
+import json
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
 import loopengine.store._fastpath as fastpath
+from loopengine.errors import ContractError
 from loopengine.store import approvals, jobs, records
 from loopengine.store._record import ExecutionRecord, ExecutionRow, PhaseResult
 from loopengine.store._tables import executions, phase_results
 
 __all__ = [
+    "MAX_CURSOR",
+    "Page",
     "claim_execution",
     "get_execution",
     "ids_starting_with",
@@ -21,6 +28,7 @@ __all__ = [
     "last_finished",
     "last_seq",
     "list_executions",
+    "page_of_executions",
     "phases_of",
     "read_record",
     "running_executions",
@@ -123,14 +131,77 @@ def list_executions(
     loop_id: str | None = None,
     outcome: str | None = None,
     limit: int = 20,
+    started_by: float | None = None,
+    excluding: Collection[str] = (),
 ) -> list[ExecutionRow]:
-    """The newest executions first, of one loop and with one outcome when given."""
+    """The newest executions first, of one loop and with one outcome when given; a page after
+    another starts at ``started_by`` (inclusive), without the ``excluding`` ids it listed."""
     query = sa.select(executions).order_by(executions.c.started_at.desc()).limit(limit)
+    if started_by is not None:
+        query = query.where(executions.c.started_at <= started_by)
+    if excluding:
+        query = query.where(executions.c.id.not_in(list(excluding)))
     if loop_id is not None:
         query = query.where(executions.c.loop_id == loop_id)
     if outcome is not None:
         query = query.where(executions.c.outcome == outcome)
     return [ExecutionRow.from_row(row) for row in connection.execute(query).mappings()]
+
+
+MAX_CURSOR = 4096
+"""Longest cursor read: it names the executions a page ended on that started at one instant
+(almost always one)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A page of ``list_executions``; ``next_cursor`` reads the following one (None: the last)."""
+
+    rows: list[ExecutionRow]
+    next_cursor: str | None
+
+
+def page_of_executions(
+    connection: sa.Connection,
+    *,
+    loop_id: str | None = None,
+    outcome: str | None = None,
+    limit: int = 20,
+    cursor: str | None = None,
+) -> Page:
+    """The page of executions after ``cursor`` (the first without one). A cursor is the start
+    time of the page's last execution and the ids listed that started then, so that ties are
+    neither repeated nor skipped; ``ContractError`` when ``cursor`` is not one."""
+    started_by, listed = _read_cursor(cursor) if cursor else (None, ())
+    rows = list_executions(
+        connection,
+        loop_id=loop_id,
+        outcome=outcome,
+        limit=limit,
+        started_by=started_by,
+        excluding=listed,
+    )
+    if len(rows) < limit:
+        return Page(rows, None)
+    last = rows[-1].started_at
+    ended = [*(listed if started_by == last else ()), *(r.id for r in rows if r.started_at == last)]
+    text = json.dumps({"s": last, "ids": ended}, separators=(",", ":"))
+    return Page(rows, base64.urlsafe_b64encode(text.encode()).decode().rstrip("="))
+
+
+def _read_cursor(text: str) -> tuple[float, tuple[str, ...]]:
+    try:
+        if len(text) > MAX_CURSOR:
+            raise ValueError(text)
+        raw = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+        started_by, listed = float(raw["s"]), raw["ids"]
+        if not isinstance(listed, list) or not all(isinstance(i, str) for i in listed):
+            raise TypeError(listed)
+    except (ValueError, TypeError, KeyError, binascii.Error):
+        raise ContractError(
+            "not a cursor of this listing: pass next_cursor as it was returned"
+        ) from None
+    return started_by, tuple(listed)
 
 
 def running_executions(connection: sa.Connection) -> list[ExecutionRow]:

@@ -156,11 +156,27 @@ def test_pausing_a_loop_is_what_pause_does(served: tuple[Workspace, str]) -> Non
 def test_executions_are_what_history_lists(served: tuple[Workspace, str]) -> None:
     workspace, url = served
     workspace.json("trigger", "by_hand", "--wait")
-    listed = _get(url, "/executions?loop_id=by_hand&limit=5").json()
-    assert listed == workspace.json("history", "by_hand", "--limit", "5")
+    listed = _get(url, "/executions?loop_id=by_hand&limit=5").json()["executions"]
+    assert listed == workspace.json("history", "by_hand", "--limit", "5")["executions"]
 
 
-@pytest.mark.parametrize("query", ["outcome=bogus", "limit=0", "limit=10001", "limit=x"])
+def test_executions_are_listed_page_by_page(served: tuple[Workspace, str]) -> None:
+    workspace, url = served
+    for _ in range(3):
+        workspace.json("trigger", "by_hand", "--wait")
+    everything = _get(url, "/executions?loop_id=by_hand").json()["executions"]
+    pages, query = [], "/executions?loop_id=by_hand&limit=1"
+    while query:
+        page = _get(url, query).json()
+        pages.extend(page["executions"])
+        cursor = page["next_cursor"]
+        query = f"/executions?loop_id=by_hand&limit=1&cursor={cursor}" if cursor else ""
+    assert pages == everything
+
+
+@pytest.mark.parametrize(
+    "query", ["outcome=bogus", "limit=0", "limit=10001", "limit=x", "cursor=nope"]
+)
 def test_a_bad_filter_is_a_422_in_the_error_shape(
     served: tuple[Workspace, str], query: str
 ) -> None:

@@ -35,6 +35,10 @@ VARIANTS = {
         {"loop_id": "loop-11", "outcome": "completed"},
         "ix_executions_loop_outcome_started",
     ),
+    "next_page": (
+        {"started_by": 1_700_500_000.0, "excluding": ["a" * 32]},
+        "ix_executions_started",
+    ),
 }
 
 
