@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 from importlib.metadata import version
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import sqlalchemy as sa
 from fastapi import FastAPI, Header, Query
@@ -16,7 +16,8 @@ from starlette.responses import Response
 
 from loopengine.contract import Outcome, input_problems
 from loopengine.daemon._api_context import ApiContext
-from loopengine.errors import ContractError
+from loopengine.engine import answer_approval
+from loopengine.errors import ContractError, LoopEngineError
 from loopengine.store import executions, new_id, queue, signals, status
 from loopengine.triggers import MAX_EVENT_BYTES, MAX_EVENT_DEPTH, event_problem, nesting
 
@@ -45,6 +46,14 @@ class ExecutionPage(BaseModel):
     """Pass it as ``cursor`` for the next page; null on the last one."""
 
 
+class AnswerIn(BaseModel):
+    """A person's answer to an execution waiting for approval: what ``loopengine approve`` and
+    ``reject`` send."""
+
+    decision: Literal["approve", "reject"]
+    note: str | None = Field(None, max_length=2000, examples=["checked with the SEO team"])
+
+
 class EventIn(BaseModel):
     """An event to append to the log: what ``loopengine emit NAME --data JSON`` sends."""
 
@@ -69,6 +78,7 @@ def add_loop_routes(app: FastAPI, context: ApiContext) -> None:
     """Loops, executions, events."""
     _add_reads(app, context, version("loopengine"))
     _add_controls(app, context)
+    _add_approvals(app, context)
 
 
 def _add_reads(app: FastAPI, context: ApiContext, release: str) -> None:
@@ -203,6 +213,31 @@ def _add_controls(app: FastAPI, context: ApiContext) -> None:
         return EventAccepted(
             id=event_id, name=event.name, matched=context.matching({**seen, "created_at": now})
         )
+
+
+def _add_approvals(app: FastAPI, context: ApiContext) -> None:
+    """A person's answer to an execution waiting for approval."""
+
+    @app.post("/approvals/{execution_id}")
+    async def answer(execution_id: str, answer: AnswerIn) -> dict[str, Any]:
+        """Approve (the gated action runs now, in the daemon) or reject an execution waiting
+        for approval, as ``loopengine approve`` / ``reject`` do; its record afterwards (409
+        when it is not waiting, or its window closed)."""
+        runtime = context.runtime
+        known = await context.store.read(lambda c: executions.get_execution(c, execution_id))
+        if known is None:
+            raise HTTPException(404, f"no execution {execution_id!r}")
+        approve = answer.decision == "approve"
+        try:
+            await answer_approval(
+                runtime.engine, runtime.load_loop, execution_id, approve, answer.note
+            )
+        except LoopEngineError as exc:
+            raise HTTPException(409, str(exc)) from None
+        record = await context.store.read(lambda c: executions.read_record(c, execution_id))
+        assert record is not None
+        view: dict[str, Any] = record.view()
+        return view
 
 
 async def _loops(context: ApiContext) -> list[dict[str, Any]]:

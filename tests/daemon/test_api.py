@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -24,6 +25,17 @@ trigger: {type: manual}
 params: {n: {type: integer, default: 1}}
 decide: {decision_tree: [], fallback_action: log_only}
 """
+GATED = """\
+id: gated
+trigger: {type: manual}
+params: {n: {type: integer, default: 1}}
+decide:
+  decision_tree: [{condition: "input.n > `5`", action: big}]
+  fallback_action: log_only
+  human_approval: {required_for: [big]}
+act:
+  actions: [{action_id: big, skill_id: log_only, on: [big], params: {message: "big one"}}]
+"""
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +46,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Workspace
     (root / "loops").mkdir()
     (root / "loops" / "by_hand.yaml").write_text(BY_HAND)
     (root / "loops" / "counted.yaml").write_text(COUNTED)
+    (root / "loops" / "gated.yaml").write_text(GATED)
     (root / "loopengine.yaml").write_text('daemon: {port: 0, token: "${ secret.API_TOKEN }"}\n')
     env = {**os.environ, "LOOPENGINE_DATABASE": f"sqlite:///{root / 'store.db'}", "NO_COLOR": "1"}
     env["API_TOKEN"] = TOKEN
@@ -83,7 +96,7 @@ def test_status_is_what_the_status_command_prints(served: tuple[Workspace, str])
     response = _get(url, "/status")
     assert response.status_code == 200
     body = response.json()
-    assert [loop["loop_id"] for loop in body["loops"]] == ["by_hand", "counted"]
+    assert [loop["loop_id"] for loop in body["loops"]] == ["by_hand", "counted", "gated"]
     assert body["daemons"] == workspace.json("status")["daemons"]
 
 
@@ -138,7 +151,7 @@ def _post(url: str, path: str) -> httpx.Response:
 def test_loops_are_the_ones_served(served: tuple[Workspace, str]) -> None:
     url = served[1]
     listed = _get(url, "/loops").json()["loops"]
-    assert [loop["loop_id"] for loop in listed] == ["by_hand", "counted"]
+    assert [loop["loop_id"] for loop in listed] == ["by_hand", "counted", "gated"]
     assert _get(url, "/loops/by_hand").json()["loop_id"] == "by_hand"
     assert _error(_get(url, "/loops/nope"))["code"] == "not_found"
 
@@ -344,3 +357,52 @@ def test_an_idempotency_key_past_200_characters_is_refused(served: tuple[Workspa
     response = _post_json(served[1], "/loops/by_hand/trigger", {}, headers=headers)
     assert response.status_code == 422
     assert "idempotency-key" in _error(response)["message"]
+
+
+def _waiting(workspace: Workspace) -> str:
+    """An execution of ``gated`` waiting for approval."""
+    done = workspace.cli("trigger", "gated", "--input", "n=9", "--wait", "--json", check=False)
+    execution: dict[str, Any] = json.loads(done.stdout)
+    assert execution["outcome"] == "awaiting_approval"
+    return str(execution["execution_id"])
+
+
+def test_an_approval_runs_the_gated_action(served: tuple[Workspace, str]) -> None:
+    workspace, url = served
+    execution_id = _waiting(workspace)
+    answer = {"decision": "approve", "note": "fine"}
+    response = _post_json(url, f"/approvals/{execution_id}", answer)
+    assert (response.status_code, response.json()["outcome"]) == (200, "completed")
+    assert workspace.json("show", execution_id)["approval"]["note"] == "fine"
+
+
+def test_a_rejection_ends_the_execution(served: tuple[Workspace, str]) -> None:
+    workspace, url = served
+    execution_id = _waiting(workspace)
+    response = _post_json(url, f"/approvals/{execution_id}", {"decision": "reject"})
+    assert response.json()["outcome"] == "rejected"
+
+
+def test_an_answered_execution_cannot_be_answered_again(served: tuple[Workspace, str]) -> None:
+    workspace, url = served
+    execution_id = _waiting(workspace)
+    _post_json(url, f"/approvals/{execution_id}", {"decision": "reject"})
+    again = _post_json(url, f"/approvals/{execution_id}", {"decision": "approve"})
+    assert (again.status_code, _error(again)["code"]) == (409, "conflict")
+    assert "already rejected" in _error(again)["message"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status"),
+    [
+        ("/approvals/nope", {"decision": "approve"}, 404),
+        ("/approvals/nope", {"decision": "maybe"}, 422),
+        ("/approvals/nope", {"decision": "approve", "note": "x" * 2001}, 422),
+    ],
+)
+def test_a_bad_answer_is_refused_in_the_error_shape(
+    served: tuple[Workspace, str], path: str, body: dict[str, Any], status: int
+) -> None:
+    response = _post_json(served[1], path, body)
+    assert response.status_code == status
+    assert _error(response)["message"]
