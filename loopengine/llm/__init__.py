@@ -17,7 +17,8 @@ from loopengine.llm._conversation import Conversation
 from loopengine.llm._guard import LoopGuard, call_key, canonical
 from loopengine.llm._health import COOL_AFTER, NodeHealth
 from loopengine.llm._runtime import LLMRuntime
-from loopengine.llm._stream import Assembly, event_data
+from loopengine.llm._stats import LATENCY_BUCKETS_S, NodeStats
+from loopengine.llm._stream import Assembly, event_data, token_usage
 from loopengine.llm._threads import (
     append_batch,
     load_thread,
@@ -41,6 +42,7 @@ from loopengine.llm._tools import (
 __all__ = [
     "COOL_AFTER",
     "DEFAULT_STAGES",
+    "LATENCY_BUCKETS_S",
     "MAX_READ",
     "TOOL_TIMEOUT_S",
     "Assembly",
@@ -52,6 +54,7 @@ __all__ = [
     "LLMRuntime",
     "LoopGuard",
     "NodeHealth",
+    "NodeStats",
     "RoundCommit",
     "StageSpec",
     "ToolOutcome",
@@ -76,5 +79,6 @@ __all__ = [
     "run_chain",
     "run_simple",
     "thread_version",
+    "token_usage",
     "with_fresh_call_ids",
 ]

@@ -15,7 +15,7 @@ import httpx
 
 from loopengine.contract import Node
 from loopengine.errors import LLMError
-from loopengine.llm._stream import DONE, Assembly, event_data
+from loopengine.llm._stream import DONE, Assembly, event_data, token_usage
 
 __all__ = ["ChatClient", "Completion", "TextSink"]
 
@@ -132,7 +132,7 @@ class ChatClient:
         latency = (time.perf_counter() - started) * 1000
         return Completion(
             choice,
-            payload.get("usage") or {},
+            token_usage(payload.get("usage")),
             str(payload.get("model") or self.node.model),
             latency,
         )

@@ -13,6 +13,7 @@ from loopengine.errors import LLMError, LoopEngineError
 from loopengine.expr import compile_template
 from loopengine.llm._client import ChatClient, Completion
 from loopengine.llm._health import NodeHealth
+from loopengine.llm._stats import NodeStats
 
 __all__ = ["BoundNode", "Cluster"]
 
@@ -36,6 +37,7 @@ class Cluster:
         self.environ = environ
         self.clients: dict[str, ChatClient] = {}
         self.health: dict[str, NodeHealth] = {name: NodeHealth() for name in config.nodes}
+        self.stats: dict[str, NodeStats] = {name: NodeStats() for name in config.nodes}
 
     def client(self, name: str) -> ChatClient:
         """The client of node ``name``, made on first use; ``LLMError`` when its key cannot be
@@ -85,14 +87,28 @@ class Cluster:
     async def chat(
         self, name: str, messages: Sequence[dict[str, Any]], tools: Any = None
     ) -> Completion:
-        """A completion from ``name``, keeping its health up to date."""
+        """A completion from ``name``, keeping its health and counters up to date."""
+        started = time.perf_counter()
         try:
             completion = await self.client(name).chat(messages, tools)
         except LLMError as exc:
             self.failed(name, exc)
+            self._count(name, started, failed=True)
             raise
         self.succeeded(name)
+        usage = completion.usage
+        self._count(
+            name,
+            started,
+            failed=False,
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+        )
         return completion
+
+    def _count(self, name: str, started: float, *, failed: bool, **tokens: int) -> None:
+        latency = time.perf_counter() - started
+        self.stats[name] = self.stats[name].after(latency, failed=failed, **tokens)
 
     def bind(self, name: str) -> BoundNode:
         return BoundNode(self, name)

@@ -9,7 +9,7 @@ from typing import Any
 
 from loopengine.errors import LLMError
 
-__all__ = ["DONE", "Assembly", "event_data"]
+__all__ = ["DONE", "USAGE_KEYS", "Assembly", "event_data", "token_usage"]
 
 DONE = "[DONE]"
 
@@ -19,6 +19,23 @@ def event_data(line: str) -> str | None:
     if not line.startswith("data:"):
         return None
     return line[5:].removeprefix(" ")
+
+
+USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
+_MOST_TOKENS = 10**9
+"""More tokens than any one call reports: a count past it is a model's nonsense, not usage."""
+
+
+def token_usage(raw: Any) -> dict[str, int]:
+    """The token counts of a node's ``usage``: whole numbers in range, the rest dropped (a
+    model's reply is untrusted; a count given as text or a list must not break the budget)."""
+    if not isinstance(raw, dict):
+        return {}
+    return {
+        key: value
+        for key in USAGE_KEYS
+        if type(value := raw.get(key)) is int and 0 <= value <= _MOST_TOKENS
+    }
 
 
 @dataclass(slots=True)
@@ -51,8 +68,8 @@ class Assembly:
             error = chunk["error"]
             raise LLMError(str(error.get("message") if isinstance(error, dict) else error))
         self.model = self.model or chunk.get("model")
-        if isinstance(chunk.get("usage"), dict):
-            self.usage = chunk["usage"]
+        if chunk.get("usage"):
+            self.usage = token_usage(chunk["usage"])
         text = ""
         for choice in chunk.get("choices") or ():
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from loopengine.errors import LLMError
-from loopengine.llm import Assembly, event_data
+from loopengine.llm import Assembly, event_data, token_usage
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
@@ -90,3 +90,32 @@ def test_usage_and_reasoning_are_kept() -> None:
 def test_a_broken_stream_says_what_broke(data: str, problem: str) -> None:
     with pytest.raises(LLMError, match=problem):
         Assembly().feed(data)
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [
+        None,
+        [],
+        "12",
+        {"prompt_tokens": "12"},
+        {"prompt_tokens": -1},
+        {"prompt_tokens": 1.5},
+        {"prompt_tokens": True},
+        {"prompt_tokens": 10**12},
+        {"prompt_tokens": [1]},
+    ],
+)
+def test_a_usage_that_is_not_token_counts_counts_nothing(usage: Any) -> None:
+    assert token_usage(usage) == {}
+
+
+def test_token_counts_are_kept_and_other_keys_dropped() -> None:
+    usage = {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7, "cost": 9}
+    assert token_usage(usage) == {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
+
+
+def test_a_streamed_usage_that_is_not_counts_is_dropped() -> None:
+    assembly = Assembly()
+    assembly.feed(json.dumps({"choices": [], "usage": {"prompt_tokens": "x", "total_tokens": 5}}))
+    assert assembly.usage == {"total_tokens": 5}
