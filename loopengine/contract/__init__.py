@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         SourceType,
         TriggerType,
         WebhookMethod,
+        WebhookStyle,
     )
     from loopengine.contract._generated import config_schema, loop_schema
     from loopengine.contract._inputs import (
@@ -65,7 +66,12 @@ if TYPE_CHECKING:
     )
     from loopengine.contract._routing import ActionKey, routed
     from loopengine.contract._schema import compile_schema, shipped_schema
-    from loopengine.contract._triggers import CronTrigger, ThresholdTrigger, WebhookTrigger
+    from loopengine.contract._triggers import (
+        MAX_WEBHOOK_BODY,
+        CronTrigger,
+        ThresholdTrigger,
+        WebhookTrigger,
+    )
     from loopengine.contract._yaml_source import (
         MAX_BYTES,
         MAX_DEPTH,
@@ -109,6 +115,7 @@ _EXPORTS = {
     "MAX_DEPTH": "loopengine.contract._yaml_source",
     "MAX_NODES": "loopengine.contract._yaml_source",
     "MAX_NUMBER": "loopengine.contract._yaml_source",
+    "MAX_WEBHOOK_BODY": "loopengine.contract._triggers",
     "MissingMetric": "loopengine.contract._enums",
     "Node": "loopengine.contract._config",
     "Operator": "loopengine.contract._enums",
@@ -129,6 +136,7 @@ _EXPORTS = {
     "TriggerType": "loopengine.contract._enums",
     "Validate": "loopengine.contract._phases",
     "WebhookMethod": "loopengine.contract._enums",
+    "WebhookStyle": "loopengine.contract._enums",
     "WebhookTrigger": "loopengine.contract._triggers",
     "YamlDocument": "loopengine.contract._yaml_source",
     "build_model": "loopengine.contract._documents",
@@ -156,6 +164,7 @@ __all__ = [
     "MAX_INPUT_DEPTH",
     "MAX_NODES",
     "MAX_NUMBER",
+    "MAX_WEBHOOK_BODY",
     "Act",
     "Action",
     "ActionKey",
@@ -204,6 +213,7 @@ __all__ = [
     "TriggerType",
     "Validate",
     "WebhookMethod",
+    "WebhookStyle",
     "WebhookTrigger",
     "YamlDocument",
     "build_model",

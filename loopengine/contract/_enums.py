@@ -24,6 +24,7 @@ __all__ = [
     "SourceType",
     "TriggerType",
     "WebhookMethod",
+    "WebhookStyle",
 ]
 
 
@@ -131,6 +132,13 @@ class WebhookMethod(StrEnum):
 
     POST = "POST"
     PUT = "PUT"
+
+
+class WebhookStyle(StrEnum):
+    """How a webhook's deliveries are signed: Standard Webhooks, or GitHub's headers."""
+
+    STANDARD = "standard"
+    GITHUB = "github"
 
 
 class BuiltinAction(StrEnum):

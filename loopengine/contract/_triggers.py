@@ -7,10 +7,17 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from loopengine.contract._base import Identifier, Name, Strict
-from loopengine.contract._enums import Catchup, MissingMetric, Operator, WebhookMethod
+from loopengine.contract._enums import (
+    Catchup,
+    MissingMetric,
+    Operator,
+    WebhookMethod,
+    WebhookStyle,
+)
 from loopengine.contract._fields import Duration, ExpressionField
 
 __all__ = [
+    "MAX_WEBHOOK_BODY",
     "CronConfig",
     "CronTrigger",
     "EventConfig",
@@ -24,6 +31,8 @@ __all__ = [
     "WebhookTrigger",
 ]
 
+MAX_WEBHOOK_BODY = 1_048_576
+"""Most bytes of a webhook's body: the daemon API's limit on any request body."""
 _ID = Field(None, description="Names this trigger when a loop has several (`triggers:`).")
 
 
@@ -117,15 +126,23 @@ class WebhookConfig(Strict):
     method: WebhookMethod = Field(WebhookMethod.POST, description="HTTP method accepted.")
     secret: str | None = Field(
         None,
-        description="HMAC-SHA256 key for the signature header; write `${ secret.NAME }`.",
+        description="HMAC-SHA256 key (`whsec_…` is base64); write `${ secret.NAME }`. "
+        "Without one, deliveries are not signed.",
     )
-    signature_header: str = Field(
-        "X-Loopengine-Signature", description="Header holding `sha256=<hex>` of the body."
+    style: WebhookStyle = Field(
+        WebhookStyle.STANDARD,
+        description="Signature headers: `standard` (Standard Webhooks: `webhook-id`, "
+        "`webhook-timestamp`, `webhook-signature`) or `github` (`X-Hub-Signature-256`).",
     )
     tolerance_s: float = Field(
         300, gt=0, description="Accepted clock skew of the timestamp header."
     )
-    max_body_bytes: int = Field(1_048_576, gt=0, description="Larger bodies are refused (413).")
+    max_body_bytes: int = Field(
+        MAX_WEBHOOK_BODY,
+        gt=0,
+        le=MAX_WEBHOOK_BODY,
+        description="Larger bodies are refused (413); at most 1 MiB, the API's own limit.",
+    )
 
 
 class WebhookTrigger(Strict):

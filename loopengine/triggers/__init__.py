@@ -1,5 +1,5 @@
-"""Pure trigger decisions: cron schedules and catch-up, event matching, threshold edges and
-overlap; no I/O.
+"""Pure trigger decisions: cron schedules and catch-up, event matching, threshold edges,
+overlap and webhook signatures; no I/O.
 
 Names load with their module on first use: validating a loop needs only the cron and pattern
 checks, the daemon the rest.
@@ -26,11 +26,18 @@ if TYPE_CHECKING:
     from loopengine.triggers._overlap import Overlap, OverlapDecision, on_overlap
     from loopengine.triggers._schedule import CronSchedule, Fire
     from loopengine.triggers._threshold import ThresholdRule, ThresholdState, evaluate
+    from loopengine.triggers._webhooks import (
+        MAX_HEADER_CHARS,
+        delivery_of,
+        verify_delivery,
+        webhook_key,
+    )
     from loopengine.triggers._zones import time_zone
 
 _EXPORTS = {
     "MAX_EVENT_BYTES": "loopengine.triggers._events",
     "MAX_EVENT_DEPTH": "loopengine.triggers._events",
+    "MAX_HEADER_CHARS": "loopengine.triggers._webhooks",
     "NICKNAMES": "loopengine.triggers._cron",
     "event_problem": "loopengine.triggers._events",
     "nesting": "loopengine.triggers._events",
@@ -51,11 +58,15 @@ _EXPORTS = {
     "on_overlap": "loopengine.triggers._overlap",
     "pattern_problem": "loopengine.triggers._events",
     "time_zone": "loopengine.triggers._zones",
+    "delivery_of": "loopengine.triggers._webhooks",
+    "verify_delivery": "loopengine.triggers._webhooks",
+    "webhook_key": "loopengine.triggers._webhooks",
 }
 
 __all__ = [
     "MAX_EVENT_BYTES",
     "MAX_EVENT_DEPTH",
+    "MAX_HEADER_CHARS",
     "NICKNAMES",
     "CatchUp",
     "CronSchedule",
@@ -67,6 +78,7 @@ __all__ = [
     "ThresholdState",
     "catch_up",
     "cron_problem",
+    "delivery_of",
     "evaluate",
     "event_problem",
     "has_seconds",
@@ -76,6 +88,8 @@ __all__ = [
     "on_overlap",
     "pattern_problem",
     "time_zone",
+    "verify_delivery",
+    "webhook_key",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
