@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from loopengine._startup import settle
 from loopengine.contract import Loop, LoopLoader
@@ -14,7 +16,9 @@ from loopengine.skills import Progress
 from loopengine.store import Store
 from loopengine.workspace import Workspace, load_workspace
 
-__all__ = ["Runtime", "open_runtime"]
+__all__ = ["Runtime", "listening", "open_runtime"]
+
+_LISTENER: ContextVar[Progress | None] = ContextVar("loopengine_listener", default=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +33,29 @@ class Runtime:
         return self.loader.load_file(Path(path)).valid()
 
 
+@contextmanager
+def listening(progress: Progress | None) -> Iterator[None]:
+    """Within the block, what the skills of executions this task runs report goes to ``progress``
+    too: one caller follows its own execution while others run on the same engine."""
+    token = _LISTENER.set(progress)
+    try:
+        yield
+    finally:
+        _LISTENER.reset(token)
+
+
+def _relay(fixed: Progress | None) -> Progress:
+    """Tells ``fixed`` (the whole runtime's) and the current task's listener each event."""
+
+    def progress(event: str, fields: Mapping[str, Any]) -> None:
+        if fixed is not None:
+            fixed(event, fields)
+        if (listener := _LISTENER.get()) is not None:
+            listener(event, fields)
+
+    return progress
+
+
 @asynccontextmanager
 async def open_runtime(
     config: Path | None,
@@ -39,7 +66,7 @@ async def open_runtime(
     workspace = load_workspace(config)
     async with Store.open(workspace.settings.database_url) as store:
         services = Services(
-            workspace.registry, store, workspace.config, workspace.base, progress=progress
+            workspace.registry, store, workspace.config, workspace.base, progress=_relay(progress)
         )
         runtime = Runtime(workspace, store, Engine(services, listener), LoopLoader(workspace.env))
         settle()

@@ -31,8 +31,12 @@ LAYERS: dict[str, frozenset[str]] = {
     "skills.builtin": frozenset({"skills", "contract", "expr", "triggers", "llm", "store"}),
     "engine": frozenset({"contract", "expr", "skills", "llm", "store", "triggers"}),
     "testing": frozenset({"llm", "store"}),
-    # The daemon runs on the composed runtime (store, engine, registry), as ``run`` does.
-    "daemon": frozenset({"contract", "expr", "triggers", "store", "engine", "runtime"}),
+    # The daemon runs on the composed runtime (store, engine, registry), as ``run`` does; its chat
+    # endpoints answer one message as ``loopengine chat`` does (``chat``, over the runtime); its
+    # thread endpoints append batches by the llm layer's thread rules (seed 002).
+    "daemon": frozenset(
+        {"contract", "expr", "triggers", "store", "engine", "runtime", "chat", "llm"}
+    ),
 }
 """What each layer may import besides itself and ``BASE``; unlisted modules (the CLI, the
 workspace and runtime that compose the layers) may import anything."""
