@@ -21,6 +21,7 @@ __all__ = [
     "calls_of",
     "insert_messages",
     "load_thread",
+    "operation_messages",
     "record_operation",
     "thread_version",
 ]
@@ -58,6 +59,7 @@ _INSERT_OPERATION = chat_operations.insert()
 _THREAD = (
     sa.select(chat_messages).where(chat_messages.c.session_id == _SID).order_by(chat_messages.c.seq)
 )
+_OPERATION = _THREAD.where(chat_messages.c.operation_id == sa.bindparam("op"))
 
 
 def thread_version(connection: sa.Connection, session_id: str) -> int:
@@ -128,11 +130,21 @@ def record_operation(
 
 def load_thread(connection: sa.Connection, session_id: str) -> list[dict[str, Any]]:
     """The session's messages in order, in OpenAI shape (nothing from another session)."""
-    thread = []
-    for row in fastpath.fetch_all(connection, _THREAD, {"sid": session_id}):
-        message: dict[str, Any] = {"role": row["role"], "content": row["content"]}
-        for key in ("name", "tool_call_id", "tool_calls"):
-            if row[key] is not None:
-                message[key] = row[key]
-        thread.append(message)
-    return thread
+    return [_message(row) for row in fastpath.fetch_all(connection, _THREAD, {"sid": session_id})]
+
+
+def operation_messages(
+    connection: sa.Connection, session_id: str, operation_id: str
+) -> list[dict[str, Any]]:
+    """The messages ``operation_id`` put in the session's thread, in order, as ``load_thread``
+    shows them: none when it was never applied or all its results were there already."""
+    params = {"sid": session_id, "op": operation_id}
+    return [_message(row) for row in fastpath.fetch_all(connection, _OPERATION, params)]
+
+
+def _message(row: Mapping[str, Any]) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": row["role"], "content": row["content"]}
+    for key in ("name", "tool_call_id", "tool_calls"):
+        if row[key] is not None:
+            message[key] = row[key]
+    return message

@@ -1,0 +1,237 @@
+"""The API's chat threads (seed 002): a session's messages read with an ``ETag`` (its version),
+and appended one atomic, idempotent batch at a time under ``If-Match``; the rules are
+``loopengine.llm``'s, this module only translates HTTP to them."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+import sqlalchemy as sa
+from fastapi import FastAPI, Header, Path
+from pydantic import BaseModel, Field, field_validator
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
+
+from loopengine.daemon._api_context import ApiContext
+from loopengine.errors import ThreadError
+from loopengine.llm import append_batch
+from loopengine.store import Store, threads
+from loopengine.triggers import nesting
+
+__all__ = ["MAX_ARGUMENT_DEPTH", "MAX_BATCH", "MAX_CALLS", "MAX_CONTENT", "add_thread_routes"]
+
+MAX_BATCH = 256
+"""Most messages one batch appends."""
+MAX_CONTENT = 262_144
+"""Most characters of one message's content (a tool call's arguments as text likewise)."""
+MAX_CALLS = 64
+"""Most tool calls one message makes."""
+MAX_ARGUMENT_DEPTH = 32
+"""Most levels a tool call's arguments nest when sent as an object."""
+_NAME = 200
+"""Most characters of a session id, an operation id, a name or a call id (their columns)."""
+T = TypeVar("T")
+SessionId = Annotated[
+    str,
+    Path(
+        min_length=1,
+        max_length=_NAME,
+        pattern=r"^[A-Za-z0-9._:-]+$",
+        description="Letters, digits, '.', '_', ':' or '-'.",
+    ),
+]
+_KEY = Header(min_length=1, max_length=_NAME)
+_ETAG = re.compile(r'"([0-9]{1,18})"')
+
+
+class FunctionIn(BaseModel):
+    name: str = Field(max_length=_NAME)
+    arguments: Annotated[str, Field(max_length=MAX_CONTENT)] | dict[str, Any] = "{}"
+
+    @field_validator("arguments")
+    @classmethod
+    def _shallow(cls, value: str | dict[str, Any]) -> str | dict[str, Any]:
+        if nesting(value) > MAX_ARGUMENT_DEPTH:
+            raise ValueError(f"nested more than {MAX_ARGUMENT_DEPTH} levels")
+        return value
+
+
+class ToolCallIn(BaseModel):
+    id: str = Field(max_length=_NAME)
+    type: str = Field(default="function", max_length=32)
+    function: FunctionIn
+
+
+class MessageIn(BaseModel):
+    """One message in OpenAI shape; other fields (``timestamp``…) are not stored and ignored.
+    What ``role``, ``tool_call_id`` and ``content`` must hold is the thread's rule (422)."""
+
+    role: str = Field(max_length=16)
+    content: str | None = Field(default=None, max_length=MAX_CONTENT)
+    name: str | None = Field(default=None, max_length=_NAME)
+    tool_call_id: str | None = Field(default=None, max_length=_NAME)
+    tool_calls: list[ToolCallIn] | None = Field(default=None, max_length=MAX_CALLS)
+    session_id: str | None = Field(default=None, max_length=_NAME)
+    """The session the message says it belongs to: another than the path's is a 409."""
+
+
+class BatchIn(BaseModel):
+    """A round's messages; ``operation_id``, when sent, names the batch as the headers do."""
+
+    messages: list[MessageIn] = Field(min_length=1, max_length=MAX_BATCH)
+    operation_id: str | None = Field(default=None, min_length=1, max_length=_NAME)
+    relance_index: int = Field(default=0, ge=0, le=10_000)
+
+
+class SessionOut(BaseModel):
+    id: str
+    version: int
+    """The thread's ETag, unquoted."""
+
+
+class ThreadOut(BaseModel):
+    session: SessionOut
+    messages: list[dict[str, Any]]
+
+
+class BatchData(ThreadOut):
+    """``messages``: those this operation put in the thread (for a replay, when first applied)."""
+
+    operation_id: str
+    relance_index: int
+
+
+class BatchOut(BaseModel):
+    success: bool
+    applied: bool
+    """False for a replay: the operation was applied before and nothing changed now."""
+    data: BatchData
+
+
+def add_thread_routes(app: FastAPI, context: ApiContext) -> None:
+    """Chat threads: read (``ETag``, ``If-None-Match``) and batch append (``If-Match``)."""
+    _add_reads(app, context)
+    _add_batch(app, context)
+
+
+def _add_reads(app: FastAPI, context: ApiContext) -> None:
+    @app.get(
+        "/sessions/{session_id}/messages",
+        response_model=ThreadOut,
+        responses={304: {"description": "If-None-Match names the current version"}},
+    )
+    async def read_thread(
+        session_id: SessionId,
+        response: Response,
+        if_none_match: Annotated[str | None, Header(max_length=4096)] = None,
+    ) -> ThreadOut | Response:
+        """The session's messages in order; a session without any is an empty thread at version
+        0 (not a 404: its ETag ``"0"`` is the ``If-Match`` of its first batch); 304 when
+        ``If-None-Match`` names the current version."""
+
+        def read(connection: sa.Connection) -> tuple[int, list[dict[str, Any]] | None]:
+            version = threads.thread_version(connection, session_id)
+            if if_none_match is not None and _names(if_none_match, _etag(version)):
+                return version, None
+            return version, threads.load_thread(connection, session_id)
+
+        version, messages = await context.store.read(read)
+        if messages is None:
+            return Response(status_code=304, headers={"ETag": _etag(version)})
+        response.headers["ETag"] = _etag(version)
+        return ThreadOut(session=SessionOut(id=session_id, version=version), messages=messages)
+
+    @app.head("/sessions/{session_id}/messages")
+    async def thread_etag(session_id: SessionId) -> Response:
+        """The thread's ``ETag`` alone: what a writer refused with 412 reads before retrying."""
+        version = await context.store.read(lambda c: threads.thread_version(c, session_id))
+        return Response(headers={"ETag": _etag(version)})
+
+
+def _add_batch(app: FastAPI, context: ApiContext) -> None:
+    @app.post("/sessions/{session_id}/messages/batch", response_model=BatchOut)
+    async def append(
+        session_id: SessionId,
+        batch: BatchIn,
+        response: Response,
+        idempotency_key: Annotated[str | None, _KEY] = None,
+        x_operation_id: Annotated[str | None, _KEY] = None,
+        if_match: Annotated[str | None, Header(max_length=64)] = None,
+    ) -> BatchOut:
+        """Append ``messages`` atomically under ``If-Match`` (always required: 428 without, 412
+        when stale); a replayed operation id answers 200 with ``applied: false``; an invalid
+        batch is a 422, a message of another session a 409."""
+        operation_id = _operation_id(idempotency_key, x_operation_id, batch.operation_id)
+        expected = _version_of(if_match)
+        messages = [m.model_dump(exclude_none=True) for m in batch.messages]
+        now = time.time()
+
+        def write(connection: sa.Connection) -> tuple[bool, int, list[dict[str, Any]]]:
+            result = append_batch(
+                connection,
+                session_id,
+                messages,
+                operation_id=operation_id,
+                now=now,
+                if_match=expected,
+                require_if_match=True,
+            )
+            stored = threads.operation_messages(connection, session_id, operation_id)
+            return result.applied, result.version, stored
+
+        applied, version, stored = await _written(context.store, write)
+        response.headers["ETag"] = _etag(version)
+        session = SessionOut(id=session_id, version=version)
+        data = BatchData(
+            session=session,
+            messages=stored,
+            operation_id=operation_id,
+            relance_index=batch.relance_index,
+        )
+        return BatchOut(success=True, applied=applied, data=data)
+
+
+async def _written(store: Store, operation: Callable[[sa.Connection], T]) -> T:
+    """``operation``'s result once committed; a batch the thread refuses answers the status the
+    thread names."""
+    try:
+        return await store.write(operation)
+    except ThreadError as exc:
+        raise HTTPException(exc.status, str(exc)) from None
+
+
+def _etag(version: int) -> str:
+    """A version as a strong ETag."""
+    return f'"{version}"'
+
+
+def _version_of(if_match: str | None) -> int | None:
+    """The version ``If-Match`` names (None when absent); one strong ETag, else 422."""
+    if if_match is None:
+        return None
+    tag = _ETAG.fullmatch(if_match.strip())
+    if tag is None:
+        raise HTTPException(422, f'If-Match {if_match!r}: send one ETag, e.g. "3"')
+    return int(tag[1])
+
+
+def _names(if_none_match: str, etag: str) -> bool:
+    """Whether ``If-None-Match`` names ``etag`` (``*``, or a list compared weakly)."""
+    tags = [tag.strip().removeprefix("W/") for tag in if_none_match.split(",")]
+    return "*" in tags or etag in tags
+
+
+def _operation_id(*sent: str | None) -> str:
+    """The one id naming the batch, from ``Idempotency-Key``, ``X-Operation-ID`` or the body's
+    ``operation_id``: at least one, and all the same (422 otherwise)."""
+    given = {value for value in sent if value is not None}
+    if not given:
+        raise HTTPException(422, "name the batch: send an Idempotency-Key header")
+    if len(given) > 1:
+        raise HTTPException(
+            422, "Idempotency-Key, X-Operation-ID and operation_id differ: they name one batch"
+        )
+    return given.pop()
