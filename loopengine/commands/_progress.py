@@ -57,7 +57,7 @@ class LivePhases:
     def progress(self) -> Progress | None:
         return live_progress(self.console) if self.live else None
 
-    def __call__(self, record: PhaseResult) -> None:
+    def __call__(self, loop_id: str, record: PhaseResult) -> None:
         if self.live:
             self.console.print(self._line(record))
 

@@ -9,6 +9,7 @@ import re
 import time
 from importlib.metadata import version
 
+import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -16,67 +17,100 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from loopengine.daemon._access import is_open, token_accepted
-from loopengine.daemon._api_context import ApiContext, error_response
+from loopengine.daemon._api_chat import add_chat_routes
+from loopengine.daemon._api_context import ERRORS, ApiContext, error_response
+from loopengine.daemon._api_hooks import add_hook_routes
 from loopengine.daemon._api_loops import add_loop_routes
+from loopengine.daemon._api_metrics import add_metrics_routes
+from loopengine.daemon._api_threads import add_thread_routes
 from loopengine.store import new_id
 
-__all__ = ["MAX_BODY", "create_app"]
+__all__ = ["BODY_DEADLINE_S", "MAX_BODY", "MAX_IN_FLIGHT", "BodyBounds", "InFlight", "create_app"]
 
 MAX_BODY = 1_048_576
 """Most bytes of a request body (a webhook's payload included)."""
+BODY_DEADLINE_S = 30.0
+"""Longest a request body may take to arrive whole."""
+MAX_IN_FLIGHT = 512
+"""Most requests served at once."""
 
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 _QUIET = ("/health", "/metrics")
 """Paths polled by probes and scrapers: not logged per request."""
-_ROUTES = (add_loop_routes,)
+_ROUTES = (
+    add_loop_routes,
+    add_hook_routes,
+    add_thread_routes,
+    add_metrics_routes,
+    add_chat_routes,
+)
 """Each adds one group of endpoints."""
 
 
-class _BodyLimit:
-    """Refuses a request body over ``limit`` bytes with 413 before reading it whole: at once by
-    its Content-Length, else (a chunked body) as soon as the chunks pass the limit."""
+class BodyBounds:
+    """Bounds a request body in size and time without buffering it: over ``limit`` bytes is a
+    413 (at once by its Content-Length, else as soon as the chunks read pass it); a body not
+    received whole within ``deadline_s`` of the request's start is a 408, so a client trickling
+    its body does not hold the server for ever."""
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app, self.limit = app, limit
+    def __init__(self, app: ASGIApp, limit: int, deadline_s: float) -> None:
+        self.app, self.limit, self.deadline_s = app, limit, deadline_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         length = dict(scope["headers"]).get(b"content-length")
-        if length is not None:
-            if not length.isdigit() or int(length) > self.limit:
-                await self._refuse(scope, receive, send)
-                return
+        if length is not None and (not length.isdigit() or int(length) > self.limit):
+            await error_response(413, self._too_large, {"Connection": "close"})(
+                scope, receive, send
+            )
+            return
+        ends = anyio.current_time() + self.deadline_s
+        size, whole = 0, False
+
+        async def bounded() -> Message:
+            nonlocal size, whole
+            if whole:
+                return await receive()
+            with anyio.move_on_after(max(0.0, ends - anyio.current_time())):
+                message = await receive()
+                size += len(message.get("body", b""))
+                if size > self.limit:
+                    raise HTTPException(413, self._too_large, {"Connection": "close"})
+                whole = message["type"] != "http.request" or not message.get("more_body")
+                return message
+            late = f"the request body did not arrive within {self.deadline_s:g} s"
+            raise HTTPException(408, late, {"Connection": "close"})
+
+        await self.app(scope, bounded, send)
+
+    @property
+    def _too_large(self) -> str:
+        return f"the request body is over {self.limit} bytes"
+
+
+class InFlight:
+    """At most ``limit`` requests served at once (a streamed chat counts until it ends); one
+    more is a 503 at once rather than a queue that grows without bound."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app, self.limit, self.serving = app, limit, 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        chunks, size = [], 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                break
-            chunks.append(message.get("body", b""))
-            size += len(chunks[-1])
-            if size > self.limit:
-                await self._refuse(scope, receive, send)
-                return
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await self.app(scope, replay, send)
-
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        message = f"the request body is over {self.limit} bytes"
-        await error_response(413, message, {"Connection": "close"})(scope, receive, send)
+        if self.serving >= self.limit:
+            message = f"the daemon is serving {self.limit} requests already; retry shortly"
+            busy = error_response(503, message, {"Retry-After": "1"})
+            await busy(scope, receive, send)
+            return
+        self.serving += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.serving -= 1
 
 
 class _Access:
@@ -132,9 +166,16 @@ class _Access:
 def create_app(context: ApiContext) -> FastAPI:
     """The app serving ``context``; OpenAPI at ``/openapi.json``."""
     release = version("loopengine")
-    app = FastAPI(title="loopengine", version=release, docs_url=None, redoc_url=None)
-    app.add_middleware(_BodyLimit, limit=MAX_BODY)
+    app = FastAPI(
+        title="loopengine",
+        version=release,
+        docs_url=None,
+        redoc_url=None,
+        responses=ERRORS,
+    )
+    app.add_middleware(BodyBounds, limit=MAX_BODY, deadline_s=BODY_DEADLINE_S)
     app.add_middleware(_Access, context=context)
+    app.add_middleware(InFlight, limit=MAX_IN_FLIGHT)
 
     @app.exception_handler(HTTPException)
     async def httperror_response(request: Request, exc: HTTPException) -> JSONResponse:

@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from loopengine._secrets import remember
 from loopengine.daemon._access import bind_problem
 from loopengine.daemon._dispatcher import Dispatcher
+from loopengine.daemon._hooks import HookTable
 from loopengine.daemon._log import DaemonLog
 from loopengine.daemon._loops import Changes, LoopFolder, triggers_of
 from loopengine.daemon._scheduler import Scheduler
@@ -68,6 +69,7 @@ class _Daemon:
         self.scheduler = Scheduler(self.store, log, wake)
         self.dispatcher = Dispatcher(self.store, log, wake, settings.poll_s)
         self.thresholds = ThresholdWatcher(self.store, log, wake, settings.poll_s)
+        self.hooks = HookTable(log)
 
     async def apply(self, changes: Changes) -> None:
         for loop in changes.loaded:
@@ -78,6 +80,7 @@ class _Daemon:
         await self.scheduler.update(changes.loaded, changes.removed)
         self.dispatcher.update(changes.loaded, changes.removed)
         await self.thresholds.update(changes.loaded, changes.removed)
+        self.hooks.update(changes.loaded, changes.removed)
 
     async def reload(self) -> None:
         while True:
@@ -210,9 +213,13 @@ async def run_daemon(config: Path | None, folder: Path | None, log: DaemonLog) -
     """Run until SIGINT or SIGTERM; 0 once stopped cleanly."""
     from loopengine.daemon._api import create_app  # FastAPI: the daemon's only
     from loopengine.daemon._api_context import ApiContext
+    from loopengine.daemon._metrics import DaemonMetrics
     from loopengine.daemon._server import ApiServer, listening_socket
 
-    async with open_runtime(config) as runtime:
+    metrics = DaemonMetrics()
+    log.observers.append(metrics.observe)
+    async with open_runtime(config, metrics.phase) as runtime:
+        metrics.watch(runtime.engine.services.llm)
         settings = runtime.workspace.config.daemon
         folder = folder or runtime.workspace.base / settings.loops
         if not folder.is_dir():
@@ -238,6 +245,8 @@ async def run_daemon(config: Path | None, folder: Path | None, log: DaemonLog) -
             daemon.workers.wake,
             runtime,
             log,
+            hook=daemon.hooks.route,
+            metrics=metrics,
         )
         server = ApiServer(create_app(context), bound)
         signals = _Signals()

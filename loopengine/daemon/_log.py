@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
 from loopengine.store import iso
@@ -18,6 +19,8 @@ class DaemonLog:
     def __init__(self, stream: TextIO | None = None, *, as_json: bool = False) -> None:
         self.stream = stream or sys.stdout
         self.as_json = as_json
+        self.observers: list[Callable[[str, Mapping[str, Any]], None]] = []
+        """Told each line's kind and fields as it is written (the daemon's metrics)."""
 
     def line(self, kind: str, message: str = "", /, **fields: Any) -> None:
         """Log a ``kind`` of event (``fire``, ``start``, ``end``, ``skip``, ``error``…) with its
@@ -33,6 +36,8 @@ class DaemonLog:
             text = " ".join(part for part in (now, f"{kind:<8}", pairs, message) if part)
         self.stream.write(text + "\n")
         self.stream.flush()
+        for observer in self.observers:
+            observer(kind, fields)
 
 
 def _text(value: Any) -> str:

@@ -128,7 +128,9 @@ class Workers:
     async def _execute(self, job: dict[str, Any]) -> None:
         loop = self.loops[job["loop_id"]]
         envelope = JobEnvelope.from_row(job["envelope"])
-        self.log.line("start", loop=loop.id, job=job["id"], trigger=job["trigger"].get("type"))
+        late = round(max(0.0, self.clock() - job["not_before"]), 3)
+        trigger = job["trigger"].get("type")
+        self.log.line("start", loop=loop.id, job=job["id"], trigger=trigger, late_s=late)
         scope = anyio.CancelScope()
         self.running[job["id"]] = scope
         outcome, execution_id, error = "cancelled", None, None

@@ -49,7 +49,8 @@ from loopengine.store import (
 __all__ = ["ORDER", "Engine", "ExecutionDone", "PhaseListener"]
 
 PhaseFn = Callable[[Run, Services], Awaitable[PhaseOutput]]
-PhaseListener = Callable[[PhaseResult], None]
+PhaseListener = Callable[[str, PhaseResult], None]
+"""Told each phase an execution records, with its loop's id (live displays, metrics)."""
 ORDER: tuple[tuple[Phase, PhaseFn], ...] = (
     (Phase.DETECT, run_detect),
     (Phase.ANALYZE, run_analyze),
@@ -244,7 +245,7 @@ class Engine:
         )
         run.phases.append(record)
         if self.listener is not None:
-            self.listener(record)
+            self.listener(run.loop.id, record)
         return record, output
 
     async def _failed_act(self, run: Run, output: PhaseOutput) -> None:
@@ -263,7 +264,7 @@ class Engine:
         record = PhaseResult(phase, now, now, True, {"skipped": reason})
         run.phases.append(record)
         if self.listener is not None:
-            self.listener(record)
+            self.listener(run.loop.id, record)
         return record
 
     async def drive(self, run: Run, recorder: Journal, start: int) -> ExecutionDone:

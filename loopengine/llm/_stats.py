@@ -24,6 +24,11 @@ class NodeStats:
     latency_sum_s: float = 0.0
     buckets: tuple[int, ...] = (0,) * (len(LATENCY_BUCKETS_S) + 1)
 
+    @property
+    def bounds(self) -> tuple[float, ...]:
+        """The buckets' upper bounds, ``+Inf`` left implicit."""
+        return LATENCY_BUCKETS_S
+
     def after(
         self, latency_s: float, *, failed: bool, prompt_tokens: int = 0, completion_tokens: int = 0
     ) -> NodeStats:

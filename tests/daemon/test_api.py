@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from loopengine.daemon._api import MAX_BODY
 from tests.daemon.conftest import BY_HAND, ON_EVENT, Daemon, Workspace
@@ -406,3 +407,23 @@ def test_a_bad_answer_is_refused_in_the_error_shape(
     response = _post_json(served[1], path, body)
     assert response.status_code == status
     assert _error(response)["message"]
+
+
+def test_metrics_are_served_in_prometheus_text_format(served: tuple[Workspace, str]) -> None:
+    workspace, url = served
+    workspace.json("trigger", "by_hand", "--wait")
+    response = _get(url, "/metrics")
+    assert response.headers["content-type"].startswith("text/plain; version=")
+    families = {f.name: f for f in text_string_to_metric_families(response.text)}
+    ran = {
+        sample.labels["outcome"]: sample.value
+        for sample in families["loopengine_executions"].samples
+        if sample.labels.get("loop") == "by_hand" and sample.name.endswith("_total")
+    }
+    assert ran["completed"] >= 1
+    assert "loopengine_phase_duration_seconds" in families
+    assert "loopengine_queue_depth" in families
+
+
+def test_metrics_need_the_token(served: tuple[Workspace, str]) -> None:
+    assert _get(served[1], "/metrics", token=None).status_code == 401

@@ -198,7 +198,7 @@ async def test_a_cancel_while_the_last_commit_is_made_does_not_finish_twice(
     )
     scope = anyio.CancelScope()
 
-    def cancel_after_store(record: PhaseResult) -> None:
+    def cancel_after_store(loop_id: str, record: PhaseResult) -> None:
         if record.phase == "store":
             scope.cancel()
 

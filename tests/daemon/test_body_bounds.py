@@ -1,0 +1,109 @@
+"""A request is bounded: its body in size and in time, without being buffered (a body past the limit
+is a 413 as soon as it passes it, a body trickling in past the deadline a 408), and the requests
+served at once (one more is a 503)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+from fastapi import FastAPI, Request
+from starlette.types import Message
+
+from loopengine.daemon._api import BodyBounds, InFlight
+
+pytestmark = pytest.mark.anyio
+LIMIT = 100
+
+
+def _app(deadline_s: float) -> tuple[BodyBounds, list[int]]:
+    """An endpoint that reads its body, behind the bounds; and the sizes it read whole."""
+    inner = FastAPI()
+    read: list[int] = []
+
+    @inner.post("/")
+    async def take(request: Request) -> dict[str, int]:
+        read.append(len(await request.body()))
+        return {"read": read[-1]}
+
+    return BodyBounds(inner, limit=LIMIT, deadline_s=deadline_s), read
+
+
+async def _call(app: BodyBounds, parts: list[bytes], pause_s: float = 0.0, **head: Any) -> int:
+    """The status of a POST whose body arrives in ``parts`` (taken as read), ``pause_s``
+    apart."""
+    headers = [(b"content-length", str(head["length"]).encode())] if "length" in head else []
+    scope = {"type": "http", "method": "POST", "path": "/", "headers": headers, "query_string": b""}
+    statuses: list[int] = []
+
+    async def receive() -> Message:
+        if not parts:
+            await anyio.sleep_forever()
+        await anyio.sleep(pause_s)
+        body = parts.pop(0)
+        return {"type": "http.request", "body": body, "more_body": bool(parts)}
+
+    async def send(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
+
+    await app(scope, receive, send)
+    return statuses[0]
+
+
+async def test_a_body_within_bounds_is_read_whole() -> None:
+    app, read = _app(deadline_s=5)
+    assert await _call(app, [b"a" * 60, b"b" * 40]) == 200
+    assert read == [100]
+
+
+async def test_a_declared_length_past_the_limit_is_refused_unread() -> None:
+    app, read = _app(deadline_s=5)
+    assert await _call(app, [], length=LIMIT + 1) == 413
+    assert read == []
+
+
+async def test_chunks_past_the_limit_are_refused_as_they_pass_it() -> None:
+    app, read = _app(deadline_s=5)
+    sent = [b"a" * 60, b"b" * 60, b"never read"]
+    assert await _call(app, sent) == 413
+    assert sent == [b"never read"]
+    assert read == []
+
+
+async def test_a_body_trickling_past_the_deadline_is_a_408() -> None:
+    app, read = _app(deadline_s=0.2)
+    with anyio.fail_after(5):
+        assert await _call(app, [b"a"] * 50, pause_s=0.05) == 408
+    assert read == []
+
+
+async def test_a_request_past_the_limit_in_flight_is_a_503() -> None:
+    release = anyio.Event()
+    statuses: list[int] = []
+
+    async def slow(scope: Any, receive: Any, send: Any) -> None:
+        await release.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    app = InFlight(slow, limit=2)
+
+    async def call() -> None:
+        async def send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                statuses.append(message["status"])
+
+        scope = {"type": "http", "method": "GET", "path": "/", "headers": []}
+        await app(scope, anyio.sleep_forever, send)
+
+    async with anyio.create_task_group() as group:
+        for _ in range(3):
+            group.start_soon(call)
+        with anyio.fail_after(5):
+            while not statuses:
+                await anyio.sleep(0.01)
+        release.set()
+    assert sorted(statuses) == [200, 200, 503]
+    assert app.serving == 0
