@@ -202,12 +202,13 @@ class _EventStream(StreamingResponse):
 def add_chat_routes(app: FastAPI, context: ApiContext) -> None:
     """``/chat``, ``/v1/chat/completions``, ``/v1/models``."""
     served_since = int(time.time())
+    chat_loop_of = _ChatLoop(context)
 
     @app.post("/chat")
     async def chat_message(request: ChatIn) -> ChatOut:
         """One message through the chat loop: what ``loopengine chat --json`` prints; 503 when
         no LLM node is configured or the chain ends without a reply (with each stage's reason)."""
-        loop = _chat_loop(context)
+        loop = chat_loop_of()
         answer = await _Call(context, loop, request.message, request.session_id, request.mode)()
         return ChatOut.model_validate(answer.response())
 
@@ -227,7 +228,7 @@ def add_chat_routes(app: FastAPI, context: ApiContext) -> None:
         mode = _mode(request.model)
         message = _last_user_text(request.messages)
         session = x_session_id or request.user or new_id()
-        call = _Call(context, _chat_loop(context), message, session, mode)
+        call = _Call(context, chat_loop_of(), message, session, mode)
         reply = _Reply(call, request.model)
         if request.stream:
             return _EventStream(reply.stream, {"X-Session-ID": session})
@@ -315,12 +316,22 @@ def _comment(event: str, fields: Mapping[str, Any]) -> str:
     return f": {event} {json.dumps(shown, ensure_ascii=False)[:_COMMENT_CHARS]}\n\n"
 
 
-def _chat_loop(context: ApiContext) -> Loop:
-    """The chat loop; 503 saying what is missing (LLM nodes, the loop file)."""
-    try:
-        return chat_loop(context.runtime)
-    except LoopEngineError as exc:
-        raise HTTPException(503, str(exc)) from None
+class _ChatLoop:
+    """The chat loop, loaded on first use and kept (loading and checking it took ~6 ms, as
+    long as a whole chat on a fast node); 503 saying what is missing (LLM nodes, the loop
+    file), asked again at the next request."""
+
+    def __init__(self, context: ApiContext) -> None:
+        self.context = context
+        self.loaded: Loop | None = None
+
+    def __call__(self) -> Loop:
+        if self.loaded is None:
+            try:
+                self.loaded = chat_loop(self.context.runtime)
+            except LoopEngineError as exc:
+                raise HTTPException(503, str(exc)) from None
+        return self.loaded
 
 
 def _mode(model: str) -> Mode:

@@ -148,7 +148,7 @@ def _add_reads(app: FastAPI, context: ApiContext) -> None:
     async def thread_etag(session_id: SessionId) -> Response:
         """The thread's ``ETag`` alone: what a writer refused with 412 reads before retrying."""
         version = await context.store.read(lambda c: threads.thread_version(c, session_id))
-        return Response(headers={"ETag": _etag(version)})
+        return Response(headers={"ETag": _etag(version)}, media_type="application/json")
 
 
 def _add_batch(app: FastAPI, context: ApiContext) -> None:
