@@ -1,13 +1,14 @@
 """The README is a test: each section's ``console`` blocks run as written, in a terminal, in a
 fresh copy of the shipped examples, and print what the README shows.
 
-Outputs are compared line by line (blank lines aside) with whitespace runs collapsed; times, durations and daemon
+Outputs are compared line by line (blank lines aside) with whitespace runs collapsed; times, durations (lateness too) and daemon
 names are normalised; an execution or session id shown in the README stands for the one the run
 printed, and later commands of the section use that one. ``…`` inside a line matches any text, a
 line ``...`` any number of lines. ``$ loopengine daemon`` starts in the background: the README
 shows the first lines of its log, and the section's later blocks run against it (read-only
 commands are retried for a few seconds, as a person would look again). ``<!-- test: cluster -->``
-in a section starts scripted LLM nodes in place of those its chat config names;
+(``api cluster``) in a section starts scripted LLM nodes in place of those the chat config
+(the API example's config) names; a code block under ``<!-- file: PATH -->`` must be that file;
 ``<!-- test: free-port 8787 -->`` skips it where the port its daemon listens on is taken.
 """
 
@@ -29,6 +30,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -100,6 +102,7 @@ NORMALISED = (
     (re.compile(r"(?<![\w.])\d+\.\d(?![\w.])"), "<ms>"),
     (re.compile(r"(<time>) \d+$"), r"\1 <ms>"),
     (re.compile(r"\b[\w.-]+:\d+:[0-9a-f]{8}\b"), "<daemon>"),
+    (re.compile(r"\blate_s=\d+(?:\.\d+)?"), "late_s=<s>"),
 )
 ID = re.compile(r"\b[0-9a-f]{32}\b")
 
@@ -281,40 +284,53 @@ def _diff(where: str, command: Command, output: str) -> str:
     return f"{where}\n--- the README shows\n{shown}\n--- it printed\n{output}"
 
 
+Script = tuple[str, list[Any]]
+"""A scripted node: the model its config names, and what it answers in order."""
+CHAT_NODES: dict[int, Script] = {
+    11434: (
+        "qwen3:1.7b",
+        [
+            tool_call("read_file", {"path": "facts.txt"}),
+            reply(
+                "facts.txt lists the seven phases of a loop, how their results are "
+                "committed, and the five kinds of trigger."
+            ),
+            reply("The last phase is store: it writes the artifacts and the audit record."),
+        ],
+    ),
+    8000: (
+        "deepseek-coder-v2",
+        [reply("Loops have seven phases: detect, analyze, decide, act, validate, learn, store.")],
+    ),
+}
+API_NODES: dict[int, Script] = {
+    11434: (
+        "qwen3:1.7b",
+        [
+            reply(
+                "A loop has seven phases: detect, analyze, decide, act, validate, learn and store."
+            )
+        ],
+    ),
+}
+
+
 @contextmanager
-def fake_cluster(config: Path) -> Iterator[None]:
-    """The README's chat nodes, scripted: OL1 and M2 served on free ports written into the
-    copied config (the output does not show them), M1's port held closed, as a server that is
-    not running leaves it."""
-    answers = {
-        11434: (
-            "qwen3:1.7b",
-            [
-                tool_call("read_file", {"path": "facts.txt"}),
-                reply(
-                    "facts.txt lists the seven phases of a loop, how their results are "
-                    "committed, and the five kinds of trigger."
-                ),
-                reply("The last phase is store: it writes the artifacts and the audit record."),
-            ],
-        ),
-        8000: (
-            "deepseek-coder-v2",
-            [
-                reply(
-                    "Loops have seven phases: detect, analyze, decide, act, validate, learn, store."
-                )
-            ],
-        ),
-    }
+def fake_cluster(
+    config: Path, nodes: dict[int, Script], closed: tuple[int, ...] = ()
+) -> Iterator[None]:
+    """The README's nodes, scripted: served on free ports written into the copied config (the
+    output does not show them); the ``closed`` ports held closed, as a server that is not
+    running leaves them."""
     text = config.read_text()
     with ExitStack() as stack:
-        closed = stack.enter_context(socket.socket())
-        try:
-            closed.bind(("127.0.0.1", 1234))
-        except OSError as error:
-            pytest.skip(f"port 1234, which the README shows down, is taken here ({error})")
-        for port, (model, script) in answers.items():
+        for port in closed:
+            held = stack.enter_context(socket.socket())
+            try:
+                held.bind(("127.0.0.1", port))
+            except OSError as error:
+                pytest.skip(f"port {port}, which the README shows down, is taken here ({error})")
+        for port, (model, script) in nodes.items():
             assert f"127.0.0.1:{port}/v1" in text, f"{config} no longer names port {port}"
             assert model in text, f"{config} no longer names {model}"
             server = stack.enter_context(FakeLLMServer())
@@ -328,6 +344,7 @@ def fake_cluster(config: Path) -> Iterator[None]:
 def free_port(port: int) -> Iterator[None]:
     """The section's daemon listens on ``port``, as the README shows: skipped where it is taken."""
     with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the daemon binds
         try:
             probe.bind(("127.0.0.1", port))
         except OSError as error:
@@ -336,7 +353,12 @@ def free_port(port: int) -> Iterator[None]:
 
 
 FIXTURES: dict[str, Callable[[Path], AbstractContextManager[None]]] = {
-    "cluster": lambda root: fake_cluster(root / "examples" / "chat" / "loopengine.yaml"),
+    "cluster": lambda root: fake_cluster(
+        root / "examples" / "chat" / "loopengine.yaml", CHAT_NODES, closed=(1234,)
+    ),
+    "api cluster": lambda root: fake_cluster(
+        root / "examples" / "api" / "loopengine.yaml", API_NODES
+    ),
     "free-port 8787": lambda root: free_port(8787),
 }
 
@@ -398,3 +420,10 @@ def test_ellipses_match_text_and_lines_times_and_durations_are_normalised() -> N
     expected = ("skipped: ConnectError: …", "...", "  ✓ detect   3.4 ms", "at 2026-01-01T00:00:00Z")
     actual = "skipped: ConnectError: refused\nmore\nlines\n✓ detect 12.0 ms\nat 2026-11-23T15:29:47.531+00:00\n"
     assert match_output(expected, actual, {})
+
+
+def test_each_file_the_readme_shows_is_the_file_shipped() -> None:
+    shown = re.findall(r"<!-- file: (\S+) -->\n```\w+\n(.*?)```", README.read_text(), re.S)
+    assert shown, "the README shows no file"
+    for path, text in shown:
+        assert (ROOT / path).read_text() == text, f"README.md shows {path} otherwise than it is"

@@ -82,11 +82,14 @@ class LivePhases:
 
 
 def logged_note(data: Mapping[str, Any]) -> str | None:
-    """What a built-in action wrote (``log_only``'s message, a notification), to show inline."""
-    for key in ("log", "notification", "escalation"):
-        entry = data.get(key)
-        if isinstance(entry, dict):
-            text = entry.get("message") or entry.get("reason")
-            if text:
+    """What a built-in action wrote (``log_only``'s message, a notification), decided or run
+    by an action of the loop (the first one that wrote), to show inline."""
+    ran = data.get("actions")
+    for entry in [data, *(ran if isinstance(ran, list) else ())]:
+        for key in ("log", "notification", "escalation"):
+            written = entry.get(key) if isinstance(entry, dict) else None
+            if isinstance(written, dict) and (
+                text := written.get("message") or written.get("reason")
+            ):
                 return f"{key}: {text}"
     return None

@@ -50,6 +50,10 @@ def _units(action: Action, run: Run, spec: Act) -> tuple[list[dict[str, Any]], d
     return [{"item": item} for item in items], info
 
 
+_NOTED = ("log", "notification", "escalation")
+"""What the built-in actions write (a message, an event sent), shown on the act phase's line."""
+
+
 async def _execute(
     action: Action, run: Run, services: Services, spec: Act, dry_run: bool
 ) -> dict[str, Any]:
@@ -83,12 +87,16 @@ async def _execute(
     else:
         for index, extra in enumerate(units):
             await one(index, extra)
+    noted = {}
     if not dry_run:
         result = outputs[0] if action.items is None else outputs
         run.data.setdefault("act", {})[action.action_id] = result
         for output in outputs:
             publish(run.data, output)
-    return {"action_id": action.action_id, "calls": len(units), "dry_run": dry_run, **info}
+        if isinstance(result, dict):  # what a built-in skill logged or sent, for ``show``
+            noted = {key: result[key] for key in _NOTED if isinstance(result.get(key), dict)}
+    ran = {"action_id": action.action_id, "calls": len(units), "dry_run": dry_run, **info}
+    return {**ran, **noted}
 
 
 async def _enabled(action: Action, services: Services) -> bool:
