@@ -102,6 +102,11 @@ def _runtime_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     chat = commands.add_parser("chat", parents=[common], help="one message through reflexive_chat")
     chat.add_argument("message", metavar="MESSAGE")
     chat.add_argument("--session", metavar="ID", help="continue this conversation")
+    chat.add_argument(
+        "--mode",
+        choices=("simple", "reflexive"),
+        help="one node, or the whole chain (default: the message's complexity decides)",
+    )
 
     resume = commands.add_parser(
         "resume", parents=[common], help="continue an interrupted execution"
@@ -231,7 +236,9 @@ def _runtime_call(args: argparse.Namespace, console: Console) -> Any:
     if command == "chat":
         from loopengine.commands import chat
 
-        return partial(chat.run_chat, console, args.message, args.session, config, as_json)
+        return partial(
+            chat.run_chat, console, args.message, args.session, config, as_json, args.mode
+        )
     if command in ("history", "show"):
         from loopengine.commands import history
 

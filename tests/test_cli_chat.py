@@ -78,6 +78,20 @@ def test_the_reflexive_chain_with_tools_and_a_loop_stopped(
     assert [t["name"] for t in response["tools_used"]] == ["list_dir", "read_file"]
 
 
+@pytest.mark.parametrize(
+    ("mode", "nodes"), [("reflexive", ["OL1", "M1", "M2"]), ("simple", ["OL1"])]
+)
+def test_mode_overrides_what_the_message_would_choose(
+    server: FakeLLMServer, capsys: pytest.CaptureFixture[str], mode: str, nodes: list[str]
+) -> None:
+    for name in ("ol1", "m1", "m2"):
+        server.script(name, [reply(f"{name} says hi.")])
+    message = "Capital of France?" if mode == "reflexive" else "Analyse the facts file in depth"
+    code, response = _chat(capsys, message, "--mode", mode)
+    assert (code, response["mode"]) == (0, mode)
+    assert [stage["node"] for stage in response["chain"]] == nodes
+
+
 def test_a_session_continues_its_thread(
     server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from loopengine.chat import chat, chat_loop
+from loopengine.chat import Mode, chat, chat_loop
 from loopengine.commands._console import Console
 from loopengine.commands._progress import live_progress
 from loopengine.contract import Outcome
@@ -33,13 +33,15 @@ async def run_chat(
     session: str | None,
     config: Path | None,
     as_json: bool,
+    mode: Mode | None = None,
 ) -> int:
     """Print the reply with its chain (or the chat response with ``--json``); 1 unless the
     execution completed."""
     live = console.interactive and not as_json
     async with open_runtime(config) as runtime:
         progress = live_progress(console) if live else None
-        answer = await chat(runtime, chat_loop(runtime), message, session, progress=progress)
+        loop = chat_loop(runtime)
+        answer = await chat(runtime, loop, message, session, mode, progress=progress)
     if as_json:
         console.json(answer.response())
     elif not answer.reply:
