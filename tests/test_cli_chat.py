@@ -16,6 +16,9 @@ from loopengine.commands import Console, progress_line
 from loopengine.commands.chat import run_chat
 from loopengine.testing import FakeLLMServer, forever, reply, tool_call
 
+RESPONSE_KEYS = {"reply", "mode", "turns", "session_id", "chain", "tools_used", "execution_id"}
+"""The chat response (seed 000 §5), as ``--json`` prints it and ``POST /chat`` answers it."""
+
 
 @pytest.fixture
 def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
@@ -47,15 +50,7 @@ def test_a_simple_question_uses_one_node(
     assert code == 0
     assert (response["reply"], response["mode"], response["turns"]) == ("Paris.", "simple", 1)
     assert [stage["node"] for stage in response["chain"]] == ["OL1"]
-    assert set(response) == {
-        "reply",
-        "mode",
-        "turns",
-        "session_id",
-        "chain",
-        "tools_used",
-        "execution_id",
-    }
+    assert set(response) == RESPONSE_KEYS
 
 
 def test_the_reflexive_chain_with_tools_and_a_loop_stopped(

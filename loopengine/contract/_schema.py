@@ -200,8 +200,12 @@ def _simple(keyword: str, value: Any) -> SchemaTest | None:
         return lambda v: not isinstance(v, str) or search(v) is not None
     if keyword == "minLength":
         return lambda v: not isinstance(v, str) or len(v) >= value
+    if keyword == "maxLength":
+        return lambda v: not isinstance(v, str) or len(v) <= value
     if keyword == "minItems":
         return lambda v: not isinstance(v, list) or len(v) >= value
+    if keyword == "maxItems":
+        return lambda v: not isinstance(v, list) or len(v) <= value
     return None
 
 

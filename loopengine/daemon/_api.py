@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from loopengine.daemon._access import is_open, token_accepted
+from loopengine.daemon._access import OPEN_PATHS, is_open, token_accepted
 from loopengine.daemon._api_chat import add_chat_routes
 from loopengine.daemon._api_context import ERRORS, ApiContext, error_response
 from loopengine.daemon._api_hooks import add_hook_routes
@@ -33,6 +33,8 @@ BODY_DEADLINE_S = 30.0
 """Longest a request body may take to arrive whole."""
 MAX_IN_FLIGHT = 512
 """Most requests served at once."""
+MAX_OPEN_IN_FLIGHT = 64
+"""Most of them to the paths served without a token (webhooks)."""
 
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 _QUIET = ("/health", "/metrics")
@@ -61,10 +63,15 @@ class BodyBounds:
             await self.app(scope, receive, send)
             return
         length = dict(scope["headers"]).get(b"content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.limit):
-            await error_response(413, self._too_large, {"Connection": "close"})(
-                scope, receive, send
-            )
+        if length is not None and not (length.isascii() and length.isdigit()):
+            refusal = error_response(400, "Content-Length must be a number of bytes")
+        elif length is not None and int(length) > self.limit:
+            refusal = error_response(413, self._too_large)
+        else:
+            refusal = None
+        if refusal is not None:
+            refusal.headers["Connection"] = "close"
+            await refusal(scope, receive, send)
             return
         ends = anyio.current_time() + self.deadline_s
         size, whole = 0, False
@@ -91,26 +98,32 @@ class BodyBounds:
 
 
 class InFlight:
-    """At most ``limit`` requests served at once (a streamed chat counts until it ends); one
-    more is a 503 at once rather than a queue that grows without bound."""
+    """At most ``limit`` requests served at once (a streamed chat counts until it ends), of
+    which at most ``open_limit`` to the paths open without a token (``/hooks/*``: their callers
+    are unknown and must not take every slot); ``/health`` always answers. One more is a 503 at
+    once rather than a queue that grows without bound."""
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app, self.limit, self.serving = app, limit, 0
+    def __init__(self, app: ASGIApp, limit: int, open_limit: int) -> None:
+        self.app, self.limit, self.open_limit = app, limit, open_limit
+        self.serving = self.serving_open = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
-        if self.serving >= self.limit:
-            message = f"the daemon is serving {self.limit} requests already; retry shortly"
-            busy = error_response(503, message, {"Retry-After": "1"})
-            await busy(scope, receive, send)
+        opened = is_open(scope["path"])
+        if self.serving >= self.limit or (opened and self.serving_open >= self.open_limit):
+            served = self.open_limit if opened else self.limit
+            message = f"the daemon is serving {served} such requests already; retry shortly"
+            await error_response(503, message, {"Retry-After": "1"})(scope, receive, send)
             return
         self.serving += 1
+        self.serving_open += opened
         try:
             await self.app(scope, receive, send)
         finally:
             self.serving -= 1
+            self.serving_open -= opened
 
 
 class _Access:
@@ -175,7 +188,7 @@ def create_app(context: ApiContext) -> FastAPI:
     )
     app.add_middleware(BodyBounds, limit=MAX_BODY, deadline_s=BODY_DEADLINE_S)
     app.add_middleware(_Access, context=context)
-    app.add_middleware(InFlight, limit=MAX_IN_FLIGHT)
+    app.add_middleware(InFlight, limit=MAX_IN_FLIGHT, open_limit=MAX_OPEN_IN_FLIGHT)
 
     @app.exception_handler(HTTPException)
     async def httperror_response(request: Request, exc: HTTPException) -> JSONResponse:

@@ -28,7 +28,7 @@ from starlette.types import Receive, Scope, Send
 from loopengine._suggestions import hint
 from loopengine.chat import ChatAnswer, Mode, chat, chat_loop
 from loopengine.contract import Loop
-from loopengine.daemon._api_context import ApiContext
+from loopengine.daemon._api_context import MAX_SESSION_ID, SESSION_ID, ApiContext
 from loopengine.errors import LoopEngineError
 from loopengine.store import new_id
 
@@ -41,8 +41,6 @@ MAX_MESSAGE = 100_000
 """Most characters of one message (the body itself stops at ``MAX_BODY``)."""
 MAX_MESSAGES = 1_000
 """Most messages of one OpenAI request."""
-MAX_SESSION = 200
-"""Most characters of a session id (as the store keeps them)."""
 MODELS: dict[str, Mode] = {"loopengine-reflexive": "reflexive", "loopengine-simple": "simple"}
 """The models ``/v1`` serves, and the mode each answers in."""
 KEEP_ALIVE_S = 15.0
@@ -50,7 +48,7 @@ KEEP_ALIVE_S = 15.0
 _COMMENT_CHARS = 500
 _BUFFERED = 64
 
-Session = Annotated[str, Field(min_length=1, max_length=MAX_SESSION)]
+Session = Annotated[str, Field(max_length=MAX_SESSION_ID, pattern=SESSION_ID)]
 Text = Annotated[str, Field(max_length=MAX_MESSAGE)]
 
 
@@ -221,7 +219,9 @@ def add_chat_routes(app: FastAPI, context: ApiContext) -> None:
     async def completions(
         request: CompletionIn,
         response: Response,
-        x_session_id: Annotated[str | None, Header(min_length=1, max_length=MAX_SESSION)] = None,
+        x_session_id: Annotated[
+            str | None, Header(max_length=MAX_SESSION_ID, pattern=SESSION_ID)
+        ] = None,
     ) -> Completion | _EventStream:
         """OpenAI-compatible: the last user message through the chain of ``model``; ``stream``
         sends ``chat.completion.chunk`` events, the chain's progress as comments meanwhile."""

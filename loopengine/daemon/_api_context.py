@@ -2,21 +2,39 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
+from starlette.exceptions import HTTPException
 
 from loopengine.contract import Loop
 from loopengine.daemon._hooks import HookRoute
+from loopengine.daemon._intake import Firing, Intake, enqueue_keyed
 from loopengine.daemon._log import DaemonLog
 from loopengine.daemon._metrics import DaemonMetrics
 from loopengine.runtime import Runtime
-from loopengine.store import Store
+from loopengine.store import Store, queue
 
-__all__ = ["ERRORS", "ApiContext", "ErrorBody", "error_response"]
+__all__ = [
+    "ERRORS",
+    "SESSION_ID",
+    "ApiContext",
+    "ErrorBody",
+    "error_response",
+    "queue_firing",
+    "queued_job",
+]
+
+SESSION_ID = r"^[^\s/]+$"
+"""A chat session's id, wherever the API takes one (``/chat``, ``/v1``'s ``user`` and
+``X-Session-ID``, ``/sessions/{id}``): visible characters but ``/``, at most
+``MAX_SESSION_ID``, so that every session a chat names can be read back."""
+MAX_SESSION_ID = 200
+"""The store's column."""
 
 _CODES = {
     400: "bad_request",
@@ -76,6 +94,22 @@ class ApiContext:
     hook: Callable[[str], HookRoute | None]
     """The webhook route serving a path under ``/hooks/``, or None."""
     metrics: DaemonMetrics
+
+
+async def queue_firing(context: ApiContext, firing: Firing) -> tuple[Intake, dict[str, Any] | None]:
+    """Queue a client's firing (``enqueue_keyed``): what became of it, and its job (the first
+    one, for a ``duplicate``)."""
+    now = time.time()
+    return await context.store.write(lambda c: enqueue_keyed(c, firing, now))
+
+
+def queued_job(firing: Firing, intake: Intake, job: dict[str, Any] | None) -> dict[str, Any]:
+    """The job a client's firing queued (the first one, for a ``duplicate``); 409 with the
+    reason when it does not run."""
+    if job is None or intake.status not in (queue.QUEUED, "duplicate"):
+        reason = intake.reason or (job["reason"] if job else intake.status)
+        raise HTTPException(409, f"loop {firing.loop.id!r} did not queue the job: {reason}")
+    return job
 
 
 def error_response(

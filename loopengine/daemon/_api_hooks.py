@@ -11,19 +11,18 @@ import os
 import time
 from typing import Annotated, Any, NoReturn
 
-import sqlalchemy as sa
 from fastapi import FastAPI, Path, Request
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from loopengine._secrets import remember
-from loopengine.daemon._api_context import ApiContext
+from loopengine.daemon._api_context import ApiContext, queue_firing, queued_job
 from loopengine.daemon._hooks import HookRoute
-from loopengine.daemon._intake import Firing, Intake, enqueue, log_intake
+from loopengine.daemon._intake import Firing, Intake, log_intake
 from loopengine.errors import ExpressionError, TriggerError
 from loopengine.expr import compile_template
-from loopengine.store import new_id, queue
+from loopengine.store import new_id
 from loopengine.triggers import (
     MAX_EVENT_DEPTH,
     delivery_of,
@@ -62,13 +61,11 @@ def add_hook_routes(app: FastAPI, context: ApiContext) -> None:
         body = await _body(request, route.trigger.config.max_body_bytes)
         delivery = _delivery(context, route, key, request, body)
         firing = _firing(route, delivery, _payload(body))
-        intake, job = await context.store.write(lambda c: _enqueue(c, firing, time.time()))
+        intake, queued = await queue_firing(context, firing)
         _log(context, route, delivery, intake)
+        job = queued_job(firing, intake, queued)
         if intake.status == "duplicate":
             response.status_code = 200
-        if job is None or intake.status not in (queue.QUEUED, "duplicate"):
-            reason = job["reason"] if job else intake.status
-            raise HTTPException(409, f"loop {route.loop.id!r} did not queue the job: {reason}")
         return HookAccepted(
             job_id=job["id"], loop_id=route.loop.id, delivery_id=delivery, status=intake.status
         )
@@ -120,10 +117,9 @@ def _too_large(limit: int) -> HTTPException:
 
 
 async def _body(request: Request, limit: int) -> bytes:
-    """The body, refused (413) by its Content-Length, else as soon as it passes ``limit``."""
+    """The body, refused (413) by its Content-Length (a number: ``BodyBounds`` answered any
+    other), else as soon as it passes ``limit``."""
     length = request.headers.get("content-length")
-    if length is not None and (not length.isascii() or not length.isdigit()):
-        raise HTTPException(400, "Content-Length must be a number of bytes")
     if length is not None and int(length) > limit:
         raise _too_large(limit)
     chunks, size = [], 0
@@ -183,12 +179,3 @@ def _firing(route: HookRoute, delivery: str, payload: Any) -> Firing:
     }
     named = f"{route.loop.id}\n{route.trigger_id}\n{delivery}".encode()
     return Firing(route.loop, trigger, f"webhook:{hashlib.sha256(named).hexdigest()}")
-
-
-def _enqueue(
-    connection: sa.Connection, firing: Firing, now: float
-) -> tuple[Intake, dict[str, Any] | None]:
-    """Queue ``firing`` (a paused loop records a non-run), with the job its key names."""
-    paused = firing.loop.id in queue.paused(connection)
-    intake = enqueue(connection, firing, now, paused=paused)
-    return intake, queue.job_keyed(connection, firing.idempotency_key)

@@ -3,19 +3,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from importlib.metadata import version
 from typing import Annotated, Any, Literal
 
-import sqlalchemy as sa
 from fastapi import FastAPI, Header, Query
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from loopengine.contract import Outcome, input_problems
-from loopengine.daemon._api_context import ApiContext
+from loopengine.daemon._api_context import ApiContext, queue_firing, queued_job
+from loopengine.daemon._intake import Firing
 from loopengine.engine import answer_approval
 from loopengine.errors import ContractError, LoopEngineError
 from loopengine.store import executions, new_id, queue, signals, status
@@ -23,6 +24,8 @@ from loopengine.triggers import MAX_EVENT_BYTES, MAX_EVENT_DEPTH, event_problem,
 
 __all__ = ["MAX_LISTED", "add_loop_routes"]
 
+_SHOWN_PROBLEMS = 5
+"""Most input problems one answer lists (a body of 20,000 unknown names is not echoed)."""
 MAX_LISTED = 10_000
 """Most executions one listing returns (as ``history --limit``)."""
 
@@ -167,32 +170,27 @@ def _add_controls(app: FastAPI, context: ApiContext) -> None:
         idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
     ) -> TriggerAccepted:
         """Queue a manual job, as ``loopengine trigger`` does; a repeated ``Idempotency-Key``
-        answers with the first job (200) instead of queueing another."""
-        from loopengine.daemon._intake import Firing, enqueue
-
+        (per loop) answers with the first job (200) instead of queueing another."""
         loop = context.loop(loop_id)
         if loop is None:
             raise HTTPException(404, f"no loop {loop_id!r} is served (see GET /loops)")
         if problems := input_problems(loop.spec.params or {}, request.inputs):
-            raise HTTPException(422, "; ".join(problems))
-        key = f"api:{idempotency_key}" if idempotency_key else f"manual:{new_id()}"
+            shown = "; ".join(problems[:_SHOWN_PROBLEMS])
+            more = len(problems) - _SHOWN_PROBLEMS
+            raise HTTPException(422, shown + (f"; and {more} more" if more > 0 else ""))
+        if idempotency_key:
+            named = f"{loop_id}\n{idempotency_key}".encode()
+            key = f"api:{hashlib.sha256(named).hexdigest()}"
+        else:
+            key = f"manual:{new_id()}"
         firing = Firing(loop, {"type": "manual", "id": "api"}, key, request.inputs)
-        now = time.time()
-
-        def write(connection: sa.Connection) -> tuple[str, dict[str, Any] | None]:
-            paused = loop_id in queue.paused(connection)
-            intake = enqueue(connection, firing, now, paused=paused)
-            return intake.status, queue.job_keyed(connection, key)
-
-        status_name, job = await context.store.write(write)
-        if job is None or status_name not in (queue.QUEUED, "duplicate"):
-            reason = job["reason"] if job else status_name
-            raise HTTPException(409, f"loop {loop_id!r} did not queue the job: {reason}")
-        if status_name == "duplicate":
+        intake, queued = await queue_firing(context, firing)
+        job = queued_job(firing, intake, queued)
+        if intake.status == "duplicate":
             response.status_code = 200
         else:
             context.queued()
-        return TriggerAccepted(job_id=job["id"], loop_id=loop_id, status=status_name)
+        return TriggerAccepted(job_id=job["id"], loop_id=loop_id, status=intake.status)
 
     @app.post("/events", status_code=202)
     async def post_event(event: EventIn) -> EventAccepted:

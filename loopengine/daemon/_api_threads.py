@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field, field_validator
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
-from loopengine.daemon._api_context import ApiContext
+from loopengine.daemon._api_context import MAX_SESSION_ID, SESSION_ID, ApiContext
 from loopengine.errors import ThreadError
 from loopengine.llm import append_batch
 from loopengine.store import Store, threads
@@ -36,12 +36,7 @@ _NAME = 200
 T = TypeVar("T")
 SessionId = Annotated[
     str,
-    Path(
-        min_length=1,
-        max_length=_NAME,
-        pattern=r"^[A-Za-z0-9._:-]+$",
-        description="Letters, digits, '.', '_', ':' or '-'.",
-    ),
+    Path(max_length=MAX_SESSION_ID, pattern=SESSION_ID, description="Visible characters but '/'."),
 ]
 _KEY = Header(min_length=1, max_length=_NAME)
 _ETAG = re.compile(r'"([0-9]{1,18})"')

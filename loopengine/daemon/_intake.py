@@ -17,7 +17,7 @@ from loopengine.daemon._log import DaemonLog
 from loopengine.store import new_envelope, queue
 from loopengine.triggers import Overlap, on_overlap
 
-__all__ = ["Firing", "Intake", "enqueue", "log_intake", "record_slot"]
+__all__ = ["Firing", "Intake", "enqueue", "enqueue_keyed", "log_intake", "record_slot"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +122,20 @@ def enqueue(
     if not queue.insert_job(connection, row):
         return Intake("duplicate")
     return Intake(queue.QUEUED, row["id"])
+
+
+def enqueue_keyed(
+    connection: sa.Connection, firing: Firing, now: float
+) -> tuple[Intake, dict[str, Any] | None]:
+    """Queue a firing sent by a client under its idempotency key (a paused loop recording a
+    non-run), with the job the key names. A key whose earlier firing did not run is taken
+    again: a sender retrying after a refusal gets a run, not a ``duplicate`` of nothing."""
+    earlier = queue.job_keyed(connection, firing.idempotency_key)
+    if earlier is not None and earlier["status"] == queue.SKIPPED:
+        queue.release_key(connection, earlier["id"])
+    paused = firing.loop.id in queue.paused(connection)
+    intake = enqueue(connection, firing, now, paused=paused)
+    return intake, queue.job_keyed(connection, firing.idempotency_key)
 
 
 def log_intake(log: DaemonLog, intake: Intake, **fields: Any) -> bool:

@@ -76,7 +76,7 @@ class DaemonMetrics:
         self.registry = CollectorRegistry()
         self.executions = Counter(
             "loopengine_executions",
-            "Executions this daemon ran to an end, by loop and outcome.",
+            "Jobs this daemon's workers ran to an end, by loop and outcome.",
             ["loop", "outcome"],
             registry=self.registry,
         )

@@ -197,7 +197,7 @@ def _read_cursor(text: str) -> tuple[float, tuple[str, ...]]:
         started_by, listed = float(raw["s"]), raw["ids"]
         if not isinstance(listed, list) or not all(isinstance(i, str) for i in listed):
             raise TypeError(listed)
-    except (ValueError, TypeError, KeyError, binascii.Error):
+    except (ValueError, TypeError, KeyError, RecursionError, binascii.Error):
         raise ContractError(
             "not a cursor of this listing: pass next_cursor as it was returned"
         ) from None

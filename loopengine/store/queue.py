@@ -40,6 +40,7 @@ __all__ = [
     "insert_job",
     "insert_tick",
     "job_counts",
+    "job_keyed",
     "last_tick",
     "latest_metric_id",
     "load_trigger_states",
@@ -51,6 +52,7 @@ __all__ = [
     "prune_loop",
     "queue_depth",
     "release_jobs",
+    "release_key",
     "renew_leases",
     "replace_jobs",
     "running_by_loop",
@@ -94,6 +96,13 @@ def insert_job(connection: sa.Connection, row: Mapping[str, Any]) -> bool:
 def get_job(connection: sa.Connection, job_id: str) -> dict[str, Any] | None:
     row = connection.execute(sa.select(jobs).where(jobs.c.id == job_id)).mappings().first()
     return dict(row) if row else None
+
+
+def release_key(connection: sa.Connection, job_id: str) -> None:
+    """Free the idempotency key of a non-run (its row stays, keyed by its own id), so that the
+    firing it refused may be queued when it is sent again."""
+    released = jobs.update().where(jobs.c.id == job_id, jobs.c.status == SKIPPED)
+    connection.execute(released.values(idempotency_key=f"released:{job_id}"))
 
 
 def job_keyed(connection: sa.Connection, idempotency_key: str) -> dict[str, Any] | None:

@@ -19,8 +19,10 @@ from collections.abc import Mapping
 
 from loopengine.errors import TriggerError
 
-__all__ = ["MAX_HEADER_CHARS", "delivery_of", "verify_delivery", "webhook_key"]
+__all__ = ["MAX_HEADER_CHARS", "MIN_KEY_BYTES", "delivery_of", "verify_delivery", "webhook_key"]
 
+MIN_KEY_BYTES = 16
+"""Shortest HMAC key accepted (Standard Webhooks' secrets are 24 to 64 bytes)."""
 MAX_HEADER_CHARS = 4096
 """Most characters of a webhook header read; a longer one is refused unread."""
 _DELIVERY_ID = re.compile(r"[\x21-\x7e]{1,200}")
@@ -32,11 +34,18 @@ _ID_HEADERS = {"standard": "webhook-id", "github": "X-GitHub-Delivery"}
 def webhook_key(secret: str) -> bytes:
     """The HMAC key of ``secret``: a ``whsec_…`` secret base64-decoded, any other as UTF-8."""
     if not secret.startswith(_WHSEC):
-        return secret.encode()
-    try:
-        return base64.b64decode(secret.removeprefix(_WHSEC), validate=True)
-    except binascii.Error:
-        raise TriggerError("the secret starts with whsec_ but the rest is not base64") from None
+        key = secret.encode()
+    else:
+        try:
+            key = base64.b64decode(secret.removeprefix(_WHSEC), validate=True)
+        except binascii.Error:
+            raise TriggerError("the secret starts with whsec_ but the rest is not base64") from None
+    if len(key) < MIN_KEY_BYTES:
+        raise TriggerError(
+            f"the secret is {len(key)} bytes; use at least {MIN_KEY_BYTES} (a short key is "
+            "guessed, an empty one signs anything)"
+        )
+    return key
 
 
 def _id_header(style: str) -> str:

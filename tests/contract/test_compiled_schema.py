@@ -120,7 +120,11 @@ def test_shipped_loops_pass_without_jsonschema(path: Path) -> None:
         ({"exclusiveMaximum": 1}, 1),
         ({"pattern": "^a"}, "ba"),
         ({"minLength": 1}, ""),
+        ({"maxLength": 3}, "abc"),
+        ({"maxLength": 3}, "abcd"),
         ({"minItems": 1}, []),
+        ({"maxItems": 1}, [1]),
+        ({"maxItems": 1}, [1, 2]),
         ({"enum": ["a", "b"]}, "b"),
         ({"const": "a"}, ["a"]),
         ({"required": ["a"]}, {"b": 1}),
@@ -147,7 +151,7 @@ def test_each_keyword_gives_the_verdict_of_jsonschema(
         ({"type": "string", "format": "email"}, "a@b.c"),
         ({"enum": [1, 2]}, 1),
         ({"$ref": "https://example.com/other.json"}, 1),
-        ({"maxLength": 3}, "abc"),
+        ({"uniqueItems": True}, [1]),
     ],
 )
 def test_what_it_cannot_check_is_refused_for_jsonschema_to_judge(

@@ -353,6 +353,33 @@ def test_a_paused_loop_queues_no_job(served: tuple[Workspace, str]) -> None:
         _post(url, "/loops/counted/unpause")
 
 
+def test_a_retry_after_a_refusal_queues_the_job(served: tuple[Workspace, str]) -> None:
+    url, key = served[1], {"Idempotency-Key": "retried-after-409"}
+    assert _post(url, "/loops/counted/pause").status_code == 200
+    try:
+        refused = _post_json(url, "/loops/counted/trigger", {}, headers=key)
+    finally:
+        _post(url, "/loops/counted/unpause")
+    retried = _post_json(url, "/loops/counted/trigger", {}, headers=key)
+    assert (refused.status_code, retried.status_code) == (409, 202)
+    assert retried.json()["status"] == "queued"
+
+
+def test_an_idempotency_key_names_a_job_of_one_loop(served: tuple[Workspace, str]) -> None:
+    url, key = served[1], {"Idempotency-Key": "same-key-two-loops"}
+    first = _post_json(url, "/loops/by_hand/trigger", {}, headers=key)
+    other = _post_json(url, "/loops/counted/trigger", {}, headers=key)
+    assert (first.status_code, other.status_code) == (202, 202)
+    assert first.json()["job_id"] != other.json()["job_id"]
+
+
+def test_input_problems_are_listed_five_at_most(served: tuple[Workspace, str]) -> None:
+    inputs = {f"unknown_{n}": n for n in range(20_000)}
+    response = _post_json(served[1], "/loops/counted/trigger", {"inputs": inputs})
+    assert response.status_code == 422
+    assert _error(response)["message"].endswith("; and 19995 more")
+
+
 def test_an_idempotency_key_past_200_characters_is_refused(served: tuple[Workspace, str]) -> None:
     headers = {"Idempotency-Key": "k" * 201}
     response = _post_json(served[1], "/loops/by_hand/trigger", {}, headers=headers)

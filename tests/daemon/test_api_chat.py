@@ -22,6 +22,7 @@ from starlette.routing import Route
 from loopengine.daemon import _api_chat
 from loopengine.testing import FakeLLMServer, reply, tool_call
 from tests.daemon.conftest import Daemon, Workspace
+from tests.test_cli_chat import RESPONSE_KEYS
 
 TOKEN = "chat-api-token-7"
 SIMPLE = "Capital of France?"
@@ -116,15 +117,7 @@ def test_chat_answers_with_the_chain_summary(served: Served) -> None:
     response = served.post("/chat", {"message": SIMPLE})
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {
-        "reply",
-        "mode",
-        "turns",
-        "session_id",
-        "chain",
-        "tools_used",
-        "execution_id",
-    }
+    assert set(body) == RESPONSE_KEYS
     assert (body["reply"], body["mode"], _chain(body)) == ("Paris.", "simple", [("OL1", "ok", 1)])
 
 

@@ -80,6 +80,12 @@ def test_a_session_without_messages_is_an_empty_thread_at_version_0(url: str) ->
     assert response.json() == {"session": {"id": "never-written", "version": 0}, "messages": []}
 
 
+def test_a_session_a_chat_may_name_can_be_read(url: str) -> None:
+    response = _get(url, "alice@example.com")
+    assert response.status_code == 200
+    assert response.json()["session"]["id"] == "alice@example.com"
+
+
 def test_a_batch_is_applied_and_answers_the_new_etag(url: str) -> None:
     body = {"messages": _round("call_a"), "operation_id": "op-1", "relance_index": 2}
     response = _post(url, "first", body)

@@ -79,7 +79,8 @@ async def test_a_body_trickling_past_the_deadline_is_a_408() -> None:
     assert read == []
 
 
-async def test_a_request_past_the_limit_in_flight_is_a_503() -> None:
+async def _served_at_once(paths: list[str], limit: int, open_limit: int) -> list[int]:
+    """The statuses of requests to ``paths`` sent together, each held until all have begun."""
     release = anyio.Event()
     statuses: list[int] = []
 
@@ -88,22 +89,34 @@ async def test_a_request_past_the_limit_in_flight_is_a_503() -> None:
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b""})
 
-    app = InFlight(slow, limit=2)
+    app = InFlight(slow, limit=limit, open_limit=open_limit)
 
-    async def call() -> None:
+    async def call(path: str) -> None:
         async def send(message: Message) -> None:
             if message["type"] == "http.response.start":
                 statuses.append(message["status"])
 
-        scope = {"type": "http", "method": "GET", "path": "/", "headers": []}
+        scope = {"type": "http", "method": "GET", "path": path, "headers": []}
         await app(scope, anyio.sleep_forever, send)
 
     async with anyio.create_task_group() as group:
-        for _ in range(3):
-            group.start_soon(call)
-        with anyio.fail_after(5):
-            while not statuses:
-                await anyio.sleep(0.01)
+        for path in paths:
+            group.start_soon(call, path)
+        await anyio.wait_all_tasks_blocked()
         release.set()
-    assert sorted(statuses) == [200, 200, 503]
-    assert app.serving == 0
+    assert (app.serving, app.serving_open) == (0, 0)
+    return sorted(statuses)
+
+
+async def test_a_request_past_the_limit_in_flight_is_a_503() -> None:
+    assert await _served_at_once(["/status"] * 3, limit=2, open_limit=2) == [200, 200, 503]
+
+
+async def test_webhooks_cannot_take_every_slot() -> None:
+    statuses = await _served_at_once(["/hooks/x"] * 2 + ["/status"], limit=3, open_limit=1)
+    assert statuses == [200, 200, 503]
+
+
+async def test_health_answers_when_every_slot_is_taken() -> None:
+    statuses = await _served_at_once(["/status", "/health", "/status"], limit=1, open_limit=1)
+    assert statuses == [200, 200, 503]

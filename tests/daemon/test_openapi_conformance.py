@@ -79,4 +79,6 @@ def _schemathesis(schema: str, reports: Path) -> subprocess.CompletedProcess[str
         str(reports),
         "--no-color",
     ]
-    return subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    return subprocess.run(
+        command, cwd=reports.parent, capture_output=True, text=True, timeout=600, check=False
+    )

@@ -3,6 +3,7 @@ included; a cursor that is not one is refused."""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -79,7 +80,11 @@ def test_the_last_page_has_no_cursor(connection: sa.Connection) -> None:
     assert page.next_cursor is None
 
 
-@pytest.mark.parametrize("cursor", ["x", "e30", "eyJzIjoxfQ", "W10", "!" * 10, "a" * 5000])
+DEEP = base64.urlsafe_b64encode(b"[" * 3000).decode()
+"""A cursor nested deeper than the JSON parser recurses."""
+
+
+@pytest.mark.parametrize("cursor", ["x", "e30", "eyJzIjoxfQ", "W10", "!" * 10, "a" * 5000, DEEP])
 def test_a_cursor_that_is_not_one_is_refused(connection: sa.Connection, cursor: str) -> None:
     with pytest.raises(ContractError, match="not a cursor"):
         executions.page_of_executions(connection, cursor=cursor)

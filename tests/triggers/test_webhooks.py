@@ -73,8 +73,17 @@ def test_the_github_test_vector_is_accepted() -> None:
 
 
 def test_a_whsec_secret_is_base64_decoded_any_other_used_as_utf8() -> None:
-    assert webhook_key("whsec_" + base64.b64encode(b"\x00\xffkey").decode()) == b"\x00\xffkey"
-    assert webhook_key("plain sécret") == "plain sécret".encode()
+    raw = b"\x00\xff sixteen bytes key"
+    assert webhook_key("whsec_" + base64.b64encode(raw).decode()) == raw
+    assert webhook_key("a plain sécret, long enough") == "a plain sécret, long enough".encode()
+
+
+@pytest.mark.parametrize(
+    "secret", ["whsec_", "whsec_" + base64.b64encode(b"short").decode(), "short"]
+)
+def test_a_key_under_sixteen_bytes_is_refused(secret: str) -> None:
+    with pytest.raises(TriggerError, match="at least 16"):
+        webhook_key(secret)
 
 
 def test_a_delivery_signed_with_a_plain_secret_is_accepted() -> None:
