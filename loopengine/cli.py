@@ -131,6 +131,14 @@ def _runtime_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     listing.add_argument("--name", metavar="GLOB", help="only series whose name matches")
     listing.add_argument("--limit", type=int, default=100, metavar="N", help="at most N series")
+    learned = commands.add_parser(
+        "autolearn", parents=[common], help="what the autolearn loops learned (seed 003)"
+    )
+    learned.add_argument(
+        "what",
+        choices=("status", "scores", "history"),
+        help="the loops' state, node scores, changes",
+    )
     record = metric_commands.add_parser("record", parents=[common], help="record one point")
     record.add_argument("name", metavar="NAME")
     record.add_argument("value", metavar="VALUE")
@@ -256,6 +264,10 @@ def _runtime_call(args: argparse.Namespace, console: Console) -> Any:
         return partial(
             executions.run_answer, console, args.execution_id, approve, args.note, config, as_json
         )
+    if command == "autolearn":
+        from loopengine.commands import autolearn
+
+        return partial(autolearn.run_autolearn, console, args.what, config, as_json)
     if command == "metrics" and args.metrics_command == "list":
         from loopengine.commands import metrics
 

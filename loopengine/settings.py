@@ -119,8 +119,8 @@ def find_config(explicit: Path | None = None, start: Path | None = None) -> Path
 
 
 def _semantic(document: YamlDocument) -> list[Diagnostic]:
-    """What the schema cannot say of a config it accepts: routing and chain name nodes that
-    exist, storage URLs have a known scheme."""
+    """What the schema cannot say of a config it accepts: routing, chain and the grader name
+    nodes that exist, storage URLs have a known scheme."""
     data: dict[str, Any] = document.data
     cluster = data.get("cluster") or {}
     nodes = cluster.get("nodes") or {}
@@ -137,6 +137,11 @@ def _semantic(document: YamlDocument) -> list[Diagnostic]:
                 message = f"chain names node '{name}', which is not under cluster.nodes"
                 where = ("cluster", "chain", index)
                 problems.append(document.diagnostic(where, message + did_you_mean(name, nodes)))
+    grader = (data.get("autolearn") or {}).get("grader")
+    if nodes and grader is not None and grader not in nodes:
+        message = f"autolearn.grader names node '{grader}', which is not under cluster.nodes"
+        grader_path = ("autolearn", "grader")
+        problems.append(document.diagnostic(grader_path, message + did_you_mean(grader, nodes)))
     for name, url in (data.get("storage") or {}).items():
         scheme = urlsplit(url).scheme.split("+")[0]
         if scheme not in _STORAGE_SCHEMES:

@@ -137,3 +137,25 @@ def test_a_chain_naming_an_unknown_node_is_an_error_at_its_position(tmp_path: Pa
         "loopengine.yaml:5:18: cluster.chain[1]: chain names node 'bgi', which is not under "
         "cluster.nodes; did you mean 'big'?"
     )
+
+
+def test_a_grader_naming_an_unknown_node_is_an_error_at_its_position(tmp_path: Path) -> None:
+    (tmp_path / "loopengine.yaml").write_text(
+        "cluster:\n"
+        "  nodes:\n"
+        "    OL1: {base_url: 'http://127.0.0.1:9/v1', model: m}\n"
+        "autolearn: {grader: OL2, margin: 1}\n"
+    )
+    with pytest.raises(ContractError) as caught:
+        load_workspace(tmp_path / "loopengine.yaml", entry_points=False)
+    assert str(caught.value).endswith(
+        "loopengine.yaml:4:21: autolearn.grader: autolearn.grader names node 'OL2', which is "
+        "not under cluster.nodes; did you mean 'OL1'?"
+    )
+
+
+def test_the_autolearn_settings_default_to_the_seed(tmp_path: Path) -> None:
+    (tmp_path / "loopengine.yaml").write_text("autolearn: {margin: 1}\n")
+    autolearn = load_workspace(tmp_path / "loopengine.yaml", entry_points=False).config.autolearn
+    assert (autolearn.grader, autolearn.min_samples, autolearn.explore) == ("OL1", 5, 0.1)
+    assert autolearn.margin == 1

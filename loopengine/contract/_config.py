@@ -6,7 +6,7 @@ from pydantic import Field
 
 from loopengine.contract._base import Name, Strict
 
-__all__ = ["Cluster", "Config", "DaemonSettings", "Node"]
+__all__ = ["Autolearn", "Cluster", "Config", "DaemonSettings", "Node"]
 
 DEFAULT_DATABASE = "sqlite:///.loopengine/loopengine.db"
 
@@ -71,8 +71,36 @@ class DaemonSettings(Strict):
     )
 
 
+class Autolearn(Strict):
+    """How the chat's responses are scored and its routing tuned (seed 003)."""
+
+    grader: Name = Field(
+        "OL1",
+        description="Node that grades each chat response 1–10 (one call per response, 10 s "
+        "deadline; ungraded when it fails).",
+    )
+    min_samples: int = Field(
+        5, ge=1, description="Responses a node needs in a category before its score ranks it."
+    )
+    window: int = Field(
+        50, ge=1, le=10_000, description="Newest responses per node and category a score uses."
+    )
+    explore: float = Field(
+        0.1,
+        ge=0,
+        le=1,
+        description="Share of simple-mode messages sent to an under-sampled node of the category.",
+    )
+    margin: float = Field(
+        0.5,
+        ge=0,
+        le=10,
+        description="How much better a node must score than the one above it to take its place.",
+    )
+
+
 class Config(Strict):
-    """loopengine.yaml: database, plugins, tools sandbox, LLM cluster, storage, daemon."""
+    """loopengine.yaml: database, plugins, tools sandbox, cluster, storage, daemon, autolearn."""
 
     database: str = Field(
         DEFAULT_DATABASE, description="SQLAlchemy URL: `sqlite:///path` or `postgresql://…`."
@@ -97,3 +125,4 @@ class Config(Strict):
         description="Artifact storage names → URLs (`file://`, `sqlite://`, `postgresql://`, `redis://`).",
     )
     daemon: DaemonSettings = DaemonSettings()
+    autolearn: Autolearn = Field(Autolearn(), description="Scoring and tuning of the chat.")

@@ -67,7 +67,7 @@ def config_schema() -> dict[str, Any]:
         "$schema": DRAFT,
         "$id": f"{SCHEMA_URL_BASE}/config.schema.json",
         "title": "loopengine configuration",
-        "description": "loopengine.yaml: database, plugins, LLM cluster, storage, daemon.",
+        "description": "loopengine.yaml: database, plugins, cluster, storage, daemon, autolearn.",
         "$defs": _model_schema(Config),
         "$ref": "#/$defs/Config",
     }

@@ -17,6 +17,7 @@ from loopengine.llm._conversation import Conversation
 from loopengine.llm._guard import LoopGuard, call_key, canonical
 from loopengine.llm._health import COOL_AFTER, NodeHealth
 from loopengine.llm._runtime import LLMRuntime
+from loopengine.llm._scores import NodeScore, Sample, Tuning, parse_grade, score_nodes, tune
 from loopengine.llm._stats import LATENCY_BUCKETS_S, NodeStats
 from loopengine.llm._stream import Assembly, event_data, token_usage
 from loopengine.llm._threads import (
@@ -54,11 +55,14 @@ __all__ = [
     "LLMRuntime",
     "LoopGuard",
     "NodeHealth",
+    "NodeScore",
     "NodeStats",
     "RoundCommit",
+    "Sample",
     "StageSpec",
     "ToolOutcome",
     "Toolbox",
+    "Tuning",
     "append_batch",
     "builtin_tools",
     "call_key",
@@ -72,13 +76,16 @@ __all__ = [
     "new_call_id",
     "offered_tools",
     "parse_arguments",
+    "parse_grade",
     "parse_reply",
     "prune",
     "reaches_inside",
     "run_agent",
     "run_chain",
     "run_simple",
+    "score_nodes",
     "thread_version",
     "token_usage",
+    "tune",
     "with_fresh_call_ids",
 ]

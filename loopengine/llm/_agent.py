@@ -54,6 +54,8 @@ class StageReport:
     messages: list[dict[str, Any]] = field(default_factory=list)
     duration_ms: float = 0.0
     tokens: int = 0
+    output_tokens: int = 0
+    """The completion tokens of its answers (speed is judged per output token)."""
     latencies_ms: list[float] = field(default_factory=list)
 
     @property
@@ -185,6 +187,7 @@ class _Run:
                 raise
             stale = await self.settle()
             self.report.tokens += completion.tokens
+            self.report.output_tokens += completion.usage.get("completion_tokens", 0)
             self.report.latencies_ms.append(completion.latency_ms)
             if self.hooks.spend is not None:
                 self.hooks.spend(completion.tokens, 1)

@@ -38,6 +38,8 @@ class Cluster:
         self.clients: dict[str, ChatClient] = {}
         self.health: dict[str, NodeHealth] = {name: NodeHealth() for name in config.nodes}
         self.stats: dict[str, NodeStats] = {name: NodeStats() for name in config.nodes}
+        self.tuned: dict[str, list[str]] = {}
+        """Routing orders the autotune loop wrote, read over the config's."""
 
     def client(self, name: str) -> ChatClient:
         """The client of node ``name``, made on first use; ``LLMError`` when its key cannot be
@@ -66,9 +68,10 @@ class Cluster:
         return None
 
     def route(self, category: str | None) -> list[str]:
-        """Nodes for a category in preference order (``default``, then every node, as fallback)."""
-        routing = self.config.routing
+        """Nodes for a category in preference order: the tuned order, else the config's (its
+        ``default``, then every node, as fallback)."""
         nodes = self.config.nodes
+        routing = {**self.config.routing, **self.tuned}
         chosen = routing.get(category or "") or routing.get("default") or list(nodes)
         return [name for name in chosen if name in nodes]
 

@@ -12,7 +12,7 @@ from loopengine.llm._conversation import Conversation
 from loopengine.llm._health import NodeHealth
 from loopengine.llm._tools import Toolbox, offered_tools
 from loopengine.skills import Registry
-from loopengine.store import Store, health
+from loopengine.store import Store, autolearn, health
 
 __all__ = ["LLMRuntime"]
 
@@ -44,6 +44,12 @@ class LLMRuntime:
                     row["failures"], row["cooled_until"], row["last_error"]
                 )
         self._health_loaded = True
+
+    async def load_routing(self) -> None:
+        """Follow the routing orders the autotune loop wrote (read at each message, so a new
+        order applies at the next one)."""
+        tuned = await self.store.read(autolearn.routing)
+        self.cluster.tuned = {category: list(row["nodes"]) for category, row in tuned.items()}
 
     async def save_health(self) -> None:
         rows = [

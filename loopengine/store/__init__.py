@@ -43,6 +43,7 @@ __all__ = [
     "Store",
     "Usage",
     "approvals",
+    "autolearn",
     "create_engine",
     "executions",
     "flags",

@@ -60,8 +60,15 @@ _DAEMON_TABLES = (
 )
 
 
+_AUTOLEARN_TABLES = (tables.chat_scores, tables.routing_orders, tables.autolearn_history)
+
+
+def _autolearn(connection: sa.Connection) -> None:
+    tables.metadata.create_all(connection, tables=list(_AUTOLEARN_TABLES))
+
+
 def _initial(connection: sa.Connection) -> None:
-    later = {*_CHAT_TABLES, *_DAEMON_TABLES}
+    later = {*_CHAT_TABLES, *_DAEMON_TABLES, *_AUTOLEARN_TABLES}
     wanted = [t for t in tables.metadata.sorted_tables if t not in later]
     tables.metadata.create_all(connection, tables=wanted)
 
@@ -84,6 +91,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "tool-call ids are unique per session only", _drop_cross_session_index),
     Migration(4, "indexes for history by start time and outcome", _history_indexes),
     Migration(5, "the daemon: jobs, cron slots, daemons, pauses, cursors", _daemon),
+    Migration(6, "autolearn: chat scores, routing orders, history", _autolearn),
 )
 
 

@@ -8,8 +8,10 @@ __all__ = [
     "approvals",
     "artifacts",
     "audit",
+    "autolearn_history",
     "chat_messages",
     "chat_operations",
+    "chat_scores",
     "chat_sessions",
     "context_cache",
     "cursors",
@@ -26,6 +28,7 @@ __all__ = [
     "paused_loops",
     "phase_results",
     "reviews",
+    "routing_orders",
     "schema_version",
     "ticks",
     "trigger_states",
@@ -323,5 +326,48 @@ reviews = sa.Table(
     sa.Column("loop_id", sa.String(200), nullable=False),
     sa.Column("reason", sa.Text, nullable=False),
     sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+chat_scores = sa.Table(
+    "chat_scores",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("execution_id", sa.String(32), nullable=False),
+    sa.Column("session_id", sa.String(200)),
+    sa.Column("node", sa.String(200), nullable=False),
+    sa.Column("category", sa.String(100), nullable=False),
+    sa.Column("mode", sa.String(16), nullable=False),
+    sa.Column("seconds", sa.Float, nullable=False),
+    sa.Column("output_tokens", sa.Integer, nullable=False),
+    sa.Column("success", sa.Boolean, nullable=False),
+    sa.Column("message", sa.Text, nullable=False),
+    sa.Column("reply", sa.Text, nullable=False),
+    sa.Column("quality", sa.Float),
+    sa.Column("graded_at", sa.Float),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Index("ix_chat_scores_category_node", "category", "node", "id"),
+    sa.Index("ix_chat_scores_graded", "graded_at", "id"),
+)
+
+routing_orders = sa.Table(
+    "routing_orders",
+    metadata,
+    sa.Column("category", sa.String(100), primary_key=True),
+    sa.Column("nodes", sa.JSON, nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("execution_id", sa.String(32)),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+
+autolearn_history = sa.Table(
+    "autolearn_history",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("category", sa.String(100)),
+    sa.Column("detail", sa.JSON, nullable=False),
+    sa.Column("execution_id", sa.String(32)),
     sa.Column("created_at", sa.Float, nullable=False),
 )

@@ -38,13 +38,43 @@ async def classify(ctx: SkillContext, message: str, category: str | None = None)
     return {"classification": {"mode": result.mode, "reasons": list(result.reasons)}}
 
 
-async def _converse(ctx: SkillContext, message: str, session: str | None, run: Any) -> SkillOutput:
+def _samples(
+    ctx: SkillContext, result: ChainResult, message: str, session: str, category: str | None
+) -> list[dict[str, Any]]:
+    """Each stage that ran, as a response to score (``autolearn``): its node, time, output
+    tokens, whether it answered, and the texts a grader reads."""
+    now = ctx.clock()
+    return [
+        {
+            "execution_id": ctx.execution_id,
+            "session_id": session,
+            "node": stage.node,
+            "category": category or "default",
+            "mode": result.mode,
+            "seconds": stage.duration_ms / 1000,
+            "output_tokens": stage.output_tokens,
+            "success": stage.status == "ok" and bool(stage.reply),
+            "message": message,
+            "reply": stage.reply,
+            "created_at": now,
+        }
+        for stage in result.stages
+        if stage.status != "skipped"
+    ]
+
+
+async def _converse(
+    ctx: SkillContext, message: str, session: str | None, run: Any, category: str | None = None
+) -> SkillOutput:
     """The user's message is stored once per step, even when a resumed execution runs the step
-    again; that run's rounds and reply are its own (the model may answer otherwise)."""
+    again; that run's rounds and reply are its own (the model may answer otherwise). Each
+    stage's response is kept for scoring."""
     from loopengine.llm import Hooks
+    from loopengine.store import autolearn
 
     runtime = _runtime(ctx)
     await runtime.load_health()
+    await runtime.load_routing()
     session_id = session or uuid.uuid4().hex
     conversation = await runtime.conversation(session_id)
     await conversation.append([{"role": "user", "content": message}], f"{ctx.idempotency_key}:user")
@@ -70,6 +100,8 @@ async def _converse(ctx: SkillContext, message: str, session: str | None, run: A
         answer = [{"role": "assistant", "content": result.reply}]
         await conversation.append(answer, f"{attempt}:reply")
     await runtime.save_health()
+    samples = _samples(ctx, result, message, session_id, category)
+    await runtime.store.write(lambda c: autolearn.insert_samples(c, samples))
     answered = [s for s in result.stages if s.status != "skipped"]
     chat = {
         **result.as_dict(),
@@ -97,7 +129,7 @@ async def llm_agent(
             runtime.cluster, history, runtime.toolbox, category, max_turns=max_turns, hooks=hooks
         )
 
-    return await _converse(ctx, message, session, run)
+    return await _converse(ctx, message, session, run, category)
 
 
 @skill("llm.reflexive", description="The reflexive chain: research with tools, analysis, review.")
@@ -107,6 +139,7 @@ async def llm_reflexive(
     session: str | None = None,
     stages: list[dict[str, Any]] | None = None,
     max_turns: int = 8,
+    category: str | None = None,
 ) -> SkillOutput:
     from loopengine.llm import StageSpec, chain_stages, run_chain
 
@@ -125,4 +158,4 @@ async def llm_reflexive(
             hooks=hooks,
         )
 
-    return await _converse(ctx, message, session, run)
+    return await _converse(ctx, message, session, run, category)

@@ -1,0 +1,123 @@
+"""What the autolearn loops keep (seed 003): each chat response as a scoring sample, the routing
+order per category the chat follows over the config's, and the history of every change."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from loopengine.store._tables import autolearn_history, chat_scores, routing_orders
+
+__all__ = [
+    "HISTORY_KEPT",
+    "MAX_TEXT",
+    "add_history",
+    "history",
+    "insert_samples",
+    "last_sample_id",
+    "put_routing",
+    "routing",
+    "samples_in_window",
+]
+
+MAX_TEXT = 4000
+"""Characters of a message and its reply kept for grading and replays."""
+HISTORY_KEPT = 200
+"""Newest history entries kept; older ones are dropped as new ones come (seed 003's rotation)."""
+
+
+def insert_samples(connection: sa.Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Record responses to score (texts cut to ``MAX_TEXT``)."""
+    if rows:
+        cut = [
+            {**row, "message": row["message"][:MAX_TEXT], "reply": row["reply"][:MAX_TEXT]}
+            for row in rows
+        ]
+        connection.execute(chat_scores.insert(), cut)
+
+
+def last_sample_id(connection: sa.Connection) -> int:
+    """The newest sample's id (0 with none): what a tuning cycle has seen."""
+    return int(connection.execute(sa.select(sa.func.max(chat_scores.c.id))).scalar() or 0)
+
+
+def samples_in_window(connection: sa.Connection, window: int) -> list[dict[str, Any]]:
+    """The newest ``window`` samples of each node × category, oldest first."""
+    newest = (
+        sa.func.row_number()
+        .over(
+            partition_by=(chat_scores.c.category, chat_scores.c.node),
+            order_by=chat_scores.c.id.desc(),
+        )
+        .label("newest")
+    )
+    ranked = sa.select(chat_scores, newest).subquery()
+    query = sa.select(ranked).where(ranked.c.newest <= window).order_by(ranked.c.id)
+    return [dict(row) for row in connection.execute(query).mappings()]
+
+
+def routing(connection: sa.Connection) -> dict[str, dict[str, Any]]:
+    """The routing order of each tuned category, with its version and why it changed."""
+    rows = connection.execute(sa.select(routing_orders)).mappings()
+    return {row["category"]: dict(row) for row in rows}
+
+
+def put_routing(
+    connection: sa.Connection,
+    category: str,
+    nodes: list[str],
+    reason: str,
+    execution_id: str | None,
+    now: float,
+) -> int:
+    """Replace a category's order (one row, so the chat reads an order whole); its version."""
+    current = connection.execute(
+        sa.select(routing_orders.c.version).where(routing_orders.c.category == category)
+    ).scalar()
+    version = int(current or 0) + 1
+    row = {
+        "nodes": nodes,
+        "reason": reason,
+        "execution_id": execution_id,
+        "updated_at": now,
+        "version": version,
+    }
+    if current is None:
+        connection.execute(routing_orders.insert().values(category=category, **row))
+    else:
+        connection.execute(
+            routing_orders.update().where(routing_orders.c.category == category).values(**row)
+        )
+    return version
+
+
+def add_history(
+    connection: sa.Connection,
+    kind: str,
+    category: str | None,
+    detail: Mapping[str, Any],
+    execution_id: str | None,
+    now: float,
+) -> None:
+    """Append a change (``routing``, ``prompt``, ``rollback``…), keeping the newest
+    ``HISTORY_KEPT``."""
+    inserted = connection.execute(
+        autolearn_history.insert().values(
+            kind=kind,
+            category=category,
+            detail=dict(detail),
+            execution_id=execution_id,
+            created_at=now,
+        )
+    ).inserted_primary_key
+    oldest_kept = int(inserted[0]) - HISTORY_KEPT if inserted else 0
+    if oldest_kept > 0:
+        connection.execute(autolearn_history.delete().where(autolearn_history.c.id <= oldest_kept))
+
+
+def history(connection: sa.Connection, limit: int = HISTORY_KEPT) -> list[dict[str, Any]]:
+    """The newest changes first."""
+    query = sa.select(autolearn_history).order_by(autolearn_history.c.id.desc()).limit(limit)
+    return [dict(row) for row in connection.execute(query).mappings()]

@@ -1,0 +1,148 @@
+"""The shipped autotune loop as users run it: on a fresh install it completes with 'not enough
+samples'; with scored chat responses it reorders a category's routing once a node earns it (and
+not again while nothing changes); the chat follows the tuned order at its next message."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from loopengine.cli import main
+from loopengine.store import autolearn, create_engine, migrate
+from loopengine.testing import FakeLLMServer, reply
+from tests.conftest import ROOT
+
+
+@pytest.fixture
+def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
+    """A workspace whose cluster (OL1, M1) is one scripted server; its routing puts OL1 first."""
+    with FakeLLMServer() as running:
+        nodes = "\n".join(
+            f"    {name}: {{base_url: '{running.base_url}', model: {name.lower()}, timeout_s: 5}}"
+            for name in ("OL1", "M1")
+        )
+        (tmp_path / "loopengine.yaml").write_text(
+            f"cluster:\n  nodes:\n{nodes}\n  routing:\n    default: [OL1, M1]\n"
+            "autolearn: {min_samples: 3, margin: 0.5}\n"
+        )
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.delenv("LOOPENGINE_CONFIG", raising=False)
+        monkeypatch.delenv("LOOPENGINE_DATABASE", raising=False)
+        yield running
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+    code = main([*args, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def _act_note(record: dict[str, Any]) -> str:
+    [act] = [phase for phase in record["phases"] if phase["phase"] == "act"]
+    [ran] = act["data"]["actions"]
+    return str(ran["log"]["message"])
+
+
+def _connection() -> sa.Connection:
+    engine = create_engine("sqlite:///.loopengine/loopengine.db")
+    return engine.connect()
+
+
+def _sample(node: str, seconds: float, quality: float) -> dict[str, Any]:
+    return {
+        "execution_id": "e" * 32,
+        "session_id": None,
+        "node": node,
+        "category": "default",
+        "mode": "simple",
+        "seconds": seconds,
+        "output_tokens": 0,
+        "success": True,
+        "message": "hi",
+        "reply": "hello",
+        "quality": quality,
+        "created_at": 0.0,
+    }
+
+
+def _record(samples: list[dict[str, Any]]) -> None:
+    with _connection() as connection, connection.begin():
+        migrate(connection)
+        autolearn.insert_samples(connection, samples)
+
+
+@pytest.mark.parametrize("loop", ["autotune", str(ROOT / "loops" / "autotune.yaml")])
+def test_a_fresh_install_has_not_enough_samples(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], loop: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LOOPENGINE_CONFIG", raising=False)
+    monkeypatch.delenv("LOOPENGINE_DATABASE", raising=False)
+    code, record = _run(capsys, "run", loop)
+    assert (code, record["outcome"]) == (0, "completed")
+    assert _act_note(record) == "not enough samples (0/5)"
+
+
+def test_a_node_that_earns_it_moves_up_once(
+    server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _record([_sample("OL1", 12.0, 3.0)] * 3 + [_sample("M1", 1.0, 9.0)] * 3)
+    code, record = _run(capsys, "run", "autotune")
+    assert (code, record["decision"]["action"]) == (0, "reorder")
+    assert _act_note(record) == "routing reordered (default: M1, OL1)"
+    with _connection() as connection:
+        assert autolearn.routing(connection)["default"]["nodes"] == ["M1", "OL1"]
+        assert [entry["kind"] for entry in autolearn.history(connection)] == ["routing"]
+    _, again = _run(capsys, "run", "autotune")
+    assert _act_note(again).startswith("routing unchanged")
+
+
+def test_the_chat_follows_the_tuned_order_and_records_its_response(
+    server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _record([_sample("OL1", 12.0, 3.0)] * 3 + [_sample("M1", 1.0, 9.0)] * 3)
+    _run(capsys, "run", "autotune")
+    server.script("m1", [reply("Paris.")])
+    code, answer = _run(capsys, "chat", "Capital of France?", "--mode", "simple")
+    assert (code, [stage["node"] for stage in answer["chain"]]) == (0, ["M1"])
+    with _connection() as connection:
+        newest = autolearn.samples_in_window(connection, 50)[-1]
+    assert (newest["node"], newest["reply"], newest["success"]) == ("M1", "Paris.", True)
+
+
+def test_scores_json_has_each_category_and_the_routing_followed(
+    server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _record([_sample("OL1", 12.0, 3.0)] * 3 + [_sample("M1", 1.0, 9.0)] * 3)
+    _run(capsys, "run", "autotune")
+    code, view = _run(capsys, "autolearn", "scores")
+    assert code == 0
+    assert view["routing"] == {"default": ["M1", "OL1"]}
+    [best, worst] = view["categories"]["default"]
+    assert set(best) == {"node", "score", "speed", "quality", "reliability", "samples"}
+    assert (best["node"], best["samples"], worst["node"]) == ("M1", 3, "OL1")
+
+
+def test_status_and_history_say_what_changed(
+    server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _record([_sample("OL1", 12.0, 3.0)] * 3 + [_sample("M1", 1.0, 9.0)] * 3)
+    _run(capsys, "run", "autotune")
+    _, status = _run(capsys, "autolearn", "status")
+    assert (status["samples"], status["graded"]) == (6, 6)
+    assert status["tuned"]["default"]["nodes"] == ["M1", "OL1"]
+    assert status["loops"]["autotune"]["outcome"] == "completed"
+    _, history = _run(capsys, "autolearn", "history")
+    assert [entry["kind"] for entry in history["history"]] == ["routing"]
+
+
+def test_before_anything_ran_the_commands_read_nothing_and_write_nothing(
+    server: FakeLLMServer, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    _, status = _run(capsys, "autolearn", "status")
+    assert status == {"samples": 0, "graded": 0, "tuned": {}, "loops": {"autotune": None}}
+    assert not (tmp_path / ".loopengine").exists()
