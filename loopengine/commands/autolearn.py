@@ -49,12 +49,7 @@ def _scores(config: Path | None, learned: dict[str, Any]) -> dict[str, Any]:
     from loopengine.llm import Sample, score_nodes
 
     settings = read_settings(config).config
-    samples = [
-        Sample(
-            r["node"], r["category"], r["seconds"], r["output_tokens"], r["success"], r["quality"]
-        )
-        for r in learned["samples"]
-    ]
+    samples = [Sample.of(row) for row in learned["samples"]]
     scored = score_nodes(samples, settings.autolearn.window)
     routing = {c: list(nodes) for c, nodes in settings.cluster.routing.items()}
     routing.update({c: list(row["nodes"]) for c, row in learned["routing"].items()})

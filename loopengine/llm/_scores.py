@@ -65,6 +65,12 @@ class Sample:
     quality: float | None = None
     """The grader's 1–10, or None when ungraded (grader down, timed out, unreadable)."""
 
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> Sample:
+        """The sample a stored row (``store.autolearn``) holds."""
+        fields = ("node", "category", "seconds", "output_tokens", "success", "quality")
+        return cls(*(row[name] for name in fields))
+
 
 @dataclass(frozen=True, slots=True)
 class NodeScore:

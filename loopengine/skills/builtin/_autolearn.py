@@ -40,12 +40,7 @@ async def autolearn_scores(ctx: SkillContext) -> dict[str, Any]:
 
     settings = ctx.config.autolearn
     rows = await _store(ctx).read(lambda c: autolearn.samples_in_window(c, settings.window))
-    samples = [
-        Sample(
-            r["node"], r["category"], r["seconds"], r["output_tokens"], r["success"], r["quality"]
-        )
-        for r in rows
-    ]
+    samples = [Sample.of(row) for row in rows]
     found = tune(
         samples,
         await current_orders(ctx),
