@@ -7,56 +7,19 @@ from pathlib import Path
 from typing import Any
 
 from loopengine.commands._console import Console
+from loopengine.llm import history_view, nothing_learned, read_learned, scores_view, status_view
 from loopengine.reader import open_reader
 from loopengine.settings import read_settings
-from loopengine.store import autolearn, executions, iso
 
 __all__ = ["run_autolearn"]
 
-_LOOPS = ("autotune",)
-"""The autolearn loops whose last execution ``status`` shows."""
-
 
 def _learned(config: Path | None) -> dict[str, Any]:
-    """Samples in the window, tuned orders, history and the loops' last executions."""
     window = read_settings(config).config.autolearn.window
     with open_reader(config) as reader:
         if reader is None:
-            return {
-                "samples": [],
-                "routing": {},
-                "history": [],
-                "last": {loop: [] for loop in _LOOPS},
-            }
-        return reader.read(
-            lambda c: {
-                "samples": autolearn.samples_in_window(c, window),
-                "routing": autolearn.routing(c),
-                "history": autolearn.history(c),
-                "last": {
-                    loop: [
-                        row.summary()
-                        for row in executions.list_executions(c, loop_id=loop, limit=1)
-                    ]
-                    for loop in _LOOPS
-                },
-            }
-        )
-
-
-def _scores(config: Path | None, learned: dict[str, Any]) -> dict[str, Any]:
-    """``scores --json``: each category's nodes with their scores, and the routing followed."""
-    from loopengine.llm import Sample, score_nodes
-
-    settings = read_settings(config).config
-    samples = [Sample.of(row) for row in learned["samples"]]
-    scored = score_nodes(samples, settings.autolearn.window)
-    routing = {c: list(nodes) for c, nodes in settings.cluster.routing.items()}
-    routing.update({c: list(row["nodes"]) for c, row in learned["routing"].items()})
-    return {
-        "categories": {c: [n.as_dict() for n in nodes] for c, nodes in scored.items()},
-        "routing": routing,
-    }
+            return nothing_learned()
+        return reader.read(lambda c: read_learned(c, window))
 
 
 def _print_scores(console: Console, view: dict[str, Any]) -> None:
@@ -81,32 +44,10 @@ def _print_scores(console: Console, view: dict[str, Any]) -> None:
         console.print(f"routing {category}: {', '.join(nodes)}")
 
 
-def _history(learned: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{**entry, "created_at": iso(entry["created_at"])} for entry in learned["history"]]
-
-
-def _status(learned: dict[str, Any]) -> dict[str, Any]:
-    samples = learned["samples"]
-    return {
-        "samples": len(samples),
-        "graded": sum(1 for s in samples if s["quality"] is not None),
-        "tuned": {
-            c: {
-                "nodes": row["nodes"],
-                "version": row["version"],
-                "reason": row["reason"],
-                "updated_at": iso(row["updated_at"]),
-            }
-            for c, row in learned["routing"].items()
-        },
-        "loops": {loop: rows[0] if rows else None for loop, rows in learned["last"].items()},
-    }
-
-
 def _show_scores(
     console: Console, config: Path | None, learned: dict[str, Any], as_json: bool
 ) -> None:
-    view = _scores(config, learned)
+    view = scores_view(read_settings(config).config, learned)
     if as_json:
         console.json(view)
     else:
@@ -114,7 +55,7 @@ def _show_scores(
 
 
 def _show_history(console: Console, learned: dict[str, Any], as_json: bool) -> None:
-    entries = _history(learned)
+    entries = history_view(learned)
     if as_json:
         console.json({"history": entries})
     elif not entries:
@@ -125,7 +66,7 @@ def _show_history(console: Console, learned: dict[str, Any], as_json: bool) -> N
 
 
 def _show_status(console: Console, learned: dict[str, Any], as_json: bool) -> None:
-    status = _status(learned)
+    status = status_view(learned)
     if as_json:
         console.json(status)
         return

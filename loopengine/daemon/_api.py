@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from loopengine.daemon._access import OPEN_PATHS, is_open, token_accepted
+from loopengine.daemon._api_autolearn import add_autolearn_routes
 from loopengine.daemon._api_chat import add_chat_routes
 from loopengine.daemon._api_context import ERRORS, ApiContext, error_response
 from loopengine.daemon._api_hooks import add_hook_routes
@@ -45,6 +46,7 @@ _ROUTES = (
     add_thread_routes,
     add_metrics_routes,
     add_chat_routes,
+    add_autolearn_routes,
 )
 """Each adds one group of endpoints."""
 

@@ -16,6 +16,14 @@ from loopengine.llm._cluster import Cluster
 from loopengine.llm._conversation import Conversation
 from loopengine.llm._guard import LoopGuard, call_key, canonical
 from loopengine.llm._health import COOL_AFTER, NodeHealth
+from loopengine.llm._learned import (
+    AUTOLEARN_LOOPS,
+    history_view,
+    nothing_learned,
+    read_learned,
+    scores_view,
+    status_view,
+)
 from loopengine.llm._runtime import LLMRuntime
 from loopengine.llm._scores import NodeScore, Sample, Tuning, parse_grade, score_nodes, tune
 from loopengine.llm._stats import LATENCY_BUCKETS_S, NodeStats
@@ -41,6 +49,7 @@ from loopengine.llm._tools import (
 )
 
 __all__ = [
+    "AUTOLEARN_LOOPS",
     "COOL_AFTER",
     "DEFAULT_STAGES",
     "LATENCY_BUCKETS_S",
@@ -71,19 +80,24 @@ __all__ = [
     "checked_address",
     "classify_complexity",
     "event_data",
+    "history_view",
     "load_thread",
     "mask_pii",
     "new_call_id",
+    "nothing_learned",
     "offered_tools",
     "parse_arguments",
     "parse_grade",
     "parse_reply",
     "prune",
     "reaches_inside",
+    "read_learned",
     "run_agent",
     "run_chain",
     "run_simple",
     "score_nodes",
+    "scores_view",
+    "status_view",
     "thread_version",
     "token_usage",
     "tune",

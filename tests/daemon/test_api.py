@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -17,6 +18,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from loopengine.daemon._api import MAX_BODY
+from tests.conftest import ROOT
 from tests.daemon.conftest import BY_HAND, ON_EVENT, Daemon, Workspace
 
 TOKEN = "s3cret-api-token-42"
@@ -213,10 +215,12 @@ def _post_json(url: str, path: str, body: Any = None, **kwargs: Any) -> httpx.Re
 
 @pytest.fixture(scope="module")
 def on_events(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Workspace, str]]:
-    """A daemon without a token serving ``on_event`` (``seo.page.*`` whose ``data.page > 0``)."""
+    """A daemon without a token serving ``on_event`` (``seo.page.*`` whose ``data.page > 0``)
+    and the shipped ``autotune``."""
     root = tmp_path_factory.mktemp("events")
     (root / "loops").mkdir()
     (root / "loops" / "on_event.yaml").write_text(ON_EVENT)
+    shutil.copy(ROOT / "loops" / "autotune.yaml", root / "loops" / "autotune.yaml")
     (root / "loopengine.yaml").write_text("daemon: {port: 0}\n")
     env = {**os.environ, "LOOPENGINE_DATABASE": f"sqlite:///{root / 'store.db'}", "NO_COLOR": "1"}
     env.pop("LOOPENGINE_CONFIG", None)
@@ -454,3 +458,29 @@ def test_metrics_are_served_in_prometheus_text_format(served: tuple[Workspace, s
 
 def test_metrics_need_the_token(served: tuple[Workspace, str]) -> None:
     assert _get(served[1], "/metrics", token=None).status_code == 401
+
+
+def test_a_tuning_cycle_queued_over_http_says_what_it_found(
+    on_events: tuple[Workspace, str],
+) -> None:
+    workspace, url = on_events
+    queued = httpx.post(url + "/autolearn/trigger", timeout=10)
+    assert (queued.status_code, queued.json()["loop_id"]) == (202, "autotune")
+    deadline = time.monotonic() + 20
+    while not workspace.json("history", "autotune")["executions"]:
+        assert time.monotonic() < deadline, "the tuning cycle did not run"
+        time.sleep(0.1)
+    status = httpx.get(url + "/autolearn/status", timeout=10).json()
+    assert status["samples"] == 0
+    assert status["loops"]["autotune"]["outcome"] == "completed"
+    assert httpx.get(url + "/autolearn/scores", timeout=10).json() == {
+        "categories": {},
+        "routing": {},
+    }
+    assert httpx.get(url + "/autolearn/history", timeout=10).json() == {"history": []}
+
+
+def test_without_the_autotune_loop_a_cycle_cannot_be_queued(served: tuple[Workspace, str]) -> None:
+    response = _post(served[1], "/autolearn/trigger")
+    assert response.status_code == 404
+    assert "copy the shipped loops/autotune.yaml" in _error(response)["message"]

@@ -1,0 +1,86 @@
+"""What the autolearn loops learned, as ``loopengine autolearn`` prints it and the daemon's
+``GET /autolearn/*`` answers it: read in one transaction, shaped for JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+
+from loopengine.contract import Config
+from loopengine.llm._scores import Sample, score_nodes
+from loopengine.store import autolearn, executions, iso
+
+__all__ = [
+    "AUTOLEARN_LOOPS",
+    "history_view",
+    "nothing_learned",
+    "read_learned",
+    "scores_view",
+    "status_view",
+]
+
+AUTOLEARN_LOOPS = ("autotune",)
+"""The autolearn loops whose last execution the status shows."""
+
+
+def nothing_learned() -> dict[str, Any]:
+    """What a store that never recorded anything holds."""
+    return {
+        "samples": [],
+        "routing": {},
+        "history": [],
+        "last": {loop: [] for loop in AUTOLEARN_LOOPS},
+    }
+
+
+def read_learned(connection: sa.Connection, window: int) -> dict[str, Any]:
+    """Samples in the window, tuned orders, history and the loops' last executions."""
+    return {
+        "samples": autolearn.samples_in_window(connection, window),
+        "routing": autolearn.routing(connection),
+        "history": autolearn.history(connection),
+        "last": {
+            loop: [
+                row.summary()
+                for row in executions.list_executions(connection, loop_id=loop, limit=1)
+            ]
+            for loop in AUTOLEARN_LOOPS
+        },
+    }
+
+
+def scores_view(config: Config, learned: dict[str, Any]) -> dict[str, Any]:
+    """Each category's nodes with their scores, and the routing the chat follows."""
+    scored = score_nodes([Sample.of(row) for row in learned["samples"]], config.autolearn.window)
+    routing = {c: list(nodes) for c, nodes in config.cluster.routing.items()}
+    routing.update({c: list(row["nodes"]) for c, row in learned["routing"].items()})
+    return {
+        "categories": {c: [n.as_dict() for n in nodes] for c, nodes in scored.items()},
+        "routing": routing,
+    }
+
+
+def status_view(learned: dict[str, Any]) -> dict[str, Any]:
+    """Responses scored and graded, the tuned orders, each loop's last execution."""
+    samples = learned["samples"]
+    tuned = {
+        category: {
+            "nodes": row["nodes"],
+            "version": row["version"],
+            "reason": row["reason"],
+            "updated_at": iso(row["updated_at"]),
+        }
+        for category, row in learned["routing"].items()
+    }
+    return {
+        "samples": len(samples),
+        "graded": sum(1 for s in samples if s["quality"] is not None),
+        "tuned": tuned,
+        "loops": {loop: rows[0] if rows else None for loop, rows in learned["last"].items()},
+    }
+
+
+def history_view(learned: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every change, newest first."""
+    return [{**entry, "created_at": iso(entry["created_at"])} for entry in learned["history"]]
