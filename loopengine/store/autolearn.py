@@ -14,12 +14,14 @@ __all__ = [
     "HISTORY_KEPT",
     "MAX_TEXT",
     "add_history",
+    "grade",
     "history",
     "insert_samples",
     "last_sample_id",
     "put_routing",
     "routing",
     "samples_in_window",
+    "ungraded",
 ]
 
 MAX_TEXT = 4000
@@ -121,3 +123,23 @@ def history(connection: sa.Connection, limit: int = HISTORY_KEPT) -> list[dict[s
     """The newest changes first."""
     query = sa.select(autolearn_history).order_by(autolearn_history.c.id.desc()).limit(limit)
     return [dict(row) for row in connection.execute(query).mappings()]
+
+
+def ungraded(connection: sa.Connection, limit: int) -> list[dict[str, Any]]:
+    """The oldest responses never sent to the grader."""
+    query = (
+        sa.select(chat_scores)
+        .where(chat_scores.c.graded_at.is_(None))
+        .order_by(chat_scores.c.id)
+        .limit(limit)
+    )
+    return [dict(row) for row in connection.execute(query).mappings()]
+
+
+def grade(connection: sa.Connection, sample_id: int, quality: float | None, now: float) -> None:
+    """Record a response's grade (None: the grader gave none); it is never sent again."""
+    connection.execute(
+        chat_scores.update()
+        .where(chat_scores.c.id == sample_id)
+        .values(quality=quality, graded_at=now)
+    )

@@ -65,6 +65,7 @@ def _sample(node: str, seconds: float, quality: float) -> dict[str, Any]:
         "message": "hi",
         "reply": "hello",
         "quality": quality,
+        "graded_at": 0.0,
         "created_at": 0.0,
     }
 
@@ -146,3 +147,34 @@ def test_before_anything_ran_the_commands_read_nothing_and_write_nothing(
     _, status = _run(capsys, "autolearn", "status")
     assert status == {"samples": 0, "graded": 0, "tuned": {}, "loops": {"autotune": None}}
     assert not (tmp_path / ".loopengine").exists()
+
+
+def _ungraded(node: str) -> dict[str, Any]:
+    return {**_sample(node, 1.0, 0.0), "quality": None, "graded_at": None}
+
+
+def test_the_grader_grades_each_new_response_once(
+    server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _record([_ungraded("M1"), _ungraded("M1")])
+    server.script("ol1", [reply("8/10"), reply('{"score": 6}')])
+    code, _ = _run(capsys, "run", "autotune")
+    assert code == 0
+    with _connection() as connection:
+        qualities = [s["quality"] for s in autolearn.samples_in_window(connection, 50)]
+    assert qualities == [8.0, 6.0]
+    _run(capsys, "run", "autotune")
+    assert len(server.requests_for("ol1")) == 2
+
+
+def test_a_grader_that_fails_leaves_the_response_ungraded_for_good(
+    server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _record([_ungraded("M1")])
+    server.script("ol1", [reply("a fine answer, I would say")])
+    code, _ = _run(capsys, "run", "autotune")
+    assert code == 0
+    with _connection() as connection:
+        [sample] = autolearn.samples_in_window(connection, 50)
+        assert autolearn.ungraded(connection, 10) == []
+    assert sample["quality"] is None

@@ -4,13 +4,29 @@ responses and propose routing orders (``autolearn.scores``), then write them
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
+
+import anyio
 
 from loopengine.errors import SkillError
 from loopengine.skills._context import SkillContext
 from loopengine.skills._definition import skill
 
-__all__ = ["autolearn_route", "autolearn_scores"]
+__all__ = [
+    "GRADE_TIMEOUT_S",
+    "GRADING_PROMPT",
+    "autolearn_grade",
+    "autolearn_route",
+    "autolearn_scores",
+]
+
+GRADE_TIMEOUT_S = 10.0
+"""Longest the grader may take on one response; past it the response stays ungraded."""
+GRADING_PROMPT = (
+    "Grade the answer to the question from 1 (useless or wrong) to 10 (correct, complete and "
+    "clear). Reply with the number only.\n\nQuestion:\n{message}\n\nAnswer:\n{reply}"
+)
 
 
 def _store(ctx: SkillContext) -> Any:
@@ -27,6 +43,57 @@ async def current_orders(ctx: SkillContext) -> dict[str, list[str]]:
     orders = {category: list(nodes) for category, nodes in ctx.config.cluster.routing.items()}
     orders.update({category: list(row["nodes"]) for category, row in tuned.items()})
     return orders
+
+
+async def _grade_one(runtime: Any, grader: str, row: dict[str, Any]) -> float | None:
+    """The grader's 1–10 for one response; None when it fails, is late or says no number."""
+    from loopengine.errors import LLMError
+    from loopengine.llm import parse_grade
+
+    prompt = GRADING_PROMPT.format(message=row["message"], reply=row["reply"])
+    with anyio.move_on_after(GRADE_TIMEOUT_S):
+        try:
+            completion = await runtime.cluster.chat(grader, [{"role": "user", "content": prompt}])
+        except LLMError:
+            return None
+        content = completion.choice.get("message", {}).get("content")
+        return parse_grade(content) if isinstance(content, str) else None
+    return None
+
+
+@skill(
+    "autolearn.grade",
+    description="Have the grader node (autolearn.grader) grade the chat responses not graded yet, "
+    "at most `limit` a cycle, one call each with a 10 s deadline (a failed call leaves the "
+    "response ungraded for good; while the grader cools down, the rest wait for a later cycle).",
+)
+async def autolearn_grade(ctx: SkillContext, limit: int = 20) -> dict[str, Any]:
+    from loopengine.store import autolearn
+
+    grader = ctx.config.autolearn.grader
+    runtime = ctx.llm
+    if runtime is None or grader not in ctx.config.cluster.nodes:
+        reason = f"no grader: node {grader!r} is not in the cluster"
+        return {"grading": {"graded": 0, "ungraded": 0, "reason": reason}}
+    store = _store(ctx)
+    rows = await store.read(lambda c: autolearn.ungraded(c, limit))
+    graded = 0
+    for done, row in enumerate(rows):
+        if (down := runtime.cluster.available(grader)) is not None:
+            left = len(rows) - done
+            return {
+                "grading": {
+                    "graded": graded,
+                    "ungraded": done - graded,
+                    "left": left,
+                    "reason": down,
+                }
+            }
+        quality = await _grade_one(runtime, grader, row)
+        graded += quality is not None
+        write = partial(autolearn.grade, sample_id=row["id"], quality=quality, now=ctx.clock())
+        await store.write(write)
+    return {"grading": {"graded": graded, "ungraded": len(rows) - graded, "grader": grader}}
 
 
 @skill(
