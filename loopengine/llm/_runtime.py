@@ -5,11 +5,15 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
 
 from loopengine.contract import Config
 from loopengine.llm._cluster import Cluster
 from loopengine.llm._conversation import Conversation
 from loopengine.llm._health import NodeHealth
+from loopengine.llm._scores import explored
 from loopengine.llm._tools import Toolbox, offered_tools
 from loopengine.skills import Registry
 from loopengine.store import Store, autolearn, health
@@ -29,6 +33,7 @@ class LLMRuntime:
         environ: Mapping[str, str],
     ) -> None:
         self.cluster = Cluster(config.cluster, environ)
+        self.autolearn = config.autolearn
         self.toolbox = Toolbox(offered_tools(config, base, registry))
         self.store = store
         self._health_loaded = False
@@ -46,10 +51,24 @@ class LLMRuntime:
         self._health_loaded = True
 
     async def load_routing(self) -> None:
-        """Follow the routing orders the autotune loop wrote (read at each message, so a new
-        order applies at the next one)."""
-        tuned = await self.store.read(autolearn.routing)
+        """Follow the routing orders the autotune loop wrote, and explore under-sampled nodes
+        (``autolearn.explore`` of the messages); read at each message, so a new order applies
+        at the next one."""
+        settings = self.autolearn
+
+        def read(connection: sa.Connection) -> tuple[dict[str, Any], dict[tuple[str, str], int]]:
+            return autolearn.routing(connection), autolearn.sample_counts(connection)
+
+        tuned, counts = await self.store.read(read)
         self.cluster.tuned = {category: list(row["nodes"]) for category, row in tuned.items()}
+
+        def explore(category: str, available: list[str]) -> str | None:
+            known = {node: n for (c, node), n in counts.items() if c == category}
+            return explored(
+                available, known, min_samples=settings.min_samples, share=settings.explore
+            )
+
+        self.cluster.explore = explore
 
     async def save_health(self) -> None:
         rows = [

@@ -33,6 +33,7 @@ __all__ = [
     "NodeScore",
     "Sample",
     "Tuning",
+    "explored",
     "parse_grade",
     "rank",
     "score_nodes",
@@ -203,3 +204,23 @@ def tune(
         )
     moved = "; ".join(f"{c}: {', '.join(new)}" for c, (_, new) in sorted(changes.items()))
     return Tuning(scores, changes, f"routing reordered ({moved})")
+
+
+def explored(
+    order: Sequence[str],
+    counts: Mapping[str, int],
+    *,
+    min_samples: int,
+    share: float,
+) -> str | None:
+    """The node of ``order`` this message explores, or None. One message in ``1 / share``
+    explores (counted by the category's responses so far, so it is the same on every run), the
+    node with the fewest samples among those under ``min_samples`` (the first in ``order`` on
+    a tie); none when every node has enough."""
+    if share <= 0:
+        return None
+    period = max(1, round(1 / share))
+    if sum(counts.values()) % period != period - 1:
+        return None
+    under = [node for node in order if counts.get(node, 0) < min_samples]
+    return min(under, key=lambda node: counts.get(node, 0)) if under else None

@@ -20,6 +20,7 @@ __all__ = [
     "last_sample_id",
     "put_routing",
     "routing",
+    "sample_counts",
     "samples_in_window",
     "ungraded",
 ]
@@ -43,6 +44,14 @@ def insert_samples(connection: sa.Connection, rows: Sequence[Mapping[str, Any]])
 def last_sample_id(connection: sa.Connection) -> int:
     """The newest sample's id (0 with none): what a tuning cycle has seen."""
     return int(connection.execute(sa.select(sa.func.max(chat_scores.c.id))).scalar() or 0)
+
+
+def sample_counts(connection: sa.Connection) -> dict[tuple[str, str], int]:
+    """How many responses of each node × category were recorded."""
+    query = sa.select(chat_scores.c.category, chat_scores.c.node, sa.func.count()).group_by(
+        chat_scores.c.category, chat_scores.c.node
+    )
+    return {(category, node): int(n) for category, node, n in connection.execute(query)}
 
 
 def samples_in_window(connection: sa.Connection, window: int) -> list[dict[str, Any]]:

@@ -74,6 +74,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         config = (
             'daemon: {port: 0, token: "${ secret.API_TOKEN }"}\n'
             f"cluster:\n  nodes:\n{nodes}\n  routing:\n    default: [OL1, M1]\n"
+            "autolearn: {explore: 0}\n"  # every message to the node its test scripted
         )
         workspace, daemon, api = _start(root, config)
         try:

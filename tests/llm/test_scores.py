@@ -10,6 +10,7 @@ from loopengine.llm._scores import (
     NEUTRAL_QUALITY,
     NodeScore,
     Sample,
+    explored,
     parse_grade,
     rank,
     score_nodes,
@@ -127,3 +128,25 @@ def test_a_cycle_reorders_the_category_a_node_earns() -> None:
     found = tune(samples, {"default": ["OL1", "M1"]}, window=50, min_samples=5, margin=0.5)
     assert found.changes == {"code": (["OL1", "M1"], ["M1", "OL1"])}
     assert found.verdict == "routing reordered (code: M1, OL1)"
+
+
+def test_one_message_in_ten_explores_the_least_sampled_node() -> None:
+    order = ["OL1", "M1", "M2"]
+    picks = []
+    counts = {"OL1": 0, "M1": 2, "M2": 1}
+    for _ in range(30):
+        picked = explored(order, counts, min_samples=5, share=0.1) or order[0]
+        counts[picked] += 1
+        picks.append(picked)
+    explorations = [n for n, node in enumerate(picks) if node != "OL1"]
+    assert len(explorations) == 3
+    assert picks[explorations[0]] == "M2"
+
+
+def test_nodes_with_enough_samples_are_not_explored() -> None:
+    counts = {"OL1": 9, "M1": 5}
+    assert explored(["OL1", "M1"], counts, min_samples=5, share=1.0) is None
+
+
+def test_no_share_explores_nothing() -> None:
+    assert explored(["OL1", "M1"], {"OL1": 9}, min_samples=5, share=0) is None
