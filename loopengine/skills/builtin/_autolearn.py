@@ -7,8 +7,6 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-import anyio
-
 from loopengine.errors import SkillError
 from loopengine.skills._context import SkillContext
 from loopengine.skills._definition import skill
@@ -47,6 +45,8 @@ async def current_orders(ctx: SkillContext) -> dict[str, list[str]]:
 
 async def _grade_one(runtime: Any, grader: str, row: dict[str, Any]) -> float | None:
     """The grader's 1–10 for one response; None when it fails, is late or says no number."""
+    import anyio
+
     from loopengine.errors import LLMError
     from loopengine.llm import parse_grade
 
