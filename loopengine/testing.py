@@ -6,7 +6,8 @@ and an in-memory store (``async with memory_store() as store``, the real store o
         server.script("qwen3:1.7b", [tool_call("list_dir", {"path": "."}), reply("Done.")])
         node = {"base_url": server.base_url, "model": "qwen3:1.7b"}
 
-Each model answers from its own script, in order; ``forever(x)`` repeats ``x``; a model without
+Each model answers from its own script, in order; ``forever(x)`` repeats ``x``,
+``answering(f)`` answers each request with ``f(request)``; a model without
 a script, or past the end of its script, answers 500. ``status(503)`` and ``hang(5)`` make a node
 misbehave. Every request received is kept in ``server.requests``. ``"stream": true`` requests get
 server-sent events, as OpenAI sends them.
@@ -19,7 +20,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -28,9 +29,11 @@ from typing import Any
 from loopengine.store import Store
 
 __all__ = [
+    "Answering",
     "FakeLLMServer",
     "Forever",
     "Response",
+    "answering",
     "forever",
     "hang",
     "memory_store",
@@ -64,6 +67,13 @@ class Forever:
     """Answer ``response`` to every request from now on."""
 
     response: Response
+
+
+@dataclass(frozen=True)
+class Answering:
+    """Answer every request from now on with what ``respond`` makes of it (its JSON body)."""
+
+    respond: Callable[[dict[str, Any]], Response]
 
 
 def reply(content: str, finish_reason: str = "stop") -> Response:
@@ -119,11 +129,17 @@ def hang(seconds: float, then: Response | None = None) -> Response:
     return Response(base.message, base.finish_reason, base.status, base.headers, seconds, base.body)
 
 
+def answering(respond: Callable[[dict[str, Any]], Response]) -> Answering:
+    """Answer each request with ``respond(request)`` (a model whose answer depends on what it
+    is asked: a grader, a node whose quality changes while a test runs)."""
+    return Answering(respond)
+
+
 def forever(response: Response) -> Forever:
     return Forever(response)
 
 
-Script = list[Response | Forever]
+Script = list[Response | Forever | Answering]
 
 
 class FakeLLMServer:
@@ -151,7 +167,7 @@ class FakeLLMServer:
     def requests_for(self, model: str) -> list[dict[str, Any]]:
         return [r for r in self.requests if r.get("model") == model]
 
-    def _next(self, model: str) -> Response:
+    def _next(self, model: str, request: dict[str, Any]) -> Response:
         with self._lock:
             script = self._scripts.get(model)
             if not script:
@@ -159,8 +175,12 @@ class FakeLLMServer:
             head = script[0]
             if isinstance(head, Forever):
                 return head.response
-            script.pop(0)
-            return head
+            if isinstance(head, Answering):
+                respond = head.respond
+            else:
+                script.pop(0)
+                return head
+        return respond(request)
 
     def start(self) -> FakeLLMServer:
         self._thread.start()
@@ -220,7 +240,7 @@ class FakeLLMServer:
                     return
                 with server._lock:
                     server.requests.append(request)
-                response = server._next(str(request.get("model")))
+                response = server._next(str(request.get("model")), request)
                 if response.delay_s:
                     time.sleep(response.delay_s)
                 if response.status != 200:

@@ -11,7 +11,15 @@ from loopengine.contract import LoadReport
 from loopengine.engine import Engine, Services
 from loopengine.skills.builtin import builtin_registry
 from loopengine.store import executions
-from loopengine.testing import FakeLLMServer, memory_store, raw, reply, status, tool_calls
+from loopengine.testing import (
+    FakeLLMServer,
+    answering,
+    memory_store,
+    raw,
+    reply,
+    status,
+    tool_calls,
+)
 from tests.conftest import MINIMAL
 
 pytestmark = pytest.mark.anyio
@@ -69,3 +77,14 @@ def test_models_are_listed() -> None:
         server.script("qwen3:1.7b", [])
         models = httpx.get(server.base_url + "/models").json()
     assert [m["id"] for m in models["data"]] == ["qwen3:1.7b"]
+
+
+def test_a_model_can_answer_what_it_is_asked() -> None:
+    with FakeLLMServer() as server:
+        server.script(
+            "echo", [answering(lambda request: reply(request["messages"][-1]["content"]))]
+        )
+        for said in ("one", "two"):
+            body = {"model": "echo", "messages": [{"role": "user", "content": said}]}
+            answer = httpx.post(f"{server.base_url}/chat/completions", json=body, timeout=10)
+            assert answer.json()["choices"][0]["message"]["content"] == said

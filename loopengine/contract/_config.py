@@ -83,7 +83,11 @@ class Autolearn(Strict):
         5, ge=1, description="Responses a node needs in a category before its score ranks it."
     )
     window: int = Field(
-        50, ge=1, le=10_000, description="Newest responses per node and category a score uses."
+        20,
+        ge=1,
+        le=10_000,
+        description="Newest responses per node and category a score uses (smaller: a node's "
+        "change shows sooner, and noise more).",
     )
     explore: float = Field(
         0.1,

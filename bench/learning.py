@@ -1,0 +1,184 @@
+"""How fast the autotune loop learns, on a simulated cluster of scripted nodes whose quality
+changes while it runs (seed 003).
+
+    python bench/learning.py [--messages 10] [--cycles 12] [--json]
+
+A cycle is ``--messages`` chat messages in simple mode, then one run of the shipped
+``autotune`` loop (grade, score, reorder), everything in-process on a real store. The nodes M1
+and M2 (routing ``default: [M1, M2]``) answer at once; the grader OL1 reads the quality the
+answering node was given (``[q=N]`` in its answer) and grades it, with noise when asked.
+
+- ``drop``: M1 answers at 8, M2 at 6; once both are ranked, M1 drops to 3. Reported: cycles
+  until M1 loses the first rank (goal ≤ 2).
+- ``noise``: both at 7, graded 7 ± 1 at random. Reported: routing flips per 10 cycles once both
+  are ranked (goal ≤ 1).
+- grading overhead per chat message: the time a cycle spends grading, over the responses it
+  graded (a zero-latency grader: what loopengine itself adds).
+- rollback of a worse prompt (goal ≤ 3 cycles) needs the auto-review loop, not built yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import random
+import re
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from loopengine.testing import FakeLLMServer, Response, answering, reply
+
+GRADED = re.compile(r"\[q=(\d+)\]")
+
+
+@dataclass
+class World:
+    """What each node's answers are worth now, and how noisy the grader is."""
+
+    quality: dict[str, int]
+    noise: int = 0
+    rng: random.Random = field(default_factory=lambda: random.Random(7))
+
+    def answer(self, node: str) -> Any:
+        return lambda request: reply(f"answer from {node} [q={self.quality[node]}]")
+
+    def grade(self, request: dict[str, Any]) -> Response:
+        found = GRADED.search(str(request["messages"][-1]["content"]))
+        quality = int(found.group(1)) if found else 5
+        noisy = quality + self.rng.randint(-self.noise, self.noise)
+        return reply(str(min(10, max(1, noisy))))
+
+
+def _config(base_url: str) -> str:
+    nodes = "\n".join(
+        f"    {name}: {{base_url: '{base_url}', model: {name.lower()}, timeout_s: 10}}"
+        for name in ("OL1", "M1", "M2")
+    )
+    return (
+        f"cluster:\n  nodes:\n{nodes}\n  routing:\n    default: [M1, M2]\n"
+        "autolearn: {grader: OL1, min_samples: 5, margin: 0.5, explore: 0.1}\n"
+    )
+
+
+@dataclass
+class Cycle:
+    routing: list[str]
+    graded: int
+    grading_s: float
+
+
+async def _cycles(root: Path, world: World, messages: int, cycles: int, change: Any) -> list[Cycle]:
+    """Run ``cycles`` cycles; ``change(world, index, cycles_so_far)`` may change the world."""
+    from loopengine._resources import shipped_loop
+    from loopengine.chat import chat, chat_loop
+    from loopengine.runtime import open_runtime
+    from loopengine.store import autolearn, executions
+
+    done: list[Cycle] = []
+    async with open_runtime(root / "loopengine.yaml") as runtime:
+        talk = chat_loop(runtime)
+        tune = runtime.load_loop(str(shipped_loop("autotune")))
+        for index in range(cycles):
+            change(world, index, done)
+            for _ in range(messages):
+                await chat(runtime, talk, "How many phases has a loop?", mode="simple")
+            started = time.perf_counter()
+            execution = await runtime.engine.run(tune)
+            elapsed = time.perf_counter() - started
+            row = await runtime.store.read(
+                lambda c, e=execution.execution_id: executions.get_execution(c, e)
+            )
+            assert row is not None
+            graded = int(row.context["data"]["grading"]["graded"])
+            orders = await runtime.store.read(autolearn.routing)
+            routing = list(orders["default"]["nodes"]) if "default" in orders else ["M1", "M2"]
+            done.append(Cycle(routing, graded, elapsed))
+    return done
+
+
+def _simulate(world: World, messages: int, cycles: int, change: Any) -> list[Cycle]:
+    with FakeLLMServer() as server, tempfile.TemporaryDirectory() as folder:
+        for node in ("M1", "M2"):
+            server.script(node.lower(), [answering(world.answer(node))])
+        server.script("ol1", [answering(world.grade)])
+        root = Path(folder)
+        (root / "loopengine.yaml").write_text(_config(server.base_url))
+        os.environ.pop("LOOPENGINE_DATABASE", None)
+        os.environ["LOOPENGINE_CONFIG"] = str(root / "loopengine.yaml")
+        return anyio.run(_cycles, root, world, messages, cycles, change)
+
+
+def drop_scenario(messages: int, cycles: int) -> dict[str, Any]:
+    """Cycles until M1, dropping from 8 to 3 once both nodes are ranked, loses the first rank."""
+    world = World({"M1": 8, "M2": 6})
+    dropped_at: list[int] = []
+
+    def change(world: World, index: int, done: list[Cycle]) -> None:
+        if not dropped_at and index >= cycles // 2:
+            world.quality["M1"] = 3
+            dropped_at.append(index)
+
+    history = _simulate(world, messages, cycles, change)
+    start = dropped_at[0] if dropped_at else cycles
+    lost = next(
+        (i - start + 1 for i in range(start, cycles) if history[i].routing[0] != "M1"), None
+    )
+    return {
+        "dropped_at_cycle": start,
+        "cycles_to_lose_first_rank": lost,
+        "routing": [c.routing for c in history],
+    }
+
+
+def noise_scenario(messages: int, cycles: int) -> dict[str, Any]:
+    """Routing flips per 10 cycles when both nodes are equal and grades are noisy."""
+    world = World({"M1": 7, "M2": 7}, noise=1)
+    history = _simulate(world, messages, cycles, lambda *_: None)
+    ranked = history[cycles // 2 :]
+    flips = sum(a.routing != b.routing for a, b in itertools.pairwise(ranked))
+    per_10 = 10 * flips / max(1, len(ranked) - 1)
+    graded = sum(c.graded for c in history)
+    grading_ms = 1000 * sum(c.grading_s for c in history) / max(1, graded)
+    return {
+        "flips_per_10_cycles": per_10,
+        "graded": graded,
+        "cycle_ms_per_graded_message": grading_ms,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=10, help="chat messages per cycle")
+    parser.add_argument("--cycles", type=int, default=12)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    drop = drop_scenario(args.messages, args.cycles)
+    noise = noise_scenario(args.messages, args.cycles)
+    result = {"drop": drop, "noise": noise, "rollback": None}
+    if args.json:
+        print(json.dumps(result))
+        return
+    print(f"{args.cycles} cycles of {args.messages} messages each")
+    print(
+        f"drop 8 -> 3 at cycle {drop['dropped_at_cycle']}: first rank lost after "
+        f"{drop['cycles_to_lose_first_rank']} cycle(s) (goal <= 2)"
+    )
+    print(
+        f"stable noise: {noise['flips_per_10_cycles']:.1f} routing flips per 10 cycles (goal <= 1)"
+    )
+    print(
+        f"autotune cycle time per graded message: {noise['cycle_ms_per_graded_message']:.2f} ms "
+        f"({noise['graded']} graded)"
+    )
+    print("rollback of a worse prompt: not measured (the auto-review loop is not built yet)")
+
+
+if __name__ == "__main__":
+    main()
