@@ -40,8 +40,8 @@ class Cluster:
         self.stats: dict[str, NodeStats] = {name: NodeStats() for name in config.nodes}
         self.tuned: dict[str, list[str]] = {}
         """Routing orders the autotune loop wrote, read over the config's."""
-        self.explore: Callable[[str, list[str]], str | None] | None = None
-        """Which under-sampled node of a category's available ones a message explores, if any."""
+        self.explore: Callable[[list[str]], str | None] | None = None
+        """Which under-sampled node of the available ones this message explores, if any."""
 
     def client(self, name: str) -> ChatClient:
         """The client of node ``name``, made on first use; ``LLMError`` when its key cannot be
@@ -80,7 +80,7 @@ class Cluster:
     def pick(self, category: str | None) -> str | None:
         """The first available node for ``category``, unless this message explores another."""
         available = [name for name in self.route(category) if self.available(name) is None]
-        chosen = self.explore(category or "default", available) if self.explore else None
+        chosen = self.explore(available) if self.explore else None
         return chosen or next(iter(available), None)
 
     def succeeded(self, name: str) -> None:

@@ -5,9 +5,6 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-import sqlalchemy as sa
 
 from loopengine.contract import Config
 from loopengine.llm._cluster import Cluster
@@ -50,22 +47,25 @@ class LLMRuntime:
                 )
         self._health_loaded = True
 
-    async def load_routing(self) -> None:
+    async def load_routing(self, category: str | None) -> None:
         """Follow the routing orders the autotune loop wrote, and explore under-sampled nodes
-        (``autolearn.explore`` of the messages); read at each message, so a new order applies
-        at the next one."""
-        settings = self.autolearn
+        of ``category`` (``autolearn.explore`` of its messages); read at each message, so a new
+        order applies at the next one."""
+        settings, name = self.autolearn, category or "default"
+        tuned = await self.store.read(autolearn.routing)
+        self.cluster.tuned = {c: list(row["nodes"]) for c, row in tuned.items()}
+        nodes = self.cluster.route(category)
+        counts, turn = await self.store.read(
+            lambda c: autolearn.exploration_counts(c, name, nodes, settings.min_samples)
+        )
 
-        def read(connection: sa.Connection) -> tuple[dict[str, Any], dict[tuple[str, str], int]]:
-            return autolearn.routing(connection), autolearn.sample_counts(connection)
-
-        tuned, counts = await self.store.read(read)
-        self.cluster.tuned = {category: list(row["nodes"]) for category, row in tuned.items()}
-
-        def explore(category: str, available: list[str]) -> str | None:
-            known = {node: n for (c, node), n in counts.items() if c == category}
+        def explore(available: list[str]) -> str | None:
             return explored(
-                available, known, min_samples=settings.min_samples, share=settings.explore
+                available,
+                counts,
+                min_samples=settings.min_samples,
+                share=settings.explore,
+                turn=turn,
             )
 
         self.cluster.explore = explore

@@ -212,15 +212,16 @@ def explored(
     *,
     min_samples: int,
     share: float,
+    turn: int,
 ) -> str | None:
-    """The node of ``order`` this message explores, or None. One message in ``1 / share``
-    explores (counted by the category's responses so far, so it is the same on every run), the
-    node with the fewest samples among those under ``min_samples`` (the first in ``order`` on
-    a tie); none when every node has enough."""
+    """The node of ``order`` this message explores, or None. The message whose ``turn`` (a
+    number that grows by one per response recorded, so a run is reproducible) falls on each
+    ``1 / share``-th explores the node with the fewest samples among those under
+    ``min_samples`` (the first in ``order`` on a tie); none when every node has enough."""
     if share <= 0:
         return None
     period = max(1, round(1 / share))
-    if sum(counts.values()) % period != period - 1:
+    if turn % period != period - 1:
         return None
     under = [node for node in order if counts.get(node, 0) < min_samples]
     return min(under, key=lambda node: counts.get(node, 0)) if under else None

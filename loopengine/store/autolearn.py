@@ -14,13 +14,13 @@ __all__ = [
     "HISTORY_KEPT",
     "MAX_TEXT",
     "add_history",
+    "exploration_counts",
     "grade",
     "history",
     "insert_samples",
     "last_sample_id",
     "put_routing",
     "routing",
-    "sample_counts",
     "samples_in_window",
     "ungraded",
 ]
@@ -46,12 +46,25 @@ def last_sample_id(connection: sa.Connection) -> int:
     return int(connection.execute(sa.select(sa.func.max(chat_scores.c.id))).scalar() or 0)
 
 
-def sample_counts(connection: sa.Connection) -> dict[tuple[str, str], int]:
-    """How many responses of each node × category were recorded."""
-    query = sa.select(chat_scores.c.category, chat_scores.c.node, sa.func.count()).group_by(
-        chat_scores.c.category, chat_scores.c.node
-    )
-    return {(category, node): int(n) for category, node, n in connection.execute(query)}
+def exploration_counts(
+    connection: sa.Connection, category: str, nodes: Sequence[str], cap: int
+) -> tuple[dict[str, int], int]:
+    """Each node's responses in ``category``, counted up to ``cap`` (what exploration needs to
+    know: whether a node has enough), and the newest response id in the category; each read
+    through the index, however many responses there are."""
+    counts = {}
+    for node in nodes:
+        newest = (
+            sa.select(chat_scores.c.id)
+            .where(chat_scores.c.category == category, chat_scores.c.node == node)
+            .limit(cap)
+            .subquery()
+        )
+        counts[node] = int(
+            connection.execute(sa.select(sa.func.count()).select_from(newest)).scalar() or 0
+        )
+    last = sa.select(sa.func.max(chat_scores.c.id)).where(chat_scores.c.category == category)
+    return counts, int(connection.execute(last).scalar() or 0)
 
 
 def samples_in_window(connection: sa.Connection, window: int) -> list[dict[str, Any]]:

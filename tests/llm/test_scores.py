@@ -134,8 +134,8 @@ def test_one_message_in_ten_explores_the_least_sampled_node() -> None:
     order = ["OL1", "M1", "M2"]
     picks = []
     counts = {"OL1": 0, "M1": 2, "M2": 1}
-    for _ in range(30):
-        picked = explored(order, counts, min_samples=5, share=0.1) or order[0]
+    for turn in range(3, 33):
+        picked = explored(order, counts, min_samples=5, share=0.1, turn=turn) or order[0]
         counts[picked] += 1
         picks.append(picked)
     explorations = [n for n, node in enumerate(picks) if node != "OL1"]
@@ -145,8 +145,8 @@ def test_one_message_in_ten_explores_the_least_sampled_node() -> None:
 
 def test_nodes_with_enough_samples_are_not_explored() -> None:
     counts = {"OL1": 9, "M1": 5}
-    assert explored(["OL1", "M1"], counts, min_samples=5, share=1.0) is None
+    assert explored(["OL1", "M1"], counts, min_samples=5, share=1.0, turn=9) is None
 
 
 def test_no_share_explores_nothing() -> None:
-    assert explored(["OL1", "M1"], {"OL1": 9}, min_samples=5, share=0) is None
+    assert explored(["OL1", "M1"], {"OL1": 9}, min_samples=5, share=0, turn=9) is None

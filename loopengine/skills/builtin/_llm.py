@@ -74,7 +74,7 @@ async def _converse(
 
     runtime = _runtime(ctx)
     await runtime.load_health()
-    await runtime.load_routing()
+    await runtime.load_routing(category)
     session_id = session or uuid.uuid4().hex
     conversation = await runtime.conversation(session_id)
     await conversation.append([{"role": "user", "content": message}], f"{ctx.idempotency_key}:user")

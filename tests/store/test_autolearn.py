@@ -1,0 +1,71 @@
+"""What the autolearn loops keep: samples by window, exploration counts bounded by their cap,
+routing orders replaced whole, history rotated."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from loopengine.store import autolearn, create_engine, migrate
+
+
+@pytest.fixture
+def connection(tmp_path: Path) -> Iterator[sa.Connection]:
+    engine = create_engine(f"sqlite:///{tmp_path / 'store.db'}")
+    with engine.connect() as opened:
+        with opened.begin():
+            migrate(opened)
+        yield opened
+    engine.dispose()
+
+
+def _sample(node: str, category: str = "code") -> dict[str, Any]:
+    return {
+        "execution_id": "e" * 32,
+        "session_id": None,
+        "node": node,
+        "category": category,
+        "mode": "simple",
+        "seconds": 1.0,
+        "output_tokens": 10,
+        "success": True,
+        "message": "m" * 10_000,
+        "reply": "r",
+        "created_at": 0.0,
+    }
+
+
+def test_texts_are_cut_and_each_node_keeps_its_newest_window(connection: sa.Connection) -> None:
+    with connection.begin():
+        autolearn.insert_samples(connection, [_sample("OL1")] * 8 + [_sample("M1")] * 2)
+    window = autolearn.samples_in_window(connection, 3)
+    assert [row["node"] for row in window] == ["OL1"] * 3 + ["M1"] * 2
+    assert {len(row["message"]) for row in window} == {autolearn.MAX_TEXT}
+
+
+def test_exploration_counts_stop_at_their_cap(connection: sa.Connection) -> None:
+    with connection.begin():
+        autolearn.insert_samples(connection, [_sample("OL1")] * 9 + [_sample("M1", "other")])
+    counts, last = autolearn.exploration_counts(connection, "code", ["OL1", "M1"], cap=5)
+    assert (counts, last) == ({"OL1": 5, "M1": 0}, 9)
+
+
+def test_a_routing_order_is_replaced_whole_with_a_new_version(connection: sa.Connection) -> None:
+    with connection.begin():
+        autolearn.put_routing(connection, "code", ["OL1", "M1"], "first", None, 1.0)
+        version = autolearn.put_routing(connection, "code", ["M1", "OL1"], "swap", None, 2.0)
+    row = autolearn.routing(connection)["code"]
+    assert (version, row["nodes"], row["reason"]) == (2, ["M1", "OL1"], "swap")
+
+
+def test_history_keeps_the_newest_two_hundred(connection: sa.Connection) -> None:
+    with connection.begin():
+        for n in range(autolearn.HISTORY_KEPT + 30):
+            autolearn.add_history(connection, "routing", "code", {"n": n}, None, float(n))
+    kept = autolearn.history(connection)
+    assert len(kept) == autolearn.HISTORY_KEPT
+    assert kept[0]["detail"] == {"n": autolearn.HISTORY_KEPT + 29}
