@@ -137,7 +137,11 @@ def _semantic(document: YamlDocument) -> list[Diagnostic]:
                 message = f"chain names node '{name}', which is not under cluster.nodes"
                 where = ("cluster", "chain", index)
                 problems.append(document.diagnostic(where, message + did_you_mean(name, nodes)))
-    grader = (data.get("autolearn") or {}).get("grader")
+    learning = data.get("autolearn") or {}
+    if learning.get("min_samples", 5) > learning.get("window", 20):
+        message = "autolearn.min_samples is over autolearn.window: no node could ever be ranked"
+        problems.append(document.diagnostic(("autolearn", "min_samples"), message))
+    grader = learning.get("grader")
     if nodes and grader is not None and grader not in nodes:
         message = f"autolearn.grader names node '{grader}', which is not under cluster.nodes"
         grader_path = ("autolearn", "grader")

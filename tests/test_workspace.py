@@ -159,3 +159,9 @@ def test_the_autolearn_settings_default_to_the_seed(tmp_path: Path) -> None:
     autolearn = load_workspace(tmp_path / "loopengine.yaml", entry_points=False).config.autolearn
     assert (autolearn.grader, autolearn.min_samples, autolearn.explore) == ("OL1", 5, 0.1)
     assert autolearn.margin == 1
+
+
+def test_more_samples_needed_than_the_window_holds_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "loopengine.yaml").write_text("autolearn: {min_samples: 30, window: 20}\n")
+    with pytest.raises(ContractError, match="no node could ever be ranked"):
+        load_workspace(tmp_path / "loopengine.yaml", entry_points=False)

@@ -50,9 +50,9 @@ def exploration_counts(
     connection: sa.Connection, category: str, nodes: Sequence[str], cap: int
 ) -> tuple[dict[str, int], int]:
     """Each node's responses in ``category``, counted up to ``cap`` (what exploration needs to
-    know: whether a node has enough), and the newest response id in the category; each read
-    through the index, however many responses there are."""
-    counts = {}
+    know: whether a node has enough), and the newest response id of these nodes in the
+    category; each read through the index, however many responses there are."""
+    counts, last = {}, 0
     for node in nodes:
         newest = (
             sa.select(chat_scores.c.id)
@@ -63,8 +63,11 @@ def exploration_counts(
         counts[node] = int(
             connection.execute(sa.select(sa.func.count()).select_from(newest)).scalar() or 0
         )
-    last = sa.select(sa.func.max(chat_scores.c.id)).where(chat_scores.c.category == category)
-    return counts, int(connection.execute(last).scalar() or 0)
+        newest_id = sa.select(sa.func.max(chat_scores.c.id)).where(
+            chat_scores.c.category == category, chat_scores.c.node == node
+        )
+        last = max(last, int(connection.execute(newest_id).scalar() or 0))
+    return counts, last
 
 
 def samples_in_window(connection: sa.Connection, window: int) -> list[dict[str, Any]]:

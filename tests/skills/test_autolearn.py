@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from loopengine.cli import main
 from loopengine.store import autolearn, create_engine, migrate
-from loopengine.testing import FakeLLMServer, reply
+from loopengine.testing import FakeLLMServer, raw, reply
 from tests.conftest import ROOT
 
 
@@ -178,3 +178,16 @@ def test_a_grader_that_fails_leaves_the_response_ungraded_for_good(
         [sample] = autolearn.samples_in_window(connection, 50)
         assert autolearn.ungraded(connection, 10) == []
     assert sample["quality"] is None
+
+
+def test_a_grade_after_thinking_is_read_and_a_null_message_is_no_grade(
+    server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _record([_ungraded("M1"), _ungraded("M1")])
+    null = raw({"choices": [{"index": 0, "message": None, "finish_reason": "stop"}]})
+    server.script("ol1", [reply("<think>terse but right</think>7"), null])
+    code, _ = _run(capsys, "run", "autotune")
+    assert code == 0
+    with _connection() as connection:
+        qualities = [s["quality"] for s in autolearn.samples_in_window(connection, 50)]
+    assert qualities == [7.0, None]

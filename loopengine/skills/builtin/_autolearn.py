@@ -48,7 +48,7 @@ async def _grade_one(runtime: Any, grader: str, row: dict[str, Any]) -> float | 
     import anyio
 
     from loopengine.errors import LLMError
-    from loopengine.llm import parse_grade
+    from loopengine.llm import parse_grade, parse_reply
 
     prompt = GRADING_PROMPT.format(message=row["message"], reply=row["reply"])
     with anyio.move_on_after(GRADE_TIMEOUT_S):
@@ -56,8 +56,8 @@ async def _grade_one(runtime: Any, grader: str, row: dict[str, Any]) -> float | 
             completion = await runtime.cluster.chat(grader, [{"role": "user", "content": prompt}])
         except LLMError:
             return None
-        content = completion.choice.get("message", {}).get("content")
-        return parse_grade(content) if isinstance(content, str) else None
+        return parse_grade(parse_reply(completion.choice, ()).content or "")
+    runtime.cluster.failed(grader, LLMError(f"grading took over {GRADE_TIMEOUT_S:g} s"))
     return None
 
 
