@@ -10,6 +10,7 @@ from loopengine.commands._console import Console
 from loopengine.llm import history_view, nothing_learned, read_learned, scores_view, status_view
 from loopengine.reader import open_reader
 from loopengine.settings import read_settings
+from loopengine.store import autolearn
 
 __all__ = ["run_autolearn"]
 
@@ -54,8 +55,9 @@ def _show_scores(
         _print_scores(console, view)
 
 
-def _show_history(console: Console, learned: dict[str, Any], as_json: bool) -> None:
-    entries = history_view(learned)
+def _show_history(console: Console, config: Path | None, as_json: bool) -> None:
+    with open_reader(config) as reader:
+        entries = history_view(reader.read(autolearn.history) if reader else [])
     if as_json:
         console.json({"history": entries})
     elif not entries:
@@ -80,11 +82,10 @@ def _show_status(console: Console, learned: dict[str, Any], as_json: bool) -> No
 
 
 def run_autolearn(console: Console, what: str, config: Path | None, as_json: bool) -> int:
-    learned = _learned(config)
-    if what == "scores":
-        _show_scores(console, config, learned, as_json)
-    elif what == "history":
-        _show_history(console, learned, as_json)
+    if what == "history":
+        _show_history(console, config, as_json)
+    elif what == "scores":
+        _show_scores(console, config, _learned(config), as_json)
     else:
-        _show_status(console, learned, as_json)
+        _show_status(console, _learned(config), as_json)
     return 0

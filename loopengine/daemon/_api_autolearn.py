@@ -11,7 +11,7 @@ from starlette.exceptions import HTTPException
 from loopengine.daemon._api_context import ApiContext, queue_firing, queued_job
 from loopengine.daemon._intake import Firing
 from loopengine.llm import history_view, read_learned, scores_view, status_view
-from loopengine.store import new_id
+from loopengine.store import autolearn, new_id
 
 __all__ = ["add_autolearn_routes"]
 
@@ -39,7 +39,7 @@ def add_autolearn_routes(app: FastAPI, context: ApiContext) -> None:
     @app.get("/autolearn/history")
     async def autolearn_history() -> dict[str, Any]:
         """Every routing change, newest first, with its reason and execution."""
-        return {"history": history_view(await learned())}
+        return {"history": history_view(await context.store.read(autolearn.history))}
 
     @app.post("/autolearn/trigger", status_code=202)
     async def autolearn_trigger() -> dict[str, Any]:

@@ -18,6 +18,7 @@ from loopengine.llm._guard import LoopGuard, call_key, canonical
 from loopengine.llm._health import COOL_AFTER, NodeHealth
 from loopengine.llm._learned import (
     AUTOLEARN_LOOPS,
+    followed_routing,
     history_view,
     nothing_learned,
     read_learned,
@@ -80,6 +81,7 @@ __all__ = [
     "checked_address",
     "classify_complexity",
     "event_data",
+    "followed_routing",
     "history_view",
     "load_thread",
     "mask_pii",

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import sqlalchemy as sa
@@ -13,6 +14,7 @@ from loopengine.store import autolearn, executions, iso
 
 __all__ = [
     "AUTOLEARN_LOOPS",
+    "followed_routing",
     "history_view",
     "nothing_learned",
     "read_learned",
@@ -29,17 +31,15 @@ def nothing_learned() -> dict[str, Any]:
     return {
         "samples": [],
         "routing": {},
-        "history": [],
         "last": {loop: [] for loop in AUTOLEARN_LOOPS},
     }
 
 
 def read_learned(connection: sa.Connection, window: int) -> dict[str, Any]:
-    """Samples in the window, tuned orders, history and the loops' last executions."""
+    """Samples in the window, tuned orders and the loops' last executions."""
     return {
         "samples": autolearn.samples_in_window(connection, window),
         "routing": autolearn.routing(connection),
-        "history": autolearn.history(connection),
         "last": {
             loop: [
                 row.summary()
@@ -50,14 +50,22 @@ def read_learned(connection: sa.Connection, window: int) -> dict[str, Any]:
     }
 
 
+def followed_routing(
+    config: Config, tuned: Mapping[str, Mapping[str, Any]]
+) -> dict[str, list[str]]:
+    """Each category's routing order the chat follows: the tuned one (``autolearn.routing``
+    rows) over the config's."""
+    routing = {c: list(nodes) for c, nodes in config.cluster.routing.items()}
+    routing.update({c: list(row["nodes"]) for c, row in tuned.items()})
+    return routing
+
+
 def scores_view(config: Config, learned: dict[str, Any]) -> dict[str, Any]:
     """Each category's nodes with their scores, and the routing the chat follows."""
     scored = score_nodes([Sample.of(row) for row in learned["samples"]], config.autolearn.window)
-    routing = {c: list(nodes) for c, nodes in config.cluster.routing.items()}
-    routing.update({c: list(row["nodes"]) for c, row in learned["routing"].items()})
     return {
         "categories": {c: [n.as_dict() for n in nodes] for c, nodes in scored.items()},
-        "routing": routing,
+        "routing": followed_routing(config, learned["routing"]),
     }
 
 
@@ -81,6 +89,6 @@ def status_view(learned: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def history_view(learned: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every change, newest first."""
-    return [{**entry, "created_at": iso(entry["created_at"])} for entry in learned["history"]]
+def history_view(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every change (``autolearn.history`` rows), newest first."""
+    return [{**entry, "created_at": iso(entry["created_at"])} for entry in history]

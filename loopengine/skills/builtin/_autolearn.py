@@ -35,12 +35,10 @@ def _store(ctx: SkillContext) -> Any:
 
 async def current_orders(ctx: SkillContext) -> dict[str, list[str]]:
     """Each category's routing order: the tuned one over the config's."""
+    from loopengine.llm import followed_routing
     from loopengine.store import autolearn
 
-    tuned = await _store(ctx).read(autolearn.routing)
-    orders = {category: list(nodes) for category, nodes in ctx.config.cluster.routing.items()}
-    orders.update({category: list(row["nodes"]) for category, row in tuned.items()})
-    return orders
+    return followed_routing(ctx.config, await _store(ctx).read(autolearn.routing))
 
 
 async def _grade_one(runtime: Any, grader: str, row: dict[str, Any]) -> float | None:
