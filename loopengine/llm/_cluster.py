@@ -69,11 +69,13 @@ class Cluster:
             return f"node {name} is cooling down after failures ({health.last_error})"
         return None
 
-    def route(self, category: str | None) -> list[str]:
-        """Nodes for a category in preference order: the tuned order, else the config's (its
-        ``default``, then every node, as fallback)."""
+    def route(
+        self, category: str | None, tuned: Mapping[str, list[str]] | None = None
+    ) -> list[str]:
+        """Nodes for a category in preference order: the tuned order (``self.tuned`` unless
+        given), else the config's (its ``default``, then every node, as fallback)."""
         nodes = self.config.nodes
-        routing = {**self.config.routing, **self.tuned}
+        routing = {**self.config.routing, **(self.tuned if tuned is None else tuned)}
         chosen = routing.get(category or "") or routing.get("default") or list(nodes)
         return [name for name in chosen if name in nodes]
 

@@ -6,6 +6,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+import sqlalchemy as sa
+
 from loopengine.contract import Config
 from loopengine.llm._cluster import Cluster
 from loopengine.llm._conversation import Conversation
@@ -16,6 +18,9 @@ from loopengine.skills import Registry
 from loopengine.store import Store, autolearn, health
 
 __all__ = ["LLMRuntime"]
+
+_Routed = tuple[dict[str, list[str]], tuple[dict[str, int], int]]
+"""Tuned orders, and a category's exploration counts with its turn."""
 
 
 class LLMRuntime:
@@ -52,12 +57,15 @@ class LLMRuntime:
         of ``category`` (``autolearn.explore`` of its messages); read at each message, so a new
         order applies at the next one."""
         settings, name = self.autolearn, category or "default"
-        tuned = await self.store.read(autolearn.routing)
-        self.cluster.tuned = {c: list(row["nodes"]) for c, row in tuned.items()}
-        nodes = self.cluster.route(category)
-        counts, turn = await self.store.read(
-            lambda c: autolearn.exploration_counts(c, name, nodes, settings.min_samples)
-        )
+
+        def read(connection: sa.Connection) -> _Routed:
+            rows = autolearn.routing(connection)
+            tuned = {c: list(row["nodes"]) for c, row in rows.items()}
+            nodes = self.cluster.route(category, tuned)
+            cap = settings.min_samples
+            return tuned, autolearn.exploration_counts(connection, name, nodes, cap)
+
+        self.cluster.tuned, (counts, turn) = await self.store.read(read)
 
         def explore(available: list[str]) -> str | None:
             return explored(
