@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
+from functools import partial
 from importlib.metadata import version
 
 import anyio
@@ -52,23 +54,32 @@ _ROUTES = (
 
 
 class BodyBounds:
-    """Bounds a request body in size and time without buffering it: over ``limit`` bytes is a
-    413 (at once by its Content-Length, else as soon as the chunks read pass it); a body not
-    received whole within ``deadline_s`` of the request's start is a 408, so a client trickling
-    its body does not hold the server for ever."""
+    """Bounds a request body in size and time without buffering it: over ``limit`` bytes (or
+    the smaller limit ``limit_of`` gives the path: a webhook's ``max_body_bytes``) is a 413, at
+    once by its Content-Length, else as soon as the chunks read pass it; a body not received
+    whole within ``deadline_s`` of the request's start is a 408, so a client trickling its body
+    does not hold the server for ever."""
 
-    def __init__(self, app: ASGIApp, limit: int, deadline_s: float) -> None:
-        self.app, self.limit, self.deadline_s = app, limit, deadline_s
+    def __init__(
+        self,
+        app: ASGIApp,
+        limit: int,
+        deadline_s: float,
+        limit_of: Callable[[str], int | None] = lambda path: None,
+    ) -> None:
+        self.app, self.limit, self.deadline_s, self.limit_of = app, limit, deadline_s, limit_of
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = min(self.limit, self.limit_of(scope["path"]) or self.limit)
+        too_large = f"the request body is over {limit} bytes"
         length = dict(scope["headers"]).get(b"content-length")
         if length is not None and not (length.isascii() and length.isdigit()):
             refusal = error_response(400, "Content-Length must be a number of bytes")
-        elif length is not None and int(length) > self.limit:
-            refusal = error_response(413, self._too_large)
+        elif length is not None and int(length) > limit:
+            refusal = error_response(413, too_large)
         else:
             refusal = None
         if refusal is not None:
@@ -85,18 +96,14 @@ class BodyBounds:
             with anyio.move_on_after(max(0.0, ends - anyio.current_time())):
                 message = await receive()
                 size += len(message.get("body", b""))
-                if size > self.limit:
-                    raise HTTPException(413, self._too_large, {"Connection": "close"})
+                if size > limit:
+                    raise HTTPException(413, too_large, {"Connection": "close"})
                 whole = message["type"] != "http.request" or not message.get("more_body")
                 return message
             late = f"the request body did not arrive within {self.deadline_s:g} s"
             raise HTTPException(408, late, {"Connection": "close"})
 
         await self.app(scope, bounded, send)
-
-    @property
-    def _too_large(self) -> str:
-        return f"the request body is over {self.limit} bytes"
 
 
 class InFlight:
@@ -178,6 +185,12 @@ class _Access:
                 )
 
 
+def _hook_limit(context: ApiContext, path: str) -> int | None:
+    """The ``max_body_bytes`` of the webhook served at ``path``, if one is."""
+    route = context.hook(path.removeprefix("/hooks/")) if path.startswith("/hooks/") else None
+    return route.trigger.config.max_body_bytes if route is not None else None
+
+
 def create_app(context: ApiContext) -> FastAPI:
     """The app serving ``context``; OpenAPI at ``/openapi.json``."""
     release = version("loopengine")
@@ -188,7 +201,12 @@ def create_app(context: ApiContext) -> FastAPI:
         redoc_url=None,
         responses=ERRORS,
     )
-    app.add_middleware(BodyBounds, limit=MAX_BODY, deadline_s=BODY_DEADLINE_S)
+    app.add_middleware(
+        BodyBounds,
+        limit=MAX_BODY,
+        deadline_s=BODY_DEADLINE_S,
+        limit_of=partial(_hook_limit, context),
+    )
     app.add_middleware(_Access, context=context)
     app.add_middleware(InFlight, limit=MAX_IN_FLIGHT, open_limit=MAX_OPEN_IN_FLIGHT)
 

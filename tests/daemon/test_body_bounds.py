@@ -17,8 +17,9 @@ pytestmark = pytest.mark.anyio
 LIMIT = 100
 
 
-def _app(deadline_s: float) -> tuple[BodyBounds, list[int]]:
-    """An endpoint that reads its body, behind the bounds; and the sizes it read whole."""
+def _app(deadline_s: float, path_limit: int | None = None) -> tuple[BodyBounds, list[int]]:
+    """An endpoint that reads its body, behind the bounds (``path_limit`` for its path); and
+    the sizes it read whole."""
     inner = FastAPI()
     read: list[int] = []
 
@@ -27,7 +28,8 @@ def _app(deadline_s: float) -> tuple[BodyBounds, list[int]]:
         read.append(len(await request.body()))
         return {"read": read[-1]}
 
-    return BodyBounds(inner, limit=LIMIT, deadline_s=deadline_s), read
+    bounds = BodyBounds(inner, limit=LIMIT, deadline_s=deadline_s, limit_of=lambda _: path_limit)
+    return bounds, read
 
 
 async def _call(app: BodyBounds, parts: list[bytes], pause_s: float = 0.0, **head: Any) -> int:
@@ -69,6 +71,13 @@ async def test_chunks_past_the_limit_are_refused_as_they_pass_it() -> None:
     sent = [b"a" * 60, b"b" * 60, b"never read"]
     assert await _call(app, sent) == 413
     assert sent == [b"never read"]
+    assert read == []
+
+
+async def test_a_path_with_a_smaller_limit_is_held_to_it() -> None:
+    app, read = _app(deadline_s=5, path_limit=10)
+    assert await _call(app, [b"a" * 6, b"b" * 6]) == 413
+    assert await _call(app, [], length=11) == 413
     assert read == []
 
 
