@@ -484,3 +484,13 @@ def test_without_the_autotune_loop_a_cycle_cannot_be_queued(served: tuple[Worksp
     response = _post(served[1], "/autolearn/trigger")
     assert response.status_code == 404
     assert "copy the shipped loops/autotune.yaml" in _error(response)["message"]
+
+
+@pytest.mark.parametrize("given", ["trace-42", "x" * 65, "bad id\\n"])
+def test_each_answer_names_its_request_id_the_clients_when_well_formed(
+    served: tuple[Workspace, str], given: str
+) -> None:
+    response = httpx.get(served[1] + "/health", headers={"X-Request-ID": given}, timeout=10)
+    named = response.headers["x-request-id"]
+    assert (named == given) is (given == "trace-42")
+    assert len(named) <= 64
