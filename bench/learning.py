@@ -1,12 +1,13 @@
-"""How fast the autotune loop learns, on a simulated cluster of scripted nodes whose quality
-changes while it runs (seed 003).
+"""How fast the autolearn loops learn, on a simulated cluster of scripted nodes whose quality
+changes while they run (seed 003).
 
     python bench/learning.py [--messages 10] [--cycles 12] [--json]
 
-A cycle is ``--messages`` chat messages in simple mode, then one run of the shipped
-``autotune`` loop (grade, score, reorder), everything in-process on a real store. The nodes M1
-and M2 (routing ``default: [M1, M2]``) answer at once; the grader OL1 reads the quality the
-answering node was given (``[q=N]`` in its answer) and grades it, with noise when asked.
+A cycle is ``--messages`` chat messages in simple mode, then one run of a shipped loop
+(``autotune``: grade, score, reorder; ``autoreview``: grade, watch the instructions, review),
+everything in-process on a real store. The nodes M1 and M2 (routing ``default: [M1, M2]``)
+answer at once; the grader OL1 reads the quality the answering node was given (``[q=N]`` in its
+answer) and grades it, with noise when asked.
 
 - ``drop``: M1 answers at 8, M2 at 6; once both are ranked, M1 drops to 3. Reported: cycles
   until M1 loses the first rank (goal ≤ 2).
@@ -14,7 +15,9 @@ answering node was given (``[q=N]`` in its answer) and grades it, with noise whe
   are ranked (goal ≤ 1).
 - grading overhead per chat message: the time a cycle spends grading, over the responses it
   graded (a zero-latency grader: what loopengine itself adds).
-- rollback of a worse prompt (goal ≤ 3 cycles) needs the auto-review loop, not built yet.
+- ``rollback``: M1 answers at 8, and at 3 under worse instructions, which are swapped in
+  (as a version that got through review would be) once the category has a mean score; cycles of
+  ``autoreview`` until they are rolled back (goal ≤ 3).
 """
 
 from __future__ import annotations
@@ -45,9 +48,15 @@ class World:
     quality: dict[str, int]
     noise: int = 0
     rng: random.Random = field(default_factory=lambda: random.Random(7))
+    worse: str = "Answer in riddles."
+    """Instructions under which every node answers at 3."""
 
     def answer(self, node: str) -> Any:
-        return lambda request: reply(f"answer from {node} [q={self.quality[node]}]")
+        def respond(request: dict[str, Any]) -> Response:
+            worse = self.worse in str(request["messages"][0]["content"])
+            return reply(f"answer from {node} [q={3 if worse else self.quality[node]}]")
+
+        return respond
 
     def grade(self, request: dict[str, Any]) -> Response:
         found = GRADED.search(str(request["messages"][-1]["content"]))
@@ -72,10 +81,15 @@ class Cycle:
     routing: list[str]
     graded: int
     grading_s: float
+    action: str
+    """What the loop decided (``reorder``, ``keep``, ``rollback``…)."""
 
 
-async def _cycles(root: Path, world: World, messages: int, cycles: int, change: Any) -> list[Cycle]:
-    """Run ``cycles`` cycles; ``change(world, index, cycles_so_far)`` may change the world."""
+async def _cycles(
+    root: Path, world: World, messages: int, cycles: int, change: Any, loop: str
+) -> list[Cycle]:
+    """Run ``cycles`` cycles of ``loop``; ``change(world, index, cycles_so_far, runtime)`` may
+    change the world (or the store) before a cycle."""
     from loopengine._resources import shipped_loop
     from loopengine.chat import chat, chat_loop
     from loopengine.runtime import open_runtime
@@ -84,13 +98,13 @@ async def _cycles(root: Path, world: World, messages: int, cycles: int, change: 
     done: list[Cycle] = []
     async with open_runtime(root / "loopengine.yaml") as runtime:
         talk = chat_loop(runtime)
-        tune = runtime.load_loop(str(shipped_loop("autotune")))
+        learning = runtime.load_loop(str(shipped_loop(loop)))
         for index in range(cycles):
-            change(world, index, done)
+            await change(world, index, done, runtime)
             for _ in range(messages):
                 await chat(runtime, talk, "How many phases has a loop?", mode="simple")
             started = time.perf_counter()
-            execution = await runtime.engine.run(tune)
+            execution = await runtime.engine.run(learning)
             elapsed = time.perf_counter() - started
             row = await runtime.store.read(
                 lambda c, e=execution.execution_id: executions.get_execution(c, e)
@@ -99,11 +113,19 @@ async def _cycles(root: Path, world: World, messages: int, cycles: int, change: 
             graded = int(row.context["data"]["grading"]["graded"])
             orders = await runtime.store.read(autolearn.routing)
             routing = list(orders["default"]["nodes"]) if "default" in orders else ["M1", "M2"]
-            done.append(Cycle(routing, graded, elapsed))
+            done.append(
+                Cycle(routing, graded, elapsed, str(row.context["data"]["decision"]["action"]))
+            )
     return done
 
 
-def _simulate(world: World, messages: int, cycles: int, change: Any) -> list[Cycle]:
+async def _unchanged(*_: Any) -> None:
+    return None
+
+
+def _simulate(
+    world: World, messages: int, cycles: int, change: Any, loop: str = "autotune"
+) -> list[Cycle]:
     with FakeLLMServer() as server, tempfile.TemporaryDirectory() as folder:
         for node in ("M1", "M2"):
             server.script(node.lower(), [answering(world.answer(node))])
@@ -112,7 +134,7 @@ def _simulate(world: World, messages: int, cycles: int, change: Any) -> list[Cyc
         (root / "loopengine.yaml").write_text(_config(server.base_url))
         os.environ.pop("LOOPENGINE_DATABASE", None)
         os.environ["LOOPENGINE_CONFIG"] = str(root / "loopengine.yaml")
-        return anyio.run(_cycles, root, world, messages, cycles, change)
+        return anyio.run(_cycles, root, world, messages, cycles, change, loop)
 
 
 def drop_scenario(messages: int, cycles: int) -> dict[str, Any]:
@@ -120,7 +142,7 @@ def drop_scenario(messages: int, cycles: int) -> dict[str, Any]:
     world = World({"M1": 8, "M2": 6})
     dropped_at: list[int] = []
 
-    def change(world: World, index: int, done: list[Cycle]) -> None:
+    async def change(world: World, index: int, *_: Any) -> None:
         if not dropped_at and index >= cycles // 2:
             world.quality["M1"] = 3
             dropped_at.append(index)
@@ -140,7 +162,7 @@ def drop_scenario(messages: int, cycles: int) -> dict[str, Any]:
 def noise_scenario(messages: int, cycles: int) -> dict[str, Any]:
     """Routing flips per 10 cycles when both nodes are equal and grades are noisy."""
     world = World({"M1": 7, "M2": 7}, noise=1)
-    history = _simulate(world, messages, cycles, lambda *_: None)
+    history = _simulate(world, messages, cycles, _unchanged)
     ranked = history[cycles // 2 :]
     flips = sum(a.routing != b.routing for a, b in itertools.pairwise(ranked))
     per_10 = 10 * flips / max(1, len(ranked) - 1)
@@ -153,6 +175,48 @@ def noise_scenario(messages: int, cycles: int) -> dict[str, Any]:
     }
 
 
+def rollback_scenario(messages: int, cycles: int) -> dict[str, Any]:
+    """Cycles of ``autoreview`` until worse instructions, swapped in once the category has a
+    mean score, are rolled back."""
+    world = World({"M1": 8, "M2": 8})
+    swapped_at: list[int] = []
+
+    async def change(world: World, index: int, done: list[Cycle], runtime: Any) -> None:
+        from loopengine.llm import Sample, category_means
+        from loopengine.store import autolearn, prompts
+
+        if swapped_at or index < 2:
+            return
+        rows = await runtime.store.read(lambda c: autolearn.samples_in_window(c, 20))
+        baseline = category_means(Sample.of(row) for row in rows)["default"]
+
+        def swap(connection: Any) -> None:
+            prompts.add_version(
+                connection,
+                "default",
+                world.worse,
+                parent=0,
+                baseline=baseline,
+                reason="a worse version",
+                execution_id=None,
+                now=time.time(),
+            )
+
+        await runtime.store.write(swap)
+        swapped_at.append(index)
+
+    history = _simulate(world, messages, cycles, change, "autoreview")
+    start = swapped_at[0] if swapped_at else cycles
+    rolled = next(
+        (i - start + 1 for i in range(start, cycles) if history[i].action == "rollback"), None
+    )
+    return {
+        "swapped_at_cycle": start,
+        "cycles_to_roll_back": rolled,
+        "actions": [c.action for c in history],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=10, help="chat messages per cycle")
@@ -161,7 +225,8 @@ def main() -> None:
     args = parser.parse_args()
     drop = drop_scenario(args.messages, args.cycles)
     noise = noise_scenario(args.messages, args.cycles)
-    result = {"drop": drop, "noise": noise, "rollback": None}
+    rollback = rollback_scenario(args.messages, args.cycles)
+    result = {"drop": drop, "noise": noise, "rollback": rollback}
     if args.json:
         print(json.dumps(result))
         return
@@ -177,7 +242,10 @@ def main() -> None:
         f"autotune cycle time per graded message: {noise['cycle_ms_per_graded_message']:.2f} ms "
         f"({noise['graded']} graded)"
     )
-    print("rollback of a worse prompt: not measured (the auto-review loop is not built yet)")
+    print(
+        f"worse instructions swapped in at cycle {rollback['swapped_at_cycle']}: rolled back "
+        f"after {rollback['cycles_to_roll_back']} cycle(s) (goal <= 3)"
+    )
 
 
 if __name__ == "__main__":

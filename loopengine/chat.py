@@ -64,10 +64,12 @@ async def chat(
     session: str | None = None,
     mode: Mode | None = None,
     progress: Progress | None = None,
+    user: str | None = None,
 ) -> ChatAnswer:
     """Run ``message`` through ``loop`` (``chat_loop``) on ``runtime``'s engine, telling
-    ``progress`` what the chain does; ``LoopEngineError`` when the execution kept no chat."""
-    given = {"message": message, "session": session, "mode": mode}
+    ``progress`` what the chain does, with ``user``'s memory; ``LoopEngineError`` when the
+    execution kept no chat."""
+    given = {"message": message, "session": session, "mode": mode, "user": user}
     inputs = {name: value for name, value in given.items() if value}
     with listening(progress):
         done = await runtime.engine.run(loop, envelope=new_envelope(loop.id, inputs))

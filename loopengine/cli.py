@@ -107,6 +107,9 @@ def _runtime_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         choices=("simple", "reflexive"),
         help="one node, or the whole chain (default: the message's complexity decides)",
     )
+    chat.add_argument(
+        "--user", metavar="USER", help="whose memory the chat reads and adds to (default: default)"
+    )
 
     resume = commands.add_parser(
         "resume", parents=[common], help="continue an interrupted execution"
@@ -136,9 +139,10 @@ def _runtime_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     learned.add_argument(
         "what",
-        choices=("status", "scores", "history"),
-        help="the loops' state, node scores, changes",
+        choices=("status", "scores", "history", "memory"),
+        help="the loops' state, node scores, changes, what the chat remembers of its users",
     )
+    learned.add_argument("--user", metavar="USER", help="memory: only this user")
     record = metric_commands.add_parser("record", parents=[common], help="record one point")
     record.add_argument("name", metavar="NAME")
     record.add_argument("value", metavar="VALUE")
@@ -244,9 +248,8 @@ def _runtime_call(args: argparse.Namespace, console: Console) -> Any:
     if command == "chat":
         from loopengine.commands import chat
 
-        return partial(
-            chat.run_chat, console, args.message, args.session, config, as_json, args.mode
-        )
+        given = (args.message, args.session, config, as_json, args.mode, args.user)
+        return partial(chat.run_chat, console, *given)
     if command in ("history", "show"):
         from loopengine.commands import history
 
@@ -267,7 +270,7 @@ def _runtime_call(args: argparse.Namespace, console: Console) -> Any:
     if command == "autolearn":
         from loopengine.commands import autolearn
 
-        return partial(autolearn.run_autolearn, console, args.what, config, as_json)
+        return partial(autolearn.run_autolearn, console, args.what, config, as_json, args.user)
     if command == "metrics" and args.metrics_command == "list":
         from loopengine.commands import metrics
 

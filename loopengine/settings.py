@@ -119,8 +119,8 @@ def find_config(explicit: Path | None = None, start: Path | None = None) -> Path
 
 
 def _semantic(document: YamlDocument) -> list[Diagnostic]:
-    """What the schema cannot say of a config it accepts: routing, chain and the grader name
-    nodes that exist, storage URLs have a known scheme."""
+    """What the schema cannot say of a config it accepts: routing, chain and the autolearn
+    roles name nodes that exist, storage URLs have a known scheme."""
     data: dict[str, Any] = document.data
     cluster = data.get("cluster") or {}
     nodes = cluster.get("nodes") or {}
@@ -141,11 +141,13 @@ def _semantic(document: YamlDocument) -> list[Diagnostic]:
     if learning.get("min_samples", 5) > learning.get("window", 20):
         message = "autolearn.min_samples is over autolearn.window: no node could ever be ranked"
         problems.append(document.diagnostic(("autolearn", "min_samples"), message))
-    grader = learning.get("grader")
-    if nodes and grader is not None and grader not in nodes:
-        message = f"autolearn.grader names node '{grader}', which is not under cluster.nodes"
-        grader_path = ("autolearn", "grader")
-        problems.append(document.diagnostic(grader_path, message + did_you_mean(grader, nodes)))
+    for role in ("grader", "research", "analysis", "review"):
+        name = learning.get(role)
+        if nodes and name is not None and name not in nodes:
+            message = f"autolearn.{role} names node '{name}', which is not under cluster.nodes"
+            problems.append(
+                document.diagnostic(("autolearn", role), message + did_you_mean(name, nodes))
+            )
     for name, url in (data.get("storage") or {}).items():
         scheme = urlsplit(url).scheme.split("+")[0]
         if scheme not in _STORAGE_SCHEMES:

@@ -1,5 +1,5 @@
-"""``loopengine autolearn status | scores | history``: what the autolearn loops learned, read from
-the store without writing anything."""
+"""``loopengine autolearn status | scores | history | memory``: what the autolearn loops learned,
+read from the store without writing anything."""
 
 from __future__ import annotations
 
@@ -7,7 +7,15 @@ from pathlib import Path
 from typing import Any
 
 from loopengine.commands._console import Console
-from loopengine.llm import history_view, nothing_learned, read_learned, scores_view, status_view
+from loopengine.llm import (
+    history_view,
+    memory_view,
+    nothing_learned,
+    read_learned,
+    read_memory,
+    scores_view,
+    status_view,
+)
 from loopengine.reader import open_reader
 from loopengine.settings import read_settings
 from loopengine.store import autolearn
@@ -61,7 +69,7 @@ def _show_history(console: Console, config: Path | None, as_json: bool) -> None:
     if as_json:
         console.json({"history": entries})
     elif not entries:
-        console.print("No change yet: the autotune loop writes one when a node earns it.")
+        console.print("No change yet: autotune and autoreview add one when they change things.")
     for entry in [] if as_json else entries:
         category = entry["category"] or "-"
         console.print(f"{entry['created_at']}  {entry['kind']:<8} {category}  {entry['detail']}")
@@ -79,11 +87,39 @@ def _show_status(console: Console, learned: dict[str, Any], as_json: bool) -> No
     for category, tuned in status["tuned"].items():
         nodes = ", ".join(tuned["nodes"])
         console.print(f"routing {category}: {nodes} (v{tuned['version']}: {tuned['reason']})")
+    for category, prompt in status["prompts"].items():
+        said = f"v{prompt['version']} {prompt['state']}: {prompt['reason']}"
+        console.print(f"instructions {category}: {said}")
+    remembered = status["memory"]
+    console.print(f"memory: {remembered['users']} users, {remembered['summarized']} summarized")
 
 
-def run_autolearn(console: Console, what: str, config: Path | None, as_json: bool) -> int:
+def _show_memory(console: Console, config: Path | None, user: str | None, as_json: bool) -> None:
+    with open_reader(config) as reader:
+        users = memory_view(reader.read(lambda c: read_memory(c, user)) if reader else [])
+    if as_json:
+        console.json({"users": users})
+    elif not users:
+        who = f"of {user!r}" if user else "yet"
+        console.print(f"No memory {who}: each `loopengine chat` message adds an exchange.")
+    for found in [] if as_json else users:
+        profile = found["profile"] or {}
+        said = ", ".join(f"{k}: {v}" for k, v in profile.items() if k != "topics" and v)
+        topics = ", ".join(profile.get("topics") or [])
+        console.print(f"{console.style(found['user'], 'bold')}  {found['exchanges']} exchanges")
+        topics = f"; topics: {topics}" if topics else ""
+        console.print(f"  profile: {said or 'not detected yet'}{topics}")
+        summary, node = found["summary"], found["summary_node"]
+        console.print(f"  summary ({node}): {summary}" if summary else "  no summary yet")
+
+
+def run_autolearn(
+    console: Console, what: str, config: Path | None, as_json: bool, user: str | None = None
+) -> int:
     if what == "history":
         _show_history(console, config, as_json)
+    elif what == "memory":
+        _show_memory(console, config, user, as_json)
     elif what == "scores":
         _show_scores(console, config, _learned(config), as_json)
     else:

@@ -34,6 +34,7 @@ async def run_chat(
     config: Path | None,
     as_json: bool,
     mode: Mode | None = None,
+    user: str | None = None,
 ) -> int:
     """Print the reply with its chain (or the chat response with ``--json``); 1 unless the
     execution completed."""
@@ -41,7 +42,7 @@ async def run_chat(
     async with open_runtime(config) as runtime:
         progress = live_progress(console) if live else None
         loop = chat_loop(runtime)
-        answer = await chat(runtime, loop, message, session, mode, progress=progress)
+        answer = await chat(runtime, loop, message, session, mode, progress=progress, user=user)
     if as_json:
         console.json(answer.response())
     elif not answer.reply:

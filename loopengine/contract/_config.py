@@ -101,6 +101,36 @@ class Autolearn(Strict):
         le=10,
         description="How much better a node must score than the one above it to take its place.",
     )
+    research: Name | None = Field(
+        None,
+        description="Node that summarizes a user's memory when the analysis node cannot "
+        "(default: the first node of cluster.chain).",
+    )
+    analysis: Name | None = Field(
+        None,
+        description="Node that writes users' deep summaries and votes on prompt changes "
+        "(default: the second node of cluster.chain, or its only one).",
+    )
+    review: Name | None = Field(
+        None,
+        description="Node that proposes better prompts for weak categories "
+        "(default: the last node of cluster.chain).",
+    )
+    memory_keep: int = Field(
+        50, ge=1, le=1000, description="Newest exchanges kept per user (older ones rotate out)."
+    )
+    summary_every: int = Field(
+        10, ge=1, le=1000, description="New exchanges of a user that make a new deep summary due."
+    )
+
+    def node(self, role: str, chain: list[str]) -> str:
+        """The node that plays ``role`` (``grader``, ``research``, ``analysis``, ``review``):
+        the one set here, else the chain's node for that role."""
+        chosen: str | None = getattr(self, role)
+        if chosen is not None:
+            return chosen
+        defaults = {"research": chain[0], "analysis": chain[min(1, len(chain) - 1)]}
+        return defaults.get(role, chain[-1])
 
 
 class Config(Strict):

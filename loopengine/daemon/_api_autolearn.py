@@ -3,21 +3,38 @@ prints it, and a tuning cycle queued now."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Query
 from starlette.exceptions import HTTPException
 
-from loopengine.daemon._api_context import ApiContext, queue_firing, queued_job
+from loopengine.daemon._api_context import (
+    MAX_SESSION_ID,
+    SESSION_ID,
+    ApiContext,
+    queue_firing,
+    queued_job,
+)
 from loopengine.daemon._intake import Firing
-from loopengine.llm import history_view, read_learned, scores_view, status_view
+from loopengine.llm import (
+    history_view,
+    memory_view,
+    read_learned,
+    read_memory,
+    scores_view,
+    status_view,
+)
 from loopengine.store import autolearn, new_id
 
-__all__ = ["add_autolearn_routes"]
+__all__ = ["AutolearnLoop", "add_autolearn_routes"]
+
+AutolearnLoop = Literal["autotune", "autoreview", "memory"]
+"""The shipped autolearn loops (``loopengine.llm.AUTOLEARN_LOOPS``) a cycle may be queued of."""
 
 
 def add_autolearn_routes(app: FastAPI, context: ApiContext) -> None:
-    """``/autolearn/status``, ``/scores``, ``/history``, ``POST /autolearn/trigger``."""
+    """``/autolearn/status``, ``/scores``, ``/history``, ``/memory``,
+    ``POST /autolearn/trigger``."""
     config = context.runtime.workspace.config
 
     async def learned() -> dict[str, Any]:
@@ -41,18 +58,28 @@ def add_autolearn_routes(app: FastAPI, context: ApiContext) -> None:
         """Every routing change, newest first, with its reason and execution."""
         return {"history": history_view(await context.store.read(autolearn.history))}
 
+    @app.get("/autolearn/memory")
+    async def autolearn_memory(
+        user: Annotated[str | None, Query(max_length=MAX_SESSION_ID, pattern=SESSION_ID)] = None,
+    ) -> dict[str, Any]:
+        """What the chat remembers of each user (of ``user`` only, when given): exchanges,
+        profile and deep summary; what ``loopengine autolearn memory --json`` prints."""
+        rows = await context.store.read(lambda c: read_memory(c, user))
+        return {"users": memory_view(rows)}
+
     @app.post("/autolearn/trigger", status_code=202)
-    async def autolearn_trigger() -> dict[str, Any]:
-        """Queue a tuning cycle now (the ``autotune`` loop the daemon serves)."""
-        loop_id = "autotune"
-        loop = context.loop(loop_id)
-        if loop is None:
+    async def autolearn_trigger(loop: AutolearnLoop = "autotune") -> dict[str, Any]:
+        """Queue a cycle of an autolearn loop now (``autotune`` unless ``loop`` names
+        ``autoreview`` or ``memory``), when the daemon serves it."""
+        loop_id = loop
+        served = context.loop(loop_id)
+        if served is None:
             raise HTTPException(
                 404,
                 f"the daemon serves no {loop_id!r} loop: copy the shipped loops/{loop_id}.yaml "
                 "into its loops folder",
             )
-        firing = Firing(loop, {"type": "manual", "id": "api"}, f"manual:{new_id()}")
+        firing = Firing(served, {"type": "manual", "id": "api"}, f"manual:{new_id()}")
         intake, queued = await queue_firing(context, firing)
         job = queued_job(firing, intake, queued)
         context.queued()

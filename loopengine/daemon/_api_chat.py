@@ -58,6 +58,7 @@ class ChatIn(BaseModel):
     message: str = Field(min_length=1, max_length=MAX_MESSAGE, examples=["Capital of France?"])
     session_id: Session | None = None
     mode: Mode | None = None
+    user: Session | None = Field(None, description="Whose memory the chat reads and adds to.")
 
 
 class Summary(BaseModel):
@@ -207,7 +208,8 @@ def add_chat_routes(app: FastAPI, context: ApiContext) -> None:
         """One message through the chat loop: what ``loopengine chat --json`` prints; 503 when
         no LLM node is configured or the chain ends without a reply (with each stage's reason)."""
         loop = chat_loop_of()
-        answer = await _Call(context, loop, request.message, request.session_id, request.mode)()
+        call = _Call(context, loop, request.message, request.session_id, request.mode, request.user)
+        answer = await call()
         return ChatOut.model_validate(answer.response())
 
     @app.get("/v1/models")
@@ -228,7 +230,7 @@ def add_chat_routes(app: FastAPI, context: ApiContext) -> None:
         mode = _mode(request.model)
         message = _last_user_text(request.messages)
         session = x_session_id or request.user or new_id()
-        call = _Call(context, chat_loop_of(), message, session, mode)
+        call = _Call(context, chat_loop_of(), message, session, mode, request.user)
         reply = _Reply(call, request.model)
         if request.stream:
             return _EventStream(reply.stream, {"X-Session-ID": session})
@@ -245,12 +247,15 @@ class _Call:
     message: str
     session: str | None
     mode: Mode | None
+    user: str | None
 
     async def __call__(self, progress: Progress | None = None) -> ChatAnswer:
         """The chain's answer; 503 when it ends without a reply, with each stage's reason."""
         runtime = self.context.runtime
         try:
-            answer = await chat(runtime, self.loop, self.message, self.session, self.mode, progress)
+            answer = await chat(
+                runtime, self.loop, self.message, self.session, self.mode, progress, self.user
+            )
         except LoopEngineError as exc:
             raise HTTPException(503, str(exc)) from None
         if not answer.reply:

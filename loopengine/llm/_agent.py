@@ -57,6 +57,9 @@ class StageReport:
     output_tokens: int = 0
     """The completion tokens of its answers (speed is judged per output token)."""
     latencies_ms: list[float] = field(default_factory=list)
+    called: bool = True
+    """Whether the node was asked (a stage skipped for a cooling node or a spent budget was
+    not; one skipped for a failed call was, and counts against the node's reliability)."""
 
     @property
     def partial(self) -> bool:

@@ -1,5 +1,5 @@
 """The reflexive chain (seed 000 §1): research with tools → analysis → review, each stage seeing
-what the ones before it found; a node that is down is skipped and the chain goes on."""
+what the ones before it found; a node that is down or fails is skipped and the chain goes on."""
 
 from __future__ import annotations
 
@@ -14,7 +14,15 @@ from loopengine.llm._agent import NO_HOOKS, Hooks, StageReport, run_agent
 from loopengine.llm._cluster import Cluster
 from loopengine.llm._tools import Toolbox
 
-__all__ = ["DEFAULT_STAGES", "ChainResult", "StageSpec", "chain_stages", "run_chain", "run_simple"]
+__all__ = [
+    "DEFAULT_STAGES",
+    "ChainResult",
+    "StageSpec",
+    "answer_messages",
+    "chain_stages",
+    "run_chain",
+    "run_simple",
+]
 
 MAX_TURNS = 8
 _ROLES = {
@@ -99,19 +107,27 @@ def _briefing(stages: Sequence[StageReport]) -> str | None:
 
 
 def _messages(
-    role: str, history: Sequence[dict[str, Any]], briefing: str | None
+    role: str, history: Sequence[dict[str, Any]], briefing: str | None, instructions: str | None
 ) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = [{"role": "system", "content": _ROLES.get(role, role)}]
+    system = _ROLES.get(role, role)
+    if instructions:
+        system = f"{system}\n\n{instructions}"
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
     messages.extend(history)
     if briefing:
         messages.append({"role": "system", "content": briefing})
     return messages
 
 
+def answer_messages(message: str, instructions: str | None) -> list[dict[str, Any]]:
+    """What a single node answering ``message`` alone is sent (how autoreview replays it)."""
+    return _messages("answer", [{"role": "user", "content": message}], None, instructions)
+
+
 def _skipped(spec: StageSpec, cluster: Cluster, reason: str) -> StageReport:
     nodes = cluster.config.nodes
     model = nodes[spec.node].model if spec.node in nodes else ""
-    return StageReport(spec.node, model, status="skipped", reason=reason)
+    return StageReport(spec.node, model, status="skipped", reason=reason, called=False)
 
 
 async def _stage(
@@ -122,6 +138,7 @@ async def _stage(
     toolbox: Toolbox,
     turns: int,
     hooks: Hooks,
+    instructions: str | None,
 ) -> StageReport:
     if reason := cluster.available(spec.node):
         report = _skipped(spec, cluster, reason)
@@ -131,7 +148,7 @@ async def _stage(
         try:
             report = await run_agent(
                 cluster.bind(spec.node),
-                _messages(spec.role, history, _briefing(done)),
+                _messages(spec.role, history, _briefing(done), instructions),
                 toolbox,
                 tools=None if spec.tools else [],
                 max_turns=turns,
@@ -140,6 +157,7 @@ async def _stage(
             )
         except LLMError as exc:
             report = _skipped(spec, cluster, str(exc))
+            report.called = True
             report.duration_ms = (time.perf_counter() - started) * 1000
     hooks.tell("llm.stage_done", **report.as_dict())
     return report
@@ -153,8 +171,10 @@ async def run_chain(
     stages: Sequence[StageSpec] = DEFAULT_STAGES,
     max_turns: int = MAX_TURNS,
     hooks: Hooks = NO_HOOKS,
+    instructions: str | None = None,
 ) -> ChainResult:
-    """Run the stages in order within ``max_turns`` in all; the last useful reply wins."""
+    """Run the stages in order within ``max_turns`` in all, each told ``instructions`` after
+    its role; the last useful reply wins."""
     started = time.perf_counter()
     result = ChainResult("", "reflexive")
     left = max_turns
@@ -166,7 +186,9 @@ async def run_chain(
             result.stages.append(skipped)
             continue
         turns = min(spec.max_turns, left)
-        report = await _stage(spec, cluster, history, result.stages, toolbox, turns, hooks)
+        report = await _stage(
+            spec, cluster, history, result.stages, toolbox, turns, hooks, instructions
+        )
         left -= report.turns
         result.stages.append(report)
     result.reply = next((s.reply for s in reversed(result.stages) if s.reply.strip()), "")
@@ -182,6 +204,7 @@ async def run_simple(
     *,
     max_turns: int = 4,
     hooks: Hooks = NO_HOOKS,
+    instructions: str | None = None,
 ) -> ChainResult:
     """One node (the first available for ``category``) runs the same agent loop, with tools."""
     started = time.perf_counter()
@@ -189,7 +212,7 @@ async def run_simple(
     if name is None:
         raise LLMError(f"no node of the cluster is available for category {category!r}")
     spec = StageSpec(name, "answer", max_turns, answer_after_stop=True)
-    report = await _stage(spec, cluster, history, (), toolbox, max_turns, hooks)
+    report = await _stage(spec, cluster, history, (), toolbox, max_turns, hooks, instructions)
     result = ChainResult(report.reply, "simple", [report])
     result.duration_ms = (time.perf_counter() - started) * 1000
     return result

@@ -10,19 +10,21 @@ import sqlalchemy as sa
 
 from loopengine.contract import Config
 from loopengine.llm._scores import Sample, score_nodes
-from loopengine.store import autolearn, executions, iso
+from loopengine.store import autolearn, executions, iso, memory, prompts
 
 __all__ = [
     "AUTOLEARN_LOOPS",
     "followed_routing",
     "history_view",
+    "memory_view",
     "nothing_learned",
     "read_learned",
+    "read_memory",
     "scores_view",
     "status_view",
 ]
 
-AUTOLEARN_LOOPS = ("autotune",)
+AUTOLEARN_LOOPS = ("autotune", "autoreview", "memory")
 """The autolearn loops whose last execution the status shows."""
 
 
@@ -31,15 +33,20 @@ def nothing_learned() -> dict[str, Any]:
     return {
         "samples": [],
         "routing": {},
+        "prompts": {},
+        "users": [],
         "last": {loop: [] for loop in AUTOLEARN_LOOPS},
     }
 
 
 def read_learned(connection: sa.Connection, window: int) -> dict[str, Any]:
-    """Samples in the window, tuned orders and the loops' last executions."""
+    """Samples in the window, tuned orders, active instructions, the users remembered and the
+    loops' last executions."""
     return {
         "samples": autolearn.samples_in_window(connection, window),
         "routing": autolearn.routing(connection),
+        "prompts": prompts.active(connection),
+        "users": memory.profiles(connection),
         "last": {
             loop: [
                 row.summary()
@@ -81,12 +88,52 @@ def status_view(learned: dict[str, Any]) -> dict[str, Any]:
         }
         for category, row in learned["routing"].items()
     }
+    instructions = {
+        category: {
+            "version": row["version"],
+            "state": row["state"],
+            "reason": row["reason"],
+            "updated_at": iso(row["created_at"]),
+        }
+        for category, row in learned["prompts"].items()
+    }
+    users = learned["users"]
     return {
         "samples": len(samples),
         "graded": sum(1 for s in samples if s["quality"] is not None),
         "tuned": tuned,
+        "prompts": instructions,
+        "memory": {
+            "users": len(users),
+            "summarized": sum(1 for u in users if u["summary"]),
+        },
         "loops": {loop: rows[0] if rows else None for loop, rows in learned["last"].items()},
     }
+
+
+def memory_view(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What the chat remembers of each user (``store.memory`` rows): exchanges made, profile,
+    deep summary and which node wrote it."""
+    return [
+        {
+            "user": row["user_id"],
+            "exchanges": row["exchanges"],
+            "profile": row["profile"],
+            "summary": row["summary"],
+            "summary_node": row["summary_node"],
+            "summarized_at_exchange": row["summarized_at"],
+            "updated_at": iso(row["updated_at"]),
+        }
+        for row in rows
+    ]
+
+
+def read_memory(connection: sa.Connection, user: str | None) -> list[dict[str, Any]]:
+    """The memory rows of ``user``, or of the users seen most recently."""
+    if user is None:
+        return memory.profiles(connection)
+    found = memory.profile(connection, user)
+    return [found] if found is not None else []
 
 
 def history_view(history: list[dict[str, Any]]) -> list[dict[str, Any]]:

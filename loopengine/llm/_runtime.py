@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -12,15 +14,42 @@ from loopengine.contract import Config
 from loopengine.llm._cluster import Cluster
 from loopengine.llm._conversation import Conversation
 from loopengine.llm._health import NodeHealth
+from loopengine.llm._memory import Profile, memory_context
 from loopengine.llm._scores import explored
 from loopengine.llm._tools import Toolbox, offered_tools
 from loopengine.skills import Registry
-from loopengine.store import Store, autolearn, health
+from loopengine.store import Store, autolearn, health, memory, prompts
 
-__all__ = ["LLMRuntime"]
+__all__ = ["ChatContext", "LLMRuntime"]
 
-_Routed = tuple[dict[str, list[str]], tuple[dict[str, int], int]]
-"""Tuned orders, and a category's exploration counts with its turn."""
+_Read = tuple[
+    dict[str, list[str]], tuple[dict[str, int], int], dict[str, Any] | None, dict[str, Any] | None
+]
+"""Tuned orders, a category's exploration counts with its turn, its active prompt version and
+the user's memory row."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChatContext:
+    """What a message is answered with beyond its thread: the category's instructions (version
+    0: none) and what the chat remembers of the user, as system text."""
+
+    prompt_version: int = 0
+    instructions: str | None = None
+
+    @classmethod
+    def of(
+        cls, prompt: Mapping[str, Any] | None, remembered: Mapping[str, Any] | None
+    ) -> ChatContext:
+        """The context of an active prompt row and a memory row (``store.prompts``,
+        ``store.memory``), either missing."""
+        parts = [prompt["text"]] if prompt is not None and prompt["text"] else []
+        if remembered is not None:
+            profile = Profile.of(remembered["profile"] or {})
+            shown = memory_context(profile, remembered["summary"])
+            parts.extend([shown] if shown else [])
+        version = int(prompt["version"]) if prompt is not None else 0
+        return cls(version, "\n\n".join(parts) or None)
 
 
 class LLMRuntime:
@@ -52,20 +81,22 @@ class LLMRuntime:
                 )
         self._health_loaded = True
 
-    async def load_routing(self, category: str | None) -> None:
-        """Follow the routing orders the autotune loop wrote, and explore under-sampled nodes
-        of ``category`` (``autolearn.explore`` of its messages); read at each message, so a new
-        order applies at the next one."""
+    async def prepare(self, category: str | None, user: str) -> ChatContext:
+        """Read what the autolearn loops wrote, at each message so a change applies at the next
+        one: the tuned routing orders, the under-sampled nodes of ``category`` to explore
+        (``autolearn.explore`` of its messages), its active instructions and ``user``'s memory."""
         settings, name = self.autolearn, category or "default"
 
-        def read(connection: sa.Connection) -> _Routed:
+        def read(connection: sa.Connection) -> _Read:
             rows = autolearn.routing(connection)
             tuned = {c: list(row["nodes"]) for c, row in rows.items()}
             nodes = self.cluster.route(category, tuned)
             cap = settings.min_samples
-            return tuned, autolearn.exploration_counts(connection, name, nodes, cap)
+            counts = autolearn.exploration_counts(connection, name, nodes, cap)
+            found = prompts.active(connection, name).get(name)
+            return tuned, counts, found, memory.profile(connection, user)
 
-        self.cluster.tuned, (counts, turn) = await self.store.read(read)
+        self.cluster.tuned, (counts, turn), prompt, remembered = await self.store.read(read)
 
         def explore(available: list[str]) -> str | None:
             return explored(
@@ -77,6 +108,7 @@ class LLMRuntime:
             )
 
         self.cluster.explore = explore
+        return ChatContext.of(prompt, remembered)
 
     async def save_health(self) -> None:
         rows = [

@@ -67,8 +67,20 @@ def _autolearn(connection: sa.Connection) -> None:
     tables.metadata.create_all(connection, tables=list(_AUTOLEARN_TABLES))
 
 
+_MEMORY_TABLES = (tables.memory_exchanges, tables.memory_profiles, tables.chat_prompts)
+
+
+def _memory_and_prompts(connection: sa.Connection) -> None:
+    columns = {column["name"] for column in sa.inspect(connection).get_columns("chat_scores")}
+    if "prompt_version" not in columns:  # a new database has it: version 6 creates today's table
+        connection.execute(
+            sa.text("ALTER TABLE chat_scores ADD COLUMN prompt_version INTEGER NOT NULL DEFAULT 0")
+        )
+    tables.metadata.create_all(connection, tables=list(_MEMORY_TABLES))
+
+
 def _initial(connection: sa.Connection) -> None:
-    later = {*_CHAT_TABLES, *_DAEMON_TABLES, *_AUTOLEARN_TABLES}
+    later = {*_CHAT_TABLES, *_DAEMON_TABLES, *_AUTOLEARN_TABLES, *_MEMORY_TABLES}
     wanted = [t for t in tables.metadata.sorted_tables if t not in later]
     tables.metadata.create_all(connection, tables=wanted)
 
@@ -92,6 +104,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "indexes for history by start time and outcome", _history_indexes),
     Migration(5, "the daemon: jobs, cron slots, daemons, pauses, cursors", _daemon),
     Migration(6, "autolearn: chat scores, routing orders, history", _autolearn),
+    Migration(7, "autolearn: users' memory and versioned chat prompts", _memory_and_prompts),
 )
 
 

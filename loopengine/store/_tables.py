@@ -11,6 +11,7 @@ __all__ = [
     "autolearn_history",
     "chat_messages",
     "chat_operations",
+    "chat_prompts",
     "chat_scores",
     "chat_sessions",
     "context_cache",
@@ -22,6 +23,8 @@ __all__ = [
     "feature_flags",
     "jobs",
     "loop_state",
+    "memory_exchanges",
+    "memory_profiles",
     "metadata",
     "metrics",
     "node_health",
@@ -346,6 +349,7 @@ chat_scores = sa.Table(
     sa.Column("quality", sa.Float),
     sa.Column("graded_at", sa.Float),
     sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("prompt_version", sa.Integer, nullable=False, server_default="0"),
     sa.Index("ix_chat_scores_category_node", "category", "node", "id"),
     sa.Index("ix_chat_scores_graded", "graded_at", "id"),
 )
@@ -368,6 +372,47 @@ autolearn_history = sa.Table(
     sa.Column("kind", sa.String(32), nullable=False),
     sa.Column("category", sa.String(100)),
     sa.Column("detail", sa.JSON, nullable=False),
+    sa.Column("execution_id", sa.String(32)),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+memory_exchanges = sa.Table(
+    "memory_exchanges",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("user_id", sa.String(200), nullable=False),
+    sa.Column("session_id", sa.String(200)),
+    sa.Column("category", sa.String(100), nullable=False),
+    sa.Column("message", sa.Text, nullable=False),
+    sa.Column("reply", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Index("ix_memory_exchanges_user", "user_id", "id"),
+)
+
+memory_profiles = sa.Table(
+    "memory_profiles",
+    metadata,
+    sa.Column("user_id", sa.String(200), primary_key=True),
+    sa.Column("exchanges", sa.Integer, nullable=False),
+    sa.Column("profile", sa.JSON),
+    sa.Column("profiled_at", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("summary", sa.Text),
+    sa.Column("summary_node", sa.String(200)),
+    sa.Column("summarized_at", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+
+chat_prompts = sa.Table(
+    "chat_prompts",
+    metadata,
+    sa.Column("category", sa.String(100), primary_key=True),
+    sa.Column("version", sa.Integer, primary_key=True),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("parent", sa.Integer, nullable=False),
+    sa.Column("baseline", sa.Float),
+    sa.Column("watched", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("reason", sa.Text, nullable=False),
     sa.Column("execution_id", sa.String(32)),
     sa.Column("created_at", sa.Float, nullable=False),
 )

@@ -14,15 +14,15 @@ __all__ = [
     "HISTORY_KEPT",
     "MAX_TEXT",
     "add_history",
+    "claim_ungraded",
     "exploration_counts",
     "grade",
     "history",
     "insert_samples",
-    "last_sample_id",
     "put_routing",
+    "release",
     "routing",
     "samples_in_window",
-    "ungraded",
 ]
 
 MAX_TEXT = 4000
@@ -39,11 +39,6 @@ def insert_samples(connection: sa.Connection, rows: Sequence[Mapping[str, Any]])
             for row in rows
         ]
         connection.execute(chat_scores.insert(), cut)
-
-
-def last_sample_id(connection: sa.Connection) -> int:
-    """The newest sample's id (0 with none): what a tuning cycle has seen."""
-    return int(connection.execute(sa.select(sa.func.max(chat_scores.c.id))).scalar() or 0)
 
 
 def exploration_counts(
@@ -150,21 +145,40 @@ def history(connection: sa.Connection, limit: int = HISTORY_KEPT) -> list[dict[s
     return [dict(row) for row in connection.execute(query).mappings()]
 
 
-def ungraded(connection: sa.Connection, limit: int) -> list[dict[str, Any]]:
-    """The oldest responses never sent to the grader."""
-    query = (
-        sa.select(chat_scores)
-        .where(chat_scores.c.graded_at.is_(None))
-        .order_by(chat_scores.c.id)
+def claim_ungraded(connection: sa.Connection, limit: int, now: float) -> list[dict[str, Any]]:
+    """Take the newest answered responses never sent to the grader, at most ``limit``, marking
+    them so another cycle does not grade them too; failed responses are never graded."""
+    newest = (
+        sa.select(chat_scores.c.id)
+        .where(chat_scores.c.graded_at.is_(None), chat_scores.c.success.is_(True))
+        .order_by(chat_scores.c.id.desc())
         .limit(limit)
     )
-    return [dict(row) for row in connection.execute(query).mappings()]
-
-
-def grade(connection: sa.Connection, sample_id: int, quality: float | None, now: float) -> None:
-    """Record a response's grade (None: the grader gave none); it is never sent again."""
-    connection.execute(
+    ids = [row.id for row in connection.execute(newest)]
+    if not ids:
+        return []
+    claimed = (
         chat_scores.update()
-        .where(chat_scores.c.id == sample_id)
-        .values(quality=quality, graded_at=now)
+        .where(chat_scores.c.id.in_(ids), chat_scores.c.graded_at.is_(None))
+        .values(graded_at=now)
+        .returning(*chat_scores.c)
+    )
+    rows = [dict(row) for row in connection.execute(claimed).mappings()]
+    return sorted(rows, key=lambda row: -int(row["id"]))
+
+
+def release(connection: sa.Connection, sample_ids: Sequence[int]) -> None:
+    """Give back claimed responses that were not graded, for a later cycle."""
+    if sample_ids:
+        connection.execute(
+            chat_scores.update()
+            .where(chat_scores.c.id.in_(list(sample_ids)), chat_scores.c.quality.is_(None))
+            .values(graded_at=None)
+        )
+
+
+def grade(connection: sa.Connection, sample_id: int, quality: float | None) -> None:
+    """Record a claimed response's grade (None: the grader gave none; it is not sent again)."""
+    connection.execute(
+        chat_scores.update().where(chat_scores.c.id == sample_id).values(quality=quality)
     )

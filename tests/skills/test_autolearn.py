@@ -4,52 +4,28 @@ not again while nothing changes); the chat follows the tuned order at its next m
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 
-from loopengine.cli import main
-from loopengine.store import autolearn, create_engine, migrate
+from loopengine.store import autolearn, migrate
 from loopengine.testing import FakeLLMServer, raw, reply
 from tests.conftest import ROOT
+from tests.skills._workspace import act_note, open_store, run_json, write_config
 
 
 @pytest.fixture
 def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
     """A workspace whose cluster (OL1, M1) is one scripted server; its routing puts OL1 first."""
     with FakeLLMServer() as running:
-        nodes = "\n".join(
-            f"    {name}: {{base_url: '{running.base_url}', model: {name.lower()}, timeout_s: 5}}"
-            for name in ("OL1", "M1")
-        )
-        (tmp_path / "loopengine.yaml").write_text(
-            f"cluster:\n  nodes:\n{nodes}\n  routing:\n    default: [OL1, M1]\n"
-            "autolearn: {min_samples: 3, margin: 0.5}\n"
-        )
+        more = "  routing:\n    default: [OL1, M1]\nautolearn: {min_samples: 3, margin: 0.5}\n"
+        write_config(tmp_path, running.base_url, ("OL1", "M1"), more)
         monkeypatch.chdir(tmp_path)
         monkeypatch.delenv("LOOPENGINE_CONFIG", raising=False)
         monkeypatch.delenv("LOOPENGINE_DATABASE", raising=False)
         yield running
-
-
-def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
-    code = main([*args, "--json"])
-    return code, json.loads(capsys.readouterr().out)
-
-
-def _act_note(record: dict[str, Any]) -> str:
-    [act] = [phase for phase in record["phases"] if phase["phase"] == "act"]
-    [ran] = act["data"]["actions"]
-    return str(ran["log"]["message"])
-
-
-def _connection() -> sa.Connection:
-    engine = create_engine("sqlite:///.loopengine/loopengine.db")
-    return engine.connect()
 
 
 def _sample(node: str, seconds: float, quality: float) -> dict[str, Any]:
@@ -71,46 +47,60 @@ def _sample(node: str, seconds: float, quality: float) -> dict[str, Any]:
 
 
 def _record(samples: list[dict[str, Any]]) -> None:
-    with _connection() as connection, connection.begin():
+    with open_store() as connection, connection.begin():
         migrate(connection)
         autolearn.insert_samples(connection, samples)
 
 
-@pytest.mark.parametrize("loop", ["autotune", str(ROOT / "loops" / "autotune.yaml")])
+@pytest.mark.parametrize(
+    ("loop", "note"),
+    [
+        ("autotune", "not enough samples (0/5)"),
+        (str(ROOT / "loops" / "autotune.yaml"), "not enough samples (0/5)"),
+        ("autoreview", "not enough samples (0/5)"),
+        (str(ROOT / "loops" / "autoreview.yaml"), "not enough samples (0/5)"),
+        ("memory", "not enough samples (0/10) for a deep summary"),
+        (str(ROOT / "loops" / "memory.yaml"), "not enough samples (0/10) for a deep summary"),
+    ],
+)
 def test_a_fresh_install_has_not_enough_samples(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], loop: str
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    loop: str,
+    note: str,
 ) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("LOOPENGINE_CONFIG", raising=False)
     monkeypatch.delenv("LOOPENGINE_DATABASE", raising=False)
-    code, record = _run(capsys, "run", loop)
+    code, record = run_json(capsys, "run", loop)
     assert (code, record["outcome"]) == (0, "completed")
-    assert _act_note(record) == "not enough samples (0/5)"
+    assert act_note(record) == note
 
 
 def test_a_node_that_earns_it_moves_up_once(
     server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _record([_sample("OL1", 12.0, 3.0)] * 3 + [_sample("M1", 1.0, 9.0)] * 3)
-    code, record = _run(capsys, "run", "autotune")
+    code, record = run_json(capsys, "run", "autotune")
     assert (code, record["decision"]["action"]) == (0, "reorder")
-    assert _act_note(record) == "routing reordered (default: M1, OL1)"
-    with _connection() as connection:
+    assert act_note(record) == "routing reordered (default: M1, OL1)"
+    with open_store() as connection:
         assert autolearn.routing(connection)["default"]["nodes"] == ["M1", "OL1"]
         assert [entry["kind"] for entry in autolearn.history(connection)] == ["routing"]
-    _, again = _run(capsys, "run", "autotune")
-    assert _act_note(again).startswith("routing unchanged")
+    _, again = run_json(capsys, "run", "autotune")
+    assert act_note(again).startswith("routing unchanged")
 
 
 def test_the_chat_follows_the_tuned_order_and_records_its_response(
     server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _record([_sample("OL1", 12.0, 3.0)] * 3 + [_sample("M1", 1.0, 9.0)] * 3)
-    _run(capsys, "run", "autotune")
+    run_json(capsys, "run", "autotune")
     server.script("m1", [reply("Paris.")])
-    code, answer = _run(capsys, "chat", "Capital of France?", "--mode", "simple")
+    code, answer = run_json(capsys, "chat", "Capital of France?", "--mode", "simple")
     assert (code, [stage["node"] for stage in answer["chain"]]) == (0, ["M1"])
-    with _connection() as connection:
+    with open_store() as connection:
         newest = autolearn.samples_in_window(connection, 50)[-1]
     assert (newest["node"], newest["reply"], newest["success"]) == ("M1", "Paris.", True)
 
@@ -119,8 +109,8 @@ def test_scores_json_has_each_category_and_the_routing_followed(
     server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _record([_sample("OL1", 12.0, 3.0)] * 3 + [_sample("M1", 1.0, 9.0)] * 3)
-    _run(capsys, "run", "autotune")
-    code, view = _run(capsys, "autolearn", "scores")
+    run_json(capsys, "run", "autotune")
+    code, view = run_json(capsys, "autolearn", "scores")
     assert code == 0
     assert view["routing"] == {"default": ["M1", "OL1"]}
     [best, worst] = view["categories"]["default"]
@@ -132,20 +122,27 @@ def test_status_and_history_say_what_changed(
     server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _record([_sample("OL1", 12.0, 3.0)] * 3 + [_sample("M1", 1.0, 9.0)] * 3)
-    _run(capsys, "run", "autotune")
-    _, status = _run(capsys, "autolearn", "status")
+    run_json(capsys, "run", "autotune")
+    _, status = run_json(capsys, "autolearn", "status")
     assert (status["samples"], status["graded"]) == (6, 6)
     assert status["tuned"]["default"]["nodes"] == ["M1", "OL1"]
     assert status["loops"]["autotune"]["outcome"] == "completed"
-    _, history = _run(capsys, "autolearn", "history")
+    _, history = run_json(capsys, "autolearn", "history")
     assert [entry["kind"] for entry in history["history"]] == ["routing"]
 
 
 def test_before_anything_ran_the_commands_read_nothing_and_write_nothing(
     server: FakeLLMServer, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    _, status = _run(capsys, "autolearn", "status")
-    assert status == {"samples": 0, "graded": 0, "tuned": {}, "loops": {"autotune": None}}
+    _, status = run_json(capsys, "autolearn", "status")
+    assert status == {
+        "samples": 0,
+        "graded": 0,
+        "tuned": {},
+        "prompts": {},
+        "memory": {"users": 0, "summarized": 0},
+        "loops": {"autotune": None, "autoreview": None, "memory": None},
+    }
     assert not (tmp_path / ".loopengine").exists()
 
 
@@ -153,17 +150,17 @@ def _ungraded(node: str) -> dict[str, Any]:
     return {**_sample(node, 1.0, 0.0), "quality": None, "graded_at": None}
 
 
-def test_the_grader_grades_each_new_response_once(
+def test_the_grader_grades_each_new_response_once_newest_first(
     server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _record([_ungraded("M1"), _ungraded("M1")])
     server.script("ol1", [reply("8/10"), reply('{"score": 6}')])
-    code, _ = _run(capsys, "run", "autotune")
+    code, _ = run_json(capsys, "run", "autotune")
     assert code == 0
-    with _connection() as connection:
+    with open_store() as connection:
         qualities = [s["quality"] for s in autolearn.samples_in_window(connection, 50)]
-    assert qualities == [8.0, 6.0]
-    _run(capsys, "run", "autotune")
+    assert qualities == [6.0, 8.0]
+    run_json(capsys, "run", "autotune")
     assert len(server.requests_for("ol1")) == 2
 
 
@@ -172,11 +169,11 @@ def test_a_grader_that_fails_leaves_the_response_ungraded_for_good(
 ) -> None:
     _record([_ungraded("M1")])
     server.script("ol1", [reply("a fine answer, I would say")])
-    code, _ = _run(capsys, "run", "autotune")
+    code, _ = run_json(capsys, "run", "autotune")
     assert code == 0
-    with _connection() as connection:
+    with open_store() as connection:
         [sample] = autolearn.samples_in_window(connection, 50)
-        assert autolearn.ungraded(connection, 10) == []
+        assert autolearn.claim_ungraded(connection, 10, now=0.0) == []
     assert sample["quality"] is None
 
 
@@ -185,9 +182,9 @@ def test_a_grade_after_thinking_is_read_and_a_null_message_is_no_grade(
 ) -> None:
     _record([_ungraded("M1"), _ungraded("M1")])
     null = raw({"choices": [{"index": 0, "message": None, "finish_reason": "stop"}]})
-    server.script("ol1", [reply("<think>terse but right</think>7"), null])
-    code, _ = _run(capsys, "run", "autotune")
+    server.script("ol1", [null, reply("<think>terse but right</think>7")])
+    code, _ = run_json(capsys, "run", "autotune")
     assert code == 0
-    with _connection() as connection:
+    with open_store() as connection:
         qualities = [s["quality"] for s in autolearn.samples_in_window(connection, 50)]
     assert qualities == [7.0, None]

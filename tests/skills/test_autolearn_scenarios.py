@@ -1,6 +1,7 @@
 """The learning scenarios of ``bench/learning.py``, fewer cycles and no timing: on a simulated
-cluster, a node whose quality drops from 8 to 3 loses the first rank within two cycles, and two
-equal nodes graded with noise never swap places."""
+cluster, a node whose quality drops from 8 to 3 loses the first rank within two cycles, two
+equal nodes graded with noise never swap places, and worse instructions are rolled back within
+three cycles."""
 
 from __future__ import annotations
 
@@ -42,3 +43,10 @@ def test_stable_noise_does_not_flip_the_routing(learned: dict[str, Any]) -> None
 
 def test_every_response_of_a_cycle_is_graded(learned: dict[str, Any]) -> None:
     assert learned["noise"]["graded"] == 8 * 10
+
+
+def test_worse_instructions_are_rolled_back_within_three_cycles(learned: dict[str, Any]) -> None:
+    rollback = learned["rollback"]
+    assert "rollback" not in rollback["actions"][: rollback["swapped_at_cycle"]]
+    assert rollback["cycles_to_roll_back"] is not None
+    assert rollback["cycles_to_roll_back"] <= 3

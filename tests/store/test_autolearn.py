@@ -3,24 +3,11 @@ routing orders replaced whole, history rotated."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 import sqlalchemy as sa
 
-from loopengine.store import autolearn, create_engine, migrate
-
-
-@pytest.fixture
-def connection(tmp_path: Path) -> Iterator[sa.Connection]:
-    engine = create_engine(f"sqlite:///{tmp_path / 'store.db'}")
-    with engine.connect() as opened:
-        with opened.begin():
-            migrate(opened)
-        yield opened
-    engine.dispose()
+from loopengine.store import autolearn
 
 
 def _sample(node: str, category: str = "code") -> dict[str, Any]:
@@ -69,3 +56,27 @@ def test_history_keeps_the_newest_two_hundred(connection: sa.Connection) -> None
     kept = autolearn.history(connection)
     assert len(kept) == autolearn.HISTORY_KEPT
     assert kept[0]["detail"] == {"n": autolearn.HISTORY_KEPT + 29}
+
+
+def test_grading_claims_the_newest_answered_responses_once(connection: sa.Connection) -> None:
+    failed = {**_sample("M1"), "success": False}
+    with connection.begin():
+        autolearn.insert_samples(connection, [_sample("OL1")] * 3 + [failed])
+        first = autolearn.claim_ungraded(connection, 2, now=5.0)
+        second = autolearn.claim_ungraded(connection, 2, now=6.0)
+        third = autolearn.claim_ungraded(connection, 2, now=7.0)
+    assert [row["id"] for row in first] == [3, 2]
+    assert [row["id"] for row in second] == [1]
+    assert third == []
+
+
+def test_released_responses_are_claimed_again_but_graded_ones_are_not(
+    connection: sa.Connection,
+) -> None:
+    with connection.begin():
+        autolearn.insert_samples(connection, [_sample("OL1")] * 2)
+        claimed = autolearn.claim_ungraded(connection, 2, now=5.0)
+        autolearn.grade(connection, claimed[0]["id"], 8.0)
+        autolearn.release(connection, [row["id"] for row in claimed])
+        again = autolearn.claim_ungraded(connection, 2, now=6.0)
+    assert [row["id"] for row in again] == [claimed[1]["id"]]

@@ -14,9 +14,13 @@ from loopengine.skills._definition import skill
 __all__ = [
     "GRADE_TIMEOUT_S",
     "GRADING_PROMPT",
+    "ask",
     "autolearn_grade",
     "autolearn_route",
     "autolearn_scores",
+    "grade_reply",
+    "grader_of",
+    "store_of",
 ]
 
 GRADE_TIMEOUT_S = 10.0
@@ -27,7 +31,8 @@ GRADING_PROMPT = (
 )
 
 
-def _store(ctx: SkillContext) -> Any:
+def store_of(ctx: SkillContext) -> Any:
+    """The engine's store (the autolearn skills keep everything there)."""
     if ctx.store is None:
         raise SkillError("autolearn skills need the engine's store")
     return ctx.store
@@ -38,59 +43,72 @@ async def current_orders(ctx: SkillContext) -> dict[str, list[str]]:
     from loopengine.llm import followed_routing
     from loopengine.store import autolearn
 
-    return followed_routing(ctx.config, await _store(ctx).read(autolearn.routing))
+    return followed_routing(ctx.config, await store_of(ctx).read(autolearn.routing))
 
 
-async def _grade_one(runtime: Any, grader: str, row: dict[str, Any]) -> float | None:
-    """The grader's 1–10 for one response; None when it fails, is late or says no number."""
+async def ask(
+    runtime: Any, node: str, messages: list[dict[str, str]], timeout_s: float
+) -> str | None:
+    """``node``'s answer (its reasoning left out); None when it is cooling down, fails or takes
+    over ``timeout_s`` (then it cools down, so the next call does not wait as long again)."""
     import anyio
 
     from loopengine.errors import LLMError
-    from loopengine.llm import parse_grade, parse_reply
+    from loopengine.llm import parse_reply
 
-    prompt = GRADING_PROMPT.format(message=row["message"], reply=row["reply"])
-    with anyio.move_on_after(GRADE_TIMEOUT_S):
+    if runtime.cluster.available(node) is not None:
+        return None
+    with anyio.move_on_after(timeout_s):
         try:
-            completion = await runtime.cluster.chat(grader, [{"role": "user", "content": prompt}])
+            completion = await runtime.cluster.chat(node, messages)
         except LLMError:
             return None
-        return parse_grade(parse_reply(completion.choice, ()).content or "")
-    runtime.cluster.failed(grader, LLMError(f"grading took over {GRADE_TIMEOUT_S:g} s"))
+        return parse_reply(completion.choice, ()).content or ""
+    runtime.cluster.failed(node, LLMError(f"{node} took over {timeout_s:g} s"))
     return None
+
+
+async def grade_reply(runtime: Any, grader: str, message: str, reply: str) -> float | None:
+    """The grader's 1–10 for one reply; None when it fails, is late or says no number."""
+    from loopengine.llm import parse_grade
+
+    prompt = GRADING_PROMPT.format(message=message, reply=reply)
+    answer = await ask(runtime, grader, [{"role": "user", "content": prompt}], GRADE_TIMEOUT_S)
+    return parse_grade(answer) if answer is not None else None
+
+
+def grader_of(ctx: SkillContext) -> tuple[Any, str | None]:
+    """The LLM runtime and the grader node; no grader when it is not in the cluster."""
+    grader = ctx.config.autolearn.grader
+    return ctx.llm, grader if ctx.llm is not None and grader in ctx.config.cluster.nodes else None
 
 
 @skill(
     "autolearn.grade",
-    description="Have the grader node (autolearn.grader) grade the chat responses not graded yet, "
-    "at most `limit` a cycle, one call each with a 10 s deadline (a failed call leaves the "
-    "response ungraded for good; while the grader cools down, the rest wait for a later cycle).",
+    description="Have the grader node (autolearn.grader) grade the newest chat responses not "
+    "graded yet, at most `limit` a cycle, one call each with a 10 s deadline (a failed call "
+    "leaves the response ungraded for good; while the grader cools down, the rest wait for a "
+    "later cycle).",
 )
 async def autolearn_grade(ctx: SkillContext, limit: int = 20) -> dict[str, Any]:
     from loopengine.store import autolearn
 
-    grader = ctx.config.autolearn.grader
-    runtime = ctx.llm
-    if runtime is None or grader not in ctx.config.cluster.nodes:
-        reason = f"no grader: node {grader!r} is not in the cluster"
+    runtime, grader = grader_of(ctx)
+    if grader is None:
+        reason = f"no grader: node {ctx.config.autolearn.grader!r} is not in the cluster"
         return {"grading": {"graded": 0, "ungraded": 0, "reason": reason}}
-    store = _store(ctx)
-    rows = await store.read(lambda c: autolearn.ungraded(c, limit))
+    store = store_of(ctx)
+    rows = await store.write(lambda c: autolearn.claim_ungraded(c, limit, ctx.clock()))
     graded = 0
     for done, row in enumerate(rows):
         if (down := runtime.cluster.available(grader)) is not None:
-            left = len(rows) - done
-            return {
-                "grading": {
-                    "graded": graded,
-                    "ungraded": done - graded,
-                    "left": left,
-                    "reason": down,
-                }
-            }
-        quality = await _grade_one(runtime, grader, row)
+            left = [int(r["id"]) for r in rows[done:]]
+            await store.write(partial(autolearn.release, sample_ids=left))
+            counts = {"graded": graded, "ungraded": done - graded, "left": len(left)}
+            return {"grading": {**counts, "reason": down}}
+        quality = await grade_reply(runtime, grader, row["message"], row["reply"])
         graded += quality is not None
-        write = partial(autolearn.grade, sample_id=row["id"], quality=quality, now=ctx.clock())
-        await store.write(write)
+        await store.write(partial(autolearn.grade, sample_id=row["id"], quality=quality))
     return {"grading": {"graded": graded, "ungraded": len(rows) - graded, "grader": grader}}
 
 
@@ -104,7 +122,7 @@ async def autolearn_scores(ctx: SkillContext) -> dict[str, Any]:
     from loopengine.store import autolearn
 
     settings = ctx.config.autolearn
-    rows = await _store(ctx).read(lambda c: autolearn.samples_in_window(c, settings.window))
+    rows = await store_of(ctx).read(lambda c: autolearn.samples_in_window(c, settings.window))
     samples = [Sample.of(row) for row in rows]
     found = tune(
         samples,
@@ -148,5 +166,5 @@ async def autolearn_route(
             autolearn.put_routing(connection, category, nodes, reason, ctx.execution_id, now)
             autolearn.add_history(connection, "routing", category, change, ctx.execution_id, now)
 
-    await _store(ctx).write(write)
+    await store_of(ctx).write(write)
     return {"log": {"message": reason}, "routing": changes}

@@ -16,7 +16,10 @@ from loopengine.skills._definition import skill
 if TYPE_CHECKING:
     from loopengine.llm import ChainResult, Hooks, LLMRuntime, RoundCommit
 
-__all__ = ["classify", "llm_agent", "llm_reflexive"]
+__all__ = ["DEFAULT_USER", "classify", "llm_agent", "llm_reflexive"]
+
+DEFAULT_USER = "default"
+"""Whose memory a message without a user reads and adds to."""
 
 
 def _runtime(ctx: SkillContext) -> LLMRuntime:
@@ -39,10 +42,15 @@ async def classify(ctx: SkillContext, message: str, category: str | None = None)
 
 
 def _samples(
-    ctx: SkillContext, result: ChainResult, message: str, session: str, category: str | None
+    ctx: SkillContext,
+    result: ChainResult,
+    message: str,
+    session: str,
+    category: str | None,
+    prompt_version: int,
 ) -> list[dict[str, Any]]:
-    """Each stage that ran, as a response to score (``autolearn``): its node, time, output
-    tokens, whether it answered, and the texts a grader reads."""
+    """Each stage whose node was asked, as a response to score (``autolearn``): its node, time,
+    output tokens, whether it answered (a failed call did not), and the texts a grader reads."""
     now = ctx.clock()
     return [
         {
@@ -57,24 +65,31 @@ def _samples(
             "message": message,
             "reply": stage.reply,
             "created_at": now,
+            "prompt_version": prompt_version,
         }
         for stage in result.stages
-        if stage.status != "skipped"
+        if stage.called
     ]
 
 
 async def _converse(
-    ctx: SkillContext, message: str, session: str | None, run: Any, category: str | None = None
+    ctx: SkillContext,
+    message: str,
+    session: str | None,
+    run: Any,
+    category: str | None,
+    user: str | None,
 ) -> SkillOutput:
     """The user's message is stored once per step, even when a resumed execution runs the step
     again; that run's rounds and reply are its own (the model may answer otherwise). Each
-    stage's response is kept for scoring."""
+    stage's response is kept for scoring, and the exchange in the user's memory."""
     from loopengine.llm import Hooks
-    from loopengine.store import autolearn
+    from loopengine.store import autolearn, memory
 
     runtime = _runtime(ctx)
     await runtime.load_health()
-    await runtime.load_routing(category)
+    user_id = user or DEFAULT_USER
+    context = await runtime.prepare(category, user_id)
     session_id = session or uuid.uuid4().hex
     conversation = await runtime.conversation(session_id)
     await conversation.append([{"role": "user", "content": message}], f"{ctx.idempotency_key}:user")
@@ -95,13 +110,26 @@ async def _converse(
 
     started = time.perf_counter()
     hooks = Hooks(spend, on_round, ctx.progress)
-    result: ChainResult = await run(runtime, conversation.thread, hooks)
+    result: ChainResult = await run(runtime, conversation.thread, hooks, context.instructions)
     if result.reply:
         answer = [{"role": "assistant", "content": result.reply}]
         await conversation.append(answer, f"{attempt}:reply")
     await runtime.save_health()
-    samples = _samples(ctx, result, message, session_id, category)
-    await runtime.store.write(lambda c: autolearn.insert_samples(c, samples))
+    samples = _samples(ctx, result, message, session_id, category, context.prompt_version)
+    exchange = {
+        "session_id": session_id,
+        "category": category or "default",
+        "message": message,
+        "reply": result.reply,
+    }
+    keep, now = ctx.config.autolearn.memory_keep, ctx.clock()
+
+    def remember(connection: Any) -> None:
+        autolearn.insert_samples(connection, samples)
+        if result.reply:
+            memory.add_exchange(connection, user_id, exchange, keep, now)
+
+    await runtime.store.write(remember)
     answered = [s for s in result.stages if s.status != "skipped"]
     chat = {
         **result.as_dict(),
@@ -121,15 +149,24 @@ async def llm_agent(
     session: str | None = None,
     category: str | None = None,
     max_turns: int = 4,
+    user: str | None = None,
 ) -> SkillOutput:
     from loopengine.llm import run_simple
 
-    async def run(runtime: LLMRuntime, history: list[dict[str, Any]], hooks: Hooks) -> ChainResult:
+    async def run(
+        runtime: LLMRuntime, history: list[dict[str, Any]], hooks: Hooks, instructions: str | None
+    ) -> ChainResult:
         return await run_simple(
-            runtime.cluster, history, runtime.toolbox, category, max_turns=max_turns, hooks=hooks
+            runtime.cluster,
+            history,
+            runtime.toolbox,
+            category,
+            max_turns=max_turns,
+            hooks=hooks,
+            instructions=instructions,
         )
 
-    return await _converse(ctx, message, session, run, category)
+    return await _converse(ctx, message, session, run, category, user)
 
 
 @skill("llm.reflexive", description="The reflexive chain: research with tools, analysis, review.")
@@ -140,6 +177,7 @@ async def llm_reflexive(
     stages: list[dict[str, Any]] | None = None,
     max_turns: int = 8,
     category: str | None = None,
+    user: str | None = None,
 ) -> SkillOutput:
     from loopengine.llm import StageSpec, chain_stages, run_chain
 
@@ -148,7 +186,9 @@ async def llm_reflexive(
     else:
         chosen = chain_stages(ctx.config.cluster.chain)
 
-    async def run(runtime: LLMRuntime, history: list[dict[str, Any]], hooks: Hooks) -> ChainResult:
+    async def run(
+        runtime: LLMRuntime, history: list[dict[str, Any]], hooks: Hooks, instructions: str | None
+    ) -> ChainResult:
         return await run_chain(
             runtime.cluster,
             history,
@@ -156,6 +196,7 @@ async def llm_reflexive(
             stages=chosen,
             max_turns=max_turns,
             hooks=hooks,
+            instructions=instructions,
         )
 
-    return await _converse(ctx, message, session, run, category)
+    return await _converse(ctx, message, session, run, category, user)

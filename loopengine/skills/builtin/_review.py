@@ -1,0 +1,342 @@
+"""Built-in skills of ``loops/autoreview.yaml`` (seed 003, pillar 3): watch each category's new
+instructions and roll them back when its responses got worse; otherwise take the weakest
+category's worst responses, have the review node propose better instructions, the grader
+validate them, the analysis node vote, and replay the weak messages under both versions (GEPA's
+rule: the candidate must score strictly better). Versions live in the store; no file changes."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from loopengine.skills._context import SkillContext
+from loopengine.skills._definition import skill
+from loopengine.skills.builtin._autolearn import ask, grade_reply, grader_of, store_of
+
+__all__ = [
+    "PER_CATEGORY",
+    "REVIEW_TIMEOUT_S",
+    "VOTE_TIMEOUT_S",
+    "autolearn_apply_prompt",
+    "autolearn_check",
+    "autolearn_propose",
+    "autolearn_replay",
+    "autolearn_rollback_prompt",
+    "autolearn_vote",
+    "autolearn_watch",
+]
+
+REVIEW_TIMEOUT_S = 60.0
+"""Longest the review node may take to propose, and the grader to validate (seed 003)."""
+VOTE_TIMEOUT_S = 120.0
+"""Longest the analysis node may take to vote; past it the vote counts as timed out."""
+PER_CATEGORY = 3
+"""Weak responses a proposal is made from, and replayed."""
+
+
+def _judgements(
+    active: dict[str, dict[str, Any]], samples: list[Any], min_samples: int
+) -> list[dict[str, Any]]:
+    """How each watched version fares against the mean before it (``judge_version``)."""
+    from loopengine.llm import judge_version, response_score
+
+    found = []
+    for category, row in sorted(active.items()):
+        if row["state"] != "watched":
+            continue
+        under = [
+            score
+            for sample, version in samples
+            if sample.category == category and version == row["version"]
+            if (score := response_score(sample)) is not None
+        ]
+        verdict, reason = judge_version(
+            row["baseline"], under, cycles_watched=int(row["watched"]), min_samples=min_samples
+        )
+        found.append(
+            {"category": category, "version": row["version"], "to": row["parent"],
+             "judgement": verdict, "reason": reason}
+        )  # fmt: skip
+    return found
+
+
+def _weakest_category(
+    active: dict[str, dict[str, Any]], rows: list[dict[str, Any]], min_samples: int
+) -> tuple[dict[str, Any] | None, str]:
+    """The category to review (the lowest mean among those with weak responses under a version
+    no longer watched), and one line saying why."""
+    from loopengine.llm import Sample, category_means, weakest
+
+    def current(row: dict[str, Any]) -> bool:
+        found = active.get(row["category"])
+        return bool(row["prompt_version"] == (found["version"] if found else 0))
+
+    settled = [
+        row
+        for row in rows
+        if current(row) and active.get(row["category"], {}).get("state") != "watched"
+    ]
+    graded: dict[str, int] = {}
+    for row in settled:
+        if row["quality"] is not None or not row["success"]:
+            graded[row["category"]] = graded.get(row["category"], 0) + 1
+    enough = {c for c, n in graded.items() if n >= min_samples}
+    if not enough:
+        return None, f"not enough samples ({max(graded.values(), default=0)}/{min_samples})"
+    kept = [row for row in settled if row["category"] in enough]
+    means = category_means(Sample.of(row) for row in kept)
+    weak = weakest(kept, PER_CATEGORY)
+    if not weak:
+        return None, "no weak responses: every graded response is good enough"
+    category = min(weak, key=lambda c: (means.get(c, 10.0), c))
+    prompt = active.get(category)
+    chosen = {
+        "category": category,
+        "version": prompt["version"] if prompt else 0,
+        "text": prompt["text"] if prompt else "",
+        "mean": round(means[category], 3) if category in means else None,
+        "weak": [
+            {"id": w.sample_id, "node": w.node, "message": w.message, "reply": w.reply,
+             "quality": w.quality}
+            for w in weak[category]
+        ],
+    }  # fmt: skip
+    mean = chosen["mean"]
+    return chosen, f"{category}: {len(weak[category])} weak responses (mean score {mean})"
+
+
+@skill(
+    "autolearn.watch",
+    description="Judge each category's watched instructions against the mean score before them "
+    "(a drop of more than 15 % rolls them back), then pick the weakest category to review.",
+)
+async def autolearn_watch(ctx: SkillContext) -> dict[str, Any]:
+    from loopengine.llm import Sample
+    from loopengine.store import autolearn, prompts
+
+    settings = ctx.config.autolearn
+
+    def read(connection: Any) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+        return prompts.active(connection), autolearn.samples_in_window(connection, settings.window)
+
+    store = store_of(ctx)
+    active, rows = await store.read(read)
+    samples = [(Sample.of(row), row["prompt_version"]) for row in rows]
+    judged = _judgements(active, samples, settings.min_samples)
+    rollbacks = [j for j in judged if j["judgement"] == "rollback"]
+    if not ctx.dry_run:
+        for j in judged:
+            if j["judgement"] in ("keep", "confirm"):
+                mark = partial(prompts.judged, category=j["category"], version=j["version"])
+                await store.write(partial(mark, confirm=j["judgement"] == "confirm"))
+    if rollbacks:
+        verdict = "; ".join(f"{j['category']} v{j['version']}: {j['reason']}" for j in rollbacks)
+        return {"review": {"rollbacks": rollbacks, "judged": judged, "chosen": None,
+                           "verdict": f"roll back ({verdict})"}}  # fmt: skip
+    chosen, verdict = _weakest_category(active, rows, settings.min_samples)
+    return {"review": {"rollbacks": [], "judged": judged, "chosen": chosen, "verdict": verdict}}
+
+
+def _runtime_or_none(ctx: SkillContext) -> Any:
+    return ctx.llm if ctx.llm is not None and ctx.config.cluster.nodes else None
+
+
+def _weak_of(chosen: dict[str, Any]) -> list[Any]:
+    from loopengine.llm import Weak
+
+    return [
+        Weak(w["id"], w["node"], chosen["category"], w["message"], w["reply"], w["quality"])
+        for w in chosen["weak"]
+    ]
+
+
+@skill(
+    "autolearn.propose",
+    description="Have the review node propose better instructions for the chosen category from "
+    "its weak responses (60 s).",
+)
+async def autolearn_propose(ctx: SkillContext, chosen: dict[str, Any] | None) -> dict[str, Any]:
+    from loopengine.llm import parse_proposal, review_messages
+
+    runtime = _runtime_or_none(ctx)
+    if chosen is None or runtime is None:
+        return {"proposal": None}
+    node = ctx.config.autolearn.node("review", ctx.config.cluster.chain)
+    messages = review_messages(chosen["category"], chosen["text"], _weak_of(chosen))
+    answer = await ask(runtime, node, messages, REVIEW_TIMEOUT_S)
+    candidate = parse_proposal(answer) if answer is not None else None
+    if candidate == chosen["text"]:
+        candidate = None
+    why = "no answer" if answer is None else "no usable proposal" if candidate is None else None
+    return {"proposal": {"category": chosen["category"], "parent": chosen["version"],
+                         "candidate": candidate, "node": node, "problem": why}}  # fmt: skip
+
+
+@skill(
+    "autolearn.check",
+    description="Have the grader validate the proposed instructions: its 1–10 grade of how "
+    "well they fix the weak responses, as a 0–1 validation (60 s).",
+)
+async def autolearn_check(
+    ctx: SkillContext, chosen: dict[str, Any] | None, proposal: dict[str, Any] | None
+) -> dict[str, Any]:
+    from loopengine.llm import parse_grade, validation_messages
+
+    runtime, grader = grader_of(ctx)
+    if chosen is None or proposal is None or not proposal["candidate"] or grader is None:
+        return {"validation": None}
+    messages = validation_messages(
+        chosen["category"], chosen["text"], proposal["candidate"], _weak_of(chosen)
+    )
+    answer = await ask(runtime, grader, messages, REVIEW_TIMEOUT_S)
+    grade = parse_grade(answer) if answer is not None else None
+    return {"validation": {"score": grade / 10 if grade is not None else None, "node": grader}}
+
+
+@skill(
+    "autolearn.vote",
+    description="Have the analysis node approve or reject a validated proposal (meta-review, "
+    "120 s; a late or failed vote counts as timed out, which does not block the change).",
+)
+async def autolearn_vote(
+    ctx: SkillContext,
+    chosen: dict[str, Any] | None,
+    proposal: dict[str, Any] | None,
+    validation: dict[str, Any] | None,
+) -> dict[str, Any]:
+    from loopengine.llm import REVIEW_THRESHOLD, parse_vote, vote_messages
+
+    runtime = _runtime_or_none(ctx)
+    score = validation["score"] if validation else None
+    if chosen is None or proposal is None or runtime is None:
+        return {"vote": None}
+    if score is None or score <= REVIEW_THRESHOLD:
+        return {"vote": None}
+    node = ctx.config.autolearn.node("analysis", ctx.config.cluster.chain)
+    messages = vote_messages(chosen["category"], chosen["text"], proposal["candidate"], score)
+    answer = await ask(runtime, node, messages, VOTE_TIMEOUT_S)
+    return {"vote": {"vote": parse_vote(answer) if answer is not None else "timeout", "node": node}}
+
+
+async def _replay(ctx: SkillContext, chosen: dict[str, Any], text: str) -> list[float | None]:
+    """Each weak message answered again under ``text`` by the category's first node, graded."""
+    from loopengine.llm import answer_messages
+
+    runtime, grader = grader_of(ctx)
+    cluster = runtime.cluster
+    route = [n for n in cluster.route(chosen["category"]) if cluster.available(n) is None]
+    if not route or grader is None:
+        return [None] * len(chosen["weak"])
+    node, timeout = route[0], ctx.config.cluster.nodes[route[0]].timeout_s
+    grades = []
+    for weak in chosen["weak"]:
+        reply = await ask(runtime, node, answer_messages(weak["message"], text or None), timeout)
+        grades.append(await grade_reply(runtime, grader, weak["message"], reply) if reply else None)
+    return grades
+
+
+@skill(
+    "autolearn.replay",
+    description="Answer the weak messages again under the current and the proposed "
+    "instructions, have the grader grade both, and decide (validation > 0.7, vote approves or "
+    "timed out, candidate strictly better on the same inputs).",
+)
+async def autolearn_replay(
+    ctx: SkillContext,
+    chosen: dict[str, Any] | None,
+    proposal: dict[str, Any] | None,
+    validation: dict[str, Any] | None,
+    vote: dict[str, Any] | None,
+    verdict: str = "",
+) -> dict[str, Any]:
+    from loopengine.llm import REVIEW_THRESHOLD, Vote, decide_candidate
+
+    if chosen is None or proposal is None or not proposal["candidate"]:
+        reason = verdict if proposal is None else f"no candidate: {proposal['problem']}"
+        return {"candidate": {"applied": False, "reason": reason}}
+    score = validation["score"] if validation else None
+    cast: Vote = vote["vote"] if vote else "reject"
+    current: list[float | None] = []
+    candidate: list[float | None] = []
+    if score is not None and score > REVIEW_THRESHOLD and cast in ("approve", "timeout"):
+        current = await _replay(ctx, chosen, chosen["text"])
+        candidate = await _replay(ctx, chosen, proposal["candidate"])
+    found = decide_candidate(score, cast, current, candidate)
+    return {"candidate": {"applied": found.applied, "reason": found.reason,
+                         "current": current, "candidate": candidate}}  # fmt: skip
+
+
+@skill(
+    "autolearn.apply_prompt",
+    description="Make the accepted instructions the category's active version, watched for its "
+    "first cycles against the mean score before it (kept in the autolearn history).",
+)
+async def autolearn_apply_prompt(
+    ctx: SkillContext,
+    chosen: dict[str, Any],
+    proposal: dict[str, Any],
+    reason: str,
+    dry_run: bool = False,
+) -> dict[str, Any]:
+    from loopengine.store import autolearn, prompts
+
+    category = chosen["category"]
+    if dry_run or ctx.dry_run:
+        return {"log": {"message": f"would apply new instructions to {category}: {reason}"}}
+    now = ctx.clock()
+
+    def write(connection: Any) -> int | None:
+        version = prompts.add_version(
+            connection,
+            category,
+            proposal["candidate"],
+            parent=int(proposal["parent"]),
+            baseline=chosen["mean"],
+            reason=reason,
+            execution_id=ctx.execution_id,
+            now=now,
+        )
+        if version is not None:
+            detail = {"from": proposal["parent"], "to": version, "reason": reason,
+                      "baseline": chosen["mean"], "text": proposal["candidate"]}  # fmt: skip
+            autolearn.add_history(connection, "prompt", category, detail, ctx.execution_id, now)
+        return version
+
+    version = await store_of(ctx).write(write)
+    if version is None:
+        message = f"{category}: its instructions changed meanwhile; the proposal is dropped"
+        return {"log": {"message": message}, "prompt": None}
+    message = f"{category}: instructions v{version} applied ({reason})"
+    return {"log": {"message": message}, "prompt": {"category": category, "version": version}}
+
+
+@skill(
+    "autolearn.rollback_prompt",
+    description="Give each category in `rollbacks` back the instructions its watched version "
+    "replaced (kept in the autolearn history with the reason).",
+)
+async def autolearn_rollback_prompt(
+    ctx: SkillContext, rollbacks: list[dict[str, Any]], dry_run: bool = False
+) -> dict[str, Any]:
+    from loopengine.store import autolearn, prompts
+
+    lines = [f"{r['category']}: v{r['version']} → v{r['to']} ({r['reason']})" for r in rollbacks]
+    if dry_run or ctx.dry_run:
+        return {"log": {"message": "would roll back " + "; ".join(lines)}}
+    now = ctx.clock()
+
+    def write(connection: Any) -> list[dict[str, Any]]:
+        done = []
+        for rollback in rollbacks:
+            category, version = str(rollback["category"]), int(rollback["version"])
+            restored = prompts.roll_back(connection, category, version)
+            if restored is not None:
+                detail = {"from": version, "to": restored, "reason": rollback["reason"]}
+                autolearn.add_history(
+                    connection, "rollback", category, detail, ctx.execution_id, now
+                )
+                done.append({"category": category, **detail})
+        return done
+
+    done = await store_of(ctx).write(write)
+    return {"log": {"message": "rolled back " + "; ".join(lines)}, "rollbacks": done}
