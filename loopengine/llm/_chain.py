@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from loopengine.errors import LLMError
 from loopengine.llm._agent import NO_HOOKS, Hooks, StageReport, run_agent
-from loopengine.llm._cluster import Cluster
+from loopengine.llm._cluster import Cluster, Explore
 from loopengine.llm._tools import Toolbox
 
 __all__ = [
@@ -205,10 +205,13 @@ async def run_simple(
     max_turns: int = 4,
     hooks: Hooks = NO_HOOKS,
     instructions: str | None = None,
+    tuned: Mapping[str, list[str]] | None = None,
+    explore: Explore | None = None,
 ) -> ChainResult:
-    """One node (the first available for ``category``) runs the same agent loop, with tools."""
+    """One node (the first available for ``category``, ``tuned`` orders first, unless the
+    message ``explore``s another) runs the same agent loop, with tools."""
     started = time.perf_counter()
-    name = cluster.pick(category)
+    name = cluster.pick(category, tuned, explore)
     if name is None:
         raise LLMError(f"no node of the cluster is available for category {category!r}")
     spec = StageSpec(name, "answer", max_turns, answer_after_stop=True)

@@ -15,7 +15,10 @@ from loopengine.llm._client import ChatClient, Completion
 from loopengine.llm._health import NodeHealth
 from loopengine.llm._stats import NodeStats
 
-__all__ = ["BoundNode", "Cluster"]
+__all__ = ["BoundNode", "Cluster", "Explore"]
+
+Explore = Callable[[list[str]], str | None]
+"""Which under-sampled node of the available ones a message explores, if any."""
 
 
 class Cluster:
@@ -38,10 +41,6 @@ class Cluster:
         self.clients: dict[str, ChatClient] = {}
         self.health: dict[str, NodeHealth] = {name: NodeHealth() for name in config.nodes}
         self.stats: dict[str, NodeStats] = {name: NodeStats() for name in config.nodes}
-        self.tuned: dict[str, list[str]] = {}
-        """Routing orders the autotune loop wrote, read over the config's."""
-        self.explore: Callable[[list[str]], str | None] | None = None
-        """Which under-sampled node of the available ones this message explores, if any."""
 
     def client(self, name: str) -> ChatClient:
         """The client of node ``name``, made on first use; ``LLMError`` when its key cannot be
@@ -72,17 +71,29 @@ class Cluster:
     def route(
         self, category: str | None, tuned: Mapping[str, list[str]] | None = None
     ) -> list[str]:
-        """Nodes for a category in preference order: the tuned order (``self.tuned`` unless
-        given), else the config's (its ``default``, then every node, as fallback)."""
-        nodes = self.config.nodes
-        routing = {**self.config.routing, **(self.tuned if tuned is None else tuned)}
-        chosen = routing.get(category or "") or routing.get("default") or list(nodes)
-        return [name for name in chosen if name in nodes]
+        """Nodes for a category in preference order: the ``tuned`` order (the autotune loop's),
+        else the config's (its ``default``, then every node, as fallback); nodes no longer in
+        the cluster are left out, and those the config routes but a tuned order has not seen
+        yet follow it."""
+        nodes, configured = self.config.nodes, self.config.routing
 
-    def pick(self, category: str | None) -> str | None:
-        """The first available node for ``category``, unless this message explores another."""
-        available = [name for name in self.route(category) if self.available(name) is None]
-        chosen = self.explore(available) if self.explore else None
+        def order(routing: Mapping[str, list[str]]) -> list[str]:
+            return list(routing.get(category or "") or routing.get("default") or nodes)
+
+        chosen = [*order({**configured, **(tuned or {})}), *order(configured)]
+        return [name for name in dict.fromkeys(chosen) if name in nodes]
+
+    def pick(
+        self,
+        category: str | None,
+        tuned: Mapping[str, list[str]] | None = None,
+        explore: Explore | None = None,
+    ) -> str | None:
+        """The first available node for ``category`` (``tuned`` orders first), unless this
+        message ``explore``s another."""
+        order = self.route(category, tuned)
+        available = [name for name in order if self.available(name) is None]
+        chosen = explore(available) if explore else None
         return chosen or next(iter(available), None)
 
     def succeeded(self, name: str) -> None:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 
 from loopengine.contract import Config
-from loopengine.llm._cluster import Cluster
+from loopengine.llm._cluster import Cluster, Explore
 from loopengine.llm._conversation import Conversation
 from loopengine.llm._health import NodeHealth
 from loopengine.llm._memory import Profile, memory_context
@@ -36,6 +36,9 @@ class ChatContext:
 
     prompt_version: int = 0
     instructions: str | None = None
+    tuned: Mapping[str, list[str]] = field(default_factory=dict)
+    """The routing orders the autotune loop wrote."""
+    explore: Explore | None = None
 
     @classmethod
     def of(
@@ -84,7 +87,8 @@ class LLMRuntime:
     async def prepare(self, category: str | None, user: str) -> ChatContext:
         """Read what the autolearn loops wrote, at each message so a change applies at the next
         one: the tuned routing orders, the under-sampled nodes of ``category`` to explore
-        (``autolearn.explore`` of its messages), its active instructions and ``user``'s memory."""
+        (``autolearn.explore`` of its messages), its active instructions and ``user``'s memory;
+        a value per message, so concurrent messages do not share it."""
         settings, name = self.autolearn, category or "default"
 
         def read(connection: sa.Connection) -> _Read:
@@ -96,7 +100,7 @@ class LLMRuntime:
             found = prompts.active(connection, name).get(name)
             return tuned, counts, found, memory.profile(connection, user)
 
-        self.cluster.tuned, (counts, turn), prompt, remembered = await self.store.read(read)
+        tuned, (counts, turn), prompt, remembered = await self.store.read(read)
 
         def explore(available: list[str]) -> str | None:
             return explored(
@@ -107,8 +111,7 @@ class LLMRuntime:
                 turn=turn,
             )
 
-        self.cluster.explore = explore
-        return ChatContext.of(prompt, remembered)
+        return replace(ChatContext.of(prompt, remembered), tuned=tuned, explore=explore)
 
     async def save_health(self) -> None:
         rows = [

@@ -326,3 +326,18 @@ async def test_a_node_secret_is_needed_only_when_that_node_is_called() -> None:
             cluster.client("M2")
     finally:
         await cluster.aclose()
+
+
+async def test_a_tuned_order_leaves_out_removed_nodes_and_is_followed_by_new_ones(
+    cluster: Cluster,
+) -> None:
+    assert cluster.route("simple", {"simple": ["M1", "GONE"]}) == ["M1", "OL1"]
+
+
+async def test_each_message_picks_with_its_own_tuned_order_and_exploration(
+    cluster: Cluster,
+) -> None:
+    tuned = {"simple": ["M1", "OL1"]}
+    assert cluster.pick("simple", tuned) == "M1"
+    assert cluster.pick("simple", tuned, explore=lambda available: available[-1]) == "OL1"
+    assert cluster.pick("simple") == "OL1"

@@ -18,6 +18,7 @@ __all__ = [
     "autolearn_grade",
     "autolearn_route",
     "autolearn_scores",
+    "current_orders",
     "grade_reply",
     "grader_of",
     "store_of",

@@ -14,7 +14,7 @@ from loopengine.skills._context import SkillContext, SkillOutput
 from loopengine.skills._definition import skill
 
 if TYPE_CHECKING:
-    from loopengine.llm import ChainResult, Hooks, LLMRuntime, RoundCommit
+    from loopengine.llm import ChainResult, ChatContext, Hooks, LLMRuntime, RoundCommit
 
 __all__ = ["DEFAULT_USER", "classify", "llm_agent", "llm_reflexive"]
 
@@ -110,7 +110,7 @@ async def _converse(
 
     started = time.perf_counter()
     hooks = Hooks(spend, on_round, ctx.progress)
-    result: ChainResult = await run(runtime, conversation.thread, hooks, context.instructions)
+    result: ChainResult = await run(runtime, conversation.thread, hooks, context)
     if result.reply:
         answer = [{"role": "assistant", "content": result.reply}]
         await conversation.append(answer, f"{attempt}:reply")
@@ -154,7 +154,7 @@ async def llm_agent(
     from loopengine.llm import run_simple
 
     async def run(
-        runtime: LLMRuntime, history: list[dict[str, Any]], hooks: Hooks, instructions: str | None
+        runtime: LLMRuntime, history: list[dict[str, Any]], hooks: Hooks, context: ChatContext
     ) -> ChainResult:
         return await run_simple(
             runtime.cluster,
@@ -163,7 +163,9 @@ async def llm_agent(
             category,
             max_turns=max_turns,
             hooks=hooks,
-            instructions=instructions,
+            instructions=context.instructions,
+            tuned=context.tuned,
+            explore=context.explore,
         )
 
     return await _converse(ctx, message, session, run, category, user)
@@ -187,7 +189,7 @@ async def llm_reflexive(
         chosen = chain_stages(ctx.config.cluster.chain)
 
     async def run(
-        runtime: LLMRuntime, history: list[dict[str, Any]], hooks: Hooks, instructions: str | None
+        runtime: LLMRuntime, history: list[dict[str, Any]], hooks: Hooks, context: ChatContext
     ) -> ChainResult:
         return await run_chain(
             runtime.cluster,
@@ -196,7 +198,7 @@ async def llm_reflexive(
             stages=chosen,
             max_turns=max_turns,
             hooks=hooks,
-            instructions=instructions,
+            instructions=context.instructions,
         )
 
     return await _converse(ctx, message, session, run, category, user)

@@ -11,7 +11,13 @@ from typing import Any
 
 from loopengine.skills._context import SkillContext
 from loopengine.skills._definition import skill
-from loopengine.skills.builtin._autolearn import ask, grade_reply, grader_of, store_of
+from loopengine.skills.builtin._autolearn import (
+    ask,
+    current_orders,
+    grade_reply,
+    grader_of,
+    store_of,
+)
 
 __all__ = [
     "PER_CATEGORY",
@@ -223,11 +229,10 @@ async def _replay(ctx: SkillContext, chosen: dict[str, Any], text: str) -> list[
     from loopengine.llm import answer_messages
 
     runtime, grader = grader_of(ctx)
-    cluster = runtime.cluster
-    route = [n for n in cluster.route(chosen["category"]) if cluster.available(n) is None]
-    if not route or grader is None:
+    node = runtime.cluster.pick(chosen["category"], await current_orders(ctx))
+    if node is None or grader is None:
         return [None] * len(chosen["weak"])
-    node, timeout = route[0], ctx.config.cluster.nodes[route[0]].timeout_s
+    timeout = ctx.config.cluster.nodes[node].timeout_s
     grades = []
     for weak in chosen["weak"]:
         reply = await ask(runtime, node, answer_messages(weak["message"], text or None), timeout)
