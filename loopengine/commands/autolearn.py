@@ -91,7 +91,9 @@ def _show_status(console: Console, learned: dict[str, Any], as_json: bool) -> No
         said = f"v{prompt['version']} {prompt['state']}: {prompt['reason']}"
         console.print(f"instructions {category}: {said}")
     remembered = status["memory"]
-    console.print(f"memory: {remembered['users']} users, {remembered['summarized']} summarized")
+    users = remembered["users"]
+    said = f"{users} user{'s' * (users != 1)}, {remembered['summarized']} summarized"
+    console.print(f"memory: {said}")
 
 
 def _show_memory(console: Console, config: Path | None, user: str | None, as_json: bool) -> None:

@@ -69,6 +69,12 @@ class DaemonSettings(Strict):
     poll_s: float = Field(
         0.2, gt=0, le=60, description="How often the queue and the event log are polled."
     )
+    autolearn: bool = Field(
+        False,
+        description="Also schedule the shipped autolearn loops (autotune, autoreview, memory: "
+        "they call the grader, review and analysis nodes) whose ids no file of the loops "
+        "folder uses; needs cluster.nodes.",
+    )
 
 
 class Autolearn(Strict):

@@ -17,7 +17,9 @@ from typing import Any
 import anyio
 import sqlalchemy as sa
 
+from loopengine._resources import shipped_loop
 from loopengine._secrets import remember
+from loopengine.contract import Config
 from loopengine.daemon._access import bind_problem
 from loopengine.daemon._dispatcher import Dispatcher
 from loopengine.daemon._hooks import HookTable
@@ -45,6 +47,16 @@ PRUNE_S = 300.0
 TOKEN_ENV = "LOOPENGINE_API_TOKEN"
 
 
+def _shipped_fallbacks(config: Config) -> tuple[Path, ...]:
+    """The shipped autolearn loops the daemon schedules beside its folder's (``daemon.autolearn``,
+    with a cluster to learn about)."""
+    from loopengine.llm import AUTOLEARN_LOOPS
+
+    if not (config.daemon.autolearn and config.cluster.nodes):
+        return ()
+    return tuple(path for name in AUTOLEARN_LOOPS if (path := shipped_loop(name)) is not None)
+
+
 class _Daemon:
     def __init__(self, runtime: Runtime, folder: Path, log: DaemonLog) -> None:
         settings = runtime.workspace.config.daemon
@@ -54,7 +66,9 @@ class _Daemon:
         self.settings = settings
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{new_id()[:8]}"
         self.started_at = time.time()
-        self.folder = LoopFolder(folder, runtime.loader, log)
+        self.folder = LoopFolder(
+            folder, runtime.loader, log, fallbacks=_shipped_fallbacks(runtime.workspace.config)
+        )
         self.workers = Workers(
             runtime.engine,
             self.folder.loops,

@@ -1,8 +1,9 @@
-"""The daemon's loops: every valid file of its folder, reloaded when a file changes.
+"""The daemon's loops: every valid file of its folder, reloaded when a file changes, and the
+shipped loops it is given as fallbacks (the autolearn loops) unless a file defines their id.
 
 An invalid file is logged with every error and skipped; an invalid edit keeps the version that
-runs; a deleted file unschedules its loop. Files are compared by modification time and size, so a
-scan of an unchanged folder reads no file.
+runs; a deleted file unschedules its loop (or gives its id back to the shipped loop). Files are
+compared by modification time and size, so a scan of an unchanged folder reads no file.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ class LoopFolder:
     _ids: dict[Path, str] = field(default_factory=dict)
     _clashes: set[Path] = field(default_factory=set)
     """Files refused because another file defines their loop id: tried again once one goes."""
+    fallbacks: tuple[Path, ...] = ()
+    """Shipped loop files scheduled unless a file of the folder defines their loop id."""
+    _shipped: dict[Path, Loop | None] = field(default_factory=dict)
 
     def scan(self) -> Changes:
         """Load what changed since the last scan; the first scan loads every file."""
@@ -57,6 +61,7 @@ class LoopFolder:
             if changed and (loop := self._load(path)) is not None:
                 loaded.append(loop)
         self._stamps = {path: stamp for path, stamp in stamps.items() if stamp is not None}
+        loaded.extend(self._fallen_back({path.resolve() for path in stamps}))
         kept = {loop.id for loop in loaded}
         return Changes(tuple(loaded), tuple(i for i in removed if i and i not in kept))
 
@@ -85,6 +90,26 @@ class LoopFolder:
         self._ids[path] = loop.id
         self.loops[loop.id] = loop
         return loop
+
+    def _fallen_back(self, files: set[Path]) -> list[Loop]:
+        """The shipped loops newly scheduled: those whose id no loop of the folder has (each
+        file loaded once; one that is a file of the folder is that file)."""
+        added = []
+        for path in self.fallbacks:
+            if path not in self._shipped:
+                inside = path.resolve() in files
+                self._shipped[path] = None if inside else self._load_shipped(path)
+            loop = self._shipped[path]
+            if loop is not None and loop.id not in self.loops:
+                self.loops[loop.id] = loop
+                added.append(loop)
+        return added
+
+    def _load_shipped(self, path: Path) -> Loop | None:
+        report = self.loader.load_file(path)
+        for problem in report.errors:
+            self.log.line("error", problem.format(), file=str(path))
+        return report.loop if report.ok else None
 
     def _forget(self, path: Path) -> str | None:
         loop_id = self._ids.pop(path, None)

@@ -1,0 +1,44 @@
+"""The daemon's loops: the shipped autolearn loops it is given are scheduled beside the folder's,
+unless a file of the folder defines their id; deleting that file gives the id back."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from loopengine._resources import shipped_loop
+from loopengine.daemon import DaemonLog, LoopFolder
+from tests.daemon.test_intake_tasks import DECIDE, loader
+
+AUTOTUNE = shipped_loop("autotune")
+
+
+def _folder(path: Path) -> LoopFolder:
+    assert AUTOTUNE is not None
+    return LoopFolder(path, loader(), DaemonLog(io.StringIO()), fallbacks=(AUTOTUNE,))
+
+
+def test_a_shipped_loop_is_scheduled_beside_the_folders(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text("id: mine\ntrigger: {type: manual}\n" + DECIDE)
+    changes = _folder(tmp_path).scan()
+    assert sorted(found.id for found in changes.loaded) == ["autotune", "mine"]
+
+
+def test_a_file_of_the_folder_with_its_id_wins_and_gives_it_back_when_deleted(
+    tmp_path: Path,
+) -> None:
+    folder = _folder(tmp_path)
+    folder.scan()
+    mine = tmp_path / "autotune.yaml"
+    mine.write_text("id: autotune\ntrigger: {type: manual}\n" + DECIDE)
+    assert [found.file for found in folder.scan().loaded] == [str(mine)]
+    mine.unlink()
+    changes = folder.scan()
+    assert ([found.file for found in changes.loaded], changes.removed) == ([str(AUTOTUNE)], ())
+
+
+def test_the_shipped_folder_itself_loads_each_loop_once(tmp_path: Path) -> None:
+    assert AUTOTUNE is not None
+    folder = _folder(AUTOTUNE.parent)
+    changes = folder.scan()
+    assert [found.id for found in changes.loaded].count("autotune") == 1
