@@ -4,8 +4,8 @@ A response scores ``0.3 × speed + 0.5 × quality + 0.2 × reliability`` on 0–
 
 - speed: the seed's buckets (< 2 s = 10, 2–5 s = 7, 5–10 s = 4, > 10 s = 2) applied to the time
   the node takes per ``REFERENCE_TOKENS`` output tokens, so a long answer is not slow for being
-  long (a response that reports no tokens is judged on its latency), over the responses that
-  succeeded (a node that never did is in the slowest bucket);
+  long (a shorter answer, or one that reports no tokens, is judged on its latency), over the
+  responses that succeeded (a node that never did is in the slowest bucket);
 - quality: the grader's 1–10; an ungraded response takes the node's mean grade, and a node never
   graded the neutral ``NEUTRAL_QUALITY``;
 - reliability: successes over the node's last ``RELIABILITY_WINDOW`` responses, on 0–10.
@@ -97,7 +97,7 @@ class NodeScore:
 
 def speed_score(seconds: float, output_tokens: int = 0) -> float:
     """The seed's speed bucket of a response (see the module's docstring)."""
-    paced = seconds * REFERENCE_TOKENS / output_tokens if output_tokens > 0 else seconds
+    paced = seconds * REFERENCE_TOKENS / max(output_tokens, REFERENCE_TOKENS)
     return next((score for bound, score in _SPEED if paced < bound), _SLOWEST)
 
 

@@ -19,6 +19,7 @@ __all__ = [
     "grade",
     "history",
     "insert_samples",
+    "prune_samples",
     "put_routing",
     "release",
     "routing",
@@ -78,6 +79,22 @@ def samples_in_window(connection: sa.Connection, window: int) -> list[dict[str, 
     ranked = sa.select(chat_scores, newest).subquery()
     query = sa.select(ranked).where(ranked.c.newest <= window).order_by(ranked.c.id)
     return [dict(row) for row in connection.execute(query).mappings()]
+
+
+def prune_samples(connection: sa.Connection, keep: int) -> int:
+    """Drop each node × category's samples older than its newest ``keep`` (so the table, and
+    every read of the window, stays bounded however long the chat runs); how many went."""
+    newest = (
+        sa.func.row_number()
+        .over(
+            partition_by=(chat_scores.c.category, chat_scores.c.node),
+            order_by=chat_scores.c.id.desc(),
+        )
+        .label("newest")
+    )
+    ranked = sa.select(chat_scores.c.id, newest).subquery()
+    old = sa.select(ranked.c.id).where(ranked.c.newest > keep)
+    return int(connection.execute(chat_scores.delete().where(chat_scores.c.id.in_(old))).rowcount)
 
 
 def routing(connection: sa.Connection) -> dict[str, dict[str, Any]]:

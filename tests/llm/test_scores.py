@@ -28,7 +28,11 @@ def test_speed_follows_the_seed_buckets(seconds: float, score: float) -> None:
 
 def test_speed_is_judged_per_hundred_output_tokens() -> None:
     assert speed_score(12.0, output_tokens=1000) == 10  # 1.2 s per 100 tokens
-    assert speed_score(0.9, output_tokens=10) == 4  # 9 s per 100 tokens
+
+
+def test_a_short_answer_is_judged_on_its_latency() -> None:
+    assert speed_score(0.9, output_tokens=10) == 10
+    assert speed_score(6.0, output_tokens=10) == 4
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from loopengine.store import autolearn, migrate
-from loopengine.testing import FakeLLMServer, raw, reply
+from loopengine.testing import FakeLLMServer, raw, reply, status
 from tests.conftest import ROOT
 from tests.skills._workspace import act_note, open_store, run_json, write_config
 
@@ -188,3 +188,18 @@ def test_a_grade_after_thinking_is_read_and_a_null_message_is_no_grade(
     with open_store() as connection:
         qualities = [s["quality"] for s in autolearn.samples_in_window(connection, 50)]
     assert qualities == [7.0, None]
+
+
+def test_the_chain_scores_the_reply_the_user_got_and_each_node_that_failed(
+    server: FakeLLMServer, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    more = "  chain: [OL1, M1, M2]\n"
+    write_config(tmp_path, server.base_url, ("OL1", "M1", "M2"), more)
+    server.script("ol1", [reply("Found: Paris.")])
+    server.script("m1", [status(500)] * 5)
+    server.script("m2", [reply("Paris.")])
+    code, _ = run_json(capsys, "chat", "Capital of France?", "--mode", "reflexive")
+    assert code == 0
+    with open_store() as connection:
+        samples = autolearn.samples_in_window(connection, 50)
+    assert [(s["node"], s["success"]) for s in samples] == [("M1", False), ("M2", True)]

@@ -80,3 +80,13 @@ def test_released_responses_are_claimed_again_but_graded_ones_are_not(
         autolearn.release(connection, [row["id"] for row in claimed])
         again = autolearn.claim_ungraded(connection, 2, now=6.0)
     assert [row["id"] for row in again] == [claimed[1]["id"]]
+
+
+def test_pruning_keeps_each_node_and_categorys_newest_samples(connection: sa.Connection) -> None:
+    with connection.begin():
+        autolearn.insert_samples(connection, [_sample("OL1")] * 5 + [_sample("M1", "other")] * 2)
+        assert autolearn.prune_samples(connection, keep=3) == 2
+    kept = autolearn.samples_in_window(connection, 50)
+    assert [(row["node"], row["id"]) for row in kept] == [
+        ("OL1", 3), ("OL1", 4), ("OL1", 5), ("M1", 6), ("M1", 7),
+    ]  # fmt: skip

@@ -14,6 +14,7 @@ from loopengine.skills._definition import skill
 __all__ = [
     "GRADE_TIMEOUT_S",
     "GRADING_PROMPT",
+    "KEPT_WINDOWS",
     "ask",
     "autolearn_grade",
     "autolearn_route",
@@ -24,6 +25,8 @@ __all__ = [
     "store_of",
 ]
 
+KEPT_WINDOWS = 2
+"""Windows of samples kept per node and category; older ones are dropped at each tuning cycle."""
 GRADE_TIMEOUT_S = 10.0
 """Longest the grader may take on one response; past it the response stays ungraded."""
 GRADING_PROMPT = (
@@ -116,14 +119,17 @@ async def autolearn_grade(ctx: SkillContext, limit: int = 20) -> dict[str, Any]:
 @skill(
     "autolearn.scores",
     description="Score each node per category over the newest chat responses and propose the "
-    "routing orders they earn (seed 003: 0.3 speed + 0.5 quality + 0.2 reliability).",
+    "routing orders they earn (seed 003: 0.3 speed + 0.5 quality + 0.2 reliability); samples "
+    "older than two windows are dropped.",
 )
 async def autolearn_scores(ctx: SkillContext) -> dict[str, Any]:
     from loopengine.llm import Sample, tune
     from loopengine.store import autolearn
 
-    settings = ctx.config.autolearn
-    rows = await store_of(ctx).read(lambda c: autolearn.samples_in_window(c, settings.window))
+    settings, store = ctx.config.autolearn, store_of(ctx)
+    if not ctx.dry_run:
+        await store.write(partial(autolearn.prune_samples, keep=KEPT_WINDOWS * settings.window))
+    rows = await store.read(lambda c: autolearn.samples_in_window(c, settings.window))
     samples = [Sample.of(row) for row in rows]
     found = tune(
         samples,

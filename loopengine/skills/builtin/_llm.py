@@ -49,9 +49,12 @@ def _samples(
     category: str | None,
     prompt_version: int,
 ) -> list[dict[str, Any]]:
-    """Each stage whose node was asked, as a response to score (``autolearn``): its node, time,
-    output tokens, whether it answered (a failed call did not), and the texts a grader reads."""
+    """The responses to score (``autolearn``): the stage whose reply the user got, and each
+    stage whose node was asked and gave none (an earlier stage of the chain that did is not a
+    response). Time is the model's (tools' time aside); output tokens are the node's word, so
+    no more are counted than the reply has characters."""
     now = ctx.clock()
+    answering = next((s for s in reversed(result.stages) if s.reply.strip()), None)
     return [
         {
             "execution_id": ctx.execution_id,
@@ -59,16 +62,16 @@ def _samples(
             "node": stage.node,
             "category": category or "default",
             "mode": result.mode,
-            "seconds": stage.duration_ms / 1000,
-            "output_tokens": stage.output_tokens,
-            "success": stage.status == "ok" and bool(stage.reply),
+            "seconds": sum(stage.latencies_ms) / 1000 or stage.duration_ms / 1000,
+            "output_tokens": min(stage.output_tokens, len(stage.reply)),
+            "success": stage is answering,
             "message": message,
             "reply": stage.reply,
             "created_at": now,
             "prompt_version": prompt_version,
         }
         for stage in result.stages
-        if stage.called
+        if stage is answering or (stage.called and not stage.reply.strip())
     ]
 
 
