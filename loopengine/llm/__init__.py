@@ -76,12 +76,14 @@ from loopengine.llm._tools import (
     offered_tools,
     reaches_inside,
 )
+from loopengine.llm._trends import MAX_ANALYSIS, trend_messages, trends
 
 __all__ = [
     "AUTOLEARN_LOOPS",
     "COOL_AFTER",
     "DEFAULT_STAGES",
     "LATENCY_BUCKETS_S",
+    "MAX_ANALYSIS",
     "MAX_READ",
     "REVIEW_THRESHOLD",
     "TOOL_TIMEOUT_S",
@@ -151,6 +153,8 @@ __all__ = [
     "summary_messages",
     "thread_version",
     "token_usage",
+    "trend_messages",
+    "trends",
     "tune",
     "validation_messages",
     "vote_messages",

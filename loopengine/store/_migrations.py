@@ -67,7 +67,12 @@ def _autolearn(connection: sa.Connection) -> None:
     tables.metadata.create_all(connection, tables=list(_AUTOLEARN_TABLES))
 
 
-_MEMORY_TABLES = (tables.memory_exchanges, tables.memory_profiles, tables.chat_prompts)
+_MEMORY_TABLES = (
+    tables.memory_exchanges,
+    tables.memory_profiles,
+    tables.chat_prompts,
+    tables.score_history,
+)
 
 
 def _memory_and_prompts(connection: sa.Connection) -> None:
@@ -104,7 +109,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "indexes for history by start time and outcome", _history_indexes),
     Migration(5, "the daemon: jobs, cron slots, daemons, pauses, cursors", _daemon),
     Migration(6, "autolearn: chat scores, routing orders, history", _autolearn),
-    Migration(7, "autolearn: users' memory and versioned chat prompts", _memory_and_prompts),
+    Migration(
+        7, "autolearn: users' memory, versioned chat prompts, scores' history", _memory_and_prompts
+    ),
 )
 
 

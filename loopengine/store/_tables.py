@@ -33,6 +33,7 @@ __all__ = [
     "reviews",
     "routing_orders",
     "schema_version",
+    "score_history",
     "ticks",
     "trigger_states",
 ]
@@ -415,4 +416,20 @@ chat_prompts = sa.Table(
     sa.Column("reason", sa.Text, nullable=False),
     sa.Column("execution_id", sa.String(32)),
     sa.Column("created_at", sa.Float, nullable=False),
+)
+
+score_history = sa.Table(
+    "score_history",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("category", sa.String(100), nullable=False),
+    sa.Column("node", sa.String(200), nullable=False),
+    sa.Column("score", sa.Float, nullable=False),
+    sa.Column("speed", sa.Float, nullable=False),
+    sa.Column("quality", sa.Float, nullable=False),
+    sa.Column("reliability", sa.Float, nullable=False),
+    sa.Column("samples", sa.Integer, nullable=False),
+    sa.Column("execution_id", sa.String(32)),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Index("ix_score_history_category_node", "category", "node", "id"),
 )

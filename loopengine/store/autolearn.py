@@ -8,19 +8,22 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine.store._tables import autolearn_history, chat_scores, routing_orders
+from loopengine.store._tables import autolearn_history, chat_scores, routing_orders, score_history
 
 __all__ = [
     "HISTORY_KEPT",
     "MAX_TEXT",
+    "SCORES_KEPT",
     "add_history",
     "claim_ungraded",
     "exploration_counts",
     "grade",
     "history",
     "insert_samples",
+    "last_scores",
     "prune_samples",
     "put_routing",
+    "record_scores",
     "release",
     "routing",
     "samples_in_window",
@@ -28,6 +31,8 @@ __all__ = [
 
 MAX_TEXT = 4000
 """Characters of a message and its reply kept for grading and replays."""
+SCORES_KEPT = 288
+"""Cycles of scores kept per node and category (a day of 5-minute cycles)."""
 HISTORY_KEPT = 200
 """Newest history entries kept; older ones are dropped as new ones come (seed 003's rotation)."""
 
@@ -81,20 +86,53 @@ def samples_in_window(connection: sa.Connection, window: int) -> list[dict[str, 
     return [dict(row) for row in connection.execute(query).mappings()]
 
 
+def _prune(connection: sa.Connection, table: sa.Table, keep: int) -> int:
+    """Drop each node × category's rows of ``table`` older than its newest ``keep``."""
+    newest = (
+        sa.func.row_number()
+        .over(partition_by=(table.c.category, table.c.node), order_by=table.c.id.desc())
+        .label("newest")
+    )
+    ranked = sa.select(table.c.id, newest).subquery()
+    old = sa.select(ranked.c.id).where(ranked.c.newest > keep)
+    return int(connection.execute(table.delete().where(table.c.id.in_(old))).rowcount)
+
+
 def prune_samples(connection: sa.Connection, keep: int) -> int:
     """Drop each node × category's samples older than its newest ``keep`` (so the table, and
     every read of the window, stays bounded however long the chat runs); how many went."""
+    return _prune(connection, chat_scores, keep)
+
+
+def record_scores(
+    connection: sa.Connection,
+    categories: Mapping[str, Sequence[Mapping[str, Any]]],
+    execution_id: str | None,
+    now: float,
+) -> None:
+    """Append a cycle's scores (``NodeScore.as_dict`` rows per category), keeping each node ×
+    category's newest ``SCORES_KEPT``."""
+    fields = ("node", "score", "speed", "quality", "reliability", "samples")
+    rows = [
+        {"category": category, **{f: node[f] for f in fields}, "execution_id": execution_id,
+         "created_at": now}
+        for category, nodes in categories.items()
+        for node in nodes
+    ]  # fmt: skip
+    if rows:
+        connection.execute(score_history.insert(), rows)
+        _prune(connection, score_history, SCORES_KEPT)
+
+
+def last_scores(connection: sa.Connection) -> dict[tuple[str, str], float]:
+    """Each node × category's score at the last cycle that recorded one."""
     newest = (
-        sa.func.row_number()
-        .over(
-            partition_by=(chat_scores.c.category, chat_scores.c.node),
-            order_by=chat_scores.c.id.desc(),
-        )
-        .label("newest")
+        sa.select(sa.func.max(score_history.c.id))
+        .group_by(score_history.c.category, score_history.c.node)
+        .scalar_subquery()
     )
-    ranked = sa.select(chat_scores.c.id, newest).subquery()
-    old = sa.select(ranked.c.id).where(ranked.c.newest > keep)
-    return int(connection.execute(chat_scores.delete().where(chat_scores.c.id.in_(old))).rowcount)
+    query = sa.select(score_history).where(score_history.c.id.in_(newest))
+    return {(r.category, r.node): float(r.score) for r in connection.execute(query)}
 
 
 def routing(connection: sa.Connection) -> dict[str, dict[str, Any]]:

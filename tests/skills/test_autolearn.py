@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from loopengine.store import autolearn, migrate
+from loopengine.store import autolearn, executions, migrate
 from loopengine.testing import FakeLLMServer, raw, reply, status
 from tests.conftest import ROOT
 from tests.skills._workspace import act_note, open_store, run_json, write_config
@@ -203,3 +203,29 @@ def test_the_chain_scores_the_reply_the_user_got_and_each_node_that_failed(
     with open_store() as connection:
         samples = autolearn.samples_in_window(connection, 50)
     assert [(s["node"], s["success"]) for s in samples] == [("M1", False), ("M2", True)]
+
+
+def test_a_cycle_keeps_its_scores_and_the_next_asks_the_analysis_node_about_the_trend(
+    server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _record([_sample("OL1", 12.0, 3.0)] * 3 + [_sample("M1", 1.0, 9.0)] * 3)
+    run_json(capsys, "run", "autotune")
+    _record([_sample("M1", 1.0, 3.0)] * 3)
+    server.script("m1", [reply("M1 is getting worse.")])
+    _, record = run_json(capsys, "run", "autotune")
+    with open_store() as connection:
+        row = executions.get_execution(connection, record["execution_id"])
+    assert row is not None
+    said = row.context["data"]["trend_analysis"]
+    assert (said["status"], said["text"]) == ("ok", "M1 is getting worse.")
+
+
+def test_an_analysis_node_that_fails_does_not_stop_the_cycle(
+    server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _record([_sample("OL1", 12.0, 3.0)] * 3 + [_sample("M1", 1.0, 9.0)] * 3)
+    run_json(capsys, "run", "autotune")
+    _record([_sample("M1", 1.0, 3.0)] * 3)
+    server.script("m1", [status(500)] * 5)
+    code, record = run_json(capsys, "run", "autotune")
+    assert (code, record["outcome"]) == (0, "completed")

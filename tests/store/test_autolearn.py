@@ -90,3 +90,15 @@ def test_pruning_keeps_each_node_and_categorys_newest_samples(connection: sa.Con
     assert [(row["node"], row["id"]) for row in kept] == [
         ("OL1", 3), ("OL1", 4), ("OL1", 5), ("M1", 6), ("M1", 7),
     ]  # fmt: skip
+
+
+def test_the_last_recorded_score_of_each_node_starts_the_next_trend(
+    connection: sa.Connection,
+) -> None:
+    first = {"code": [{"node": "M1", "score": 7.0, "speed": 10.0, "quality": 6.0,
+                       "reliability": 10.0, "samples": 5}]}  # fmt: skip
+    second = {"code": [{**first["code"][0], "score": 6.5}]}
+    with connection.begin():
+        autolearn.record_scores(connection, first, None, now=1.0)
+        autolearn.record_scores(connection, second, None, now=2.0)
+    assert autolearn.last_scores(connection) == {("code", "M1"): 6.5}

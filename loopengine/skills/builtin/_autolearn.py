@@ -1,6 +1,8 @@
-"""Built-in autolearn skills (seed 003) that ``loops/autotune.yaml`` is made of: score the chat's
-responses and propose routing orders (``autolearn.scores``), then write them
-(``autolearn.route``). Everything lives in the store; no file is ever changed."""
+"""Built-in autolearn skills (seed 003) that ``loops/autotune.yaml`` is made of: grade the chat's
+responses (``autolearn.grade``), score them and propose routing orders (``autolearn.scores``),
+hear the analysis node on the trends (``autolearn.analyze_trends``), write the orders
+(``autolearn.route``) and keep the scores (``autolearn.record_scores``). Everything lives in the
+store; no file is ever changed."""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ __all__ = [
     "GRADING_PROMPT",
     "KEPT_WINDOWS",
     "ask",
+    "autolearn_analyze_trends",
     "autolearn_grade",
+    "autolearn_record_scores",
     "autolearn_route",
     "autolearn_scores",
     "current_orders",
@@ -123,13 +127,18 @@ async def autolearn_grade(ctx: SkillContext, limit: int = 20) -> dict[str, Any]:
     "older than two windows are dropped.",
 )
 async def autolearn_scores(ctx: SkillContext) -> dict[str, Any]:
-    from loopengine.llm import Sample, tune
+    from loopengine.llm import Sample, trends, tune
     from loopengine.store import autolearn
 
     settings, store = ctx.config.autolearn, store_of(ctx)
     if not ctx.dry_run:
         await store.write(partial(autolearn.prune_samples, keep=KEPT_WINDOWS * settings.window))
-    rows = await store.read(lambda c: autolearn.samples_in_window(c, settings.window))
+
+    def read(connection: Any) -> tuple[list[dict[str, Any]], dict[tuple[str, str], float]]:
+        window = autolearn.samples_in_window(connection, settings.window)
+        return window, autolearn.last_scores(connection)
+
+    rows, previous = await store.read(read)
     samples = [Sample.of(row) for row in rows]
     found = tune(
         samples,
@@ -147,6 +156,7 @@ async def autolearn_scores(ctx: SkillContext) -> dict[str, Any]:
         "autolearn": {
             "samples": len(samples),
             "categories": categories,
+            "trends": trends(categories, previous),
             "changes": changes,
             "verdict": found.verdict,
         }
@@ -175,3 +185,41 @@ async def autolearn_route(
 
     await store_of(ctx).write(write)
     return {"log": {"message": reason}, "routing": changes}
+
+
+@skill(
+    "autolearn.analyze_trends",
+    description="Ask the analysis node what the scores' trends say, when a score moved since "
+    "the last cycle (optional: when it is down or takes over `timeout_s`, the cycle goes on "
+    "without it).",
+)
+async def autolearn_analyze_trends(
+    ctx: SkillContext, trends: dict[str, list[dict[str, Any]]], timeout_s: float = 60.0
+) -> dict[str, Any]:
+    from loopengine.llm import MAX_ANALYSIS, trend_messages
+
+    node = ctx.config.autolearn.node("analysis", ctx.config.cluster.chain)
+    moved = any(n["delta"] for nodes in trends.values() for n in nodes)
+    if not moved or ctx.llm is None or node not in ctx.config.cluster.nodes:
+        return {"trend_analysis": {"node": node, "status": "skipped", "text": None}}
+    answer = await ask(ctx.llm, node, trend_messages(trends), timeout_s)
+    if answer is None:
+        return {"trend_analysis": {"node": node, "status": "no answer in time", "text": None}}
+    return {"trend_analysis": {"node": node, "status": "ok", "text": answer[:MAX_ANALYSIS]}}
+
+
+@skill(
+    "autolearn.record_scores",
+    description="Keep this cycle's scores in the store (a day of cycles per node and category), "
+    "the next cycle's trends start from them.",
+)
+async def autolearn_record_scores(
+    ctx: SkillContext, categories: dict[str, list[dict[str, Any]]], dry_run: bool = False
+) -> dict[str, Any]:
+    from loopengine.store import autolearn
+
+    count = sum(len(nodes) for nodes in categories.values())
+    if not (dry_run or ctx.dry_run):
+        write = partial(autolearn.record_scores, categories=categories, now=ctx.clock())
+        await store_of(ctx).write(partial(write, execution_id=ctx.execution_id))
+    return {"scores_recorded": count}
