@@ -13,8 +13,8 @@ answer) and grades it, with noise when asked.
   until M1 loses the first rank (goal ≤ 2).
 - ``noise``: both at 7, graded 7 ± 1 at random. Reported: routing flips per 10 cycles once both
   are ranked (goal ≤ 1).
-- grading overhead per chat message: the time a cycle spends grading, over the responses it
-  graded (a zero-latency grader: what loopengine itself adds).
+- grading overhead per chat message: the time a cycle's grading step takes, over the responses
+  it graded (a zero-latency grader: what loopengine itself adds).
 - ``rollback``: M1 answers at 8, and at 3 under worse instructions, which are swapped in
   (as a version that got through review would be) once the category has a mean score; cycles of
   ``autoreview`` until they are rolled back (goal ≤ 3).
@@ -103,13 +103,20 @@ async def _cycles(
             await change(world, index, done, runtime)
             for _ in range(messages):
                 await chat(runtime, talk, "How many phases has a loop?", mode="simple")
-            started = time.perf_counter()
             execution = await runtime.engine.run(learning)
-            elapsed = time.perf_counter() - started
-            row = await runtime.store.read(
-                lambda c, e=execution.execution_id: executions.get_execution(c, e)
+            row, phases = await runtime.store.read(
+                lambda c, e=execution.execution_id: (
+                    executions.get_execution(c, e),
+                    executions.phases_of(c, e),
+                )
             )
             assert row is not None
+            elapsed = sum(
+                call["duration_ms"] / 1000
+                for phase in phases
+                for call in phase.data.get("calls") or ()
+                if call["skill"] == "autolearn.grade"
+            )
             graded = int(row.context["data"]["grading"]["graded"])
             orders = await runtime.store.read(autolearn.routing)
             routing = list(orders["default"]["nodes"]) if "default" in orders else ["M1", "M2"]
@@ -171,7 +178,7 @@ def noise_scenario(messages: int, cycles: int) -> dict[str, Any]:
     return {
         "flips_per_10_cycles": per_10,
         "graded": graded,
-        "cycle_ms_per_graded_message": grading_ms,
+        "grading_ms_per_graded_message": grading_ms,
     }
 
 
@@ -239,7 +246,7 @@ def main() -> None:
         f"stable noise: {noise['flips_per_10_cycles']:.1f} routing flips per 10 cycles (goal <= 1)"
     )
     print(
-        f"autotune cycle time per graded message: {noise['cycle_ms_per_graded_message']:.2f} ms "
+        f"grading time per graded message: {noise['grading_ms_per_graded_message']:.2f} ms "
         f"({noise['graded']} graded)"
     )
     print(

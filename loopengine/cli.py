@@ -22,6 +22,14 @@ __all__ = ["main", "run"]
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
 
 
+def login_name() -> str | None:
+    """Who runs the command, as the environment names them (the chat's user by default); None
+    when it does not, or not with a name a user id may have (no space or ``/``)."""
+    names = (os.environ.get(key, "") for key in ("USER", "LOGNAME", "USERNAME"))
+    name = next((found for found in names if found), "")
+    return name if name and not any(c.isspace() or c == "/" for c in name) else None
+
+
 def _common() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
@@ -108,7 +116,10 @@ def _runtime_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         help="one node, or the whole chain (default: the message's complexity decides)",
     )
     chat.add_argument(
-        "--user", metavar="USER", help="whose memory the chat reads and adds to (default: default)"
+        "--user",
+        metavar="USER",
+        default=login_name(),
+        help="whose memory the chat reads and adds to (default: your login name)",
     )
 
     resume = commands.add_parser(

@@ -3,7 +3,7 @@ prints it, and a tuning cycle queued now."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import FastAPI, Query
 from starlette.exceptions import HTTPException
@@ -17,6 +17,7 @@ from loopengine.daemon._api_context import (
 )
 from loopengine.daemon._intake import Firing
 from loopengine.llm import (
+    AutolearnLoop,
     history_view,
     memory_view,
     read_learned,
@@ -26,10 +27,7 @@ from loopengine.llm import (
 )
 from loopengine.store import autolearn, new_id
 
-__all__ = ["AutolearnLoop", "add_autolearn_routes"]
-
-AutolearnLoop = Literal["autotune", "autoreview", "memory"]
-"""The shipped autolearn loops (``loopengine.llm.AUTOLEARN_LOOPS``) a cycle may be queued of."""
+__all__ = ["add_autolearn_routes"]
 
 
 def add_autolearn_routes(app: FastAPI, context: ApiContext) -> None:
@@ -76,8 +74,8 @@ def add_autolearn_routes(app: FastAPI, context: ApiContext) -> None:
         if served is None:
             raise HTTPException(
                 404,
-                f"the daemon serves no {loop_id!r} loop: copy the shipped loops/{loop_id}.yaml "
-                "into its loops folder",
+                f"the daemon serves no {loop_id!r} loop: set daemon.autolearn: true in "
+                f"loopengine.yaml, or copy the shipped loops/{loop_id}.yaml into its loops folder",
             )
         firing = Firing(served, {"type": "manual", "id": "api"}, f"manual:{new_id()}")
         intake, queued = await queue_firing(context, firing)

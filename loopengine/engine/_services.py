@@ -138,7 +138,7 @@ class Services:
             step=step,
             idempotency_key=key or f"{run.execution_id}:{phase}:{step}",
             data=run.data,
-            dry_run=dry_run,
+            dry_run=dry_run or run.dry_run,
             logger=_LOGGER,
             llm=self.llm(),
             spend=partial(_spend, run),

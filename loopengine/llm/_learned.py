@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, get_args
 
 import sqlalchemy as sa
 
@@ -14,6 +14,7 @@ from loopengine.store import autolearn, executions, iso, memory, prompts
 
 __all__ = [
     "AUTOLEARN_LOOPS",
+    "AutolearnLoop",
     "followed_routing",
     "history_view",
     "memory_view",
@@ -24,8 +25,9 @@ __all__ = [
     "status_view",
 ]
 
-AUTOLEARN_LOOPS = ("autotune", "autoreview", "memory")
-"""The autolearn loops whose last execution the status shows."""
+AutolearnLoop = Literal["autotune", "autoreview", "memory"]
+"""The shipped autolearn loops."""
+AUTOLEARN_LOOPS: tuple[AutolearnLoop, ...] = get_args(AutolearnLoop)
 
 
 def nothing_learned() -> dict[str, Any]:
@@ -34,19 +36,19 @@ def nothing_learned() -> dict[str, Any]:
         "samples": [],
         "routing": {},
         "prompts": {},
-        "users": [],
+        "remembered": (0, 0),
         "last": {loop: [] for loop in AUTOLEARN_LOOPS},
     }
 
 
 def read_learned(connection: sa.Connection, window: int) -> dict[str, Any]:
-    """Samples in the window, tuned orders, active instructions, the users remembered and the
-    loops' last executions."""
+    """Samples in the window, tuned orders, active instructions, how many users are remembered
+    (and summarized) and the loops' last executions."""
     return {
         "samples": autolearn.samples_in_window(connection, window),
         "routing": autolearn.routing(connection),
         "prompts": prompts.active(connection),
-        "users": memory.profiles(connection),
+        "remembered": memory.counts(connection),
         "last": {
             loop: [
                 row.summary()
@@ -97,16 +99,13 @@ def status_view(learned: dict[str, Any]) -> dict[str, Any]:
         }
         for category, row in learned["prompts"].items()
     }
-    users = learned["users"]
+    users, summarized = learned["remembered"]
     return {
         "samples": len(samples),
         "graded": sum(1 for s in samples if s["quality"] is not None),
         "tuned": tuned,
         "prompts": instructions,
-        "memory": {
-            "users": len(users),
-            "summarized": sum(1 for u in users if u["summary"]),
-        },
+        "memory": {"users": users, "summarized": summarized},
         "loops": {loop: rows[0] if rows else None for loop, rows in learned["last"].items()},
     }
 

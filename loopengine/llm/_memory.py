@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
+from loopengine.llm._text import CONTROL, drop_think
+
 __all__ = [
     "EXCHANGE_CHARS",
     "MAX_CONTEXT",
@@ -103,8 +105,6 @@ _LENGTH_CUE = re.compile(
     r"|en détail|détaillée?s?|étape par étape))\b"
 )
 _WORD = re.compile(r"[^\W\d_]+")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_THINK = re.compile(r"\s*<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
 _EXPERTISE = ("beginner", "intermediate", "expert")
 _LENGTHS = ("short", "medium", "long")
 _BEGINNER_SHARE, _EXPERT_SHARE, _EXPERT_MAX_BEGINNER = 0.3, 0.5, 0.1  # of messages
@@ -291,8 +291,7 @@ def read_summary(text: str) -> str | None:
     """The summary in a node's answer: a leading ``<think>`` block dropped (an unterminated one
     leaves nothing), control characters but newlines and tabs removed, blank lines collapsed, cut
     to ``MAX_SUMMARY`` characters at a word boundary with "…"; None when nothing remains."""
-    thought = _THINK.match(text)
-    kept = _tidy(text[thought.end() if thought else 0 :][:_READ_CHARS])
+    kept = _tidy(drop_think(text[: _READ_CHARS * 2])[:_READ_CHARS])
     return _cut(kept, MAX_SUMMARY) or None
 
 
@@ -328,11 +327,11 @@ def _profile_lines(profile: Profile) -> list[str]:
 
 
 def _one_line(text: object) -> str:
-    return " ".join(_CONTROL.sub(" ", str(text)[: _MAX_WORD * 2]).split())[: _MAX_WORD + 10]
+    return " ".join(CONTROL.sub(" ", str(text)[: _MAX_WORD * 2]).split())[: _MAX_WORD + 10]
 
 
 def _tidy(text: str) -> str:
-    text = _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+    text = CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
     text = "\n".join(line.rstrip(" \t") for line in text.split("\n"))
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 

@@ -84,7 +84,7 @@ class LLMRuntime:
                 )
         self._health_loaded = True
 
-    async def prepare(self, category: str | None, user: str) -> ChatContext:
+    async def prepare(self, category: str | None, user: str | None) -> ChatContext:
         """Read what the autolearn loops wrote, at each message so a change applies at the next
         one: the tuned routing orders, the under-sampled nodes of ``category`` to explore
         (``autolearn.explore`` of its messages), its active instructions and ``user``'s memory;
@@ -98,7 +98,8 @@ class LLMRuntime:
             cap = settings.min_samples
             counts = autolearn.exploration_counts(connection, name, nodes, cap)
             found = prompts.active(connection, name).get(name)
-            return tuned, counts, found, memory.profile(connection, user)
+            remembered = memory.profile(connection, user) if user else None
+            return tuned, counts, found, remembered
 
         tuned, (counts, turn), prompt, remembered = await self.store.read(read)
 

@@ -40,6 +40,8 @@ class SkillContext:
     idempotency_key: str
     data: Mapping[str, Any] = field(default_factory=dict)
     dry_run: bool = False
+    """A dry run: the execution's, or an action's ``dry_run_first`` call; a skill of any phase
+    then changes nothing (an action's skill also gets ``dry_run: true``)."""
     logger: logging.Logger = field(default_factory=lambda: _LOGGER)
     llm: Any = None
     """The engine's LLM runtime (cluster, tools, threads), for LLM skills; None without one."""

@@ -67,12 +67,7 @@ def _autolearn(connection: sa.Connection) -> None:
     tables.metadata.create_all(connection, tables=list(_AUTOLEARN_TABLES))
 
 
-_MEMORY_TABLES = (
-    tables.memory_exchanges,
-    tables.memory_profiles,
-    tables.chat_prompts,
-    tables.score_history,
-)
+_MEMORY_TABLES = (tables.memory_exchanges, tables.memory_profiles, tables.chat_prompts)
 
 
 def _memory_and_prompts(connection: sa.Connection) -> None:
@@ -84,8 +79,18 @@ def _memory_and_prompts(connection: sa.Connection) -> None:
     tables.metadata.create_all(connection, tables=list(_MEMORY_TABLES))
 
 
+def _score_history(connection: sa.Connection) -> None:
+    columns = {column["name"] for column in sa.inspect(connection).get_columns("chat_prompts")}
+    if "judged_id" not in columns:  # a new database has it: version 7 creates today's table
+        connection.execute(
+            sa.text("ALTER TABLE chat_prompts ADD COLUMN judged_id INTEGER NOT NULL DEFAULT 0")
+        )
+    tables.score_history.create(connection, checkfirst=True)
+
+
 def _initial(connection: sa.Connection) -> None:
     later = {*_CHAT_TABLES, *_DAEMON_TABLES, *_AUTOLEARN_TABLES, *_MEMORY_TABLES}
+    later.add(tables.score_history)
     wanted = [t for t in tables.metadata.sorted_tables if t not in later]
     tables.metadata.create_all(connection, tables=wanted)
 
@@ -109,9 +114,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "indexes for history by start time and outcome", _history_indexes),
     Migration(5, "the daemon: jobs, cron slots, daemons, pauses, cursors", _daemon),
     Migration(6, "autolearn: chat scores, routing orders, history", _autolearn),
-    Migration(
-        7, "autolearn: users' memory, versioned chat prompts, scores' history", _memory_and_prompts
-    ),
+    Migration(7, "autolearn: users' memory and versioned chat prompts", _memory_and_prompts),
+    Migration(8, "autolearn: scores' history, samples judged per prompt version", _score_history),
 )
 
 

@@ -413,6 +413,7 @@ chat_prompts = sa.Table(
     sa.Column("parent", sa.Integer, nullable=False),
     sa.Column("baseline", sa.Float),
     sa.Column("watched", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("judged_id", sa.Integer, nullable=False, server_default="0"),
     sa.Column("reason", sa.Text, nullable=False),
     sa.Column("execution_id", sa.String(32)),
     sa.Column("created_at", sa.Float, nullable=False),

@@ -16,6 +16,7 @@ __all__ = [
     "SCORES_KEPT",
     "add_history",
     "claim_ungraded",
+    "count_ungraded",
     "exploration_counts",
     "grade",
     "history",
@@ -73,27 +74,25 @@ def exploration_counts(
 
 def samples_in_window(connection: sa.Connection, window: int) -> list[dict[str, Any]]:
     """The newest ``window`` samples of each node × category, oldest first."""
-    newest = (
-        sa.func.row_number()
-        .over(
-            partition_by=(chat_scores.c.category, chat_scores.c.node),
-            order_by=chat_scores.c.id.desc(),
-        )
-        .label("newest")
-    )
-    ranked = sa.select(chat_scores, newest).subquery()
+    ranked = _ranked(chat_scores)
     query = sa.select(ranked).where(ranked.c.newest <= window).order_by(ranked.c.id)
     return [dict(row) for row in connection.execute(query).mappings()]
 
 
-def _prune(connection: sa.Connection, table: sa.Table, keep: int) -> int:
-    """Drop each node × category's rows of ``table`` older than its newest ``keep``."""
+def _ranked(table: sa.Table, *columns: Any) -> sa.Subquery:
+    """``columns`` of ``table`` (all when none) with ``newest``: each row's rank, newest first,
+    within its node × category."""
     newest = (
         sa.func.row_number()
         .over(partition_by=(table.c.category, table.c.node), order_by=table.c.id.desc())
         .label("newest")
     )
-    ranked = sa.select(table.c.id, newest).subquery()
+    return sa.select(*(columns or (table,)), newest).subquery()
+
+
+def _prune(connection: sa.Connection, table: sa.Table, keep: int) -> int:
+    """Drop each node × category's rows of ``table`` older than its newest ``keep``."""
+    ranked = _ranked(table, table.c.id)
     old = sa.select(ranked.c.id).where(ranked.c.newest > keep)
     return int(connection.execute(table.delete().where(table.c.id.in_(old))).rowcount)
 
@@ -204,22 +203,31 @@ def claim_ungraded(connection: sa.Connection, limit: int, now: float) -> list[di
     """Take the newest answered responses never sent to the grader, at most ``limit``, marking
     them so another cycle does not grade them too; failed responses are never graded."""
     newest = (
-        sa.select(chat_scores.c.id)
+        sa.select(chat_scores)
         .where(chat_scores.c.graded_at.is_(None), chat_scores.c.success.is_(True))
         .order_by(chat_scores.c.id.desc())
         .limit(limit)
     )
-    ids = [row.id for row in connection.execute(newest)]
-    if not ids:
-        return []
-    claimed = (
-        chat_scores.update()
-        .where(chat_scores.c.id.in_(ids), chat_scores.c.graded_at.is_(None))
-        .values(graded_at=now)
-        .returning(*chat_scores.c)
+    if connection.dialect.name == "postgresql":  # SQLite's writes are one at a time already
+        newest = newest.with_for_update(skip_locked=True)
+    rows = [dict(row) for row in connection.execute(newest).mappings()]
+    if rows:
+        ids = [row["id"] for row in rows]
+        connection.execute(
+            chat_scores.update().where(chat_scores.c.id.in_(ids)).values(graded_at=now)
+        )
+    return rows
+
+
+def count_ungraded(connection: sa.Connection, limit: int) -> int:
+    """How many answered responses wait for the grader, counted up to ``limit``."""
+    waiting = (
+        sa.select(chat_scores.c.id)
+        .where(chat_scores.c.graded_at.is_(None), chat_scores.c.success.is_(True))
+        .limit(limit)
+        .subquery()
     )
-    rows = [dict(row) for row in connection.execute(claimed).mappings()]
-    return sorted(rows, key=lambda row: -int(row["id"]))
+    return int(connection.execute(sa.select(sa.func.count()).select_from(waiting)).scalar() or 0)
 
 
 def release(connection: sa.Connection, sample_ids: Sequence[int]) -> None:

@@ -7,11 +7,13 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from loopengine.store._dialect import dialect_insert
 from loopengine.store._tables import memory_exchanges, memory_profiles
 
 __all__ = [
     "EXCHANGE_TEXT",
     "add_exchange",
+    "counts",
     "due_summaries",
     "exchanges",
     "most_pending",
@@ -42,15 +44,15 @@ def add_exchange(
         "reply": exchange["reply"][:EXCHANGE_TEXT],
     }
     connection.execute(memory_exchanges.insert().values(user_id=user_id, created_at=now, **row))
-    counted = connection.execute(
-        memory_profiles.update()
-        .where(memory_profiles.c.user_id == user_id)
-        .values(exchanges=memory_profiles.c.exchanges + 1, updated_at=now)
-    ).rowcount
-    if not counted:
-        connection.execute(
-            memory_profiles.insert().values(user_id=user_id, exchanges=1, updated_at=now)
+    counted = dialect_insert(connection, memory_profiles).values(
+        user_id=user_id, exchanges=1, updated_at=now
+    )
+    connection.execute(
+        counted.on_conflict_do_update(
+            index_elements=["user_id"],
+            set_={"exchanges": memory_profiles.c.exchanges + 1, "updated_at": now},
         )
+    )
     oldest_kept = (
         sa.select(memory_exchanges.c.id)
         .where(memory_exchanges.c.user_id == user_id)
@@ -85,9 +87,17 @@ def profile(connection: sa.Connection, user_id: str) -> dict[str, Any] | None:
 
 
 def profiles(connection: sa.Connection, limit: int = 100) -> list[dict[str, Any]]:
-    """The memory rows of the users seen most recently, newest first."""
+    """The memory rows changed most recently (an exchange, a profile, a summary), newest
+    first."""
     query = sa.select(memory_profiles).order_by(memory_profiles.c.updated_at.desc()).limit(limit)
     return [dict(row) for row in connection.execute(query).mappings()]
+
+
+def counts(connection: sa.Connection) -> tuple[int, int]:
+    """How many users the chat remembers, and how many of them have a deep summary."""
+    query = sa.select(sa.func.count(), sa.func.count(memory_profiles.c.summary))
+    users, summarized = connection.execute(query).one()
+    return int(users), int(summarized)
 
 
 def stale_profiles(connection: sa.Connection, limit: int) -> list[dict[str, Any]]:

@@ -14,7 +14,15 @@ import sqlalchemy as sa
 
 from loopengine.store._tables import chat_prompts
 
-__all__ = ["ACTIVE", "active", "add_version", "judged", "roll_back", "versions"]
+__all__ = [
+    "ACTIVE",
+    "active",
+    "add_version",
+    "judged",
+    "roll_back",
+    "rolled_back_texts",
+    "versions",
+]
 
 ACTIVE = ("watched", "confirmed")
 
@@ -27,19 +35,22 @@ def active(connection: sa.Connection, category: str | None = None) -> dict[str, 
     return {row["category"]: dict(row) for row in connection.execute(query).mappings()}
 
 
-def versions(connection: sa.Connection, category: str | None = None) -> list[dict[str, Any]]:
-    """Every version kept, newest first (of ``category`` only, when given)."""
-    query = sa.select(chat_prompts).order_by(
-        chat_prompts.c.created_at.desc(), chat_prompts.c.version.desc()
+def rolled_back_texts(connection: sa.Connection, category: str) -> set[str]:
+    """The instructions of ``category`` that were rolled back (not to be applied again)."""
+    query = sa.select(chat_prompts.c.text).where(
+        chat_prompts.c.category == category, chat_prompts.c.state == "rolled_back"
     )
-    if category is not None:
-        query = query.where(chat_prompts.c.category == category)
+    return {row.text for row in connection.execute(query)}
+
+
+def versions(connection: sa.Connection, category: str) -> list[dict[str, Any]]:
+    """Every version of ``category`` kept, newest first."""
+    query = (
+        sa.select(chat_prompts)
+        .where(chat_prompts.c.category == category)
+        .order_by(chat_prompts.c.version.desc())
+    )
     return [dict(row) for row in connection.execute(query).mappings()]
-
-
-def _active_version(connection: sa.Connection, category: str) -> int:
-    found = active(connection, category).get(category)
-    return int(found["version"]) if found is not None else 0
 
 
 def add_version(
@@ -54,38 +65,60 @@ def add_version(
     now: float,
 ) -> int | None:
     """Make ``text`` the category's active version, watched, replacing ``parent``; None (and
-    nothing written) when ``parent`` is no longer the active version (another cycle won)."""
-    if _active_version(connection, category) != parent:
-        return None
+    nothing written) when ``parent`` is no longer the active version (another cycle, or another
+    daemon, changed it first)."""
     newest = sa.select(sa.func.max(chat_prompts.c.version)).where(
         chat_prompts.c.category == category
     )
-    version = int(connection.execute(newest).scalar() or 0) + 1
-    connection.execute(
-        chat_prompts.update()
-        .where(chat_prompts.c.category == category, chat_prompts.c.state.in_(ACTIVE))
-        .values(state="retired")
-    )
-    connection.execute(
-        chat_prompts.insert().values(
-            category=category,
-            version=version,
-            text=text,
-            state="watched",
-            parent=parent,
-            baseline=baseline,
-            watched=0,
-            reason=reason,
-            execution_id=execution_id,
-            created_at=now,
-        )
-    )
+    try:
+        with connection.begin_nested() as nested:
+            if not _retire(connection, category, parent):
+                nested.rollback()
+                return None
+            version = int(connection.execute(newest).scalar() or 0) + 1
+            connection.execute(
+                chat_prompts.insert().values(
+                    category=category,
+                    version=version,
+                    text=text,
+                    state="watched",
+                    parent=parent,
+                    baseline=baseline,
+                    watched=0,
+                    judged_id=0,
+                    reason=reason,
+                    execution_id=execution_id,
+                    created_at=now,
+                )
+            )
+    except sa.exc.IntegrityError:  # the same version number, taken by a concurrent writer
+        return None
     return version
 
 
-def judged(connection: sa.Connection, category: str, version: int, *, confirm: bool) -> None:
-    """Count one more cycle that judged the watched ``version``; ``confirm`` ends its watch."""
-    values: dict[str, Any] = {"watched": chat_prompts.c.watched + 1}
+def _retire(connection: sa.Connection, category: str, parent: int) -> bool:
+    """Retire ``parent``, the active version; False when it is not (version 0: when another
+    version is)."""
+    if parent == 0:
+        return not active(connection, category)
+    retired = connection.execute(
+        chat_prompts.update()
+        .where(
+            chat_prompts.c.category == category,
+            chat_prompts.c.version == parent,
+            chat_prompts.c.state.in_(ACTIVE),
+        )
+        .values(state="retired")
+    )
+    return bool(retired.rowcount)
+
+
+def judged(
+    connection: sa.Connection, category: str, version: int, through: int, *, confirm: bool
+) -> None:
+    """Count one more cycle that judged the watched ``version`` on its samples up to id
+    ``through``; ``confirm`` ends its watch."""
+    values: dict[str, Any] = {"watched": chat_prompts.c.watched + 1, "judged_id": through}
     if confirm:
         values["state"] = "confirmed"
     connection.execute(
@@ -100,18 +133,15 @@ def judged(connection: sa.Connection, category: str, version: int, *, confirm: b
 
 
 def roll_back(connection: sa.Connection, category: str, version: int) -> int | None:
-    """Replace the active ``version`` by the one it replaced (0: no instructions); that
-    version, or None (and nothing written) when ``version`` is no longer active."""
-    rows = connection.execute(
-        sa.select(chat_prompts.c.parent).where(
-            chat_prompts.c.category == category,
-            chat_prompts.c.version == version,
-            chat_prompts.c.state.in_(ACTIVE),
-        )
-    ).all()
-    if not rows:
+    """Replace the active ``version`` by the newest version it descends from that was not
+    rolled back itself (0: no instructions); that version, or None (and nothing written) when
+    ``version`` is no longer active."""
+    lineage = {row["version"]: row for row in versions(connection, category)}
+    if lineage.get(version, {}).get("state") not in ACTIVE:
         return None
-    parent = int(rows[0].parent)
+    restored = int(lineage[version]["parent"])
+    while restored and lineage[restored]["state"] == "rolled_back":
+        restored = int(lineage[restored]["parent"])
     connection.execute(
         chat_prompts.update()
         .where(chat_prompts.c.category == category, chat_prompts.c.version == version)
@@ -119,7 +149,7 @@ def roll_back(connection: sa.Connection, category: str, version: int) -> int | N
     )
     connection.execute(
         chat_prompts.update()
-        .where(chat_prompts.c.category == category, chat_prompts.c.version == parent)
+        .where(chat_prompts.c.category == category, chat_prompts.c.version == restored)
         .values(state="confirmed")
     )
-    return parent
+    return restored

@@ -13,6 +13,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from loopengine.store._dialect import dialect_insert
 from loopengine.store._tables import (
     approvals,
     artifacts,
@@ -67,22 +68,12 @@ __all__ = [
 QUEUED, RUNNING, DONE, SKIPPED = "queued", "running", "done", "skipped"
 
 
-def _insert(connection: sa.Connection, table: sa.Table) -> Any:
-    """The dialect's ``INSERT`` (both have ``ON CONFLICT``); PostgreSQL's loads only there."""
-    if connection.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-
-        return postgresql_insert(table)
-    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
-    return sqlite_insert(table)
-
-
 def _insert_ignoring_conflict(
     connection: sa.Connection, table: sa.Table, row: Mapping[str, Any]
 ) -> bool:
     """Insert ``row`` unless a unique key already holds it; whether this insert won."""
-    result = connection.execute(_insert(connection, table).values(**row).on_conflict_do_nothing())
+    statement = dialect_insert(connection, table).values(**row).on_conflict_do_nothing()
+    result = connection.execute(statement)
     return bool(result.rowcount)
 
 
@@ -353,7 +344,7 @@ def _upsert(connection: sa.Connection, table: sa.Table, row: Mapping[str, Any]) 
     """Insert ``row``, or update the row holding its primary key (one statement, no race)."""
     keys = [column.name for column in table.primary_key]
     changes = {name: value for name, value in row.items() if name not in keys}
-    statement = _insert(connection, table).values(**row)
+    statement = dialect_insert(connection, table).values(**row)
     connection.execute(statement.on_conflict_do_update(index_elements=keys, set_=changes))
 
 

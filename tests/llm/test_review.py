@@ -15,9 +15,9 @@ from loopengine.llm._review import (
     category_means,
     decide_candidate,
     judge_version,
+    judged_grade,
     parse_proposal,
     parse_vote,
-    response_score,
     review_messages,
     validation_messages,
     vote_messages,
@@ -25,31 +25,29 @@ from loopengine.llm._review import (
 )
 from loopengine.llm._scores import Sample, parse_grade
 
-# response_score and category_means
+# judged_grade and category_means
 
 
-def test_a_graded_response_scores_with_the_seed_weights() -> None:
-    sample = Sample("OL1", "code", 3.0, 0, success=True, quality=8.0)
-    assert response_score(sample) == pytest.approx(0.3 * 7 + 0.5 * 8 + 0.2 * 10)
+def test_a_response_is_judged_on_its_grade_whatever_its_speed() -> None:
+    assert judged_grade(Sample("OL1", "code", 30.0, 0, success=True, quality=8.0)) == 8.0
 
 
-def test_a_failed_response_scores_as_the_slowest_with_quality_one() -> None:
-    sample = Sample("OL1", "code", 0.5, 0, success=False, quality=9.0)
-    assert response_score(sample) == pytest.approx(0.3 * 2 + 0.5 * 1)
+def test_a_failed_response_says_nothing_of_the_instructions() -> None:
+    assert judged_grade(Sample("OL1", "code", 0.5, 0, success=False, quality=9.0)) is None
 
 
-def test_an_ungraded_successful_response_has_no_score() -> None:
-    assert response_score(Sample("OL1", "code", 1.0, 0, success=True)) is None
+def test_an_ungraded_response_says_nothing_either() -> None:
+    assert judged_grade(Sample("OL1", "code", 1.0, 0, success=True)) is None
 
 
-def test_category_means_skip_unscored_responses_and_empty_categories() -> None:
+def test_category_means_skip_ungraded_responses_and_empty_categories() -> None:
     samples = [
         Sample("OL1", "code", 1.0, 0, success=True, quality=6.0),
         Sample("OL1", "code", 1.0, 0, success=True, quality=8.0),
-        Sample("OL1", "code", 1.0, 0, success=True),
+        Sample("OL1", "code", 1.0, 0, success=False),
         Sample("OL1", "chat", 1.0, 0, success=True),
     ]
-    assert category_means(samples) == {"code": pytest.approx(0.3 * 10 + 0.5 * 7 + 0.2 * 10)}
+    assert category_means(samples) == {"code": 7.0}
 
 
 # weakest

@@ -90,6 +90,7 @@ def test_better_instructions_are_applied_and_the_next_message_follows_them(
         [entry] = autolearn.history(connection)
         newest = autolearn.samples_in_window(connection, 50)[-1]
     assert (entry["kind"], entry["detail"]["to"], newest["prompt_version"]) == ("prompt", 1, 1)
+    assert entry["detail"]["baseline"] == 4.0  # the mean grade under the instructions replaced
 
 
 def test_a_validation_of_0_7_is_not_enough_and_no_vote_is_asked(
@@ -144,3 +145,15 @@ def test_instructions_that_make_responses_worse_are_rolled_back(
     assert (BETTER in system, world.worse in system) == (True, False)
     _, history = run_json(capsys, "autolearn", "history")
     assert [entry["kind"] for entry in history["history"]][:1] == ["rollback"]
+
+
+def test_a_dry_run_grades_nothing_and_changes_nothing(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _chat(capsys)
+    code, record = run_json(capsys, "run", "autoreview", "--dry-run")
+    assert (code, record["decision"]["action"]) == (0, "keep")
+    with open_store() as connection:
+        assert autolearn.count_ungraded(connection, 10) == 3
+        assert prompts.active(connection) == {}
+    assert _requests(world, "ol1") == []

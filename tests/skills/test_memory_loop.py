@@ -96,6 +96,7 @@ def test_another_users_memory_is_not_shown(
     _chat(capsys, 1, user="bob")
     system = server.requests_for("m2")[-1]["messages"][0]["content"]
     assert "Ada" not in system
+    assert "What you know about this user" not in system
 
 
 def test_the_memory_command_reads_without_writing(
@@ -106,3 +107,29 @@ def test_the_memory_command_reads_without_writing(
     monkeypatch.delenv("LOOPENGINE_DATABASE", raising=False)
     assert run_json(capsys, "autolearn", "memory") == (0, {"users": []})
     assert not (tmp_path / ".loopengine").exists()
+
+
+def test_a_message_without_a_user_has_no_memory(
+    server: FakeLLMServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("USER", "LOGNAME", "USERNAME"):
+        monkeypatch.delenv(name, raising=False)
+    server.script("m2", [reply("Avec pool_size.")])
+    code, _ = run_json(capsys, "chat", FRENCH, "--mode", "simple")
+    assert code == 0
+    with open_store() as connection:
+        assert memory.profiles(connection) == []
+
+
+def test_a_dry_run_profiles_and_summarizes_nobody(
+    server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.script("m2", [reply("Avec pool_size.")] * 10)
+    _chat(capsys, 10)
+    code, record = run_json(capsys, "run", "memory", "--dry-run")
+    assert (code, record["decision"]["action"]) == (0, "summarize")
+    with open_store() as connection:
+        row = memory.profile(connection, "ada")
+    assert row is not None
+    assert (row["profile"], row["summary"]) == (None, None)
+    assert server.requests_for("m1") == []

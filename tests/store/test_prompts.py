@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+import loopengine.store._tables as tables
 from loopengine.store import prompts
 
 
@@ -56,8 +57,37 @@ def test_rolling_back_the_first_version_leaves_no_instructions(connection: sa.Co
 def test_judging_counts_watched_cycles_until_confirmed(connection: sa.Connection) -> None:
     _add(connection, "Be brief.", 0)
     with connection.begin():
-        prompts.judged(connection, "code", 1, confirm=False)
-        prompts.judged(connection, "code", 1, confirm=True)
-        prompts.judged(connection, "code", 1, confirm=True)
+        prompts.judged(connection, "code", 1, 10, confirm=False)
+        prompts.judged(connection, "code", 1, 12, confirm=True)
+        prompts.judged(connection, "code", 1, 14, confirm=True)
     row = prompts.active(connection)["code"]
-    assert (row["watched"], row["state"]) == (2, "confirmed")
+    assert (row["watched"], row["judged_id"], row["state"]) == (2, 12, "confirmed")
+
+
+def test_a_rollback_skips_versions_rolled_back_already(connection: sa.Connection) -> None:
+    _add(connection, "Be brief.", 0)
+    _add(connection, "Be rude.", 1)
+    with connection.begin():
+        connection.execute(
+            tables.chat_prompts.update()
+            .where(tables.chat_prompts.c.version == 1)
+            .values(state="rolled_back")
+        )
+        assert prompts.roll_back(connection, "code", 2) == 0
+    assert prompts.rolled_back_texts(connection, "code") == {"Be brief.", "Be rude."}
+
+
+def test_a_proposal_against_a_version_another_writer_replaced_writes_nothing(
+    connection: sa.Connection,
+) -> None:
+    _add(connection, "Be brief.", 0)
+    with connection.begin():
+        connection.execute(tables.chat_prompts.update().values(state="retired"))
+        connection.execute(
+            tables.chat_prompts.insert().values(
+                category="code", version=2, text="Other.", state="confirmed", parent=1,
+                reason="other", created_at=0.0,
+            )
+        )  # fmt: skip
+    assert _add(connection, "Show code.", 1) is None
+    assert [row["version"] for row in prompts.versions(connection, "code")] == [2, 1]

@@ -105,19 +105,39 @@ async def autolearn_grade(ctx: SkillContext, limit: int = 20) -> dict[str, Any]:
     if grader is None:
         reason = f"no grader: node {ctx.config.autolearn.grader!r} is not in the cluster"
         return {"grading": {"graded": 0, "ungraded": 0, "reason": reason}}
+    import anyio
+
     store = store_of(ctx)
+    if ctx.dry_run:
+        waiting = await store.read(partial(autolearn.count_ungraded, limit=limit))
+        return {"grading": {"graded": 0, "would_grade": waiting, "grader": grader}}
     rows = await store.write(lambda c: autolearn.claim_ungraded(c, limit, ctx.clock()))
+    left = [int(row["id"]) for row in rows]
+    try:
+        return {"grading": await _grade_claimed(store, runtime, grader, rows, left)}
+    finally:
+        if left:  # cancelled, or the grader went down: the rest waits for a later cycle
+            with anyio.CancelScope(shield=True):
+                await store.write(partial(autolearn.release, sample_ids=left))
+
+
+async def _grade_claimed(
+    store: Any, runtime: Any, grader: str, rows: list[dict[str, Any]], left: list[int]
+) -> dict[str, Any]:
+    """Grade the claimed ``rows`` in order, taking each id out of ``left`` once graded; stops
+    when the grader cools down."""
+    from loopengine.store import autolearn
+
     graded = 0
-    for done, row in enumerate(rows):
+    for row in rows:
         if (down := runtime.cluster.available(grader)) is not None:
-            left = [int(r["id"]) for r in rows[done:]]
-            await store.write(partial(autolearn.release, sample_ids=left))
-            counts = {"graded": graded, "ungraded": done - graded, "left": len(left)}
-            return {"grading": {**counts, "reason": down}}
+            done = len(rows) - len(left)
+            return {"graded": graded, "ungraded": done - graded, "left": len(left), "reason": down}
         quality = await grade_reply(runtime, grader, row["message"], row["reply"])
         graded += quality is not None
         await store.write(partial(autolearn.grade, sample_id=row["id"], quality=quality))
-    return {"grading": {"graded": graded, "ungraded": len(rows) - graded, "grader": grader}}
+        left.remove(int(row["id"]))
+    return {"graded": graded, "ungraded": len(rows) - graded, "grader": grader}
 
 
 @skill(

@@ -16,10 +16,7 @@ from loopengine.skills._definition import skill
 if TYPE_CHECKING:
     from loopengine.llm import ChainResult, ChatContext, Hooks, LLMRuntime, RoundCommit
 
-__all__ = ["DEFAULT_USER", "classify", "llm_agent", "llm_reflexive"]
-
-DEFAULT_USER = "default"
-"""Whose memory a message without a user reads and adds to."""
+__all__ = ["classify", "llm_agent", "llm_reflexive"]
 
 
 def _runtime(ctx: SkillContext) -> LLMRuntime:
@@ -49,10 +46,10 @@ def _samples(
     category: str | None,
     prompt_version: int,
 ) -> list[dict[str, Any]]:
-    """The responses to score (``autolearn``): the stage whose reply the user got, and each
-    stage whose node was asked and gave none (an earlier stage of the chain that did is not a
-    response). Time is the model's (tools' time aside); output tokens are the node's word, so
-    no more are counted than the reply has characters."""
+    """Each stage whose node was asked, as a response to score (``autolearn``): its node, time
+    (the model's, tools' time aside), output tokens (the node's word, so no more than its reply
+    has characters), whether it answered, and the texts a grader reads; only the reply the user
+    got is sent to the grader (the others are marked graded, without a grade)."""
     now = ctx.clock()
     answering = next((s for s in reversed(result.stages) if s.reply.strip()), None)
     return [
@@ -64,14 +61,15 @@ def _samples(
             "mode": result.mode,
             "seconds": sum(stage.latencies_ms) / 1000 or stage.duration_ms / 1000,
             "output_tokens": min(stage.output_tokens, len(stage.reply)),
-            "success": stage is answering,
+            "success": bool(stage.reply.strip()),
             "message": message,
             "reply": stage.reply,
+            "graded_at": None if stage is answering else now,
             "created_at": now,
             "prompt_version": prompt_version,
         }
         for stage in result.stages
-        if stage is answering or (stage.called and not stage.reply.strip())
+        if stage.called
     ]
 
 
@@ -85,14 +83,14 @@ async def _converse(
 ) -> SkillOutput:
     """The user's message is stored once per step, even when a resumed execution runs the step
     again; that run's rounds and reply are its own (the model may answer otherwise). Each
-    stage's response is kept for scoring, and the exchange in the user's memory."""
+    stage's response is kept for scoring, and the exchange in the memory of ``user`` (a
+    message without one has no memory: it reads none and adds to none)."""
     from loopengine.llm import Hooks
     from loopengine.store import autolearn, memory
 
     runtime = _runtime(ctx)
     await runtime.load_health()
-    user_id = user or DEFAULT_USER
-    context = await runtime.prepare(category, user_id)
+    context = await runtime.prepare(category, user)
     session_id = session or uuid.uuid4().hex
     conversation = await runtime.conversation(session_id)
     await conversation.append([{"role": "user", "content": message}], f"{ctx.idempotency_key}:user")
@@ -125,14 +123,10 @@ async def _converse(
         "message": message,
         "reply": result.reply,
     }
-    keep, now = ctx.config.autolearn.memory_keep, ctx.clock()
-
-    def remember(connection: Any) -> None:
-        autolearn.insert_samples(connection, samples)
-        if result.reply:
-            memory.add_exchange(connection, user_id, exchange, keep, now)
-
-    await runtime.store.write(remember)
+    await runtime.store.write(lambda c: autolearn.insert_samples(c, samples))
+    if user and result.reply:
+        keep, now = ctx.config.autolearn.memory_keep, ctx.clock()
+        await runtime.store.write(lambda c: memory.add_exchange(c, user, exchange, keep, now))
     answered = [s for s in result.stages if s.status != "skipped"]
     chat = {
         **result.as_dict(),

@@ -41,27 +41,36 @@ PER_CATEGORY = 3
 
 
 def _judgements(
-    active: dict[str, dict[str, Any]], samples: list[Any], min_samples: int
+    active: dict[str, dict[str, Any]], rows: list[dict[str, Any]], min_samples: int
 ) -> list[dict[str, Any]]:
-    """How each watched version fares against the mean before it (``judge_version``)."""
-    from loopengine.llm import judge_version, response_score
+    """How each watched version fares against the mean grade before it (``judge_version``);
+    a version with no response since it was last judged waits (a cycle counts on new evidence
+    only)."""
+    from loopengine.llm import Sample, judge_version, judged_grade
 
     found = []
     for category, row in sorted(active.items()):
         if row["state"] != "watched":
             continue
         under = [
-            score
-            for sample, version in samples
-            if sample.category == category and version == row["version"]
-            if (score := response_score(sample)) is not None
+            (int(r["id"]), grade)
+            for r in rows
+            if r["category"] == category and r["prompt_version"] == row["version"]
+            if (grade := judged_grade(Sample.of(r))) is not None
         ]
-        verdict, reason = judge_version(
-            row["baseline"], under, cycles_watched=int(row["watched"]), min_samples=min_samples
-        )
+        through = max((sample_id for sample_id, _ in under), default=0)
+        if through <= row["judged_id"]:
+            verdict, reason = "wait", "no graded response since the last judgement"
+        else:
+            verdict, reason = judge_version(
+                row["baseline"],
+                [grade for _, grade in under],
+                cycles_watched=int(row["watched"]),
+                min_samples=min_samples,
+            )
         found.append(
             {"category": category, "version": row["version"], "to": row["parent"],
-             "judgement": verdict, "reason": reason}
+             "judgement": verdict, "reason": reason, "through": through}
         )  # fmt: skip
     return found
 
@@ -69,9 +78,9 @@ def _judgements(
 def _weakest_category(
     active: dict[str, dict[str, Any]], rows: list[dict[str, Any]], min_samples: int
 ) -> tuple[dict[str, Any] | None, str]:
-    """The category to review (the lowest mean among those with weak responses under a version
-    no longer watched), and one line saying why."""
-    from loopengine.llm import Sample, category_means, weakest
+    """The category to review (the lowest mean grade among those with weak responses under a
+    version no longer watched), and one line saying why."""
+    from loopengine.llm import Sample, category_means, judged_grade, weakest
 
     def current(row: dict[str, Any]) -> bool:
         found = active.get(row["category"])
@@ -84,7 +93,7 @@ def _weakest_category(
     ]
     graded: dict[str, int] = {}
     for row in settled:
-        if row["quality"] is not None or not row["success"]:
+        if judged_grade(Sample.of(row)) is not None:
             graded[row["category"]] = graded.get(row["category"], 0) + 1
     enough = {c for c, n in graded.items() if n >= min_samples}
     if not enough:
@@ -108,16 +117,15 @@ def _weakest_category(
         ],
     }  # fmt: skip
     mean = chosen["mean"]
-    return chosen, f"{category}: {len(weak[category])} weak responses (mean score {mean})"
+    return chosen, f"{category}: {len(weak[category])} weak responses (mean grade {mean})"
 
 
 @skill(
     "autolearn.watch",
-    description="Judge each category's watched instructions against the mean score before them "
+    description="Judge each category's watched instructions against the mean grade before them "
     "(a drop of more than 15 % rolls them back), then pick the weakest category to review.",
 )
 async def autolearn_watch(ctx: SkillContext) -> dict[str, Any]:
-    from loopengine.llm import Sample
     from loopengine.store import autolearn, prompts
 
     settings = ctx.config.autolearn
@@ -127,14 +135,14 @@ async def autolearn_watch(ctx: SkillContext) -> dict[str, Any]:
 
     store = store_of(ctx)
     active, rows = await store.read(read)
-    samples = [(Sample.of(row), row["prompt_version"]) for row in rows]
-    judged = _judgements(active, samples, settings.min_samples)
+    judged = _judgements(active, rows, settings.min_samples)
     rollbacks = [j for j in judged if j["judgement"] == "rollback"]
     if not ctx.dry_run:
         for j in judged:
             if j["judgement"] in ("keep", "confirm"):
                 mark = partial(prompts.judged, category=j["category"], version=j["version"])
-                await store.write(partial(mark, confirm=j["judgement"] == "confirm"))
+                counted = partial(mark, through=j["through"])
+                await store.write(partial(counted, confirm=j["judgement"] == "confirm"))
     if rollbacks:
         verdict = "; ".join(f"{j['category']} v{j['version']}: {j['reason']}" for j in rollbacks)
         return {"review": {"rollbacks": rollbacks, "judged": judged, "chosen": None,
@@ -163,6 +171,7 @@ def _weak_of(chosen: dict[str, Any]) -> list[Any]:
 )
 async def autolearn_propose(ctx: SkillContext, chosen: dict[str, Any] | None) -> dict[str, Any]:
     from loopengine.llm import parse_proposal, review_messages
+    from loopengine.store import prompts
 
     runtime = _runtime_or_none(ctx)
     if chosen is None or runtime is None:
@@ -171,9 +180,11 @@ async def autolearn_propose(ctx: SkillContext, chosen: dict[str, Any] | None) ->
     messages = review_messages(chosen["category"], chosen["text"], _weak_of(chosen))
     answer = await ask(runtime, node, messages, REVIEW_TIMEOUT_S)
     candidate = parse_proposal(answer) if answer is not None else None
-    if candidate == chosen["text"]:
-        candidate = None
+    rolled_back = partial(prompts.rolled_back_texts, category=chosen["category"])
+    refused = await store_of(ctx).read(rolled_back)
     why = "no answer" if answer is None else "no usable proposal" if candidate is None else None
+    if candidate is not None and (candidate == chosen["text"] or candidate in refused):
+        candidate, why = None, "the proposal is the current instructions or was rolled back"
     return {"proposal": {"category": chosen["category"], "parent": chosen["version"],
                          "candidate": candidate, "node": node, "problem": why}}  # fmt: skip
 
@@ -227,6 +238,7 @@ async def autolearn_vote(
 async def _replay(ctx: SkillContext, chosen: dict[str, Any], text: str) -> list[float | None]:
     """Each weak message answered again under ``text`` by the category's first node, graded."""
     from loopengine.llm import answer_messages
+    from loopengine.store.autolearn import MAX_TEXT
 
     runtime, grader = grader_of(ctx)
     node = runtime.cluster.pick(chosen["category"], await current_orders(ctx))
@@ -236,7 +248,8 @@ async def _replay(ctx: SkillContext, chosen: dict[str, Any], text: str) -> list[
     grades = []
     for weak in chosen["weak"]:
         reply = await ask(runtime, node, answer_messages(weak["message"], text or None), timeout)
-        grades.append(await grade_reply(runtime, grader, weak["message"], reply) if reply else None)
+        shown = reply[:MAX_TEXT] if reply else None
+        grades.append(await grade_reply(runtime, grader, weak["message"], shown) if shown else None)
     return grades
 
 
@@ -344,4 +357,6 @@ async def autolearn_rollback_prompt(
         return done
 
     done = await store_of(ctx).write(write)
-    return {"log": {"message": "rolled back " + "; ".join(lines)}, "rollbacks": done}
+    said = [f"{d['category']}: v{d['from']} → v{d['to']} ({d['reason']})" for d in done]
+    message = "rolled back " + "; ".join(said) if said else "nothing to roll back any more"
+    return {"log": {"message": message}, "rollbacks": done}
