@@ -62,3 +62,32 @@ def test_version_3_drops_the_cross_session_tool_call_index(connection: sa.Connec
         migrate(connection)
     indexes = {index["name"] for index in sa.inspect(connection).get_indexes("chat_messages")}
     assert "ix_chat_messages_tool_call_id" not in indexes
+
+
+def test_version_7_scores_old_responses_under_no_instructions(connection: sa.Connection) -> None:
+    with connection.begin():
+        migrated_to(connection, 6)
+        connection.execute(sa.text("ALTER TABLE chat_scores DROP COLUMN prompt_version"))
+        connection.execute(
+            sa.text(
+                "INSERT INTO chat_scores (execution_id, node, category, mode, seconds, "
+                "output_tokens, success, message, reply, created_at) "
+                "VALUES ('e', 'OL1', 'code', 'simple', 1.0, 5, 1, 'hi', 'hello', 0.0)"
+            )
+        )
+    with connection.begin():
+        migrate(connection)
+    assert connection.execute(sa.text("SELECT prompt_version FROM chat_scores")).scalar() == 0
+
+
+def test_version_8_adds_the_scores_history_and_the_judged_samples(
+    connection: sa.Connection,
+) -> None:
+    with connection.begin():
+        migrated_to(connection, 7)
+        connection.execute(sa.text("ALTER TABLE chat_prompts DROP COLUMN judged_id"))
+    with connection.begin():
+        migrate(connection)
+    inspector = sa.inspect(connection)
+    columns = {column["name"] for column in inspector.get_columns("chat_prompts")}
+    assert ("judged_id" in columns, inspector.has_table("score_history")) == (True, True)
