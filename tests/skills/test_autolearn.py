@@ -208,12 +208,17 @@ def test_the_chain_scores_each_node_asked_and_sends_only_the_reply_to_the_grader
     assert [s["node"] for s in samples if s["graded_at"] is None] == ["M2"]
 
 
-def test_a_cycle_keeps_its_scores_and_the_next_asks_the_analysis_node_about_the_trend(
-    server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _a_cycle_then_a_drop(capsys: pytest.CaptureFixture[str]) -> None:
+    """A tuning cycle that keeps its scores, then M1's new responses graded 3."""
     _record([_sample("OL1", 12.0, 3.0)] * 3 + [_sample("M1", 1.0, 9.0)] * 3)
     run_json(capsys, "run", "autotune")
     _record([_sample("M1", 1.0, 3.0)] * 3)
+
+
+def test_a_cycle_keeps_its_scores_and_the_next_asks_the_analysis_node_about_the_trend(
+    server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _a_cycle_then_a_drop(capsys)
     server.script("m1", [reply("M1 is getting worse.")])
     _, record = run_json(capsys, "run", "autotune")
     with open_store() as connection:
@@ -226,9 +231,7 @@ def test_a_cycle_keeps_its_scores_and_the_next_asks_the_analysis_node_about_the_
 def test_an_analysis_node_that_fails_does_not_stop_the_cycle(
     server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _record([_sample("OL1", 12.0, 3.0)] * 3 + [_sample("M1", 1.0, 9.0)] * 3)
-    run_json(capsys, "run", "autotune")
-    _record([_sample("M1", 1.0, 3.0)] * 3)
+    _a_cycle_then_a_drop(capsys)
     server.script("m1", [status(500)] * 5)
     code, record = run_json(capsys, "run", "autotune")
     assert (code, record["outcome"]) == (0, "completed")

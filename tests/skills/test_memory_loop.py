@@ -34,6 +34,14 @@ def _chat(capsys: pytest.CaptureFixture[str], count: int, user: str = "ada") -> 
         assert code == 0
 
 
+def _summarized(server: FakeLLMServer, capsys: pytest.CaptureFixture[str]) -> None:
+    """Ten exchanges of ada, a memory cycle that summarizes them, and one more reply to come."""
+    server.script("m2", [reply("Avec pool_size.")] * 11)
+    server.script("m1", [reply("Ada runs postgres in docker.")])
+    _chat(capsys, 10)
+    run_json(capsys, "run", "memory")
+
+
 def test_each_exchange_is_kept_for_its_user_and_rotated(
     server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -76,10 +84,7 @@ def test_the_research_node_summarizes_when_the_analysis_node_fails(
 def test_the_next_message_carries_the_profile_and_the_summary(
     server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    server.script("m2", [reply("Avec pool_size.")] * 11)
-    server.script("m1", [reply("Ada runs postgres in docker.")])
-    _chat(capsys, 10)
-    run_json(capsys, "run", "memory")
+    _summarized(server, capsys)
     _chat(capsys, 1)
     system = server.requests_for("m2")[-1]["messages"][0]["content"]
     assert "Ada runs postgres in docker." in system
@@ -89,10 +94,7 @@ def test_the_next_message_carries_the_profile_and_the_summary(
 def test_another_users_memory_is_not_shown(
     server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    server.script("m2", [reply("Avec pool_size.")] * 11)
-    server.script("m1", [reply("Ada runs postgres in docker.")])
-    _chat(capsys, 10)
-    run_json(capsys, "run", "memory")
+    _summarized(server, capsys)
     _chat(capsys, 1, user="bob")
     system = server.requests_for("m2")[-1]["messages"][0]["content"]
     assert "Ada" not in system
