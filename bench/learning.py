@@ -14,7 +14,8 @@ answer) and grades it, with noise when asked.
 - ``noise``: both at 7, graded 7 ± 1 at random. Reported: routing flips per 10 cycles once both
   are ranked (goal ≤ 1).
 - grading overhead per chat message: the time a cycle's grading step takes, over the responses
-  it graded (a zero-latency grader: what loopengine itself adds).
+  it graded (a zero-latency grader: what loopengine itself adds), next to what a chat message
+  takes in the same run on the same scripted nodes.
 - ``rollback``: M1 answers at 8, and at 3 under worse instructions, which are swapped in
   (as a version that got through review would be) once the category has a mean score; cycles of
   ``autoreview`` until they are rolled back (goal ≤ 3).
@@ -83,6 +84,8 @@ class Cycle:
     grading_s: float
     action: str
     """What the loop decided (``reorder``, ``keep``, ``rollback``…)."""
+    chat_s: float
+    """The cycle's chat messages, in all (the grading's anchor: what a message costs)."""
 
 
 async def _cycles(
@@ -101,8 +104,10 @@ async def _cycles(
         learning = runtime.load_loop(str(shipped_loop(loop)))
         for index in range(cycles):
             await change(world, index, done, runtime)
+            talking = time.perf_counter()
             for _ in range(messages):
                 await chat(runtime, talk, "How many phases has a loop?", mode="simple")
+            chat_s = time.perf_counter() - talking
             execution = await runtime.engine.run(learning)
             row, phases = await runtime.store.read(
                 lambda c, e=execution.execution_id: (
@@ -120,9 +125,8 @@ async def _cycles(
             graded = int(row.context["data"]["grading"]["graded"])
             orders = await runtime.store.read(autolearn.routing)
             routing = list(orders["default"]["nodes"]) if "default" in orders else ["M1", "M2"]
-            done.append(
-                Cycle(routing, graded, elapsed, str(row.context["data"]["decision"]["action"]))
-            )
+            action = str(row.context["data"]["decision"]["action"])
+            done.append(Cycle(routing, graded, elapsed, action, chat_s))
     return done
 
 
@@ -175,10 +179,12 @@ def noise_scenario(messages: int, cycles: int) -> dict[str, Any]:
     per_10 = 10 * flips / max(1, len(ranked) - 1)
     graded = sum(c.graded for c in history)
     grading_ms = 1000 * sum(c.grading_s for c in history) / max(1, graded)
+    chat_ms = 1000 * sum(c.chat_s for c in history) / (messages * len(history))
     return {
         "flips_per_10_cycles": per_10,
         "graded": graded,
         "grading_ms_per_graded_message": grading_ms,
+        "chat_ms_per_message": chat_ms,
     }
 
 
@@ -247,7 +253,8 @@ def main() -> None:
     )
     print(
         f"grading time per graded message: {noise['grading_ms_per_graded_message']:.2f} ms "
-        f"({noise['graded']} graded)"
+        f"({noise['graded']} graded; a chat message itself: {noise['chat_ms_per_message']:.2f} "
+        "ms, same run, same scripted nodes)"
     )
     print(
         f"worse instructions swapped in at cycle {rollback['swapped_at_cycle']}: rolled back "
