@@ -17,7 +17,7 @@ answer) and grades it, with noise when asked.
   it graded (a zero-latency grader: what loopengine itself adds), next to what a chat message
   takes in the same run on the same scripted nodes.
 - ``rollback``: M1 answers at 8, and at 3 under worse instructions, which are swapped in
-  (as a version that got through review would be) once the category has a mean score; cycles of
+  (as a version that got through review would be) once the category has a mean grade; cycles of
   ``autoreview`` until they are rolled back (goal ≤ 3).
 """
 
@@ -190,7 +190,7 @@ def noise_scenario(messages: int, cycles: int) -> dict[str, Any]:
 
 def rollback_scenario(messages: int, cycles: int) -> dict[str, Any]:
     """Cycles of ``autoreview`` until worse instructions, swapped in once the category has a
-    mean score, are rolled back."""
+    mean grade, are rolled back."""
     world = World({"M1": 8, "M2": 8})
     swapped_at: list[int] = []
 

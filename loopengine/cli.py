@@ -25,8 +25,12 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
 def login_name() -> str | None:
     """Who runs the command, as the environment names them (the chat's user by default); None
     when it does not, or not with a name a user id may have (no space or ``/``)."""
-    names = (os.environ.get(key, "") for key in ("USER", "LOGNAME", "USERNAME"))
-    name = next((found for found in names if found), "")
+    import getpass
+
+    try:
+        name = getpass.getuser()
+    except (KeyError, OSError):  # no login name in the environment nor an account in passwd
+        return None
     return name if name and not any(c.isspace() or c == "/" for c in name) else None
 
 

@@ -19,6 +19,7 @@ __all__ = [
     "active",
     "add_version",
     "judged",
+    "plain",
     "roll_back",
     "rolled_back_texts",
     "versions",
@@ -36,11 +37,17 @@ def active(connection: sa.Connection, category: str | None = None) -> dict[str, 
 
 
 def rolled_back_texts(connection: sa.Connection, category: str) -> set[str]:
-    """The instructions of ``category`` that were rolled back (not to be applied again)."""
+    """The instructions of ``category`` that were rolled back (not to be applied again), each
+    in its ``plain`` form."""
     query = sa.select(chat_prompts.c.text).where(
         chat_prompts.c.category == category, chat_prompts.c.state == "rolled_back"
     )
-    return {row.text for row in connection.execute(query)}
+    return {plain(row.text) for row in connection.execute(query)}
+
+
+def plain(text: str) -> str:
+    """``text`` compared loosely: case, spacing and punctuation aside."""
+    return " ".join("".join(c if c.isalnum() else " " for c in text.casefold()).split())
 
 
 def versions(connection: sa.Connection, category: str) -> list[dict[str, Any]]:
@@ -91,9 +98,17 @@ def add_version(
                     created_at=now,
                 )
             )
-    except sa.exc.IntegrityError:  # the same version number, taken by a concurrent writer
+    except sa.exc.IntegrityError as exc:
+        if not _taken(exc):
+            raise
         return None
     return version
+
+
+def _taken(error: sa.exc.IntegrityError) -> bool:
+    """Whether ``error`` is a unique key already taken (by a concurrent writer)."""
+    state = getattr(error.orig, "sqlstate", None)
+    return bool(state == "23505" or "UNIQUE constraint failed" in str(error.orig))
 
 
 def _retire(connection: sa.Connection, category: str, parent: int) -> bool:
@@ -136,17 +151,21 @@ def roll_back(connection: sa.Connection, category: str, version: int) -> int | N
     """Replace the active ``version`` by the newest version it descends from that was not
     rolled back itself (0: no instructions); that version, or None (and nothing written) when
     ``version`` is no longer active."""
-    lineage = {row["version"]: row for row in versions(connection, category)}
-    if lineage.get(version, {}).get("state") not in ACTIVE:
+    taken = connection.execute(
+        chat_prompts.update()
+        .where(
+            chat_prompts.c.category == category,
+            chat_prompts.c.version == version,
+            chat_prompts.c.state.in_(ACTIVE),
+        )
+        .values(state="rolled_back")
+    )
+    if not taken.rowcount:
         return None
+    lineage = {row["version"]: row for row in versions(connection, category)}
     restored = int(lineage[version]["parent"])
     while restored and lineage[restored]["state"] == "rolled_back":
         restored = int(lineage[restored]["parent"])
-    connection.execute(
-        chat_prompts.update()
-        .where(chat_prompts.c.category == category, chat_prompts.c.version == version)
-        .values(state="rolled_back")
-    )
     connection.execute(
         chat_prompts.update()
         .where(chat_prompts.c.category == category, chat_prompts.c.version == restored)

@@ -70,6 +70,15 @@ def test_a_memory_cycle_queued_over_http_profiles_the_users_who_chatted(served: 
     assert (users[0]["user"], users[0]["exchanges"]) == ("ada", 1)
 
 
+def test_a_chat_without_a_user_is_remembered_for_nobody(served: Served) -> None:
+    def users() -> list[str]:
+        return [user["user"] for user in served.get("/autolearn/memory").json()["users"]]
+
+    before = users()
+    assert served.post("/chat", {"message": "Hello?"}).status_code == 200
+    assert users() == before
+
+
 def test_a_user_name_with_a_space_is_refused(served: Served) -> None:
     assert served.get("/autolearn/memory", user="a b").status_code == 422
 

@@ -111,18 +111,6 @@ def test_the_memory_command_reads_without_writing(
     assert not (tmp_path / ".loopengine").exists()
 
 
-def test_a_message_without_a_user_has_no_memory(
-    server: FakeLLMServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    for name in ("USER", "LOGNAME", "USERNAME"):
-        monkeypatch.delenv(name, raising=False)
-    server.script("m2", [reply("Avec pool_size.")])
-    code, _ = run_json(capsys, "chat", FRENCH, "--mode", "simple")
-    assert code == 0
-    with open_store() as connection:
-        assert memory.profiles(connection) == []
-
-
 def test_a_dry_run_profiles_and_summarizes_nobody(
     server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
 ) -> None:

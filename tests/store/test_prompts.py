@@ -74,7 +74,7 @@ def test_a_rollback_skips_versions_rolled_back_already(connection: sa.Connection
             .values(state="rolled_back")
         )
         assert prompts.roll_back(connection, "code", 2) == 0
-    assert prompts.rolled_back_texts(connection, "code") == {"Be brief.", "Be rude."}
+    assert prompts.rolled_back_texts(connection, "code") == {"be brief", "be rude"}
 
 
 def test_a_proposal_against_a_version_another_writer_replaced_writes_nothing(

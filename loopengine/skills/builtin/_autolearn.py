@@ -135,8 +135,8 @@ async def _grade_claimed(
             return {"graded": graded, "ungraded": done - graded, "left": len(left), "reason": down}
         quality = await grade_reply(runtime, grader, row["message"], row["reply"])
         graded += quality is not None
-        await store.write(partial(autolearn.grade, sample_id=row["id"], quality=quality))
         left.remove(int(row["id"]))
+        await store.write(partial(autolearn.grade, sample_id=row["id"], quality=quality))
     return {"graded": graded, "ungraded": len(rows) - graded, "grader": grader}
 
 
@@ -186,7 +186,8 @@ async def autolearn_scores(ctx: SkillContext) -> dict[str, Any]:
 @skill(
     "autolearn.route",
     description="Write the proposed routing orders (each category's order replaced whole, the "
-    "change and its reason kept in the autolearn history).",
+    "change and its reason kept in the autolearn history); `written` names the categories "
+    "whose order reads back as proposed.",
 )
 async def autolearn_route(
     ctx: SkillContext, changes: list[dict[str, Any]], reason: str, dry_run: bool = False
@@ -197,14 +198,20 @@ async def autolearn_route(
         return {"log": {"message": f"would write: {reason}"}}
     now = ctx.clock()
 
-    def write(connection: Any) -> None:
+    def write(connection: Any) -> list[str]:
         for change in changes:
             category, nodes = str(change["category"]), [str(n) for n in change["to"]]
             autolearn.put_routing(connection, category, nodes, reason, ctx.execution_id, now)
             autolearn.add_history(connection, "routing", category, change, ctx.execution_id, now)
+        found = autolearn.routing(connection)
+        return [
+            str(change["category"])
+            for change in changes
+            if found.get(str(change["category"]), {}).get("nodes") == list(change["to"])
+        ]
 
-    await store_of(ctx).write(write)
-    return {"log": {"message": reason}, "routing": changes}
+    written = await store_of(ctx).write(write)
+    return {"log": {"message": reason}, "routing": changes, "written": written}
 
 
 @skill(

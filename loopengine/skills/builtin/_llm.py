@@ -46,12 +46,14 @@ def _samples(
     category: str | None,
     prompt_version: int,
 ) -> list[dict[str, Any]]:
-    """Each stage whose node was asked, as a response to score (``autolearn``): its node, time
-    (the model's, tools' time aside), output tokens (the node's word, so no more than its reply
-    has characters), whether it answered, and the texts a grader reads; only the reply the user
-    got is sent to the grader (the others are marked graded, without a grade)."""
+    """The responses to score (``autolearn``): in simple mode the node's, answered or failed; in
+    the chain, the stage whose reply the user got (the others answer a stage's question, not
+    the user's, and are not judged). Each with its node, time (the model's, tools' time aside),
+    output tokens (the node's word, so no more than its reply has characters), whether it
+    answered, and the texts a grader reads."""
     now = ctx.clock()
     answering = next((s for s in reversed(result.stages) if s.reply.strip()), None)
+    scored = result.stages if result.mode == "simple" else [answering] if answering else []
     return [
         {
             "execution_id": ctx.execution_id,
@@ -64,11 +66,10 @@ def _samples(
             "success": bool(stage.reply.strip()),
             "message": message,
             "reply": stage.reply,
-            "graded_at": None if stage is answering else now,
             "created_at": now,
             "prompt_version": prompt_version,
         }
-        for stage in result.stages
+        for stage in scored
         if stage.called
     ]
 
@@ -123,10 +124,14 @@ async def _converse(
         "message": message,
         "reply": result.reply,
     }
-    await runtime.store.write(lambda c: autolearn.insert_samples(c, samples))
-    if user and result.reply:
-        keep, now = ctx.config.autolearn.memory_keep, ctx.clock()
-        await runtime.store.write(lambda c: memory.add_exchange(c, user, exchange, keep, now))
+    keep, now = ctx.config.autolearn.memory_keep, ctx.clock()
+
+    def remember(connection: Any) -> None:
+        autolearn.insert_samples(connection, samples)
+        if user and result.reply:
+            memory.add_exchange(connection, user, exchange, keep, now)
+
+    await runtime.store.write(remember)
     answered = [s for s in result.stages if s.status != "skipped"]
     chat = {
         **result.as_dict(),

@@ -59,7 +59,7 @@ def _judgements(
             if (grade := judged_grade(Sample.of(r))) is not None
         ]
         through = max((sample_id for sample_id, _ in under), default=0)
-        if through <= row["judged_id"]:
+        if through and through <= row["judged_id"]:
             verdict, reason = "wait", "no graded response since the last judgement"
         else:
             verdict, reason = judge_version(
@@ -183,7 +183,8 @@ async def autolearn_propose(ctx: SkillContext, chosen: dict[str, Any] | None) ->
     rolled_back = partial(prompts.rolled_back_texts, category=chosen["category"])
     refused = await store_of(ctx).read(rolled_back)
     why = "no answer" if answer is None else "no usable proposal" if candidate is None else None
-    if candidate is not None and (candidate == chosen["text"] or candidate in refused):
+    tried = {prompts.plain(chosen["text"]), *refused}
+    if candidate is not None and prompts.plain(candidate) in tried:
         candidate, why = None, "the proposal is the current instructions or was rolled back"
     return {"proposal": {"category": chosen["category"], "parent": chosen["version"],
                          "candidate": candidate, "node": node, "problem": why}}  # fmt: skip
@@ -287,7 +288,7 @@ async def autolearn_replay(
 @skill(
     "autolearn.apply_prompt",
     description="Make the accepted instructions the category's active version, watched for its "
-    "first cycles against the mean score before it (kept in the autolearn history).",
+    "first cycles against the mean grade before it (kept in the autolearn history).",
 )
 async def autolearn_apply_prompt(
     ctx: SkillContext,
