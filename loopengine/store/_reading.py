@@ -10,8 +10,9 @@ from typing import TypeVar
 
 import sqlalchemy as sa
 
+from loopengine.errors import StorageError
 from loopengine.store._database import create_engine, translated
-from loopengine.store._migrations import check_readable
+from loopengine.store._migrations import MIGRATIONS, check_readable
 
 __all__ = ["Reader", "open_read_only"]
 
@@ -34,7 +35,15 @@ class Reader:
             with self._connection.begin():
                 return operation(self._connection)
         except (sa.exc.SQLAlchemyError, self._driver_error) as exc:
-            raise translated(exc, self._driver_error) from None
+            found = translated(exc, self._driver_error)
+            latest = MIGRATIONS[-1].version
+            if 0 < self.schema_version < latest:
+                found = StorageError(
+                    f"{found}: the store's schema is version {self.schema_version}, older than "
+                    f"this loopengine's ({latest}); a command that runs loops (`loopengine run`, "
+                    "`loopengine daemon`) upgrades it"
+                )
+            raise found from None
 
 
 @contextmanager

@@ -232,8 +232,12 @@ async def autolearn_vote(
         return {"vote": None}
     node = ctx.config.autolearn.node("analysis", ctx.config.cluster.chain)
     messages = vote_messages(chosen["category"], chosen["text"], proposal["candidate"], score)
+    down = runtime.cluster.available(node)
     answer = await ask(runtime, node, messages, VOTE_TIMEOUT_S)
-    return {"vote": {"vote": parse_vote(answer) if answer is not None else "timeout", "node": node}}
+    if answer is not None:
+        return {"vote": {"vote": parse_vote(answer), "node": node}}
+    why = down or runtime.cluster.health[node].last_error or "no answer"
+    return {"vote": {"vote": "timeout", "node": node, "why": why}}
 
 
 async def _replay(ctx: SkillContext, chosen: dict[str, Any], text: str) -> list[float | None]:
