@@ -116,16 +116,22 @@ def _retire(connection: sa.Connection, category: str, parent: int) -> bool:
     version is)."""
     if parent == 0:
         return not active(connection, category)
-    retired = connection.execute(
+    return _leave(connection, category, parent, "retired")
+
+
+def _leave(connection: sa.Connection, category: str, version: int, state: str) -> bool:
+    """Move the active ``version`` to ``state``; False (and nothing written) when it is not the
+    active version."""
+    moved = connection.execute(
         chat_prompts.update()
         .where(
             chat_prompts.c.category == category,
-            chat_prompts.c.version == parent,
+            chat_prompts.c.version == version,
             chat_prompts.c.state.in_(ACTIVE),
         )
-        .values(state="retired")
+        .values(state=state)
     )
-    return bool(retired.rowcount)
+    return bool(moved.rowcount)
 
 
 def judged(
@@ -151,16 +157,7 @@ def roll_back(connection: sa.Connection, category: str, version: int) -> int | N
     """Replace the active ``version`` by the newest version it descends from that was not
     rolled back itself (0: no instructions); that version, or None (and nothing written) when
     ``version`` is no longer active."""
-    taken = connection.execute(
-        chat_prompts.update()
-        .where(
-            chat_prompts.c.category == category,
-            chat_prompts.c.version == version,
-            chat_prompts.c.state.in_(ACTIVE),
-        )
-        .values(state="rolled_back")
-    )
-    if not taken.rowcount:
+    if not _leave(connection, category, version, "rolled_back"):
         return None
     lineage = {row["version"]: row for row in versions(connection, category)}
     restored = int(lineage[version]["parent"])
