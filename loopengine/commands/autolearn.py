@@ -93,7 +93,7 @@ def _show_status(console: Console, learned: dict[str, Any], as_json: bool) -> No
     remembered = status["memory"]
     users = remembered["users"]
     said = f"{users} user{'s' * (users != 1)}, {remembered['summarized']} summarized"
-    console.print(f"users remembered: {said}")
+    console.print(f"remembered: {said}")
 
 
 def _show_memory(console: Console, config: Path | None, user: str | None, as_json: bool) -> None:
