@@ -13,6 +13,7 @@ from loopengine.errors import LLMError, LoopEngineError
 from loopengine.expr import compile_template
 from loopengine.llm._client import ChatClient, Completion
 from loopengine.llm._health import NodeHealth
+from loopengine.llm._routing import route_order
 from loopengine.llm._stats import NodeStats
 
 __all__ = ["BoundNode", "Cluster", "Explore"]
@@ -75,13 +76,7 @@ class Cluster:
         else the config's (its ``default``, then every node, as fallback); nodes no longer in
         the cluster are left out, and those the config routes but a tuned order has not seen
         yet follow it."""
-        nodes, configured = self.config.nodes, self.config.routing
-
-        def order(routing: Mapping[str, list[str]]) -> list[str]:
-            return list(routing.get(category or "") or routing.get("default") or nodes)
-
-        chosen = [*order({**configured, **(tuned or {})}), *order(configured)]
-        return [name for name in dict.fromkeys(chosen) if name in nodes]
+        return route_order(self.config, category, tuned or {})
 
     def pick(
         self,

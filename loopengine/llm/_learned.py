@@ -9,6 +9,7 @@ from typing import Any, Literal, get_args
 import sqlalchemy as sa
 
 from loopengine.contract import Config
+from loopengine.llm._routing import route_order
 from loopengine.llm._scores import Sample, score_nodes
 from loopengine.store import autolearn, executions, iso, memory, prompts
 
@@ -62,11 +63,11 @@ def read_learned(connection: sa.Connection, window: int) -> dict[str, Any]:
 def followed_routing(
     config: Config, tuned: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, list[str]]:
-    """Each category's routing order the chat follows: the tuned one (``autolearn.routing``
-    rows) over the config's."""
-    routing = {c: list(nodes) for c, nodes in config.cluster.routing.items()}
-    routing.update({c: list(row["nodes"]) for c, row in tuned.items()})
-    return routing
+    """Each category's routing order the chat follows (``Cluster.route``): the tuned one
+    (``autolearn.routing`` rows) over the config's."""
+    orders = {c: list(row["nodes"]) for c, row in tuned.items()}
+    categories = dict.fromkeys([*config.cluster.routing, *orders])
+    return {c: route_order(config.cluster, c, orders) for c in categories}
 
 
 def scores_view(config: Config, learned: dict[str, Any]) -> dict[str, Any]:
