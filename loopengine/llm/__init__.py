@@ -50,9 +50,11 @@ from loopengine.llm._review import (
     parse_proposal,
     parse_vote,
     review_messages,
+    validated,
     validation_messages,
     vote_messages,
     weakest,
+    worth_replaying,
 )
 from loopengine.llm._runtime import ChatContext, LLMRuntime
 from loopengine.llm._scores import NodeScore, Sample, Tuning, parse_grade, score_nodes, tune
@@ -158,8 +160,10 @@ __all__ = [
     "trend_messages",
     "trends",
     "tune",
+    "validated",
     "validation_messages",
     "vote_messages",
     "weakest",
     "with_fresh_call_ids",
+    "worth_replaying",
 ]

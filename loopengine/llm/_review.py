@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import fmean
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from loopengine.llm._scores import Sample
 from loopengine.llm._text import CONTROL, drop_think
@@ -44,9 +44,11 @@ __all__ = [
     "parse_proposal",
     "parse_vote",
     "review_messages",
+    "validated",
     "validation_messages",
     "vote_messages",
     "weakest",
+    "worth_replaying",
 ]
 
 REVIEW_THRESHOLD = 0.7
@@ -268,6 +270,17 @@ def parse_vote(text: str) -> Literal["approve", "reject"]:
     return "approve" if word and word.group().lower() in _APPROVALS else "reject"
 
 
+def validated(validation: float | None) -> TypeGuard[float]:
+    """Whether the grader's validation lets a candidate go on: above ``REVIEW_THRESHOLD``."""
+    return validation is not None and validation > REVIEW_THRESHOLD
+
+
+def worth_replaying(validation: float | None, vote: Vote) -> bool:
+    """Whether a candidate passed the validation and the vote (which approved or timed out), so
+    that only the replay can still refuse it."""
+    return validated(validation) and vote in ("approve", "timeout")
+
+
 def decide_candidate(
     validation: float | None,
     vote: Vote,
@@ -281,9 +294,9 @@ def decide_candidate(
         raise ValueError(f"replay lengths differ: {len(current)} current, {len(candidate)}")
     if validation is None:
         return Review(False, "no validation: the grader gave no readable grade")
-    if not validation > REVIEW_THRESHOLD:
+    if not validated(validation):
         return Review(False, f"validation {round(validation, 2)} is not above {REVIEW_THRESHOLD}")
-    if vote not in ("approve", "timeout"):
+    if not worth_replaying(validation, vote):
         return Review(False, "the analysis node rejected it")
     both = zip(current, candidate, strict=True)
     pairs = [(c, n) for c, n in both if c is not None and n is not None]

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from loopengine.llm._review import (
     MAX_PROMPT,
     SHOWN_CHARS,
+    Vote,
     Weak,
     category_means,
     decide_candidate,
@@ -19,9 +20,11 @@ from loopengine.llm._review import (
     parse_proposal,
     parse_vote,
     review_messages,
+    validated,
     validation_messages,
     vote_messages,
     weakest,
+    worth_replaying,
 )
 from loopengine.llm._scores import Sample, parse_grade
 
@@ -335,3 +338,12 @@ def test_a_version_is_still_watched_before_its_third_cycle() -> None:
 
 def test_a_version_is_confirmed_on_its_third_cycle() -> None:
     assert judge_version(6.8, [7.0] * 5, cycles_watched=2, min_samples=5)[0] == "confirm"
+
+
+def test_only_a_validation_above_0_7_lets_a_candidate_go_on() -> None:
+    assert (validated(None), validated(0.7), validated(0.71)) == (False, False, True)
+
+
+def test_a_candidate_is_replayed_when_the_vote_approves_or_timed_out() -> None:
+    votes: tuple[Vote, ...] = ("approve", "timeout", "reject")
+    assert [worth_replaying(0.9, vote) for vote in votes] == [True, True, False]

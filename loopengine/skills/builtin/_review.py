@@ -222,13 +222,11 @@ async def autolearn_vote(
     proposal: dict[str, Any] | None,
     validation: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    from loopengine.llm import REVIEW_THRESHOLD, parse_vote, vote_messages
+    from loopengine.llm import parse_vote, validated, vote_messages
 
     runtime = _runtime_or_none(ctx)
     score = validation["score"] if validation else None
-    if chosen is None or proposal is None or runtime is None:
-        return {"vote": None}
-    if score is None or score <= REVIEW_THRESHOLD:
+    if chosen is None or proposal is None or runtime is None or not validated(score):
         return {"vote": None}
     node = ctx.config.autolearn.node("analysis", ctx.config.cluster.chain)
     messages = vote_messages(chosen["category"], chosen["text"], proposal["candidate"], score)
@@ -240,13 +238,14 @@ async def autolearn_vote(
     return {"vote": {"vote": "timeout", "node": node, "why": why}}
 
 
-async def _replay(ctx: SkillContext, chosen: dict[str, Any], text: str) -> list[float | None]:
-    """Each weak message answered again under ``text`` by the category's first node, graded."""
+async def _replay(
+    ctx: SkillContext, chosen: dict[str, Any], node: str | None, text: str
+) -> list[float | None]:
+    """Each weak message answered again under ``text`` by ``node``, graded."""
     from loopengine.llm import answer_messages
     from loopengine.store.autolearn import MAX_TEXT
 
     runtime, grader = grader_of(ctx)
-    node = runtime.cluster.pick(chosen["category"], await current_orders(ctx))
     if node is None or grader is None:
         return [None] * len(chosen["weak"])
     timeout = ctx.config.cluster.nodes[node].timeout_s
@@ -272,7 +271,7 @@ async def autolearn_replay(
     vote: dict[str, Any] | None,
     verdict: str = "",
 ) -> dict[str, Any]:
-    from loopengine.llm import REVIEW_THRESHOLD, Vote, decide_candidate
+    from loopengine.llm import Vote, decide_candidate, worth_replaying
 
     if chosen is None or proposal is None or not proposal["candidate"]:
         reason = verdict if proposal is None else f"no candidate: {proposal['problem']}"
@@ -281,9 +280,11 @@ async def autolearn_replay(
     cast: Vote = vote["vote"] if vote else "reject"
     current: list[float | None] = []
     candidate: list[float | None] = []
-    if score is not None and score > REVIEW_THRESHOLD and cast in ("approve", "timeout"):
-        current = await _replay(ctx, chosen, chosen["text"])
-        candidate = await _replay(ctx, chosen, proposal["candidate"])
+    if worth_replaying(score, cast):
+        # One node answers both versions: the same inputs, the same model.
+        node = ctx.llm.cluster.pick(chosen["category"], await current_orders(ctx))
+        current = await _replay(ctx, chosen, node, chosen["text"])
+        candidate = await _replay(ctx, chosen, node, proposal["candidate"])
     found = decide_candidate(score, cast, current, candidate)
     return {"candidate": {"applied": found.applied, "reason": found.reason,
                          "current": current, "candidate": candidate}}  # fmt: skip
