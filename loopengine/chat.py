@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from loopengine._resources import shipped_loop
-from loopengine.contract import Loop, Outcome
+from loopengine.contract import Loop, Outcome, input_problems
 from loopengine.errors import ContractError, LoopEngineError
 from loopengine.runtime import Runtime, listening
 from loopengine.store import executions, new_envelope
@@ -67,10 +67,12 @@ async def chat(
     user: str | None = None,
 ) -> ChatAnswer:
     """Run ``message`` through ``loop`` (``chat_loop``) on ``runtime``'s engine, telling
-    ``progress`` what the chain does, with ``user``'s memory; ``LoopEngineError`` when the
-    execution kept no chat."""
+    ``progress`` what the chain does, with ``user``'s memory; ``ContractError`` when an input
+    does not fit the loop's params, ``LoopEngineError`` when the execution kept no chat."""
     given = {"message": message, "session": session, "mode": mode, "user": user}
     inputs = {name: value for name, value in given.items() if value}
+    if problems := input_problems(loop.spec.params or {}, inputs):
+        raise ContractError(f"{loop.id}: {'; '.join(problems)}")
     with listening(progress):
         done = await runtime.engine.run(loop, envelope=new_envelope(loop.id, inputs))
     row = await runtime.store.read(lambda c: executions.get_execution(c, done.execution_id))

@@ -85,3 +85,7 @@ def test_a_user_name_with_a_space_is_refused(served: Served) -> None:
 
 def test_a_cycle_of_a_loop_that_is_not_an_autolearn_loop_is_refused(served: Served) -> None:
     assert served.post("/autolearn/trigger", loop="autopilot").status_code == 422
+
+
+def test_a_chat_user_over_200_characters_is_refused(served: Served) -> None:
+    assert served.post("/chat", {"message": "Hi", "user": "u" * 201}).status_code == 422

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from loopengine.llm import MAX_ANALYSIS
 from loopengine.store import autolearn, executions, migrate
 from loopengine.testing import FakeLLMServer, raw, reply, status
 from tests.conftest import ROOT
@@ -242,3 +243,15 @@ def test_a_dry_run_that_would_reorder_writes_nothing_and_completes(
     assert (code, record["outcome"], record["decision"]["action"]) == (0, "completed", "reorder")
     with open_store() as connection:
         assert autolearn.routing(connection) == {}
+
+
+def test_an_analysis_node_that_says_too_much_is_cut(
+    server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _a_cycle_then_a_drop(capsys)
+    server.script("m1", [reply("worse " * 200_000)])
+    _, record = run_json(capsys, "run", "autotune")
+    with open_store() as connection:
+        row = executions.get_execution(connection, record["execution_id"])
+    assert row is not None
+    assert len(row.context["data"]["trend_analysis"]["text"]) == MAX_ANALYSIS

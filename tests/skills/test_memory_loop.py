@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from loopengine.cli import main
 from loopengine.store import memory
 from loopengine.testing import FakeLLMServer, reply, status
 from tests.skills._workspace import act_note, open_store, run_json, write_config
@@ -123,3 +124,11 @@ def test_a_dry_run_profiles_and_summarizes_nobody(
     assert row is not None
     assert (row["profile"], row["summary"]) == (None, None)
     assert server.requests_for("m1") == []
+
+
+@pytest.mark.parametrize("user", ["a b", "a/b", "u" * 201])
+def test_a_user_name_that_could_not_be_read_back_is_refused(
+    server: FakeLLMServer, capsys: pytest.CaptureFixture[str], user: str
+) -> None:
+    assert main(["chat", "Hi", "--mode", "simple", "--user", user]) != 0
+    assert "user" in capsys.readouterr().err
