@@ -10,6 +10,10 @@ row committed with its job; APScheduler: the job submitted to its executor).
 
 ``load``: every loop fires every five minutes at its own second (~33 fires/s). ``idle``: every
 loop fires once a year; CPU is measured over the window, when nothing is due.
+
+RSS is split into a fixed part and a part per loop. loopengine's fixed part: its imports, the
+loop models' classes (built by the first load), the open store and a scheduler with one loop;
+APScheduler's: its imports, its job store and scheduler, before any job.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ def percentile(values: list[float], share: float) -> float:
 
 
 async def loopengine_side(loops: int, mode: str, window: float, folder: Path) -> dict[str, Any]:
-    from loopengine.contract import Config, LoopLoader
+    from loopengine.contract import Config, Loop, LoopLoader
     from loopengine.contract.checks import Env
     from loopengine.daemon import DaemonLog
     from loopengine.daemon._scheduler import Scheduler
@@ -57,9 +61,8 @@ async def loopengine_side(loops: int, mode: str, window: float, folder: Path) ->
     from loopengine.store import Store
 
     loader = LoopLoader(Env(builtin_registry(), frozenset(Config().storage)))
-    before = rss_mib()
-    built = []
-    for index in range(loops):
+
+    def load(index: int) -> Loop:
         text = (
             f"id: loop_{index}\n"
             f'trigger: {{type: cron, config: {{expression: "{expression(index, mode)}", '
@@ -68,12 +71,17 @@ async def loopengine_side(loops: int, mode: str, window: float, folder: Path) ->
         )
         report = loader.load_text(text, f"loop_{index}.yaml")
         assert report.loop is not None, report.diagnostics
-        built.append(report.loop)
-    definitions = rss_mib()
+        return report.loop
+
+    built = [load(0)]
     url = f"sqlite:///{folder / 'loopengine.db'}?synchronous=normal"
     async with Store.open(url) as store:
         with open(os.devnull, "w") as devnull:
             scheduler = Scheduler(store, DaemonLog(devnull), lambda: None)
+            await scheduler.update(built, [])
+            fixed = rss_mib()
+            built += [load(index) for index in range(1, loops)]
+            definitions = rss_mib()
             await scheduler.update(built, [])
             rss = rss_mib()
             started, cpu = time.time(), time.process_time()
@@ -95,7 +103,8 @@ async def loopengine_side(loops: int, mode: str, window: float, folder: Path) ->
         "lateness_ms": lateness,
         "cpu_percent": cpu_share,
         "rss_mib": rss,
-        "definitions_mib": definitions - before,
+        "fixed_mib": fixed,
+        "definitions_mib": definitions - fixed,
     }
 
 
@@ -121,6 +130,7 @@ def apscheduler_side(loops: int, mode: str, window: float, folder: Path) -> dict
         store = SQLAlchemyJobStore(url=f"sqlite:///{folder / 'apscheduler.db'}")
         scheduler = AsyncIOScheduler(jobstores={"default": store}, timezone="UTC")
         scheduler.add_listener(submitted, EVENT_JOB_SUBMITTED)
+        fixed = rss_mib()
         for index in range(loops):
             second, minute, *rest = expression(index, mode).split()
             trigger = CronTrigger(
@@ -147,7 +157,12 @@ def apscheduler_side(loops: int, mode: str, window: float, folder: Path) -> dict
         await asyncio.sleep(window)
         cpu_share = 100 * (time.process_time() - cpu) / window
         scheduler.shutdown(wait=False)
-        return {"lateness_ms": list(LATE), "cpu_percent": cpu_share, "rss_mib": rss}
+        return {
+            "lateness_ms": list(LATE),
+            "cpu_percent": cpu_share,
+            "rss_mib": rss,
+            "fixed_mib": fixed,
+        }
 
     return asyncio.run(main())
 
@@ -218,13 +233,16 @@ def main() -> None:
             "busy_cpu": statistics.median(run["cpu_percent"] for run in load),
             "idle_cpu": statistics.median(run["cpu_percent"] for run in idle),
             "rss": statistics.median(run["rss_mib"] for run in load),
+            "fixed": statistics.median(run["fixed_mib"] for run in load),
             "definitions": statistics.median(run.get("definitions_mib", 0.0) for run in load),
         }
         f = figures[side]
+        f["per_loop_kib"] = (f["rss"] - f["fixed"]) * 1024 / args.loops
         print(
             f"  {side:<12} fires/window {f['fires']:6.0f}   lateness p50 {f['p50']:7.1f} ms   "
             f"p99 {f['p99']:7.1f} ms   CPU under load {f['busy_cpu']:5.1f} %   "
-            f"idle CPU {f['idle_cpu']:5.2f} %   RSS {f['rss']:6.1f} MiB"
+            f"idle CPU {f['idle_cpu']:5.2f} %   RSS {f['rss']:6.1f} MiB = fixed "
+            f"{f['fixed']:.1f} + {f['per_loop_kib']:.2f} KiB a loop"
             + (f" (loop definitions {f['definitions']:.1f} MiB)" if f["definitions"] else "")
         )
     ours, anchor = figures["loopengine"], figures["apscheduler"]

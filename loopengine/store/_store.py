@@ -162,9 +162,7 @@ class Store:
         in a worker thread)."""
         if not self._sqlite or self._waiting:
             return None
-        driver = self._connection.connection.driver_connection
-        assert driver is not None
-        return int(driver.execute("PRAGMA data_version").fetchone()[0])
+        return _data_version(self._connection)
 
     def recall(self, key: Hashable) -> Any:
         """What ``remember(key, …)`` kept, while no write was submitted since, here, nor
@@ -179,11 +177,7 @@ class Store:
     def remember(self, key: Hashable, value: Any) -> None:
         """Keep ``value`` as what the store holds for ``key``, from the ``on_done`` of the write
         that stored it (a write that shared its transaction with others is not remembered)."""
-        if (
-            self._remembering
-            and self._memo_version is not None
-            and self.data_version() == self._memo_version
-        ):
+        if self._remembering and self._memo_version is not None:
             self._memo[key] = value
 
     async def _flush(self) -> None:
@@ -194,7 +188,7 @@ class Store:
                 while self._queue:
                     group = self._next_group()
                     if group[0].writer:
-                        self._memo_version = self.data_version()
+                        self._memo_version = None
                     inline = self._inline if group[0].writer else self._sqlite
                     outcomes = self._run_inline(group) if inline else None
                     if outcomes is None:
@@ -223,8 +217,10 @@ class Store:
         """The group's results, all in one transaction; raises when any operation fails (the
         transaction is then rolled back)."""
         connection = self._connection
-        connection.info[WRITER] = group[0].writer
+        writer = connection.info[WRITER] = group[0].writer
         with connection.begin():
+            if writer and self._sqlite:
+                self._memo_version = _data_version(connection)
             return [(pending.operation(connection), None) for pending in group]
 
     def _run_inline(self, group: list[Pending[Any]]) -> list[Outcome] | None:
@@ -257,3 +253,9 @@ class Store:
             if len(group) == 1:
                 return [(None, translated(exc, self._driver_error))]
             return [self._run_group([pending])[0] for pending in group]
+
+
+def _data_version(connection: sa.Connection) -> int:
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    return int(driver.execute("PRAGMA data_version").fetchone()[0])
