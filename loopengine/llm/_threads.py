@@ -201,6 +201,7 @@ def append_batch(
 ) -> BatchResult:
     """Append ``messages`` atomically; a replayed ``operation_id`` returns ``applied=False``."""
     body = _hash(messages)
+    threads.hold(connection, session_id)
     applied, version, start = threads.batch_state(connection, session_id, operation_id)
     if applied is not None:
         if applied != body:

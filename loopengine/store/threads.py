@@ -19,6 +19,7 @@ __all__ = [
     "answered",
     "batch_state",
     "calls_of",
+    "hold",
     "insert_messages",
     "load_thread",
     "operation_messages",
@@ -60,6 +61,21 @@ _THREAD = (
     sa.select(chat_messages).where(chat_messages.c.session_id == _SID).order_by(chat_messages.c.seq)
 )
 _OPERATION = _THREAD.where(chat_messages.c.operation_id == sa.bindparam("op"))
+
+
+_THREAD_LOCKS = 0x7468  # the key space of thread locks among PostgreSQL's advisory locks
+
+
+def hold(connection: sa.Connection, session_id: str) -> None:
+    """Make the other writers of the session's thread wait until this transaction ends, so that
+        they read what it wrote: PostgreSQL runs write transactions side by side (SQLite's writes take
+        turns already). The lock is a hash of the session id: two sessions that share one wait for
+    each other, no more."""
+    if connection.dialect.name == "postgresql":
+        connection.exec_driver_sql(
+            "SELECT pg_advisory_xact_lock(%(space)s, hashtext(%(sid)s))",
+            {"space": _THREAD_LOCKS, "sid": session_id},
+        )
 
 
 def thread_version(connection: sa.Connection, session_id: str) -> int:
