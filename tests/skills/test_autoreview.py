@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from loopengine.store import autolearn, prompts
+from loopengine.store.autolearn import MAX_TEXT
 from loopengine.testing import FakeLLMServer, Response, answering, reply, status
 from tests.skills._workspace import act_note, open_store, run_json, write_config
 
@@ -31,11 +32,13 @@ class World:
     proposal: str = f"<prompt>{BETTER}</prompt>"
     vote: Response = field(default_factory=lambda: reply("APPROVE\nIt is general."))
     worse: str = "Answer in riddles."
+    padding: int = 0
+    """Characters of ``~`` after every answer of A1."""
 
     def answer(self, request: dict[str, Any]) -> Response:
         system = str(request["messages"][0]["content"])
         quality = 9 if BETTER in system else 2 if self.worse in system else 4
-        return reply(f"An answer [q={quality}]")
+        return reply(f"An answer [q={quality}]" + "~" * self.padding)
 
     def grade(self, request: dict[str, Any]) -> Response:
         if str(request["messages"][0]["content"]).startswith("You grade a proposed change"):
@@ -126,6 +129,18 @@ def test_a_candidate_not_better_on_the_replayed_messages_is_refused(
     world.proposal = "<prompt>Be polite.</prompt>"
     _chat(capsys)
     assert _review(capsys).startswith("replay not strictly better: 4.0 ≤ 4.0 on 3 inputs")
+
+
+def test_the_grader_reads_at_most_max_text_characters_of_a_long_reply(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    world.padding = 50_000
+    _chat(capsys)
+    assert _review(capsys).startswith("default: instructions v1 applied")
+    asked = [str(r["messages"][-1]["content"]) for r in _requests(world, "ol1")]
+    graded = [text.count("~") for text in asked if text.startswith("Grade the answer")]
+    assert len(graded) == 3 + 2 * 3  # the chats, then each replayed under both versions
+    assert set(graded) == {MAX_TEXT - len("An answer [q=4]")}
 
 
 def test_instructions_that_make_responses_worse_are_rolled_back(
