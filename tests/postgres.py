@@ -13,7 +13,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["postgres_server"]
+import sqlalchemy as sa
+
+from loopengine.store import create_engine, migrate
+
+__all__ = ["migrated_engine", "postgres_server"]
 
 
 def _bindir() -> Path:
@@ -95,3 +99,16 @@ def postgres_server() -> Iterator[str]:
             check=False,
         )
         shutil.rmtree(home, ignore_errors=True)
+
+
+@contextmanager
+def migrated_engine() -> Iterator[sa.Engine]:
+    """An engine on a private server whose database has loopengine's schema."""
+    with postgres_server() as url:
+        built = create_engine(url)
+        with built.begin() as connection:
+            migrate(connection)
+        try:
+            yield built
+        finally:
+            built.dispose()

@@ -11,18 +11,13 @@ import sqlalchemy as sa
 
 from loopengine.errors import ThreadError
 from loopengine.llm import append_batch, load_thread
-from loopengine.store import create_engine, migrate
-from tests.postgres import postgres_server
+from tests.postgres import migrated_engine
 
 
 @pytest.fixture(scope="module")
 def engine() -> Iterator[sa.Engine]:
-    with postgres_server() as url:
-        built = create_engine(url)
-        with built.begin() as connection:
-            migrate(connection)
+    with migrated_engine() as built:
         yield built
-        built.dispose()
 
 
 def _say(connection: sa.Connection, session: str, text: str, version: int) -> int:

@@ -11,19 +11,15 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from loopengine.store import autolearn, create_engine, memory, migrate, prompts
-from tests.postgres import postgres_server
+from loopengine.store import autolearn, memory, prompts
+from tests.postgres import migrated_engine
 from tests.store.test_autolearn import _sample
 
 
 @pytest.fixture(scope="module")
 def engine() -> Iterator[sa.Engine]:
-    with postgres_server() as url:
-        built = create_engine(url)
-        with built.begin() as connection:
-            migrate(connection)
+    with migrated_engine() as built:
         yield built
-        built.dispose()
 
 
 def test_a_second_cycle_claims_only_what_the_first_does_not_hold(engine: sa.Engine) -> None:
