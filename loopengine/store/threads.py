@@ -67,10 +67,10 @@ _THREAD_LOCKS = 0x7468  # the key space of thread locks among PostgreSQL's advis
 
 
 def hold(connection: sa.Connection, session_id: str) -> None:
-    """Make the other writers of the session's thread wait until this transaction ends, so that
-        they read what it wrote: PostgreSQL runs write transactions side by side (SQLite's writes take
-        turns already). The lock is a hash of the session id: two sessions that share one wait for
-    each other, no more."""
+    """Make the other writers of the session's thread wait until this transaction ends, so
+    that they read what it wrote: PostgreSQL runs write transactions side by side (SQLite's
+    writes take turns already). The lock is a hash of the session id: two sessions that share
+    one wait for each other, no more."""
     if connection.dialect.name == "postgresql":
         connection.exec_driver_sql(
             "SELECT pg_advisory_xact_lock(%(space)s, hashtext(%(sid)s))",
