@@ -88,6 +88,14 @@ def _score_history(connection: sa.Connection) -> None:
     tables.score_history.create(connection, checkfirst=True)
 
 
+def _grading_claims(connection: sa.Connection) -> None:
+    columns = {column["name"] for column in sa.inspect(connection).get_columns("chat_scores")}
+    if "claimed_until" not in columns:  # a new database has it: version 6 creates today's table
+        connection.execute(sa.text("ALTER TABLE chat_scores ADD COLUMN claimed_until FLOAT"))
+    indexes = {str(index.name): index for index in tables.chat_scores.indexes}
+    indexes["ix_chat_scores_claimed"].create(connection, checkfirst=True)
+
+
 def _initial(connection: sa.Connection) -> None:
     later = {*_CHAT_TABLES, *_DAEMON_TABLES, *_AUTOLEARN_TABLES, *_MEMORY_TABLES}
     later.add(tables.score_history)
@@ -116,6 +124,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "autolearn: chat scores, routing orders, history", _autolearn),
     Migration(7, "autolearn: users' memory and versioned chat prompts", _memory_and_prompts),
     Migration(8, "autolearn: scores' history, samples judged per prompt version", _score_history),
+    Migration(9, "autolearn: grading claims lapse when their process died", _grading_claims),
 )
 
 

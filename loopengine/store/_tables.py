@@ -351,8 +351,10 @@ chat_scores = sa.Table(
     sa.Column("graded_at", sa.Float),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("prompt_version", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("claimed_until", sa.Float),
     sa.Index("ix_chat_scores_category_node", "category", "node", "id"),
     sa.Index("ix_chat_scores_graded", "graded_at", "id"),
+    sa.Index("ix_chat_scores_claimed", "claimed_until"),
 )
 
 routing_orders = sa.Table(

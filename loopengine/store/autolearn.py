@@ -199,9 +199,17 @@ def history(connection: sa.Connection, limit: int = HISTORY_KEPT) -> list[dict[s
     return [dict(row) for row in connection.execute(query).mappings()]
 
 
-def claim_ungraded(connection: sa.Connection, limit: int, now: float) -> list[dict[str, Any]]:
-    """Take the newest answered responses never sent to the grader, at most ``limit``, marking
-    them so another cycle does not grade them too; failed responses are never graded."""
+def claim_ungraded(
+    connection: sa.Connection, limit: int, now: float, until: float
+) -> list[dict[str, Any]]:
+    """Take the newest answered responses never sent to the grader, at most ``limit``, claimed
+    until ``until`` so that another cycle does not grade them too. A claim past its ``until``
+    (its process died while grading) is given back first; failed responses are never graded."""
+    connection.execute(
+        chat_scores.update()
+        .where(chat_scores.c.claimed_until < now)
+        .values(graded_at=None, claimed_until=None)
+    )
     newest = (
         sa.select(chat_scores)
         .where(chat_scores.c.graded_at.is_(None), chat_scores.c.success.is_(True))
@@ -214,7 +222,9 @@ def claim_ungraded(connection: sa.Connection, limit: int, now: float) -> list[di
     if rows:
         ids = [row["id"] for row in rows]
         connection.execute(
-            chat_scores.update().where(chat_scores.c.id.in_(ids)).values(graded_at=now)
+            chat_scores.update()
+            .where(chat_scores.c.id.in_(ids))
+            .values(graded_at=now, claimed_until=until)
         )
     return rows
 
@@ -230,18 +240,25 @@ def count_ungraded(connection: sa.Connection, limit: int) -> int:
     return int(connection.execute(sa.select(sa.func.count()).select_from(waiting)).scalar() or 0)
 
 
-def release(connection: sa.Connection, sample_ids: Sequence[int]) -> None:
-    """Give back claimed responses that were not graded, for a later cycle."""
+def release(connection: sa.Connection, sample_ids: Sequence[int], until: float) -> None:
+    """Give back responses claimed until ``until`` and not graded, for a later cycle (one another
+    cycle claimed since, once this claim lapsed, stays its)."""
     if sample_ids:
         connection.execute(
             chat_scores.update()
-            .where(chat_scores.c.id.in_(list(sample_ids)), chat_scores.c.quality.is_(None))
-            .values(graded_at=None)
+            .where(
+                chat_scores.c.id.in_(list(sample_ids)),
+                chat_scores.c.quality.is_(None),
+                chat_scores.c.claimed_until == until,
+            )
+            .values(graded_at=None, claimed_until=None)
         )
 
 
 def grade(connection: sa.Connection, sample_id: int, quality: float | None) -> None:
     """Record a claimed response's grade (None: the grader gave none; it is not sent again)."""
     connection.execute(
-        chat_scores.update().where(chat_scores.c.id == sample_id).values(quality=quality)
+        chat_scores.update()
+        .where(chat_scores.c.id == sample_id)
+        .values(quality=quality, claimed_until=None)
     )

@@ -174,7 +174,7 @@ def test_a_grader_that_fails_leaves_the_response_ungraded_for_good(
     assert code == 0
     with open_store() as connection:
         [sample] = autolearn.samples_in_window(connection, 50)
-        assert autolearn.claim_ungraded(connection, 10, now=0.0) == []
+        assert autolearn.claim_ungraded(connection, 10, now=0.0, until=1.0) == []
     assert sample["quality"] is None
 
 

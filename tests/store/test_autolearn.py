@@ -62,9 +62,9 @@ def test_grading_claims_the_newest_answered_responses_once(connection: sa.Connec
     failed = {**_sample("M1"), "success": False}
     with connection.begin():
         autolearn.insert_samples(connection, [_sample("OL1")] * 3 + [failed])
-        first = autolearn.claim_ungraded(connection, 2, now=5.0)
-        second = autolearn.claim_ungraded(connection, 2, now=6.0)
-        third = autolearn.claim_ungraded(connection, 2, now=7.0)
+        first = autolearn.claim_ungraded(connection, 2, now=5.0, until=100.0)
+        second = autolearn.claim_ungraded(connection, 2, now=6.0, until=100.0)
+        third = autolearn.claim_ungraded(connection, 2, now=7.0, until=100.0)
     assert [row["id"] for row in first] == [3, 2]
     assert [row["id"] for row in second] == [1]
     assert third == []
@@ -75,11 +75,36 @@ def test_released_responses_are_claimed_again_but_graded_ones_are_not(
 ) -> None:
     with connection.begin():
         autolearn.insert_samples(connection, [_sample("OL1")] * 2)
-        claimed = autolearn.claim_ungraded(connection, 2, now=5.0)
+        claimed = autolearn.claim_ungraded(connection, 2, now=5.0, until=100.0)
         autolearn.grade(connection, claimed[0]["id"], 8.0)
-        autolearn.release(connection, [row["id"] for row in claimed])
-        again = autolearn.claim_ungraded(connection, 2, now=6.0)
+        autolearn.release(connection, [row["id"] for row in claimed], until=100.0)
+        again = autolearn.claim_ungraded(connection, 2, now=6.0, until=100.0)
     assert [row["id"] for row in again] == [claimed[1]["id"]]
+
+
+def test_a_claim_whose_process_died_is_taken_again_once_it_lapses(
+    connection: sa.Connection,
+) -> None:
+    with connection.begin():
+        autolearn.insert_samples(connection, [_sample("OL1")] * 2)
+        newest, oldest = autolearn.claim_ungraded(connection, 2, now=5.0, until=10.0)
+        autolearn.grade(connection, newest["id"], None)  # the grader gave none: done
+        before = autolearn.claim_ungraded(connection, 2, now=9.0, until=20.0)
+        after = autolearn.claim_ungraded(connection, 2, now=11.0, until=20.0)
+    assert before == []
+    assert [row["id"] for row in after] == [oldest["id"]]
+
+
+def test_a_cycle_whose_claim_lapsed_gives_back_nothing_another_claimed(
+    connection: sa.Connection,
+) -> None:
+    with connection.begin():
+        autolearn.insert_samples(connection, [_sample("OL1")])
+        [slow] = autolearn.claim_ungraded(connection, 1, now=5.0, until=10.0)
+        [taken] = autolearn.claim_ungraded(connection, 1, now=11.0, until=20.0)
+        autolearn.release(connection, [slow["id"]], until=10.0)
+        again = autolearn.claim_ungraded(connection, 1, now=12.0, until=30.0)
+    assert (taken["id"], again) == (slow["id"], [])
 
 
 def test_pruning_keeps_each_node_and_categorys_newest_samples(connection: sa.Connection) -> None:

@@ -26,9 +26,9 @@ def test_a_second_cycle_claims_only_what_the_first_does_not_hold(engine: sa.Engi
     with engine.begin() as connection:
         autolearn.insert_samples(connection, [_sample("OL1")] * 3)
     with engine.connect() as first, engine.connect() as second, first.begin():
-        held = autolearn.claim_ungraded(first, 2, now=1.0)
+        held = autolearn.claim_ungraded(first, 2, now=1.0, until=100.0)
         with second.begin():
-            rest = autolearn.claim_ungraded(second, 2, now=2.0)
+            rest = autolearn.claim_ungraded(second, 2, now=2.0, until=100.0)
     assert len(held) == 2
     assert [row["id"] for row in rest] == [min(row["id"] for row in held) - 1]
 

@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from loopengine.errors import StorageError
-from loopengine.store import MIGRATIONS, create_engine, migrate
+from loopengine.store import MIGRATIONS, autolearn, create_engine, migrate
 from loopengine.store import _tables as tables
 from tests.store.old_schemas import migrated_to
 
@@ -91,3 +91,22 @@ def test_version_8_adds_the_scores_history_and_the_judged_samples(
     inspector = sa.inspect(connection)
     columns = {column["name"] for column in inspector.get_columns("chat_prompts")}
     assert ("judged_id" in columns, inspector.has_table("score_history")) == (True, True)
+
+
+def test_version_9_leaves_claims_made_before_it_as_they_were(connection: sa.Connection) -> None:
+    with connection.begin():
+        migrated_to(connection, 8)
+        connection.execute(sa.text("DROP INDEX IF EXISTS ix_chat_scores_claimed"))
+        connection.execute(sa.text("ALTER TABLE chat_scores DROP COLUMN claimed_until"))
+        connection.execute(
+            sa.text(
+                "INSERT INTO chat_scores (execution_id, node, category, mode, seconds, "
+                "output_tokens, success, message, reply, graded_at, created_at) "
+                "VALUES ('e', 'OL1', 'code', 'simple', 1.0, 5, 1, 'hi', 'hello', 1.0, 0.0)"
+            )
+        )
+    with connection.begin():
+        migrate(connection)
+        claimed = autolearn.claim_ungraded(connection, 5, now=1e12, until=2e12)
+    indexes = {index["name"] for index in sa.inspect(connection).get_indexes("chat_scores")}
+    assert (claimed, "ix_chat_scores_claimed" in indexes) == ([], True)

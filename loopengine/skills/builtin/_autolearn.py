@@ -111,14 +111,16 @@ async def autolearn_grade(ctx: SkillContext, limit: int = 20) -> dict[str, Any]:
     if ctx.dry_run:
         waiting = await store.read(partial(autolearn.count_ungraded, limit=limit))
         return {"grading": {"graded": 0, "would_grade": waiting, "grader": grader}}
-    rows = await store.write(lambda c: autolearn.claim_ungraded(c, limit, ctx.clock()))
+    now = ctx.clock()
+    until = now + 2 * limit * GRADE_TIMEOUT_S  # twice the longest the grader may take
+    rows = await store.write(lambda c: autolearn.claim_ungraded(c, limit, now, until))
     left = [int(row["id"]) for row in rows]
     try:
         return {"grading": await _grade_claimed(store, runtime, grader, rows, left)}
     finally:
         if left:  # cancelled, or the grader went down: the rest waits for a later cycle
             with anyio.CancelScope(shield=True):
-                await store.write(partial(autolearn.release, sample_ids=left))
+                await store.write(partial(autolearn.release, sample_ids=left, until=until))
 
 
 async def _grade_claimed(
