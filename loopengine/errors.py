@@ -7,6 +7,7 @@
      ├── SkillError           a skill failed
      ├── LLMError             an LLM node failed or answered unusably (a broken stream too)
      ├── StorageError         the store or an artifact backend failed
+     │    ├── StoreUnavailable the database is out of reach or out of space for now (retryable)
      │    └── ThreadError     a chat-thread batch refused (``status``: 409, 412, 422, 428)
      ├── BudgetExceeded       a loop's token, call or time budget ran out
      └── NotResumable         an execution is not in a state that allows the request
@@ -32,6 +33,7 @@ __all__ = [
     "NotResumable",
     "SkillError",
     "StorageError",
+    "StoreUnavailable",
     "ThreadError",
     "TriggerError",
 ]
@@ -97,6 +99,17 @@ class LLMError(LoopEngineError):
 
 class StorageError(LoopEngineError):
     """The store or an artifact backend failed."""
+
+
+class StoreUnavailable(StorageError):
+    """The database cannot be reached, or cannot take writes (disk full), for now: worth
+    retrying after ``retry_after`` seconds; the HTTP API answers 503 with ``Retry-After``."""
+
+    retryable = True
+
+    def __init__(self, message: str, *, retry_after: float = 5.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class BudgetExceeded(LoopEngineError):
