@@ -86,17 +86,34 @@ async def _restore(
     loop = load_loop(row.loop_file)
     if loop.id != row.loop_id:
         raise NotResumable(f"{row.loop_file} now holds loop '{loop.id}', not '{row.loop_id}'")
+    assert record.envelope is not None
+    recorder = engine.recorder(loop, resumed=True)
+    recorder.resume_at(last)
+    if "data" not in row.context:
+        return await _start_over(engine, loop, row, record.envelope, recorder), recorder, row
     changed = loop.changed_since(row.context.get("loop_parts", {}))
     if to_run and row.loop_version != loop.version and changed:
         raise NotResumable(
             f"{row.loop_file} changed since execution {row.id} started ({', '.join(changed)} "
             "differ): restore that version to continue it, or start a new run"
         )
-    assert record.envelope is not None
-    run = _rebuild(record, record.envelope, loop)
-    recorder = engine.recorder(loop, resumed=True)
-    recorder.resume_at(last)
-    return run, recorder, row
+    return _rebuild(record, record.envelope, loop), recorder, row
+
+
+async def _start_over(
+    engine: Engine, loop: Loop, row: ExecutionRow, envelope: JobEnvelope, recorder: Journal
+) -> Run:
+    """The run of an execution whose process died before its first commit: nothing of it was
+    kept, so it starts from detect, under its own id, with the loop the file holds now."""
+    trigger = {**row.trigger, "type": row.trigger_type, "fired_at": row.started_at}
+    run = engine.new_run(loop, envelope, trigger, row.dry_run)
+    run.execution_id, run.started_at = row.id, row.started_at
+    engine.prelude(run, *await recorder.starting_point(loop.id))
+    if row.loop_version != loop.version:
+        await engine.services.store.write(
+            lambda c: executions.update_execution(c, row.id, loop_version=loop.version)
+        )
+    return run
 
 
 def _next_index(run: Run) -> int:

@@ -184,6 +184,10 @@ class Journal:
     async def begin(self, run: Run) -> Prelude:
         return None, None, None
 
+    async def starting_point(self, loop_id: str) -> tuple[Any, Any]:
+        """The loop's last finished execution and its learned state, read now."""
+        return None, None
+
     def resume_at(self, seq: int) -> None:
         return None
 
@@ -227,6 +231,10 @@ def _start_of_next(run: Run, end: dict[str, Any]) -> tuple[dict[str, Any], dict[
     return last, state
 
 
+def _starting_point(connection: sa.Connection, loop_id: str) -> tuple[Any, Any]:
+    return executions.last_finished(connection, loop_id), learning.get_state(connection, loop_id)
+
+
 class Recorder(Journal):
     """Commits an execution's rows; with ``durability: execution`` everything waits for the end.
 
@@ -265,8 +273,7 @@ class Recorder(Journal):
             return None, last, state
 
         def read(connection: sa.Connection) -> Prelude:
-            last = executions.last_finished(connection, loop_id)
-            return None, last, learning.get_state(connection, loop_id)
+            return None, *_starting_point(connection, loop_id)
 
         if fresh_key:
             return await self.store.read(read)
@@ -290,6 +297,9 @@ class Recorder(Journal):
             return taken, None, None
         self.inserted = prelude[0] is None
         return prelude
+
+    async def starting_point(self, loop_id: str) -> tuple[Any, Any]:
+        return await self.store.read(partial(_starting_point, loop_id=loop_id))
 
     def resume_at(self, seq: int) -> None:
         self.seq = seq

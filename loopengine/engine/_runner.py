@@ -124,7 +124,9 @@ class Engine:
         return getattr(spec, phase)
 
     @staticmethod
-    def _prelude(run: Run, last: dict[str, Any] | None, state: dict[str, Any] | None) -> None:
+    def prelude(run: Run, last: dict[str, Any] | None, state: dict[str, Any] | None) -> None:
+        """Give a starting ``run`` what it starts from: the loop's last finished execution
+        (``last_run``, ``since_last_run``) and its learned state."""
         if last is not None:
             run.data["last_run"] = {
                 "outcome": last["outcome"],
@@ -188,7 +190,7 @@ class Engine:
         existing, last, state = await recorder.begin(run)
         if existing is not None:
             return await self._existing(existing)
-        self._prelude(run, last, state)
+        self.prelude(run, last, state)
         await recorder.started(run)
         return await self.drive(run, recorder, 0)
 

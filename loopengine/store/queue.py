@@ -2,8 +2,8 @@
 
 Every function runs inside the caller's transaction (``Store.write``/``read``), so a slot and its
 job, or a claim and its lease, are written together or not at all. Inserts that may race with
-another daemon (a slot, a job's idempotency key) use ``ON CONFLICT DO NOTHING`` and say whether
-they won.
+another daemon (a slot, a job's idempotency key) use ``ON CONFLICT DO NOTHING … RETURNING`` and
+say whether they won.
 """
 
 from __future__ import annotations
@@ -71,10 +71,11 @@ QUEUED, RUNNING, DONE, SKIPPED = "queued", "running", "done", "skipped"
 def _insert_ignoring_conflict(
     connection: sa.Connection, table: sa.Table, row: Mapping[str, Any]
 ) -> bool:
-    """Insert ``row`` unless a unique key already holds it; whether this insert won."""
-    statement = dialect_insert(connection, table).values(**row).on_conflict_do_nothing()
-    result = connection.execute(statement)
-    return bool(result.rowcount)
+    """Insert ``row`` unless a unique key already holds it; whether this insert won (read from
+    ``RETURNING``: PostgreSQL's driver gives no row count for ``ON CONFLICT DO NOTHING``)."""
+    inserted = dialect_insert(connection, table).values(**row).on_conflict_do_nothing()
+    returned = inserted.returning(*table.primary_key.columns)
+    return connection.execute(returned).first() is not None
 
 
 def insert_job(connection: sa.Connection, row: Mapping[str, Any]) -> bool:

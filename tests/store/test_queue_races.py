@@ -1,0 +1,111 @@
+"""Inserts that may race with another daemon say who won, on both databases: a slot, a job's
+idempotency key, a pause and a cursor (PostgreSQL's driver reports no row count for
+``ON CONFLICT DO NOTHING``, so the answer must come from the statement itself)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from loopengine.store import create_engine, migrate, queue
+from tests.postgres import migrated_engine
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[sa.Engine]:
+    with migrated_engine() as built:
+        yield built
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[sa.Engine]:
+    if request.param == "postgresql":
+        yield request.getfixturevalue("postgres")
+        return
+    path: Path = tmp_path_factory.mktemp("store") / "store.db"
+    built = create_engine(f"sqlite:///{path}")
+    with built.begin() as connection:
+        migrate(connection)
+    yield built
+    built.dispose()
+
+
+def _twice(engine: sa.Engine, insert: Callable[[sa.Connection], bool]) -> tuple[bool, bool]:
+    """What ``insert`` answers the first time and the second, each in its own transaction."""
+    answers = []
+    for _ in range(2):
+        with engine.begin() as connection:
+            answers.append(insert(connection))
+    return answers[0], answers[1]
+
+
+def _job(key: str) -> dict[str, object]:
+    return {
+        "id": uuid.uuid4().hex,
+        "loop_id": "tick",
+        "trigger": {"type": "manual"},
+        "envelope": {},
+        "idempotency_key": key,
+        "status": queue.QUEUED,
+        "not_before": 0.0,
+        "created_at": 0.0,
+    }
+
+
+def test_a_job_key_is_won_once(engine: sa.Engine) -> None:
+    key = uuid.uuid4().hex
+    assert _twice(engine, lambda c: queue.insert_job(c, _job(key))) == (True, False)
+
+
+def test_a_slot_is_won_once(engine: sa.Engine) -> None:
+    slot = {
+        "loop_id": uuid.uuid4().hex,
+        "trigger_id": "cron",
+        "scheduled_for": 60.0,
+        "status": "queued",
+        "reason": None,
+        "job_id": None,
+        "recorded_at": 0.0,
+    }
+    assert _twice(engine, lambda c: queue.insert_tick(c, slot)) == (True, False)
+
+
+def test_a_pause_is_won_once(engine: sa.Engine) -> None:
+    loop_id = uuid.uuid4().hex
+    assert _twice(engine, lambda c: queue.pause(c, loop_id, 1.0)) == (True, False)
+
+
+def test_a_cursor_moves_forward_only(engine: sa.Engine) -> None:
+    name = uuid.uuid4().hex
+    for position in (3, 7, 5):
+        with engine.begin() as connection:
+            queue.move_cursor(connection, name, position, now=1.0)
+    with engine.connect() as connection:
+        assert queue.cursor(connection, name) == 7
+
+
+def test_only_the_owner_finishes_a_job(engine: sa.Engine) -> None:
+    row = _job(uuid.uuid4().hex)
+    with engine.begin() as connection:
+        queue.insert_job(connection, row)
+        queue.claim_job(connection, row, "a", lease_until=10.0)
+    finished = []
+    for owner in ("b", "a"):
+        with engine.begin() as connection:
+            finished.append(
+                queue.finish_job(
+                    connection,
+                    str(row["id"]),
+                    owner=owner,
+                    outcome="completed",
+                    execution_id=None,
+                    now=5.0,
+                )
+            )
+    assert finished == [False, True]
