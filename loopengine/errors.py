@@ -10,7 +10,8 @@
      │    ├── StoreUnavailable the database is out of reach or out of space for now (retryable)
      │    └── ThreadError     a chat-thread batch refused (``status``: 409, 412, 422, 428)
      ├── BudgetExceeded       a loop's token, call or time budget ran out
-     └── NotResumable         an execution is not in a state that allows the request
+     ├── NotResumable         an execution is not in a state that allows the request
+     └── LeaseLost            a job's lease passed to another daemon: its holder stops
 
 Foreign errors (yaml, jmespath, httpx, sqlite, a skill's own exceptions) are translated where
 they enter.
@@ -29,6 +30,7 @@ __all__ = [
     "ContractError",
     "ExpressionError",
     "LLMError",
+    "LeaseLost",
     "LoopEngineError",
     "NotResumable",
     "SkillError",
@@ -36,6 +38,7 @@ __all__ = [
     "StoreUnavailable",
     "ThreadError",
     "TriggerError",
+    "describe",
 ]
 
 
@@ -127,3 +130,15 @@ class ThreadError(StorageError):
 
 class NotResumable(LoopEngineError):
     """The execution is not in a state that allows the request (resume, approve, reject)."""
+
+
+class LeaseLost(LoopEngineError):
+    """This daemon's lease on a job expired and another daemon claimed it (this one was paused
+    or cut off): what it would still commit or act on is refused, so the job runs once."""
+
+
+def describe(exc: BaseException) -> str:
+    """An unexpected error on one line, for a log or a failed job: its type, then its first
+    line (the traceback is for ``--debug``)."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from loopengine.store import create_engine, migrate
 
-__all__ = ["migrated_engine", "postgres_server"]
+__all__ = ["PostgresServer", "migrated_engine", "postgres_cluster", "postgres_server"]
 
 
 def _bindir() -> Path:
@@ -40,9 +40,39 @@ def _as_server_user(command: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
 
 
+class PostgresServer:
+    """A private server's data folder and port; ``stop``/``start``/``restart`` cut and restore
+    it under the clients (``-m immediate``: as a crash would)."""
+
+    def __init__(self, home: Path, port: int) -> None:
+        self.home, self.port = home, port
+        self.url = f"postgresql+psycopg://loopengine@127.0.0.1:{port}/postgres"
+
+    def _ctl(self, *args: str, check: bool = True) -> None:
+        options = f"-p {self.port} -k {self.home / 'sockets'} -c listen_addresses=127.0.0.1"
+        command = [str(_bindir() / "pg_ctl"), "-D", str(self.home / "data"), *args]
+        if args[0] != "stop":
+            command += ["-o", f"{options} -c fsync=off", "-w", "-l", str(self.home / "log")]
+        subprocess.run(
+            _as_server_user(command),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            check=check,
+        )
+
+    def start(self) -> None:
+        self._ctl("start")
+
+    def stop(self, check: bool = True) -> None:
+        self._ctl("stop", "-m", "immediate", check=check)
+
+    def restart(self) -> None:
+        self._ctl("restart", "-m", "immediate")
+
+
 @contextmanager
-def postgres_server() -> Iterator[str]:
-    """Start a private server; yields its SQLAlchemy URL and removes everything afterwards."""
+def postgres_cluster() -> Iterator[PostgresServer]:
+    """Start a private server; yields it, and removes everything afterwards."""
     bindir = _bindir()
     home = Path(tempfile.mkdtemp(prefix="loopengine-pg-"))
     data, sockets = home / "data", home / "sockets"
@@ -51,7 +81,6 @@ def postgres_server() -> Iterator[str]:
         account = pwd.getpwnam("postgres")
         for path in (home, sockets):
             os.chown(path, account.pw_uid, account.pw_gid)
-    port = _free_port()
     subprocess.run(
         _as_server_user(
             [
@@ -70,35 +99,20 @@ def postgres_server() -> Iterator[str]:
         stderr=subprocess.PIPE,
         check=True,
     )
-    options = f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off"
-    subprocess.run(
-        _as_server_user(
-            [
-                str(bindir / "pg_ctl"),
-                "-D",
-                str(data),
-                "-o",
-                options,
-                "-w",
-                "-l",
-                str(home / "log"),
-                "start",
-            ]
-        ),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        check=True,
-    )
+    server = PostgresServer(home, _free_port())
+    server.start()
     try:
-        yield f"postgresql+psycopg://loopengine@127.0.0.1:{port}/postgres"
+        yield server
     finally:
-        subprocess.run(
-            _as_server_user([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            check=False,
-        )
+        server.stop(check=False)
         shutil.rmtree(home, ignore_errors=True)
+
+
+@contextmanager
+def postgres_server() -> Iterator[str]:
+    """Start a private server; yields its SQLAlchemy URL and removes everything afterwards."""
+    with postgres_cluster() as server:
+        yield server.url
 
 
 @contextmanager

@@ -69,6 +69,14 @@ class DaemonSettings(Strict):
     poll_s: float = Field(
         0.2, gt=0, le=60, description="How often the queue and the event log are polled."
     )
+    store_outage_s: float = Field(
+        300,
+        ge=0,
+        description="How long the daemon waits out a database it cannot reach or write "
+        "(a restart, a full disk): its work pauses and goes on when the database is back; "
+        "past this, each operation fails and is tried again later. The HTTP API answers 503 "
+        "meanwhile.",
+    )
     autolearn: bool = Field(
         False,
         description="Also schedule the shipped autolearn loops (autotune, autoreview, memory: "

@@ -26,6 +26,7 @@ from loopengine.daemon._api_hooks import add_hook_routes
 from loopengine.daemon._api_loops import add_loop_routes
 from loopengine.daemon._api_metrics import add_metrics_routes
 from loopengine.daemon._api_threads import add_thread_routes
+from loopengine.errors import StoreUnavailable, describe
 from loopengine.store import new_id
 
 __all__ = ["BODY_DEADLINE_S", "MAX_BODY", "MAX_IN_FLIGHT", "BodyBounds", "InFlight", "create_app"]
@@ -185,6 +186,54 @@ class _Access:
                 )
 
 
+class _Faults:
+    """Answers a request whatever fails while serving it, and never lets the error reach the
+    server (which would print a traceback): a store out of reach or out of space is a 503 with
+    ``Retry-After`` (at once while the store is known to be out, without touching it), anything
+    else a 500 naming the request; one log line each."""
+
+    def __init__(self, app: ASGIApp, context: ApiContext) -> None:
+        self.app, self.context = app, context
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        since = self.context.store.unavailable_since
+        if since is not None:
+            wait = StoreUnavailable("the database is unavailable")
+            await _unavailable(wait)(scope, receive, send)
+            return
+        answered = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal answered
+            answered |= message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception as exc:
+            request_id = scope.get("state", {}).get("request_id")
+            where = f"{scope['method']} {scope['path']}"
+            self.context.log.line(
+                "error", f"{where} failed: {describe(exc)}", request_id=request_id
+            )
+            if answered:
+                return
+            if isinstance(exc, StoreUnavailable):
+                await _unavailable(exc)(scope, receive, send)
+                return
+            message = f"internal error: {type(exc).__name__} (request {request_id})"
+            body = {"error": {"code": "internal", "message": message}}
+            await JSONResponse(body, status_code=500)(scope, receive, send)
+
+
+def _unavailable(exc: StoreUnavailable) -> JSONResponse:
+    retry_after = f"{max(1, round(exc.retry_after or 1))}"
+    return error_response(503, f"{exc}: retry later", {"Retry-After": retry_after})
+
+
 def _hook_limit(context: ApiContext, path: str) -> int | None:
     """The ``max_body_bytes`` of the webhook served at ``path``, if one is."""
     route = context.hook(path.removeprefix("/hooks/")) if path.startswith("/hooks/") else None
@@ -207,6 +256,7 @@ def create_app(context: ApiContext) -> FastAPI:
         deadline_s=BODY_DEADLINE_S,
         limit_of=partial(_hook_limit, context),
     )
+    app.add_middleware(_Faults, context=context)
     app.add_middleware(_Access, context=context)
     app.add_middleware(InFlight, limit=MAX_IN_FLIGHT, open_limit=MAX_OPEN_IN_FLIGHT)
 
@@ -221,17 +271,6 @@ def create_app(context: ApiContext) -> FastAPI:
         return error_response(
             422, f"{where}: {first.get('msg')}" if where else str(first.get("msg"))
         )
-
-    @app.exception_handler(Exception)
-    async def failed(request: Request, exc: Exception) -> JSONResponse:
-        request_id = request.scope.get("state", {}).get("request_id")
-        context.log.line(
-            "error",
-            f"{request.method} {request.url.path} failed: {type(exc).__name__}: {exc}",
-            request_id=request_id,
-        )
-        message = f"internal error: {type(exc).__name__} (request {request_id})"
-        return JSONResponse({"error": {"code": "internal", "message": message}}, status_code=500)
 
     for add_routes in _ROUTES:
         add_routes(app, context)

@@ -27,9 +27,9 @@ from loopengine.daemon._log import DaemonLog
 from loopengine.daemon._loops import Changes, LoopFolder, triggers_of
 from loopengine.daemon._scheduler import Scheduler
 from loopengine.daemon._thresholds import ThresholdWatcher
-from loopengine.daemon._workers import Workers
+from loopengine.daemon._workers import BACKOFF_MAX_S, Workers
 from loopengine.engine import escalate_overdue, owner_died
-from loopengine.errors import ContractError, LoopEngineError
+from loopengine.errors import ContractError, LoopEngineError, StoreUnavailable, describe
 from loopengine.expr import compile_template
 from loopengine.runtime import Runtime, open_runtime
 from loopengine.store import iso, new_id, queue
@@ -42,6 +42,8 @@ TIMERS_S = 5.0
 """How often approval deadlines are checked."""
 PRUNE_S = 300.0
 """How often what is past its retention is pruned."""
+RELEASE_S = 5.0
+"""How long a stopping daemon tries to hand its jobs back (out of reach, their leases lapse)."""
 
 
 TOKEN_ENV = "LOOPENGINE_API_TOKEN"
@@ -164,6 +166,18 @@ class _Daemon:
             await self.store.write(partial(queue.save_daemon, row=row))
             await anyio.sleep(self.settings.lease_s / 3)
 
+    async def hand_back(self) -> None:
+        """On the way out: this daemon's running jobs are claimed again at once, and its row says
+        it stopped (tried for ``RELEASE_S``: a store out of reach lets the leases lapse)."""
+        now = time.time()
+
+        def finish(connection: sa.Connection) -> None:
+            queue.release_jobs(connection, self.owner)
+            queue.stop_daemon(connection, self.owner, now)
+
+        with anyio.move_on_after(RELEASE_S):
+            await self.store.write(finish)
+
     async def release_dead(self) -> None:
         """Free the jobs of daemons that died on this host: they are claimed again at once."""
 
@@ -203,13 +217,34 @@ class _Signals:
 
 async def _supervised(log: DaemonLog, task: Callable[[], Awaitable[None]]) -> None:
     """Run ``task`` for as long as the daemon runs: a failure (the store unreachable, a bug in a
-    loop's expression) is logged and the task starts again a second later."""
+    loop's expression, a bug of loopengine's own) is logged and the task starts again, a second
+    later, then up to ``BACKOFF_MAX_S`` later while it keeps failing at once."""
+    pause = 1.0
     while True:
+        started = time.monotonic()
         try:
             await task()
-        except LoopEngineError as exc:
-            log.line("error", f"{exc}; retrying in 1 s", task=getattr(task, "__name__", "task"))
-        await anyio.sleep(1.0)
+        except Exception as exc:
+            text = str(exc) if isinstance(exc, LoopEngineError) else describe(exc)
+            name = getattr(task, "__name__", "task")
+            log.line("error", f"{text}; retrying in {pause:g} s", task=name)
+        await anyio.sleep(pause)
+        failing_fast = time.monotonic() - started < 2 * pause
+        pause = min(pause * 2, BACKOFF_MAX_S) if failing_fast else 1.0
+
+
+def _wait_out_outages(runtime: Runtime, outage_s: float, log: DaemonLog) -> None:
+    """Let the store wait out a database outage for up to ``outage_s``, saying so once when it
+    starts and once when it ends."""
+
+    def told(error: StoreUnavailable | None) -> None:
+        if error is not None:
+            log.line("store", f"{error}: waiting for it (up to {outage_s:g} s, then retrying)")
+        else:
+            log.line("store", "the database answers again")
+
+    runtime.store.outage_s = outage_s
+    runtime.store.on_outage = told
 
 
 def _api_token(configured: str | None) -> str | None:
@@ -235,6 +270,7 @@ async def run_daemon(config: Path | None, folder: Path | None, log: DaemonLog) -
     async with open_runtime(config, metrics.phase) as runtime:
         metrics.watch(runtime.engine.services.llm)
         settings = runtime.workspace.config.daemon
+        _wait_out_outages(runtime, settings.store_outage_s, log)
         folder = folder or runtime.workspace.base / settings.loops
         if not folder.is_dir():
             raise ContractError(
@@ -301,12 +337,6 @@ async def run_daemon(config: Path | None, folder: Path | None, log: DaemonLog) -
                 log.line("stop", f"{left} executions left to resume after the grace period")
                 runtime.engine.abandon()
             group.cancel_scope.cancel()
-        now = time.time()
-
-        def finish(connection: sa.Connection) -> None:
-            queue.release_jobs(connection, daemon.owner)
-            queue.stop_daemon(connection, daemon.owner, now)
-
-        await runtime.store.write(finish)
+        await daemon.hand_back()
         log.line("exit", daemon=daemon.owner)
     return 0

@@ -19,10 +19,17 @@ import sqlalchemy as sa
 from loopengine.contract import Loop
 from loopengine.daemon._log import DaemonLog
 from loopengine.engine import Engine, resume
-from loopengine.errors import LoopEngineError
+from loopengine.errors import LeaseLost, LoopEngineError, StoreUnavailable, describe
 from loopengine.store import JobEnvelope, Store, executions, jobs, queue
 
-__all__ = ["Workers"]
+__all__ = ["BACKOFF_MAX_S", "MAX_CLAIMS", "Workers"]
+
+MAX_CLAIMS = 10
+"""A job claimed this many times without an end (its daemon died running it each time: a skill
+that crashes the process) fails instead of taking down the next daemon too."""
+
+BACKOFF_MAX_S = 30.0
+"""The longest pause between two tries of a task that keeps failing (claims, supervised tasks)."""
 
 
 class Workers:
@@ -92,21 +99,27 @@ class Workers:
         return not self.running
 
     async def _work(self) -> None:
+        failures = 0
         while self.accepting:
             try:
-                job = await self.store.write(self._claim)
-            except LoopEngineError as exc:
-                self.log.line("error", f"cannot claim a job: {exc}; retrying in 1 s")
-                await anyio.sleep(1.0)
+                claimed = await self.store.write(self._claim)
+            except Exception as exc:
+                pause = min(2.0**failures, BACKOFF_MAX_S)
+                failures += 1
+                self.log.line(
+                    "error", f"cannot claim a job: {describe(exc)}; retrying in {pause:g} s"
+                )
+                await anyio.sleep(pause)
                 continue
-            if job is None:
+            failures = 0
+            if claimed is None:
                 self._wake = anyio.Event()
                 with anyio.move_on_after(self.poll_s):
                     await self._wake.wait()
                 continue
-            await self._execute(job)
+            await self._execute(*claimed)
 
-    def _claim(self, connection: sa.Connection) -> dict[str, Any] | None:
+    def _claim(self, connection: sa.Connection) -> tuple[dict[str, Any], queue.Lease] | None:
         """The oldest job this daemon may run now: of a loop it serves, below that loop's
         ``concurrency.max`` (a job whose daemon died holds its slot already)."""
         now = self.clock()
@@ -122,53 +135,67 @@ class Workers:
         )
         if not found:
             return None
-        queue.claim_job(connection, found[0], self.owner, now + self.lease_s)
-        return found[0]
+        return found[0], queue.claim_job(connection, found[0], self.owner, now + self.lease_s)
 
-    async def _execute(self, job: dict[str, Any]) -> None:
+    async def _execute(self, job: dict[str, Any], lease: queue.Lease) -> None:
+        """Run one claimed job to its end and record it: whatever fails here (a bug, a bad row)
+        fails this job alone, with its message; the worker goes on."""
+        scope = anyio.CancelScope()
+        self.running[lease.job_id] = scope
+        outcome, execution_id, error = "cancelled", None, None
+        fields: dict[str, Any] = {"loop": job.get("loop_id"), "job": lease.job_id}
+        try:
+            with scope:
+                outcome, execution_id, error = await self._run(job, lease)
+        except LeaseLost:
+            self.lost.add(lease.job_id)
+        except StoreUnavailable as exc:
+            self.log.line("error", f"{exc}: the job is queued again, to resume", **fields)
+            return await self._give_back(lease)
+        except LoopEngineError as exc:
+            outcome, error = "failed", str(exc)
+        except Exception as exc:
+            outcome, error = "failed", f"internal error: {describe(exc)}"
+            self.log.line("error", error, **fields)
+        finally:
+            self.running.pop(lease.job_id, None)
+            self._idle.set()
+        fields["execution"] = execution_id
+        if lease.job_id in self.lost:
+            self.lost.discard(lease.job_id)
+            self.log.line("lost", "the lease passed to another daemon", **fields)
+            return None
+        try:
+            finished = await self._finish(lease, outcome, execution_id, error)
+        except Exception as exc:
+            text = f"cannot record the job's end: {describe(exc)}; it is queued again"
+            self.log.line("error", text, **fields)
+            return await self._give_back(lease)
+        if finished:
+            self.log.line("end", error or "", **fields, outcome=outcome)
+        else:
+            self.log.line("lost", "the lease passed to another daemon", **fields)
+        return None
+
+    async def _run(
+        self, job: dict[str, Any], lease: queue.Lease
+    ) -> tuple[str, str | None, str | None]:
+        """Run the job's execution, or resume it when a dead daemon left it part-way."""
+        if lease.generation > MAX_CLAIMS:
+            raise LoopEngineError(
+                f"claimed {MAX_CLAIMS} times without an end (its daemon died running it each "
+                "time): not run again"
+            )
         loop = self.loops[job["loop_id"]]
         envelope = JobEnvelope.from_row(job["envelope"])
         late = round(max(0.0, self.clock() - job["not_before"]), 3)
         trigger = job["trigger"].get("type")
-        self.log.line("start", loop=loop.id, job=job["id"], trigger=trigger, late_s=late)
-        scope = anyio.CancelScope()
-        self.running[job["id"]] = scope
-        outcome, execution_id, error = "cancelled", None, None
-        try:
-            with scope:
-                outcome, execution_id, error = await self._run(job, loop, envelope)
-        except LoopEngineError as exc:
-            outcome, error = "failed", str(exc)
-        finally:
-            self.running.pop(job["id"], None)
-            self._idle.set()
-        now = self.clock()
-        fields = {"loop": loop.id, "job": job["id"], "execution": execution_id}
-        if job["id"] in self.lost:
-            self.lost.discard(job["id"])
-            self.log.line("lost", "the lease passed to another daemon", **fields)
-            return
-        finish = partial(
-            queue.finish_job,
-            job_id=job["id"],
-            owner=self.owner,
-            outcome=outcome,
-            execution_id=execution_id,
-            now=now,
-            reason=error,
-        )
-        if await self.store.write(finish):
-            self.log.line("end", error or "", **fields, outcome=outcome)
-        else:
-            self.log.line("lost", "the lease passed to another daemon", **fields)
-
-    async def _run(
-        self, job: dict[str, Any], loop: Loop, envelope: JobEnvelope
-    ) -> tuple[str, str | None, str | None]:
-        """Run the job's execution, or resume it when a dead daemon left it part-way."""
+        self.log.line("start", loop=loop.id, job=lease.job_id, trigger=trigger, late_s=late)
         known = await self.store.read(lambda c: jobs.execution_of_key(c, envelope.idempotency_key))
         if known is None:
-            done = await self.engine.run(loop, envelope=envelope, trigger=dict(job["trigger"]))
+            done = await self.engine.run(
+                loop, envelope=envelope, trigger=dict(job["trigger"]), lease=lease
+            )
             return done.outcome.value, done.execution_id, done.error
         row = await self.store.read(lambda c: executions.get_execution(c, known))
         assert row is not None
@@ -178,23 +205,79 @@ class Workers:
             await self.store.write(
                 lambda c: executions.update_execution(c, known, status="interrupted")
             )
-        self.log.line("resume", loop=loop.id, job=job["id"], execution=known, after=row.last_phase)
-        done = await resume(self.engine, self.load_loop, known)
+        self.log.line(
+            "resume", loop=loop.id, job=lease.job_id, execution=known, after=row.last_phase
+        )
+        done = await resume(self.engine, self.load_loop, known, lease=lease)
         return done.outcome.value, done.execution_id, done.error
+
+    async def _finish(
+        self,
+        lease: queue.Lease,
+        outcome: str,
+        execution_id: str | None,
+        error: str | None,
+    ) -> bool:
+        """Record how the job ended (and end its execution with it, should the execution have
+        been left running by a failure); whether the lease still held. A database outage is
+        waited out: an ending is never dropped while the daemon runs."""
+        now = self.clock()
+
+        def finish(connection: sa.Connection) -> bool:
+            if not queue.finish_job(
+                connection,
+                lease,
+                outcome=outcome,
+                execution_id=execution_id,
+                now=now,
+                reason=error,
+            ):
+                return False
+            if outcome == "failed":
+                executions.fail_left_running(connection, lease.job_id, error or "failed", now)
+            return True
+
+        while True:
+            try:
+                return await self.store.write(finish)
+            except StoreUnavailable as exc:
+                self.log.line("error", f"{exc}: the job's end is recorded once it is back")
+                await anyio.sleep(1.0)
+
+    async def _give_back(self, lease: queue.Lease) -> None:
+        """Queue a job again whose execution or end could not be recorded: it is claimed again
+        and its execution resumed from its last commit (tried for ``lease_s``, after which the
+        lease lapses and another daemon takes it over)."""
+        with anyio.move_on_after(self.lease_s):
+            while True:
+                try:
+                    await self.store.write(lambda c: queue.requeue(c, lease, self.clock()))
+                    return
+                except Exception as exc:
+                    self.log.line(
+                        "error", f"cannot queue job {lease.job_id} again: {describe(exc)}"
+                    )
+                    await anyio.sleep(1.0)
 
     async def _heartbeat(self) -> None:
         while True:
             await anyio.sleep(self.lease_s / 3)
             if not self.running:
                 continue
-            until = self.clock() + self.lease_s
-            ids = list(self.running)
-            cancel, lost = await self.store.write(
-                partial(queue.renew_leases, owner=self.owner, job_ids=ids, lease_until=until)
-            )
-            for job_id in lost:
-                self.lost.add(job_id)
-                self.engine.abandon(job_id)
-            for job_id in cancel | lost:
-                if (scope := self.running.get(job_id)) is not None:
-                    scope.cancel()
+            try:
+                await self._renew()
+            except Exception as exc:
+                self.log.line("error", f"cannot renew the leases: {describe(exc)}")
+
+    async def _renew(self) -> None:
+        until = self.clock() + self.lease_s
+        ids = list(self.running)
+        cancel, lost = await self.store.write(
+            partial(queue.renew_leases, owner=self.owner, job_ids=ids, lease_until=until)
+        )
+        for job_id in lost:
+            self.lost.add(job_id)
+            self.engine.abandon(job_id)
+        for job_id in cancel | lost:
+            if (scope := self.running.get(job_id)) is not None:
+                scope.cancel()

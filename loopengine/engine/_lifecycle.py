@@ -21,6 +21,7 @@ from loopengine.store import (
     Usage,
     approvals,
     executions,
+    queue,
     signals,
 )
 
@@ -76,7 +77,12 @@ def _rebuild(record: ExecutionRecord, envelope: JobEnvelope, loop: Loop) -> Run:
 
 
 async def _restore(
-    engine: Engine, load_loop: LoopLoader, execution_id: str, *, to_run: bool = True
+    engine: Engine,
+    load_loop: LoopLoader,
+    execution_id: str,
+    *,
+    to_run: bool = True,
+    lease: queue.Lease | None = None,
 ) -> tuple[Run, Journal, ExecutionRow]:
     """The execution as it was at its last commit, with its loop as the file now holds it;
     ``to_run`` refuses a loop whose content changed since the execution started (what would run
@@ -87,7 +93,7 @@ async def _restore(
     if loop.id != row.loop_id:
         raise NotResumable(f"{row.loop_file} now holds loop '{loop.id}', not '{row.loop_id}'")
     assert record.envelope is not None
-    recorder = engine.recorder(loop, resumed=True)
+    recorder = engine.recorder(loop, resumed=True, lease=lease)
     recorder.resume_at(last)
     if "data" not in row.context:
         return await _start_over(engine, loop, row, record.envelope, recorder), recorder, row
@@ -124,10 +130,13 @@ def _next_index(run: Run) -> int:
     return len(ORDER)
 
 
-async def resume(engine: Engine, load_loop: LoopLoader, execution_id: str) -> ExecutionDone:
+async def resume(
+    engine: Engine, load_loop: LoopLoader, execution_id: str, *, lease: queue.Lease | None = None
+) -> ExecutionDone:
     """Continue an interrupted execution from the phase after its last committed one. It is
     claimed first (interrupted → running, atomically), then restored, so what runs is what the
-    claim found; a restore that refuses gives it back."""
+    claim found; a restore that refuses gives it back. With a job's ``lease``, it stops
+    (``LeaseLost``) once another daemon took the job."""
     store = engine.services.store
     if not await store.write(
         lambda c: executions.claim_execution(c, execution_id, "interrupted", OWNER)
@@ -141,7 +150,7 @@ async def resume(engine: Engine, load_loop: LoopLoader, execution_id: str) -> Ex
             f"execution {execution_id} is {row.outcome or row.status}, not interrupted"
         )
     try:
-        run, recorder, _ = await _restore(engine, load_loop, execution_id)
+        run, recorder, _ = await _restore(engine, load_loop, execution_id, lease=lease)
     except LoopEngineError:
         await store.write(
             lambda c: executions.update_execution(c, execution_id, status="interrupted")

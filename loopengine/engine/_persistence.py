@@ -25,6 +25,7 @@ from loopengine.store import (
     executions,
     jobs,
     learning,
+    queue,
 )
 from loopengine.store import approvals as approval_rows
 
@@ -125,11 +126,12 @@ class _Commit:
     hands over is encoded at once: the run goes on changing, the record must not.
     """
 
-    __slots__ = ("done", "fresh", "learned", "memo", "rows", "run", "values", "writes")
+    __slots__ = ("done", "fresh", "learned", "lease", "memo", "rows", "run", "values", "writes")
 
-    def __init__(self, run: Run, fresh: bool) -> None:
+    def __init__(self, run: Run, fresh: bool, lease: queue.Lease | None) -> None:
         self.run = run
         self.fresh = fresh
+        self.lease = lease
         self.rows: list[dict[str, Any]] = []
         self.writes: list[Write] = []
         self.done: list[str] = []
@@ -162,6 +164,8 @@ class _Commit:
 
     def __call__(self, connection: sa.Connection) -> None:
         run = self.run
+        if self.lease is not None:
+            queue.check_lease(connection, self.lease)
         if self.fresh:
             jobs.insert_envelope(connection, run.envelope, run.execution_id, run.started_at)
             executions.insert_execution(connection, replace(_execution_row(run), **self.values))
@@ -190,6 +194,9 @@ class Journal:
 
     def resume_at(self, seq: int) -> None:
         return None
+
+    async def fence(self) -> None:
+        """Raise ``LeaseLost`` when the job this execution runs for passed to another daemon."""
 
     def hold(self, run: Run, record: PhaseResult) -> None:
         return None
@@ -249,9 +256,12 @@ class Recorder(Journal):
         *,
         resumed: bool = False,
         on_commit: CommitListener | None = None,
+        lease: queue.Lease | None = None,
     ) -> None:
         self.store = store
         self.on_commit = on_commit
+        self.lease = lease
+        """The job's lease when a daemon's worker runs it: every commit checks it still holds."""
         self.per_phase = durability is Durability.PHASE
         self.resumed = resumed
         self.inserted = resumed
@@ -281,6 +291,8 @@ class Recorder(Journal):
         def claim(connection: sa.Connection) -> Prelude:
             # A key given by a caller is taken before anything runs: of several processes
             # starting with it at once, one runs and the others return its execution.
+            if self.lease is not None:
+                queue.check_lease(connection, self.lease)
             existing = jobs.execution_of_key(connection, key)
             if existing is not None:
                 return existing, None, None
@@ -304,6 +316,10 @@ class Recorder(Journal):
     def resume_at(self, seq: int) -> None:
         self.seq = seq
 
+    async def fence(self) -> None:
+        if (lease := self.lease) is not None:
+            await self.store.write(lambda c: queue.check_lease(c, lease))
+
     def hold(self, run: Run, record: PhaseResult) -> None:
         """Queue a phase row for the next commit (rows stay in phase order)."""
         self.seq += 1
@@ -320,7 +336,7 @@ class Recorder(Journal):
         if self.open is not None and self.store.is_last(self.open[1]):
             commit, pending = self.open
         else:
-            commit, pending = _Commit(run, fresh=not self.inserted), None
+            commit, pending = _Commit(run, not self.inserted, self.lease), None
         commit.add(rows, writes, what, **end)
         commit.learned |= self.holds_state
         self.holds_state = False

@@ -43,6 +43,7 @@ from loopengine.store import (
     iso,
     new_envelope,
     new_id,
+    queue,
     signals,
 )
 
@@ -104,12 +105,18 @@ class Engine:
     def _abandoned(self, run: Run) -> bool:
         return self.abandoning or run.envelope.job_id in self._abandoned_jobs
 
-    def recorder(self, loop: Loop, *, resumed: bool = False) -> Journal:
-        """How this engine keeps executions of ``loop``."""
+    def recorder(
+        self, loop: Loop, *, resumed: bool = False, lease: queue.Lease | None = None
+    ) -> Journal:
+        """How this engine keeps executions of ``loop`` (for the job ``lease`` holds, if any)."""
         if not self.record:
             return Journal()
         return Recorder(
-            self.services.store, loop.spec.durability, resumed=resumed, on_commit=self.on_commit
+            self.services.store,
+            loop.spec.durability,
+            resumed=resumed,
+            on_commit=self.on_commit,
+            lease=lease,
         )
 
     def _spec_of(self, run: Run, phase: Phase) -> Any:
@@ -182,11 +189,13 @@ class Engine:
         envelope: JobEnvelope | None = None,
         trigger: dict[str, Any] | None = None,
         dry_run: bool = False,
+        lease: queue.Lease | None = None,
     ) -> ExecutionDone:
-        """Start and drive one execution; an already-accepted idempotency key returns the first."""
+        """Start and drive one execution; an already-accepted idempotency key returns the first.
+        With a job's ``lease``, it stops (``LeaseLost``) once another daemon took the job."""
         envelope = envelope or new_envelope(loop.id, inputs)
         run = self.new_run(loop, envelope, trigger or {"type": "manual"}, dry_run)
-        recorder = self.recorder(loop)
+        recorder = self.recorder(loop, lease=lease)
         existing, last, state = await recorder.begin(run)
         if existing is not None:
             return await self._existing(existing)
@@ -298,6 +307,8 @@ class Engine:
                 reason = "not in the loop" if reached else f"execution ended: {outcome}"
                 recorder.hold(run, self.skipped(run, phase, reason))
                 continue
+            if phase is Phase.ACT:
+                await recorder.fence()
             record, output = await self._phase(run, phase, fn, spec)
             if phase is Phase.ACT:
                 acted = True

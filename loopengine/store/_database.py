@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.pool import StaticPool
 
-from loopengine.errors import StorageError
+from loopengine.errors import StorageError, StoreUnavailable
 
 __all__ = ["BUSY_TIMEOUT_MS", "WRITER", "create_engine", "dumps", "is_inline", "translated"]
 
@@ -29,6 +29,8 @@ WRITER = "loopengine_writer"
 BUSY_TIMEOUT_MS = 10_000
 _SYNCHRONOUS = ("off", "normal", "full", "extra")
 _INLINE = frozenset({"OFF", "NORMAL"})
+_SQLITE_TRANSIENT = frozenset({5, 6, 10, 13, 14})
+"""SQLite's primary result codes that say "not now": BUSY, LOCKED, IOERR, FULL, CANTOPEN."""
 
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
@@ -128,7 +130,31 @@ def translated(
     exc: BaseException, driver_error: type[BaseException] = sqlite3.Error
 ) -> BaseException:
     """A database failure as ``StorageError``: SQLAlchemy's, or the driver's own (statements on
-    the hot path run on the driver's cursor)."""
-    if isinstance(exc, sa.exc.SQLAlchemyError | driver_error):
-        return StorageError(f"database error: {getattr(exc, 'orig', None) or exc}")
-    return exc
+    the hot path run on the driver's cursor); ``StoreUnavailable`` when the database is out of
+    reach or out of space, which passes."""
+    if not isinstance(exc, sa.exc.SQLAlchemyError | driver_error):
+        return exc
+    cause = getattr(exc, "orig", None) or exc
+    if _is_unavailable(exc, cause):
+        return StoreUnavailable(f"the database is unavailable: {_first_line(cause)}")
+    return StorageError(f"database error: {cause}")
+
+
+def _is_unavailable(exc: BaseException, cause: BaseException) -> bool:
+    """Whether the database failed for a while rather than for this statement: the connection
+    dropped, PostgreSQL's operational errors (shutdown, starting up, disk full, deadlock),
+    SQLite busy, locked, out of space or failing to read or write its files."""
+    if isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated:
+        return True
+    code = getattr(cause, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in _SQLITE_TRANSIENT
+    kind = type(cause)
+    return kind.__module__.startswith("psycopg") and any(
+        base.__name__ == "OperationalError" for base in kind.__mro__
+    )
+
+
+def _first_line(cause: BaseException) -> str:
+    text = str(cause).strip()
+    return text.splitlines()[0] if text else type(cause).__name__

@@ -21,6 +21,7 @@ __all__ = [
     "MAX_CURSOR",
     "Page",
     "claim_execution",
+    "fail_left_running",
     "get_execution",
     "ids_starting_with",
     "insert_execution",
@@ -90,6 +91,17 @@ def mark_interrupted(connection: sa.Connection, execution_id: str, owner: str, a
         .values(status="interrupted", outcome="interrupted", completed_at=at)
     )
     return bool(connection.execute(query).rowcount)
+
+
+def fail_left_running(connection: sa.Connection, job_id: str, error: str, at: float) -> int:
+    """End as ``failed`` the execution of ``job_id`` that an unexpected error left ``running``
+    (its job is recorded failed in the same transaction, so the two agree)."""
+    query = (
+        executions.update()
+        .where(executions.c.job_id == job_id, executions.c.status == "running")
+        .values(status="finished", outcome="failed", error=error, completed_at=at)
+    )
+    return int(connection.execute(query).rowcount)
 
 
 def insert_execution(connection: sa.Connection, row: ExecutionRow) -> None:

@@ -9,10 +9,12 @@ say whether they won.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
+from loopengine.errors import LeaseLost
 from loopengine.store._dialect import dialect_insert
 from loopengine.store._tables import (
     approvals,
@@ -31,7 +33,9 @@ from loopengine.store._tables import (
 )
 
 __all__ = [
+    "Lease",
     "active_daemons",
+    "check_lease",
     "claim_job",
     "claimable",
     "cursor",
@@ -56,6 +60,7 @@ __all__ = [
     "release_key",
     "renew_leases",
     "replace_jobs",
+    "requeue",
     "running_by_loop",
     "running_owners",
     "save_daemon",
@@ -180,9 +185,19 @@ def claimable(
     return [dict(row) for row in connection.execute(query).mappings()]
 
 
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A worker's claim on a job, and its fencing token: the job's ``attempts`` once claimed,
+    which the next claim (another daemon taking over an expired lease) raises."""
+
+    job_id: str
+    owner: str
+    generation: int
+
+
 def claim_job(
     connection: sa.Connection, job: Mapping[str, Any], owner: str, lease_until: float
-) -> None:
+) -> Lease:
     connection.execute(
         jobs.update()
         .where(jobs.c.id == job["id"])
@@ -193,6 +208,24 @@ def claim_job(
             attempts=jobs.c.attempts + 1,
         )
     )
+    return Lease(str(job["id"]), owner, int(job["attempts"]) + 1)
+
+
+def _held(lease: Lease) -> tuple[sa.ColumnElement[bool], ...]:
+    return (
+        jobs.c.id == lease.job_id,
+        jobs.c.owner == lease.owner,
+        jobs.c.attempts == lease.generation,
+        jobs.c.status == RUNNING,
+    )
+
+
+def check_lease(connection: sa.Connection, lease: Lease) -> None:
+    """Raise ``LeaseLost`` unless ``lease`` still holds its job; the job's row stays locked until
+    the transaction ends (PostgreSQL), so a takeover waits for what this transaction commits."""
+    query = sa.select(jobs.c.id).where(*_held(lease)).with_for_update()
+    if connection.execute(query).first() is None:
+        raise LeaseLost(f"job {lease.job_id} passed to another daemon: this one stops")
 
 
 def renew_leases(
@@ -213,18 +246,17 @@ def renew_leases(
 
 def finish_job(
     connection: sa.Connection,
-    job_id: str,
+    lease: Lease,
     *,
-    owner: str,
     outcome: str,
     execution_id: str | None,
     now: float,
     reason: str | None = None,
 ) -> bool:
-    """Record how ``owner``'s job ended; False when ``owner`` no longer holds it."""
+    """Record how the job of ``lease`` ended; False when the lease no longer holds it."""
     result = connection.execute(
         jobs.update()
-        .where(jobs.c.id == job_id, jobs.c.owner == owner, jobs.c.status == RUNNING)
+        .where(*_held(lease))
         .values(
             status=DONE,
             outcome=outcome,
@@ -250,6 +282,14 @@ def release_jobs(connection: sa.Connection, owner: str) -> int:
         jobs.update().where(jobs.c.owner == owner, jobs.c.status == RUNNING).values(lease_until=0.0)
     )
     return int(connection.execute(query).rowcount)
+
+
+def requeue(connection: sa.Connection, lease: Lease, now: float) -> bool:
+    """Give the job of ``lease`` back to the queue (any daemon, this one too, claims it again and
+    resumes its execution); False when the lease no longer held it."""
+    query = jobs.update().where(*_held(lease))
+    back = query.values(status=QUEUED, owner=None, lease_until=None, not_before=now)
+    return bool(connection.execute(back).rowcount)
 
 
 def insert_tick(connection: sa.Connection, row: Mapping[str, Any]) -> bool:

@@ -42,7 +42,9 @@ def run_firings(loop: Loop, count: int, running: int = 0) -> tuple[list[Intake],
             intakes.append(intake)
             if index < running:
                 await store.write(
-                    lambda c, job=intake.job_id: queue.claim_job(c, {"id": job}, "me", 99.0)
+                    lambda c, job=intake.job_id: queue.claim_job(
+                        c, {"id": job, "attempts": 0}, "me", 99.0
+                    )
                 )
         counts = await store.read(queue.queue_depth)
         return intakes, counts

@@ -7,8 +7,10 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 
+from loopengine.errors import LeaseLost
 from loopengine.store import ExecutionRow, PhaseResult, Store, executions, queue
 from loopengine.testing import memory_store
 
@@ -31,6 +33,7 @@ def job(job_id: str, loop_id: str = "tick", created_at: float = 0.0) -> dict[str
         "envelope": {},
         "idempotency_key": job_id,
         "status": queue.QUEUED,
+        "attempts": 0,
         "not_before": created_at,
         "created_at": created_at,
     }
@@ -39,23 +42,38 @@ def job(job_id: str, loop_id: str = "tick", created_at: float = 0.0) -> dict[str
 def test_a_lease_taken_over_is_reported_lost_and_cannot_be_finished() -> None:
     async def steps(store: Store) -> tuple[Any, ...]:
         await store.write(lambda c: queue.insert_job(c, job("j1")))
-        await store.write(lambda c: queue.claim_job(c, job("j1"), "a", 10.0))
+        first = await store.write(lambda c: queue.claim_job(c, job("j1"), "a", 10.0))
         stale = await store.write(
             lambda c: queue.claimable(c, 11.0, 5, owner="b", loop_ids=["tick"])
         )
-        await store.write(lambda c: queue.claim_job(c, stale[0], "b", 40.0))
+        second = await store.write(lambda c: queue.claim_job(c, stale[0], "b", 40.0))
         renewed = await store.write(lambda c: queue.renew_leases(c, "a", ["j1"], 50.0))
         finished = await store.write(
-            lambda c: queue.finish_job(
-                c, "j1", owner="a", outcome="completed", execution_id=None, now=12.0
-            )
+            lambda c: queue.finish_job(c, first, outcome="completed", execution_id=None, now=12.0)
         )
-        return [j["id"] for j in stale], renewed, finished
+        return [j["id"] for j in stale], (first, second), renewed, finished
 
-    stale, renewed, finished = scenario(steps)
+    stale, leases, renewed, finished = scenario(steps)
     assert stale == ["j1"]
+    assert leases == (queue.Lease("j1", "a", 1), queue.Lease("j1", "b", 2))
     assert renewed == (set(), {"j1"})
     assert finished is False
+
+
+def test_a_lease_taken_over_fails_its_holders_checks() -> None:
+    async def steps(store: Store) -> tuple[Any, ...]:
+        await store.write(lambda c: queue.insert_job(c, job("j1")))
+        first = await store.write(lambda c: queue.claim_job(c, job("j1"), "a", 10.0))
+        await store.write(lambda c: queue.check_lease(c, first))
+        stale = await store.write(
+            lambda c: queue.claimable(c, 11.0, 5, owner="b", loop_ids=["tick"])
+        )
+        second = await store.write(lambda c: queue.claim_job(c, stale[0], "b", 40.0))
+        await store.write(lambda c: queue.check_lease(c, second))
+        with pytest.raises(LeaseLost, match="job j1 passed to another daemon"):
+            await store.write(lambda c: queue.check_lease(c, first))
+
+    scenario(steps)
 
 
 def test_an_owner_does_not_claim_its_own_expired_lease() -> None:

@@ -94,18 +94,11 @@ def test_only_the_owner_finishes_a_job(engine: sa.Engine) -> None:
     row = _job(uuid.uuid4().hex)
     with engine.begin() as connection:
         queue.insert_job(connection, row)
-        queue.claim_job(connection, row, "a", lease_until=10.0)
+        held = queue.claim_job(connection, {**row, "attempts": 0}, "a", lease_until=10.0)
     finished = []
-    for owner in ("b", "a"):
+    for lease in (queue.Lease(held.job_id, "b", 1), queue.Lease(held.job_id, "a", 2), held):
         with engine.begin() as connection:
             finished.append(
-                queue.finish_job(
-                    connection,
-                    str(row["id"]),
-                    owner=owner,
-                    outcome="completed",
-                    execution_id=None,
-                    now=5.0,
-                )
+                queue.finish_job(connection, lease, outcome="completed", execution_id=None, now=5.0)
             )
-    assert finished == [False, True]
+    assert finished == [False, False, True]

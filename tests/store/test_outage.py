@@ -1,0 +1,82 @@
+"""A database that goes away for a while (a PostgreSQL restart) is waited out: what the store
+was handed runs once it is back, for up to ``outage_s``; past that, or with no patience at all,
+the operation fails with ``StoreUnavailable`` and the next one reconnects."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import anyio
+import pytest
+import sqlalchemy as sa
+
+from loopengine.errors import StoreUnavailable
+from loopengine.store import Store, queue
+from tests.postgres import PostgresServer, postgres_cluster
+from tests.store.test_queue_races import _job
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[PostgresServer]:
+    with postgres_cluster() as started:
+        yield started
+
+
+def _after(seconds: float, action: object) -> threading.Thread:
+    def later() -> None:
+        time.sleep(seconds)
+        action()  # type: ignore[operator]
+
+    thread = threading.Thread(target=later)
+    thread.start()
+    return thread
+
+
+def _jobs(connection: sa.Connection) -> int:
+    return int(connection.execute(sa.text("SELECT count(*) FROM jobs")).scalar_one())
+
+
+def test_a_write_handed_over_during_a_restart_commits_once_the_database_is_back(
+    server: PostgresServer,
+) -> None:
+    told: list[str | None] = []
+
+    async def main() -> tuple[int, bool, int]:
+        async with Store.open(server.url) as store:
+            store.outage_s = 120.0
+            store.on_outage = lambda error: told.append(None if error is None else str(error))
+            before = await store.read(_jobs)
+            server.stop()
+            starting = _after(1.0, server.start)
+            won = await store.write(lambda c: queue.insert_job(c, _job("during-restart")))
+            starting.join()
+            return before, won, await store.read(_jobs)
+
+    before, won, after = anyio.run(main)
+    assert won is True
+    assert after == before + 1
+    assert [text is None for text in told] == [False, True]
+    assert str(told[0]).startswith("the database is unavailable")
+
+
+def test_without_patience_an_outage_fails_at_once_and_the_next_write_reconnects(
+    server: PostgresServer,
+) -> None:
+    async def main() -> tuple[str, bool]:
+        async with Store.open(server.url) as store:
+            server.stop()
+            try:
+                await store.write(lambda c: queue.insert_job(c, _job("refused")))
+            except StoreUnavailable as exc:
+                refused = str(exc)
+            finally:
+                server.start()
+            won = await store.write(lambda c: queue.insert_job(c, _job("after")))
+            return refused, won
+
+    message, won = anyio.run(main)
+    assert message.startswith("the database is unavailable: ")
+    assert "\n" not in message
+    assert won is True
