@@ -27,7 +27,7 @@ from loopengine.daemon._api_loops import add_loop_routes
 from loopengine.daemon._api_metrics import add_metrics_routes
 from loopengine.daemon._api_threads import add_thread_routes
 from loopengine.errors import StoreUnavailable, describe
-from loopengine.store import new_id
+from loopengine.store import impatient, new_id
 
 __all__ = ["BODY_DEADLINE_S", "MAX_BODY", "MAX_IN_FLIGHT", "BodyBounds", "InFlight", "create_app"]
 
@@ -199,10 +199,8 @@ class _Faults:
         if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
-        since = self.context.store.unavailable_since
-        if since is not None:
-            wait = StoreUnavailable("the database is unavailable")
-            await _unavailable(wait)(scope, receive, send)
+        if (outage := self.context.store.outage) is not None:
+            await _unavailable(outage)(scope, receive, send)
             return
         answered = False
 
@@ -212,7 +210,8 @@ class _Faults:
             await send(message)
 
         try:
-            await self.app(scope, receive, tracked)
+            with impatient():
+                await self.app(scope, receive, tracked)
         except Exception as exc:
             request_id = scope.get("state", {}).get("request_id")
             where = f"{scope['method']} {scope['path']}"

@@ -1,5 +1,9 @@
 """Event triggers: follow the store's event log by id and queue a job per matching trigger.
 
+Ids come from a sequence before commit on PostgreSQL, so an event may commit after later ones
+were read: a ``LogFollower`` waits for such gaps (``GAP_WAIT_S``) and reads them again until
+they fill, and the saved cursor stays below the oldest.
+
 Patterns match through a precompiled index; the trigger's ``filter`` and ``scope`` are
 expressions evaluated on the event alone (no I/O in a trigger). The cursor moves in the
 transaction that queues the jobs, and each job's idempotency key names the event, so a crash or a
@@ -23,12 +27,16 @@ from loopengine.daemon._log import DaemonLog
 from loopengine.daemon._loops import triggers_of
 from loopengine.errors import ContractError, LoopEngineError
 from loopengine.store import Store, iso, new_envelope, queue
-from loopengine.triggers import PatternIndex
+from loopengine.triggers import LogFollower, PatternIndex
 
-__all__ = ["BATCH", "CURSOR", "Dispatcher"]
+__all__ = ["BATCH", "CURSOR", "GAP_WAIT_S", "Dispatcher"]
 
 CURSOR = "events"
 BATCH = 500
+GAP_WAIT_S = 300.0
+"""How long an id missing below later ones is waited for: its insert may still be open."""
+GAPS_READ = 1000
+"""Most gaps read again at each poll (the oldest)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,15 +91,19 @@ class Dispatcher:
         self.index = PatternIndex((r.config.event_pattern, r) for r in routes.values())
 
     async def run(self) -> None:
-        position = await self.store.read(lambda c: queue.cursor(c, CURSOR))
+        start = await self.store.read(lambda c: queue.cursor(c, CURSOR))
+        follower = LogFollower(start, GAP_WAIT_S)
         while True:
+            high, saved = follower.high, follower.position
+            gaps = sorted(follower.gaps)[:GAPS_READ]
             batch = await self.store.read(
-                partial(queue.events_after, position=position, limit=BATCH)
+                partial(queue.events_after, position=high, limit=BATCH, gaps=gaps)
             )
-            if batch:
-                position = await self._dispatch(batch)
-                if len(batch) == BATCH:
-                    continue
+            fresh = set(follower.take((event["id"] for event in batch), self.clock()))
+            if fresh or follower.position != saved:
+                await self._dispatch([e for e in batch if e["id"] in fresh], follower.position)
+            if sum(1 for event in batch if event["id"] > high) == BATCH:
+                continue
             self.wake = anyio.Event()
             with anyio.move_on_after(self.poll_s):
                 await self.wake.wait()
@@ -130,15 +142,16 @@ class Dispatcher:
             firings.append(Firing(route.loop, trigger, key, scope=scope))
         return firings
 
-    async def _dispatch(self, batch: list[dict[str, Any]]) -> int:
+    async def _dispatch(self, batch: list[dict[str, Any]], position: int) -> None:
+        """Queue what the events of ``batch`` fire, and save ``position`` in the same
+        transaction."""
         firings = [firing for event in batch for firing in self._firings(event)]
-        last = int(batch[-1]["id"])
         now = self.clock()
 
         def write(connection: sa.Connection) -> list[tuple[Firing, Intake]]:
             paused = queue.paused(connection)
             done = [(f, enqueue(connection, f, now, paused=f.loop.id in paused)) for f in firings]
-            queue.move_cursor(connection, CURSOR, last, now)
+            queue.move_cursor(connection, CURSOR, position, now)
             return done
 
         results = await self.store.write(write)
@@ -153,4 +166,3 @@ class Dispatcher:
             queued = log_intake(self.log, intake, **fields) or queued
         if queued:
             self.on_queued()
-        return last

@@ -26,9 +26,13 @@ from loopengine.store._record import (
 )
 
 if TYPE_CHECKING:
-    from loopengine.store._store import Pending, Store
+    from loopengine.store._store import Pending, Store, impatient
 
-_EXPORTS = {"Pending": "loopengine.store._store", "Store": "loopengine.store._store"}
+_EXPORTS = {
+    "Pending": "loopengine.store._store",
+    "Store": "loopengine.store._store",
+    "impatient": "loopengine.store._store",
+}
 
 __all__ = [
     "MIGRATIONS",
@@ -48,6 +52,7 @@ __all__ = [
     "executions",
     "flags",
     "health",
+    "impatient",
     "iso",
     "jobs",
     "learning",

@@ -15,7 +15,9 @@ shutdown still commits what an execution handed over (its record as ``cancelled`
 A database out of reach or out of space (``StoreUnavailable``: a PostgreSQL restart, a full disk)
 is waited out: the operations it failed run again, with backoff, for up to ``outage_s`` (0, the
 default, fails them at once; the daemon waits minutes), and what was queued behind them waits
-its turn, so nothing handed to the store is lost to an outage that ends in time.
+its turn, so nothing handed to the store is lost to an outage that ends in time. Operations
+handed over under ``impatient()`` (an HTTP request, whose client would rather hear 503 than wait)
+fail at once with ``StoreUnavailable`` instead, queued or not, while the outage lasts.
 
 Why a thread and a synchronous engine rather than SQLAlchemy's async engine over aiosqlite: that
 adapter hops threads for every cursor call (~4 per statement), and a 1 + 7 row transaction took
@@ -27,8 +29,9 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Hashable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Hashable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from typing import Any, Generic, TypeVar
 
 import anyio
@@ -46,24 +49,27 @@ from loopengine.store._database import (
 )
 from loopengine.store._migrations import migrate
 
-__all__ = ["Pending", "Store"]
+__all__ = ["Pending", "Store", "impatient"]
 
 _LOG = logging.getLogger("loopengine.store")
 T = TypeVar("T")
 Outcome = tuple[Any, BaseException | None]
 _GROUP_LIMIT = 64
-_BACKOFF_S = (0.05, 5.0)
+_PATIENT: ContextVar[bool] = ContextVar("loopengine_store_patient", default=True)
+_BACKOFF_S = (0.05, 2.0)
 """First and longest pause between two tries of an operation the database was unavailable for."""
 
 
 class Pending(Generic[T]):
     """An operation handed to the store; ``wait()`` returns its result once it committed."""
 
-    __slots__ = ("_done", "_error", "_value", "on_done", "operation", "writer")
+    __slots__ = ("_done", "_error", "_value", "on_done", "operation", "patient", "writer")
 
     def __init__(self, operation: Callable[[sa.Connection], T], writer: bool) -> None:
         self.operation = operation
         self.writer = writer
+        self.patient = _PATIENT.get()
+        """Whether it waits out a database outage (see ``impatient``)."""
         self.on_done: Callable[[BaseException | None], None] | None = None
         """Told, in the event loop, once the operation committed (None) or failed (the error)."""
         self._done = anyio.Event()
@@ -114,6 +120,8 @@ class Store:
         """How long an operation the database is unavailable for is tried again."""
         self.unavailable_since: float | None = None
         """When (``time.time()``) the database became unavailable; None while it answers."""
+        self.outage: StoreUnavailable | None = None
+        """Why the database is unavailable, while it is."""
         self.on_outage: Callable[[StoreUnavailable | None], None] | None = None
         """Told once when the database becomes unavailable (the error), and when it is back."""
 
@@ -155,6 +163,9 @@ class Store:
         if writer:
             self._memo.clear()
         pending = Pending(operation, writer)
+        if not pending.patient and self.outage is not None:
+            pending._settle(None, self.outage)
+            return pending
         self._queue.append(pending)
         self._wake.set()
         return pending
@@ -232,16 +243,17 @@ class Store:
                 self._waiting = False
             for index, outcome in zip(todo, tried, strict=True):
                 outcomes[index] = outcome
-            unavailable = [
+            down = [
                 (i, error)
                 for i, (_, error) in zip(todo, tried, strict=True)
                 if isinstance(error, StoreUnavailable)
             ]
-            if len(unavailable) < len(tried):
+            if len(down) < len(tried):
                 self._available()
-            if not unavailable or not self._wait_out(unavailable[0][1]):
+            waiting = bool(down) and self._wait_out(down[0][1])
+            todo = [i for i, _ in down if waiting and group[i].patient]
+            if not todo:
                 return [outcome for outcome in outcomes if outcome is not None]
-            todo = [i for i, _ in unavailable]
             with anyio.move_on_after(delay):
                 await self._closed.wait()
             delay = min(delay * 2, _BACKOFF_S[1])
@@ -251,14 +263,23 @@ class Store:
         is younger than ``outage_s`` and the store is not closing."""
         now = time.time()
         if self.unavailable_since is None:
-            self.unavailable_since = now
+            self.unavailable_since, self.outage = now, error
+            self._fail_impatient(error)
             if self.on_outage is not None:
                 self.on_outage(error)
         return not self._closing and now - self.unavailable_since < self.outage_s
 
+    def _fail_impatient(self, error: StoreUnavailable) -> None:
+        """Fail at once what waits in the queue under ``impatient()``: the outage just began."""
+        waiting = list(self._queue)
+        self._queue = deque(pending for pending in waiting if pending.patient)
+        for pending in waiting:
+            if not pending.patient:
+                pending._settle(None, error)
+
     def _available(self) -> None:
         if self.unavailable_since is not None:
-            self.unavailable_since = None
+            self.unavailable_since, self.outage = None, None
             if self.on_outage is not None:
                 self.on_outage(None)
 
@@ -311,6 +332,17 @@ class Store:
             if len(group) == 1:
                 return [(None, translated(exc, self._driver_error))]
             return [self._run_group([pending])[0] for pending in group]
+
+
+@contextmanager
+def impatient() -> Iterator[None]:
+    """Operations handed to a store in this context (and the tasks it starts) fail with
+    ``StoreUnavailable`` during a database outage rather than wait it out."""
+    token = _PATIENT.set(False)
+    try:
+        yield
+    finally:
+        _PATIENT.reset(token)
 
 
 def _data_version(connection: sa.Connection) -> int:

@@ -8,7 +8,7 @@ say whether they won.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -342,10 +342,17 @@ def move_cursor(connection: sa.Connection, name: str, position: int, now: float)
         )
 
 
-def events_after(connection: sa.Connection, position: int, limit: int) -> list[dict[str, Any]]:
-    """Events appended after id ``position``, in log order."""
+def events_after(
+    connection: sa.Connection, position: int, limit: int, gaps: Collection[int] = ()
+) -> list[dict[str, Any]]:
+    """Events appended after id ``position``, in log order, then those of ids in ``gaps`` (ids
+    missing below later ones when last read: their transactions may have committed since)."""
     query = sa.select(events).where(events.c.id > position).order_by(events.c.id).limit(limit)
-    return [dict(row) for row in connection.execute(query).mappings()]
+    found = [dict(row) for row in connection.execute(query).mappings()]
+    if gaps:
+        filled = sa.select(events).where(events.c.id.in_(list(gaps))).order_by(events.c.id)
+        found.extend(dict(row) for row in connection.execute(filled).mappings())
+    return found
 
 
 def latest_metric_id(connection: sa.Connection) -> int:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         nesting,
         pattern_problem,
     )
+    from loopengine.triggers._gaps import MAX_GAPS, LogFollower
     from loopengine.triggers._index import PatternIndex
     from loopengine.triggers._overlap import Overlap, OverlapDecision, on_overlap
     from loopengine.triggers._schedule import CronSchedule, Fire
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "MAX_EVENT_BYTES": "loopengine.triggers._events",
     "MAX_EVENT_DEPTH": "loopengine.triggers._events",
+    "MAX_GAPS": "loopengine.triggers._gaps",
+    "LogFollower": "loopengine.triggers._gaps",
     "MAX_HEADER_CHARS": "loopengine.triggers._webhooks",
     "NICKNAMES": "loopengine.triggers._cron",
     "event_problem": "loopengine.triggers._events",
@@ -66,11 +69,13 @@ _EXPORTS = {
 __all__ = [
     "MAX_EVENT_BYTES",
     "MAX_EVENT_DEPTH",
+    "MAX_GAPS",
     "MAX_HEADER_CHARS",
     "NICKNAMES",
     "CatchUp",
     "CronSchedule",
     "Fire",
+    "LogFollower",
     "Overlap",
     "OverlapDecision",
     "PatternIndex",

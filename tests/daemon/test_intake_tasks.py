@@ -51,7 +51,8 @@ def test_an_event_whose_scope_cannot_bound_a_job_is_logged_and_passed() -> None:
         for n in (0, 5):
             await store.write(lambda c, n=n: signals.insert_event(c, "page.x", "t", {"n": n}, 1.0))
         batch = await store.read(lambda c: queue.events_after(c, 0, 10))
-        position = await dispatcher._dispatch(batch)
+        await dispatcher._dispatch(batch, 2)
+        position = await store.read(lambda c: queue.cursor(c, "events"))
         return position, await store.read(queue.queue_depth)
 
     position, depth = in_store(steps)

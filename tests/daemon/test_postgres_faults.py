@@ -1,0 +1,227 @@
+"""Daemons on PostgreSQL under faults: the database restarted under load, a daemon paused past
+its lease, an event committed after later ones, the API while the database is down. Each daemon
+stays up, and every acknowledged event and job runs exactly once."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections import Counter
+from collections.abc import Iterator
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+from loopengine.store import signals
+from tests.daemon.conftest import BY_HAND, ON_EVENT, Daemon, Workspace
+from tests.postgres import PostgresServer, postgres_cluster
+
+QUEUED = "concurrency: {max: 4, on_overlap: queue, max_queue: 10000}\n"
+"""Every firing runs (none skipped as an overlap): each can be counted."""
+
+ACT_ONCE = '''\
+import os
+import time
+from pathlib import Path
+
+from loopengine import SkillContext, skill
+
+
+@skill("nap")
+def nap(ctx: SkillContext, seconds: float) -> dict[str, float]:
+    """Take a while (the daemon running it is paused meanwhile)."""
+    time.sleep(seconds)
+    return {"slept": seconds}
+
+
+@skill("mark")
+def mark(ctx: SkillContext, path: str) -> dict[str, int]:
+    """Append this process's id to ``path``: one line per act that ran."""
+    with open(path, "a") as marks:
+        marks.write(f"{os.getpid()}\\n")
+    return {"pid": os.getpid()}
+'''
+
+PAUSED = """\
+id: paused
+trigger: {{type: manual}}
+analyze:
+  analysis_steps:
+    - {{name: slow, skill_id: nap, params: {{seconds: 3}}}}
+decide: {{decision_tree: [], fallback_action: mark_it}}
+act:
+  actions:
+    - {{action_id: mark_it, skill_id: mark, params: {{path: {marks}}}}}
+"""
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[PostgresServer]:
+    with postgres_cluster() as started:
+        yield started
+
+
+@pytest.fixture
+def on_postgres(workspace: Workspace, server: PostgresServer) -> Iterator[Workspace]:
+    workspace.env["LOOPENGINE_DATABASE"] = server.url
+    yield workspace
+    engine = sa.create_engine(server.url)
+    with engine.begin() as connection:
+        connection.execute(sa.text("DROP SCHEMA public CASCADE; CREATE SCHEMA public"))
+    engine.dispose()
+
+
+def _api(daemon: Daemon) -> str:
+    return str(daemon.wait_for(lambda line: line.get("kind") == "ready")["api"])
+
+
+def _rows(url: str, query: str) -> list[tuple[object, ...]]:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as connection:
+            return [tuple(row) for row in connection.execute(sa.text(query))]
+    finally:
+        engine.dispose()
+
+
+def _until(condition: object, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return
+        time.sleep(0.2)
+    raise AssertionError("not reached in time")
+
+
+def _drained(url: str) -> bool:
+    left = _rows(url, "SELECT count(*) FROM jobs WHERE status IN ('queued', 'running')")
+    return left == [(0,)]
+
+
+def test_a_restarted_database_stops_no_daemon_and_loses_nothing_acknowledged(
+    on_postgres: Workspace, server: PostgresServer
+) -> None:
+    loops = on_postgres.root / "loops"
+    (loops / "on_event.yaml").write_text(ON_EVENT + QUEUED)
+    (loops / "by_hand.yaml").write_text(BY_HAND + QUEUED)
+    daemons = [on_postgres.start("first.log"), on_postgres.start("second.log")]
+    api = _api(daemons[0])
+    events: list[int] = []
+    jobs: list[str] = []
+    refused = 0
+
+    def send(client: httpx.Client) -> None:
+        nonlocal refused
+        sent = client.post("/events", json={"name": "seo.page.up", "data": {"page": 1}})
+        fired = client.post("/loops/by_hand/trigger", json={})
+        for answer in (sent, fired):
+            if answer.status_code == 503:
+                assert int(answer.headers["retry-after"]) >= 1
+                refused += 1
+            else:
+                assert answer.status_code == 202, answer.text
+        if sent.status_code == 202:
+            events.append(sent.json()["id"])
+        if fired.status_code == 202:
+            jobs.append(fired.json()["job_id"])
+
+    with httpx.Client(base_url=api, timeout=30) as client:
+        for _ in range(3):
+            for _ in range(10):
+                send(client)
+            server.restart()
+            accepted = len(events)
+            deadline = time.monotonic() + 120
+            while len(events) < accepted + 10 and time.monotonic() < deadline:
+                send(client)
+                time.sleep(0.05)
+    _until(lambda: _drained(server.url))
+    assert all(daemon.process.poll() is None for daemon in daemons)
+    for daemon in daemons:
+        assert daemon.stop() == 0
+        assert "Traceback" not in daemon.log.read_text()
+    fired_by = Counter(
+        int(row[0])
+        for row in _rows(
+            server.url,
+            "SELECT e.trigger->'event'->>'id' FROM executions e WHERE e.loop_id = 'on_event'",
+        )
+    )
+    assert len(events) >= 60
+    assert len(jobs) >= 30
+    assert {event: fired_by[event] for event in events} == dict.fromkeys(events, 1)
+    ran = Counter(row[0] for row in _rows(server.url, "SELECT job_id FROM executions"))
+    assert {job: ran[job] for job in jobs} == dict.fromkeys(jobs, 1)
+    outcomes = _rows(server.url, "SELECT DISTINCT status, outcome FROM executions")
+    assert outcomes == [("finished", "completed")]
+
+
+def test_a_daemon_paused_past_its_lease_does_not_act_on_a_job_taken_over(
+    on_postgres: Workspace, server: PostgresServer
+) -> None:
+    marks = on_postgres.root / "acts.txt"
+    (on_postgres.root / "act_once.py").write_text(ACT_ONCE)
+    (on_postgres.root / "loopengine.yaml").write_text(
+        "daemon: {port: 0, lease_s: 2}\nplugins: [./act_once.py]\n"
+    )
+    (on_postgres.root / "loops" / "paused.yaml").write_text(PAUSED.format(marks=marks))
+    first = on_postgres.start("first.log")
+    on_postgres.cli("trigger", "paused")
+    first.wait_for(lambda line: line.get("kind") == "start")
+    first.process.send_signal(signal.SIGSTOP)
+    try:
+        second = on_postgres.start("second.log")
+        second.wait_for(lambda line: line.get("kind") == "end", timeout=120)
+    finally:
+        first.process.send_signal(signal.SIGCONT)
+    first.wait_for(lambda line: line.get("kind") == "lost", timeout=120)
+    assert first.stop() == 0
+    assert second.stop() == 0
+    assert len(marks.read_text().splitlines()) == 1
+    assert _rows(server.url, "SELECT status, outcome FROM jobs") == [("done", "completed")]
+    assert _rows(server.url, "SELECT status, outcome FROM executions") == [
+        ("finished", "completed")
+    ]
+
+
+def test_an_event_committed_after_a_later_one_is_dispatched(
+    on_postgres: Workspace, server: PostgresServer
+) -> None:
+    (on_postgres.root / "loops" / "on_event.yaml").write_text(ON_EVENT)
+    daemon = on_postgres.start()
+    engine = sa.create_engine(server.url)
+    try:
+        with engine.connect() as held:
+            transaction = held.begin()
+            signals.insert_event(held, "seo.page.late", "test", {"page": 1}, time.time())
+            on_postgres.cli("emit", "seo.page.early", "--data", '{"page": 2}')
+            daemon.wait_for(lambda line: line.get("event") == "seo.page.early")
+            transaction.commit()
+    finally:
+        engine.dispose()
+    daemon.wait_for(lambda line: line.get("event") == "seo.page.late" and line["kind"] == "fire")
+    assert daemon.stop() == 0
+
+
+def test_the_api_answers_503_while_the_database_is_down(
+    on_postgres: Workspace, server: PostgresServer
+) -> None:
+    (on_postgres.root / "loops" / "by_hand.yaml").write_text(BY_HAND)
+    daemon = on_postgres.start()
+    api = _api(daemon)
+    with httpx.Client(base_url=api, timeout=60) as client:
+        server.stop()
+        try:
+            answers = [client.get("/executions"), client.post("/loops/by_hand/trigger", json={})]
+            answers.append(client.get("/executions"))
+        finally:
+            server.start()
+        _until(lambda: client.get("/executions").status_code == 200)
+    assert [answer.status_code for answer in answers] == [503, 503, 503]
+    assert all(int(answer.headers["retry-after"]) >= 1 for answer in answers)
+    assert all(answer.json()["error"]["code"] == "unavailable" for answer in answers)
+    assert daemon.stop() == 0
+    text = daemon.log.read_text()
+    assert "Traceback" not in text
+    assert '"kind":"store"' in text
