@@ -225,3 +225,18 @@ def test_the_api_answers_503_while_the_database_is_down(
     text = daemon.log.read_text()
     assert "Traceback" not in text
     assert '"kind":"store"' in text
+
+
+def test_a_repeated_idempotency_key_answers_200_with_the_first_job(
+    on_postgres: Workspace, server: PostgresServer
+) -> None:
+    (on_postgres.root / "loops" / "by_hand.yaml").write_text(BY_HAND)
+    daemon = on_postgres.start()
+    with httpx.Client(base_url=_api(daemon), timeout=60) as client:
+        key = {"Idempotency-Key": "nightly-2026-11-26"}
+        first = client.post("/loops/by_hand/trigger", json={}, headers=key)
+        again = client.post("/loops/by_hand/trigger", json={}, headers=key)
+    assert daemon.stop() == 0
+    assert (first.status_code, again.status_code) == (202, 200)
+    assert again.json()["job_id"] == first.json()["job_id"]
+    assert again.json()["status"] == "duplicate"
