@@ -6,7 +6,6 @@ its body is parsed; the body is bounded before it is read whole.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import time
 from typing import Annotated, Any, NoReturn
@@ -16,6 +15,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
+from loopengine._json import NonFiniteNumber, loads
 from loopengine._secrets import remember
 from loopengine.daemon._api_context import ApiContext, queue_firing, queued_job
 from loopengine.daemon._hooks import HookRoute
@@ -132,16 +132,15 @@ def _delivery(
         _refuse(context, route, 401 if key is not None else 400, str(exc))
 
 
-def _no_constant(name: str) -> NoReturn:
-    raise ValueError(f"{name} is not a JSON number")
-
-
 def _payload(body: bytes) -> Any:
-    """The body as JSON, nested at most ``MAX_EVENT_DEPTH`` levels; 422 when it is not."""
+    """The body as JSON of finite numbers, nested at most ``MAX_EVENT_DEPTH`` levels; 422 when
+    it is not."""
     try:
-        payload = json.loads(body, parse_constant=_no_constant)
+        payload = loads(body, root="body")
     except RecursionError:
         raise HTTPException(422, _TOO_DEEP) from None
+    except NonFiniteNumber as exc:
+        raise HTTPException(422, str(exc)) from None
     except ValueError as exc:
         raise HTTPException(422, f"the body is not JSON: {exc}") from None
     if nesting(payload) > MAX_EVENT_DEPTH:

@@ -216,7 +216,12 @@ def test_a_github_delivery_signed_with_another_secret_is_a_401(
 
 @pytest.mark.parametrize(
     ("body", "said"),
-    [(b"not json", "not JSON"), (b"[" * 50_000 + b"]" * 50_000, "nested more than 32")],
+    [
+        (b"not json", "not JSON"),
+        (b"[" * 50_000 + b"]" * 50_000, "nested more than 32"),
+        (b'{"v": [NaN]}', "body.v.0: NaN is not a finite number"),
+        (b'{"v": 1e999}', "body.v: 1e999 is not a finite number"),
+    ],
 )
 def test_a_signed_body_that_is_not_bounded_json_is_a_422(
     served: tuple[Workspace, Daemon, str], body: bytes, said: str
