@@ -36,6 +36,7 @@ __all__ = [
     "score_history",
     "ticks",
     "trigger_states",
+    "webhook_bodies",
 ]
 
 metadata = sa.MetaData()
@@ -264,6 +265,18 @@ paused_loops = sa.Table(
     metadata,
     sa.Column("loop_id", sa.String(200), primary_key=True),
     sa.Column("paused_at", sa.Float, nullable=False),
+)
+
+# Bodies of verified deliveries whose signature covers the body alone (GitHub's), each held by
+# the first delivery sending it until its hook's tolerance ends: another delivery sending it
+# meanwhile is a replay of that one (migration 10).
+webhook_bodies = sa.Table(
+    "webhook_bodies",
+    metadata,
+    sa.Column("key", sa.String(200), primary_key=True),
+    sa.Column("idempotency_key", sa.String(200), nullable=False),
+    sa.Column("expires_at", sa.Float, nullable=False),
+    sa.Index("ix_webhook_bodies_expires", "expires_at"),
 )
 
 # Positions in append-only logs (the event log), shared by the daemons of one store.
