@@ -11,11 +11,13 @@ told which secrets its caller used.
 from __future__ import annotations
 
 import base64
+import io
 import logging
 import re
-from typing import Any
+import threading
+from typing import Any, TextIO
 
-__all__ = ["FRAGMENT", "MASK", "SecretFilter", "known", "redact", "remember"]
+__all__ = ["FRAGMENT", "MASK", "MaskedStream", "SecretFilter", "known", "redact", "remember"]
 
 MASK = "***"
 FRAGMENT = 12
@@ -125,3 +127,50 @@ class SecretFilter(logging.Filter):
         if record.stack_info:
             record.stack_info = _masked_text(record.stack_info)
         return True
+
+
+class MaskedStream(io.TextIOBase):
+    """Writes to ``target`` with known secrets masked, a whole line at a time (a secret printed
+    in pieces is masked whole); a line's unfinished end goes at ``flush`` (and ``close``, which
+    leaves ``target`` open), or once it passes ``MAX_PENDING`` characters. Safe to share between
+    threads (skills print from theirs)."""
+
+    MAX_PENDING = 65_536
+
+    def __init__(self, target: TextIO) -> None:
+        super().__init__()
+        self.target = target
+        self.pending = ""
+        self.lock = threading.Lock()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]  # a property on io.TextIOBase
+        return self.target.encoding
+
+    def isatty(self) -> bool:
+        return self.target.isatty()
+
+    def fileno(self) -> int:
+        return self.target.fileno()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        with self.lock:
+            whole, end, self.pending = (self.pending + text).rpartition("\n")
+            if whole or end:
+                self.target.write(_masked_text(whole + end))
+            if len(self.pending) > self.MAX_PENDING:
+                self._drain()
+        return len(text)
+
+    def flush(self) -> None:
+        with self.lock:
+            self._drain()
+            self.target.flush()
+
+    def _drain(self) -> None:
+        if self.pending:
+            self.target.write(_masked_text(self.pending))
+            self.pending = ""

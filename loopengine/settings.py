@@ -159,12 +159,14 @@ def _semantic(document: YamlDocument) -> list[Diagnostic]:
 
 def _built(document: YamlDocument | None) -> Config:
     from loopengine.contract import Config, build_model
+    from loopengine.expr import remember_secrets
 
     if document is None or document.data is None:
         return Config()
     config, problems = build_model(Config, document)
     if problems or config is None:
         raise ContractError(problems[0].format() if problems else document.file, problems)
+    remember_secrets(document.data, os.environ)
     return config
 
 

@@ -26,8 +26,13 @@ def _workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         (["emit", "a.b", "--data", "[" * 40 + "]" * 40], f"{MAX_EVENT_DEPTH} levels"),
         (["emit", "a.b", "--data", '"' + "x" * MAX_EVENT_BYTES + '"'], "over 65536 bytes"),
         (["emit", "a.*", "--data", "{}"], "write dot-separated names"),
-        (["run", "x.yaml", "--input", "a=" + "[" * 60_000], "--input a: nested more than 32"),
-        (["run", "x.yaml", "--input", "a=" + "[" * 40 + "]" * 40], "nested more than 32 levels"),
+        (["run", "x.yaml", "--input", "x=" + "[" * 60_000], "--input x: nested more than 32"),
+        (["run", "x.yaml", "--input", "x=" + "[" * 40 + "]" * 40], "nested more than 32 levels"),
+        (["emit", "a.b", "--data", '{"page": [1, NaN]}'], "--data.page.1: NaN is not a finite"),
+        (["emit", "a.b", "--data", "1e999"], "--data: 1e999 is not a finite number"),
+        (["run", "x.yaml", "--input", "x=NaN"], "--input x=NaN: 'NaN' is not of type 'number'"),
+        (["run", "x.yaml", "--input", "x=-Infinity"], "'-Infinity' is not of type 'number'"),
+        (["run", "x.yaml", "--input", "x=1e999"], "'1e999' is not of type 'number'"),
         (["emit", "a" * 201], "write dot-separated names"),
         (["events", "list", "--limit", str(MAX_LISTED + 1)], "write a whole number from 1"),
         (["metrics", "list", "--limit", "0"], "write a whole number from 1"),
@@ -39,6 +44,7 @@ def test_an_input_past_its_bound_is_one_clear_line(
 ) -> None:
     (tmp_path / "x.yaml").write_text(
         "id: x\ntrigger: {type: cron, config: {expression: '0 2 * * *'}}\n"
+        "params: {x: {type: number}}\n"
         "decide: {decision_tree: [], fallback_action: log_only}\n"
     )
     assert main(arguments) == 2

@@ -16,7 +16,16 @@ import loopengine
 
 ROOT = Path(loopengine.__file__).parent
 BASE = frozenset(
-    {"errors", "_suggestions", "_concurrency", "_lazy", "_resources", "_secrets", "_startup"}
+    {
+        "errors",
+        "_json",
+        "_suggestions",
+        "_concurrency",
+        "_lazy",
+        "_resources",
+        "_secrets",
+        "_startup",
+    }
 )
 """Modules every layer may use; they import only one another."""
 LAYERS: dict[str, frozenset[str]] = {

@@ -1,12 +1,14 @@
-"""Secret values are masked whole, transformed and in pieces, wherever they appear."""
+"""Secret values are masked whole, transformed and in pieces, wherever they appear: in values,
+log records and streams."""
 
 from __future__ import annotations
 
 import base64
+import io
 import logging
 import sys
 
-from loopengine._secrets import FRAGMENT, SecretFilter, redact, remember
+from loopengine._secrets import FRAGMENT, MaskedStream, SecretFilter, redact, remember
 
 SECRET = "tok-4f9a1c7e2b8d"
 
@@ -54,3 +56,20 @@ def test_a_log_records_traceback_is_masked() -> None:
     assert record.exc_info is None
     assert SECRET not in str(record.exc_text)
     assert "ValueError: refused ***" in str(record.exc_text)
+
+
+def test_a_stream_masks_a_secret_written_in_pieces_a_line_at_a_time() -> None:
+    remember(SECRET)
+    target = io.StringIO()
+    stream = MaskedStream(target)
+    print("the key is", SECRET[:6], file=stream, end="")
+    stream.write(f"{SECRET[6:]} ok\nrest {SECRET}")
+    assert target.getvalue() == "the key is *** ok\n"
+    stream.close()
+    assert (target.getvalue(), target.closed) == ("the key is *** ok\nrest ***", False)
+
+
+def test_a_stream_writes_a_line_without_end_once_it_is_long() -> None:
+    target = io.StringIO()
+    MaskedStream(target).write("x" * (MaskedStream.MAX_PENDING + 1))
+    assert len(target.getvalue()) == MaskedStream.MAX_PENDING + 1

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from loopengine._json import loads
 from loopengine.contract import MAX_INPUT_DEPTH, Loop, param_problem, unknown_param
 from loopengine.errors import ContractError
 from loopengine.triggers import nesting
@@ -13,10 +13,11 @@ __all__ = ["parse_inputs"]
 
 
 def _value(name: str, text: str) -> Any:
-    """``text`` read as JSON when it is JSON (nested at most ``MAX_INPUT_DEPTH`` levels)."""
+    """``text`` read as JSON when it is JSON of finite numbers (nested at most
+    ``MAX_INPUT_DEPTH`` levels); ``NaN`` is the text ``NaN``."""
     too_deep = ContractError(f"--input {name}: nested more than {MAX_INPUT_DEPTH} levels")
     try:
-        value = json.loads(text)
+        value = loads(text)
     except RecursionError:
         raise too_deep from None
     except ValueError:

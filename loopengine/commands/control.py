@@ -3,13 +3,13 @@ whether or not one runs (nothing is lost while it is down)."""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from loopengine._json import NonFiniteNumber, loads
 from loopengine.commands._console import Console
 from loopengine.commands._inputs import parse_inputs
 from loopengine.commands._report import show_record
@@ -124,9 +124,11 @@ def _event_data(text: str | None) -> Any:
         raise ContractError(f"--data is over {MAX_EVENT_BYTES} bytes: send a reference instead")
     too_deep = ContractError(f"--data is nested more than {MAX_EVENT_DEPTH} levels: flatten it")
     try:
-        data = json.loads(text)
+        data = loads(text, root="--data")
     except RecursionError:
         raise too_deep from None
+    except NonFiniteNumber as exc:
+        raise ContractError(str(exc)) from None
     except ValueError as exc:
         raise ContractError(
             f"--data is not JSON ({exc}): write e.g. --data '{{\"page\": 1}}'"

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 import time
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
+from loopengine._secrets import MaskedStream
 from loopengine.commands._console import Console
 from loopengine.reader import open_reader
 from loopengine.settings import read_settings
@@ -17,9 +20,18 @@ __all__ = ["run_daemon_command", "run_status"]
 async def run_daemon_command(
     console: Console, folder: Path | None, config: Path | None, as_json: bool
 ) -> int:
+    """Run the daemon; what its skills and plugins print to stdout or stderr has known secrets
+    masked, as its log has."""
     from loopengine.daemon import DaemonLog, run_daemon
 
-    return await run_daemon(config, folder, DaemonLog(console.out, as_json=as_json))
+    log = DaemonLog(console.out, as_json=as_json)
+    with (
+        MaskedStream(sys.stdout) as out,
+        MaskedStream(sys.stderr) as err,
+        redirect_stdout(out),
+        redirect_stderr(err),
+    ):
+        return await run_daemon(config, folder, log)
 
 
 def _trigger_name(trigger: dict[str, Any]) -> str:

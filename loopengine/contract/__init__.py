@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from loopengine._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from loopengine.contract._config import Cluster, Config, Node
+    from loopengine.contract._config import Cluster, Config, DaemonSettings, Node
     from loopengine.contract._diagnostics import Diagnostic, Level
     from loopengine.contract._documents import (
         SchemaValidator,
@@ -100,6 +100,7 @@ _EXPORTS = {
     "Config": "loopengine.contract._config",
     "ContextRequirement": "loopengine.contract._phases",
     "CronTrigger": "loopengine.contract._triggers",
+    "DaemonSettings": "loopengine.contract._config",
     "Detect": "loopengine.contract._phases",
     "Diagnostic": "loopengine.contract._diagnostics",
     "Durability": "loopengine.contract._enums",
@@ -181,6 +182,7 @@ __all__ = [
     "Config",
     "ContextRequirement",
     "CronTrigger",
+    "DaemonSettings",
     "Detect",
     "Diagnostic",
     "Durability",

@@ -77,6 +77,21 @@ class DaemonSettings(Strict):
         "past this, each operation fails and is tried again later. The HTTP API answers 503 "
         "meanwhile.",
     )
+    header_timeout_s: float = Field(
+        10,
+        gt=0,
+        le=300,
+        description="How long a request's line and headers may take to arrive whole, from the "
+        "connection's opening or the previous answer; a connection past it is closed (a client "
+        "sending nothing, or a byte at a time, holds nothing for long).",
+    )
+    connections_per_client: int = Field(
+        64,
+        ge=1,
+        le=10_000,
+        description="Connections one client address may hold open; at the limit, its oldest "
+        "connection waiting for a request is closed for a new one.",
+    )
     autolearn: bool = Field(
         False,
         description="Also schedule the shipped autolearn loops (autotune, autoreview, memory: "

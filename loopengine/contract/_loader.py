@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -140,12 +141,14 @@ class LoopLoader:
         if not self.build:
             return LoadReport(file, None, tuple(problems), id_at, str(body.data["id"]))
         from loopengine.contract._loop import LoopSpec
+        from loopengine.expr import remember_secrets
 
         spec, model_problems = build_model(LoopSpec, body)
         if spec is None:
             return LoadReport(file, None, tuple(problems + model_problems))
         version = hashlib.sha256(text.encode()).hexdigest()
         loop = Loop(spec, file, version, _parts(body.data))
+        remember_secrets(body.data, os.environ)
         return LoadReport(file, loop, tuple(problems), id_at)
 
     def load_file(self, path: Path) -> LoadReport:

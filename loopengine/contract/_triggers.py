@@ -135,7 +135,10 @@ class WebhookConfig(Strict):
         "`webhook-timestamp`, `webhook-signature`) or `github` (`X-Hub-Signature-256`).",
     )
     tolerance_s: float = Field(
-        300, gt=0, description="Accepted clock skew of the timestamp header."
+        300,
+        gt=0,
+        description="Accepted clock skew of the timestamp header (`standard`); with `github`, "
+        "how long a body is remembered: one sent again within it is a replay, not run.",
     )
     max_body_bytes: int = Field(
         MAX_WEBHOOK_BODY,

@@ -7,17 +7,21 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from functools import partial
 from importlib.metadata import version
+from typing import Any
 
 import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from loopengine._json import NonFiniteNumber, loads
 from loopengine.daemon._access import OPEN_PATHS, is_open, token_accepted
 from loopengine.daemon._api_autolearn import add_autolearn_routes
 from loopengine.daemon._api_chat import add_chat_routes
@@ -233,6 +237,29 @@ def _unavailable(exc: StoreUnavailable) -> JSONResponse:
     return error_response(503, f"{exc}: retry later", {"Retry-After": retry_after})
 
 
+class _FiniteRequest(Request):
+    """A request whose JSON body holds finite numbers only: ``NaN``, ``Infinity`` or ``1e999``
+    anywhere in it is a 422 naming where, before any endpoint sees it."""
+
+    async def json(self) -> Any:
+        try:
+            return loads(await self.body(), root="body")
+        except NonFiniteNumber as exc:
+            raise HTTPException(422, str(exc)) from None
+
+
+class _FiniteRoute(APIRoute):
+    """Every endpoint reads its JSON body through ``_FiniteRequest``."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def finite(request: Request) -> Response:
+            return await handler(_FiniteRequest(request.scope, request.receive))
+
+        return finite
+
+
 def _hook_limit(context: ApiContext, path: str) -> int | None:
     """The ``max_body_bytes`` of the webhook served at ``path``, if one is."""
     route = context.hook(path.removeprefix("/hooks/")) if path.startswith("/hooks/") else None
@@ -249,6 +276,7 @@ def create_app(context: ApiContext) -> FastAPI:
         redoc_url=None,
         responses=ERRORS,
     )
+    app.router.route_class = _FiniteRoute
     app.add_middleware(
         BodyBounds,
         limit=MAX_BODY,

@@ -1,32 +1,35 @@
 """``POST /hooks/{path}``: a delivery fires the loop whose ``webhook`` trigger has that path,
-once per delivery id. A signed hook's delivery is checked (``triggers.verify_delivery``) before
-its body is parsed; the body is bounded before it is read whole.
+once per delivery id, and a signed GitHub-style one once per body within the hook's tolerance
+(``triggers.replay_digest``). A signed hook's delivery is checked (``triggers.verify_delivery``)
+before its body is parsed; the body is bounded before it is read whole.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import time
 from typing import Annotated, Any, NoReturn
 
+import sqlalchemy as sa
 from fastapi import FastAPI, Path, Request
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
+from loopengine._json import NonFiniteNumber, loads
 from loopengine._secrets import remember
 from loopengine.daemon._api_context import ApiContext, queue_firing, queued_job
 from loopengine.daemon._hooks import HookRoute
-from loopengine.daemon._intake import Firing, Intake, log_intake
+from loopengine.daemon._intake import Firing, Intake, enqueue_keyed, log_intake
 from loopengine.errors import ExpressionError, TriggerError
 from loopengine.expr import compile_template
-from loopengine.store import new_id
+from loopengine.store import new_id, queue, webhooks
 from loopengine.triggers import (
     MAX_EVENT_DEPTH,
     delivery_of,
     nesting,
+    replay_digest,
     verify_delivery,
     webhook_key,
 )
@@ -43,7 +46,8 @@ class HookAccepted(BaseModel):
     loop_id: str
     delivery_id: str
     status: str
-    """``queued``, or ``duplicate`` when the delivery id was seen before (the first job)."""
+    """``queued``, or ``duplicate`` when the delivery id (or a GitHub-style body within the
+    hook's tolerance) was seen before: the first job."""
 
 
 def add_hook_routes(app: FastAPI, context: ApiContext) -> None:
@@ -54,14 +58,15 @@ def add_hook_routes(app: FastAPI, context: ApiContext) -> None:
         path: Annotated[str, Path(max_length=1000)], request: Request, response: Response
     ) -> HookAccepted:
         """Fire the loop whose webhook trigger has ``path`` (its delivery checked against the
-        trigger's secret when it has one); a delivery id seen before answers with the first job
-        (200) and runs nothing."""
+        trigger's secret when it has one); a delivery id seen before, or a signed GitHub body
+        seen within the hook's tolerance, answers with the first job (200) and runs nothing."""
         route = _route(context, path, request.method)
         key = _secret_key(context, route)
         body = await request.body()  # bounded by BodyBounds, to this hook's max_body_bytes
         delivery = _delivery(context, route, key, request, body)
         firing = _firing(route, delivery, _payload(body))
-        intake, queued = await queue_firing(context, firing)
+        replayable = replay_digest(route.trigger.config.style, body) if key else None
+        intake, queued = await _queued(context, route, firing, replayable)
         _log(context, route, delivery, intake)
         job = queued_job(firing, intake, queued)
         if intake.status == "duplicate":
@@ -69,6 +74,26 @@ def add_hook_routes(app: FastAPI, context: ApiContext) -> None:
         return HookAccepted(
             job_id=job["id"], loop_id=route.loop.id, delivery_id=delivery, status=intake.status
         )
+
+
+async def _queued(
+    context: ApiContext, route: HookRoute, firing: Firing, replayable: str | None
+) -> tuple[Intake, dict[str, Any] | None]:
+    """Queue ``firing`` (``queue_firing``), unless the body ``replayable`` names was sent by
+    another delivery within the hook's tolerance: then a ``duplicate`` of that one's job."""
+    if replayable is None:
+        return await queue_firing(context, firing)
+    body, mine = _named(route, replayable), firing.idempotency_key
+    now = time.time()
+    until = now + route.trigger.config.tolerance_s
+
+    def write(connection: sa.Connection) -> tuple[Intake, dict[str, Any] | None]:
+        holder = webhooks.hold_body(connection, body, mine, now, until)
+        if holder != mine:
+            return Intake("duplicate"), queue.job_keyed(connection, holder)
+        return enqueue_keyed(connection, firing, now)
+
+    return await context.store.write(write)
 
 
 def _log(context: ApiContext, route: HookRoute, delivery: str, intake: Intake) -> None:
@@ -132,16 +157,15 @@ def _delivery(
         _refuse(context, route, 401 if key is not None else 400, str(exc))
 
 
-def _no_constant(name: str) -> NoReturn:
-    raise ValueError(f"{name} is not a JSON number")
-
-
 def _payload(body: bytes) -> Any:
-    """The body as JSON, nested at most ``MAX_EVENT_DEPTH`` levels; 422 when it is not."""
+    """The body as JSON of finite numbers, nested at most ``MAX_EVENT_DEPTH`` levels; 422 when
+    it is not."""
     try:
-        payload = json.loads(body, parse_constant=_no_constant)
+        payload = loads(body, root="body")
     except RecursionError:
         raise HTTPException(422, _TOO_DEEP) from None
+    except NonFiniteNumber as exc:
+        raise HTTPException(422, str(exc)) from None
     except ValueError as exc:
         raise HTTPException(422, f"the body is not JSON: {exc}") from None
     if nesting(payload) > MAX_EVENT_DEPTH:
@@ -158,5 +182,9 @@ def _firing(route: HookRoute, delivery: str, payload: Any) -> Firing:
         "delivery_id": delivery,
         "data": payload,
     }
-    named = f"{route.loop.id}\n{route.trigger_id}\n{delivery}".encode()
-    return Firing(route.loop, trigger, f"webhook:{hashlib.sha256(named).hexdigest()}")
+    return Firing(route.loop, trigger, f"webhook:{_named(route, delivery)}")
+
+
+def _named(route: HookRoute, what: str) -> str:
+    """A key naming ``what`` (a delivery id, a body's digest) for the route's loop and trigger."""
+    return hashlib.sha256(f"{route.loop.id}\n{route.trigger_id}\n{what}".encode()).hexdigest()

@@ -298,7 +298,7 @@ async def run_daemon(config: Path | None, folder: Path | None, log: DaemonLog) -
             hook=daemon.hooks.route,
             metrics=metrics,
         )
-        server = ApiServer(create_app(context), bound)
+        server = ApiServer(create_app(context), bound, settings)
         signals = _Signals()
         async with anyio.create_task_group() as group:
             group.start_soon(server.run_bound)

@@ -1,4 +1,5 @@
-"""The daemon's log: one line per fire, start, end and non-run, as text or JSON lines."""
+"""The daemon's log: one line per fire, start, end and non-run, as text or JSON lines, known secrets
+masked."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
+from loopengine._secrets import redact
 from loopengine.store import iso
 
 __all__ = ["DaemonLog"]
@@ -24,7 +26,8 @@ class DaemonLog:
 
     def line(self, kind: str, message: str = "", /, **fields: Any) -> None:
         """Log a ``kind`` of event (``fire``, ``start``, ``end``, ``skip``, ``error``…) with its
-        fields."""
+        fields, every known secret masked in them and in ``message``."""
+        message, fields = redact(message), redact(fields)
         now = iso(time.time())
         if self.as_json:
             record = {"ts": now, "kind": kind, **fields}

@@ -12,7 +12,6 @@ from typing import Any
 import anyio
 import sqlalchemy as sa
 
-from loopengine._secrets import redact
 from loopengine.contract import Durability, Phase
 from loopengine.engine._run import Run
 from loopengine.errors import StorageError
@@ -107,14 +106,10 @@ def _execution_row(run: Run) -> ExecutionRow:
 _NO_ERRORS = Encoded.of([])
 
 
-def _encoded(value: Any) -> Encoded:
-    return Encoded.of(redact(value))
-
-
 def _phase_row(execution_id: str, seq: int, result: PhaseResult) -> Any:
     row = result.row(execution_id, seq)
-    row["data"] = _encoded(row["data"])
-    row["errors"] = _encoded(row["errors"]) if row["errors"] else _NO_ERRORS
+    row["data"] = Encoded.of(row["data"])
+    row["errors"] = Encoded.of(row["errors"]) if row["errors"] else _NO_ERRORS
     return row
 
 
@@ -148,15 +143,13 @@ class _Commit:
         try:
             values = {
                 "last_phase": run.phases[-1].phase if run.phases else None,
-                "context": _encoded(snapshot(run)),
+                "context": Encoded.of(snapshot(run)),
                 "usage": run.usage.as_dict(),
                 **end,
             }
             rows = [_phase_row(run.execution_id, seq, result) for seq, result in held]
         except (TypeError, ValueError) as exc:
             raise StorageError(f"cannot record {what} of {run.execution_id}: {exc}") from None
-        if "error" in values:
-            values["error"] = redact(values["error"])
         self.values.update(values)
         self.rows.extend(rows)
         self.writes.extend(writes)

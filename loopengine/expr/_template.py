@@ -18,7 +18,7 @@ from loopengine._secrets import remember
 from loopengine.errors import ExpressionError
 from loopengine.expr._expression import Expression, compile_expression
 
-__all__ = ["Reference", "Template", "compile_template"]
+__all__ = ["Reference", "Template", "compile_template", "remember_secrets"]
 
 _SECRET = re.compile(r"\s*secret\.([A-Za-z_][A-Za-z0-9_]*)\s*")
 _SECRET_MISUSE = re.compile(r"(?<![.\w])secret\s*\.")
@@ -142,17 +142,24 @@ def _render(node: Any, context: Any, environ: Mapping[str, str]) -> Any:
     return node
 
 
-def _references(node: Any) -> Iterator[Reference]:
-    if isinstance(node, Reference):
-        yield node
-    elif isinstance(node, _Interpolation):
-        yield from (part for part in node.parts if isinstance(part, Reference))
-    elif isinstance(node, dict):
+def _leaves(node: Any) -> Iterator[Any]:
+    """What ``node`` holds that is neither a dict nor a list, in order."""
+    if isinstance(node, dict):
         for item in node.values():
-            yield from _references(item)
+            yield from _leaves(item)
     elif isinstance(node, list):
         for item in node:
-            yield from _references(item)
+            yield from _leaves(item)
+    else:
+        yield node
+
+
+def _references(node: Any) -> Iterator[Reference]:
+    for leaf in _leaves(node):
+        if isinstance(leaf, Reference):
+            yield leaf
+        elif isinstance(leaf, _Interpolation):
+            yield from (part for part in leaf.parts if isinstance(part, Reference))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -184,3 +191,21 @@ def compile_template(value: Any) -> Template:
     """Compile every ``${ }`` in ``value``; raises ``ExpressionError`` on the first bad one."""
     compiled = _compile(value)
     return Template(value, compiled, tuple(_references(compiled)))
+
+
+def _secret_names(document: Any) -> Iterator[str]:
+    for leaf in _leaves(document):
+        if isinstance(leaf, str) and "secret" in leaf:
+            try:
+                yield from compile_template(leaf).secret_names
+            except ExpressionError:
+                continue
+
+
+def remember_secrets(document: Any, environ: Mapping[str, str]) -> None:
+    """Treat as secrets, from now on, the values ``environ`` gives every ``${ secret.NAME }`` in
+    the strings of ``document`` (a loop or config file as read): a value sent back as data before
+    any of them renders is masked all the same."""
+    for name in set(_secret_names(document)):
+        if value := environ.get(name):
+            remember(value)

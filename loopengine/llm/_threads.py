@@ -19,7 +19,6 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine._secrets import redact
 from loopengine.errors import ThreadError
 from loopengine.llm._toolcalls import new_call_id
 from loopengine.store import threads
@@ -244,10 +243,10 @@ def _row(
         "session_id": session_id,
         "seq": seq,
         "role": message["role"],
-        "content": redact(content if isinstance(content, str | None) else json.dumps(content)),
+        "content": content if isinstance(content, str | None) else json.dumps(content),
         "name": message.get("name"),
         "tool_call_id": message.get("tool_call_id"),
-        "tool_calls": redact(message.get("tool_calls")),
+        "tool_calls": message.get("tool_calls"),
         "operation_id": operation_id,
         "created_at": now,
     }

@@ -67,6 +67,7 @@ __all__ = [
     "signals",
     "status",
     "threads",
+    "webhooks",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -21,9 +21,19 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.pool import StaticPool
 
+from loopengine._secrets import redact
 from loopengine.errors import StorageError, StoreUnavailable
 
-__all__ = ["BUSY_TIMEOUT_MS", "WRITER", "create_engine", "dumps", "is_inline", "translated"]
+__all__ = [
+    "BUSY_TIMEOUT_MS",
+    "WRITER",
+    "MaskedText",
+    "create_engine",
+    "dumps",
+    "is_inline",
+    "masked",
+    "translated",
+]
 
 WRITER = "loopengine_writer"
 BUSY_TIMEOUT_MS = 10_000
@@ -33,12 +43,33 @@ _SQLITE_TRANSIENT = frozenset({5, 6, 10, 13, 14})
 """SQLite's primary result codes that say "not now": BUSY, LOCKED, IOERR, FULL, CANTOPEN."""
 
 
-_ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
+def masked(text: str | None) -> str | None:
+    """``text`` with every known secret masked (``_secrets``), as the store writes free text."""
+    return None if text is None else str(redact(text))
+
+
+def _unknown(value: Any) -> str | None:
+    return masked(str(value))
+
+
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=_unknown)
 
 
 def dumps(value: Any) -> str:
-    """Compact JSON for JSON columns (anything unknown as its text); one encoder for all."""
-    return _ENCODER.encode(value)
+    """Compact JSON for JSON columns (anything unknown as its text), every known secret masked
+    (``_secrets``): one encoder for every JSON column, whatever path writes it."""
+    return _ENCODER.encode(redact(value))
+
+
+class MaskedText(sa.types.TypeDecorator[str]):
+    """A text column that may hold what someone sent (a note, a message, a model's reply, an
+    error quoting either): every known secret is masked as it is written, as ``dumps`` does."""
+
+    impl = sa.Text
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: sa.Dialect) -> str | None:
+        return masked(value)
 
 
 def _synchronous(url: sa.URL) -> tuple[sa.URL, str]:

@@ -5,20 +5,20 @@ results need no type processing besides JSON go through here.
 
 SQLAlchemy Core builds them; executing a compiled string with positional parameters skips the
 per-call compile-cache lookup and result processing that cost ~20 µs a statement. JSON columns
-are (de)serialised here, as SQLAlchemy's JSON type would. Only module-level statements go through
-this path, so caching them by identity is safe.
+are (de)serialised here, as SQLAlchemy's JSON type would, and ``MaskedText`` masked as its type
+would. Only module-level statements go through this path, so caching them by identity is safe.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine.store._database import dumps
+from loopengine.store._database import MaskedText, dumps, masked
 
 __all__ = ["Encoded", "execute", "execute_many", "fetch_all", "fetch_one"]
 
@@ -34,29 +34,31 @@ class Encoded(str):
         return cls(dumps(value))
 
 
+Encode = Callable[[Any], Any]
+"""How a parameter is written: JSON encoded, text masked."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Prepared:
     sql: str
     names: tuple[str, ...] | None
-    json_params: frozenset[str]
+    encoders: Mapping[str, Encode]
     json_results: frozenset[str]
     constants: Mapping[str, Any]
-    order: tuple[tuple[str, bool], ...] = ()
-    """Each positional parameter's name, and whether it is a JSON column."""
+    order: tuple[tuple[str, Encode | None], ...] = ()
+    """Each positional parameter's name, and how it is written when its column needs it."""
 
     def arguments(self, params: Mapping[str, Any]) -> Sequence[Any] | dict[str, Any]:
         if self.names is None:
             names = {*params, *self.constants}
-            return {name: self._value(name, params, name in self.json_params) for name in names}
+            return {name: self._value(name, params, self.encoders.get(name)) for name in names}
         if not self.constants:
-            return [
-                _json(params[name]) if is_json else params[name] for name, is_json in self.order
-            ]
-        return [self._value(name, params, is_json) for name, is_json in self.order]
+            return [encode(params[name]) if encode else params[name] for name, encode in self.order]
+        return [self._value(name, params, encode) for name, encode in self.order]
 
-    def _value(self, name: str, params: Mapping[str, Any], is_json: bool) -> Any:
+    def _value(self, name: str, params: Mapping[str, Any], encode: Encode | None) -> Any:
         item = params[name] if name in params else self.constants.get(name)
-        return _json(item) if is_json else item
+        return encode(item) if encode else item
 
 
 def _json(item: Any) -> Any:
@@ -72,6 +74,12 @@ def _is_json(type_: Any) -> bool:
     return isinstance(type_, sa.JSON)
 
 
+def _encoder(type_: Any) -> Encode | None:
+    if _is_json(type_):
+        return _json
+    return masked if isinstance(type_, MaskedText) else None
+
+
 def _prepare(connection: sa.Connection, statement: Any, keys: frozenset[str]) -> _Prepared:
     dialect = connection.dialect
     cache_key = (id(statement), dialect.name, keys)
@@ -79,9 +87,11 @@ def _prepare(connection: sa.Connection, statement: Any, keys: frozenset[str]) ->
     if prepared is None:
         compiled = statement.compile(dialect=dialect, column_keys=sorted(keys) or None)
         positional = compiled.positiontup is not None
-        json_params = frozenset(
-            name for name, bind in compiled.binds.items() if _is_json(bind.type)
-        )
+        encoders = {
+            name: encode
+            for name, bind in compiled.binds.items()
+            if (encode := _encoder(bind.type)) is not None
+        }
         selected = getattr(statement, "selected_columns", ())
         json_results = frozenset(c.key for c in selected if _is_json(c.type))
         constants = {
@@ -93,10 +103,10 @@ def _prepare(connection: sa.Connection, statement: Any, keys: frozenset[str]) ->
         prepared = _Prepared(
             compiled.string,
             names,
-            json_params,
+            encoders,
             json_results,
             constants,
-            tuple((name, name in json_params) for name in names or ()),
+            tuple((name, encoders.get(name)) for name in names or ()),
         )
         _CACHE[cache_key] = prepared
     return prepared

@@ -96,9 +96,13 @@ def _grading_claims(connection: sa.Connection) -> None:
     indexes["ix_chat_scores_claimed"].create(connection, checkfirst=True)
 
 
+def _webhook_bodies(connection: sa.Connection) -> None:
+    tables.webhook_bodies.create(connection, checkfirst=True)
+
+
 def _initial(connection: sa.Connection) -> None:
     later = {*_CHAT_TABLES, *_DAEMON_TABLES, *_AUTOLEARN_TABLES, *_MEMORY_TABLES}
-    later.add(tables.score_history)
+    later |= {tables.score_history, tables.webhook_bodies}
     wanted = [t for t in tables.metadata.sorted_tables if t not in later]
     tables.metadata.create_all(connection, tables=wanted)
 
@@ -125,6 +129,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "autolearn: users' memory and versioned chat prompts", _memory_and_prompts),
     Migration(8, "autolearn: scores' history, samples judged per prompt version", _score_history),
     Migration(9, "autolearn: grading claims lapse when their process died", _grading_claims),
+    Migration(10, "webhook bodies held against replays", _webhook_bodies),
 )
 
 

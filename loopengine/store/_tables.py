@@ -1,8 +1,11 @@
-"""The store's tables (SQLAlchemy Core). Times are UTC epoch seconds; documents are JSON."""
+"""The store's tables (SQLAlchemy Core). Times are UTC epoch seconds; documents are JSON; free
+text that may quote what someone sent is ``MaskedText``. Both are written with secrets masked."""
 
 from __future__ import annotations
 
 import sqlalchemy as sa
+
+from loopengine.store._database import MaskedText
 
 __all__ = [
     "approvals",
@@ -36,6 +39,7 @@ __all__ = [
     "score_history",
     "ticks",
     "trigger_states",
+    "webhook_bodies",
 ]
 
 metadata = sa.MetaData()
@@ -67,7 +71,7 @@ executions = sa.Table(
     sa.Column("owner", sa.String(200)),
     sa.Column("context", sa.JSON, nullable=False),
     sa.Column("usage", sa.JSON, nullable=False),
-    sa.Column("error", sa.Text),
+    sa.Column("error", MaskedText),
     # How the execution was started: {type, id?, scheduled_for?, event?, metric?} (migration 5).
     sa.Column("trigger", sa.JSON, nullable=False, server_default="{}"),
     sa.Index("ix_executions_loop_started", "loop_id", "started_at"),
@@ -117,7 +121,7 @@ approvals = sa.Table(
     sa.Column("requested_at", sa.Float, nullable=False),
     sa.Column("deadline", sa.Float, nullable=False),
     sa.Column("decided_at", sa.Float),
-    sa.Column("note", sa.Text),
+    sa.Column("note", MaskedText),
 )
 
 events = sa.Table(
@@ -220,7 +224,7 @@ jobs = sa.Table(
     sa.Column("envelope", sa.JSON, nullable=False),
     sa.Column("idempotency_key", sa.String(200), nullable=False, unique=True),
     sa.Column("status", sa.String(16), nullable=False),
-    sa.Column("reason", sa.Text),
+    sa.Column("reason", MaskedText),
     sa.Column("not_before", sa.Float, nullable=False),
     sa.Column("owner", sa.String(200)),
     sa.Column("lease_until", sa.Float),
@@ -242,7 +246,7 @@ ticks = sa.Table(
     sa.Column("trigger_id", sa.String(200), primary_key=True),
     sa.Column("scheduled_for", sa.Float, primary_key=True),
     sa.Column("status", sa.String(16), nullable=False),
-    sa.Column("reason", sa.Text),
+    sa.Column("reason", MaskedText),
     sa.Column("job_id", sa.String(32)),
     sa.Column("recorded_at", sa.Float, nullable=False),
 )
@@ -266,6 +270,18 @@ paused_loops = sa.Table(
     sa.Column("paused_at", sa.Float, nullable=False),
 )
 
+# Bodies of verified deliveries whose signature covers the body alone (GitHub's), each held by
+# the first delivery sending it until its hook's tolerance ends: another delivery sending it
+# meanwhile is a replay of that one (migration 10).
+webhook_bodies = sa.Table(
+    "webhook_bodies",
+    metadata,
+    sa.Column("key", sa.String(200), primary_key=True),
+    sa.Column("idempotency_key", sa.String(200), nullable=False),
+    sa.Column("expires_at", sa.Float, nullable=False),
+    sa.Index("ix_webhook_bodies_expires", "expires_at"),
+)
+
 # Positions in append-only logs (the event log), shared by the daemons of one store.
 cursors = sa.Table(
     "cursors",
@@ -281,7 +297,7 @@ node_health = sa.Table(
     sa.Column("node", sa.String(200), primary_key=True),
     sa.Column("failures", sa.Integer, nullable=False),
     sa.Column("cooled_until", sa.Float, nullable=False),
-    sa.Column("last_error", sa.Text),
+    sa.Column("last_error", MaskedText),
     sa.Column("updated_at", sa.Float, nullable=False),
 )
 
@@ -300,7 +316,7 @@ chat_messages = sa.Table(
     sa.Column("session_id", sa.String(200), primary_key=True),
     sa.Column("seq", sa.Integer, primary_key=True),
     sa.Column("role", sa.String(16), nullable=False),
-    sa.Column("content", sa.Text),
+    sa.Column("content", MaskedText),
     sa.Column("name", sa.String(200)),
     sa.Column("tool_call_id", sa.String(200)),
     sa.Column("tool_calls", sa.JSON),
@@ -328,7 +344,7 @@ reviews = sa.Table(
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("execution_id", sa.String(32), nullable=False),
     sa.Column("loop_id", sa.String(200), nullable=False),
-    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("reason", MaskedText, nullable=False),
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
 )
@@ -345,8 +361,8 @@ chat_scores = sa.Table(
     sa.Column("seconds", sa.Float, nullable=False),
     sa.Column("output_tokens", sa.Integer, nullable=False),
     sa.Column("success", sa.Boolean, nullable=False),
-    sa.Column("message", sa.Text, nullable=False),
-    sa.Column("reply", sa.Text, nullable=False),
+    sa.Column("message", MaskedText, nullable=False),
+    sa.Column("reply", MaskedText, nullable=False),
     sa.Column("quality", sa.Float),
     sa.Column("graded_at", sa.Float),
     sa.Column("created_at", sa.Float, nullable=False),
@@ -363,7 +379,7 @@ routing_orders = sa.Table(
     sa.Column("category", sa.String(100), primary_key=True),
     sa.Column("nodes", sa.JSON, nullable=False),
     sa.Column("version", sa.Integer, nullable=False),
-    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("reason", MaskedText, nullable=False),
     sa.Column("execution_id", sa.String(32)),
     sa.Column("updated_at", sa.Float, nullable=False),
 )
@@ -386,8 +402,8 @@ memory_exchanges = sa.Table(
     sa.Column("user_id", sa.String(200), nullable=False),
     sa.Column("session_id", sa.String(200)),
     sa.Column("category", sa.String(100), nullable=False),
-    sa.Column("message", sa.Text, nullable=False),
-    sa.Column("reply", sa.Text, nullable=False),
+    sa.Column("message", MaskedText, nullable=False),
+    sa.Column("reply", MaskedText, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Index("ix_memory_exchanges_user", "user_id", "id"),
 )
@@ -399,7 +415,7 @@ memory_profiles = sa.Table(
     sa.Column("exchanges", sa.Integer, nullable=False),
     sa.Column("profile", sa.JSON),
     sa.Column("profiled_at", sa.Integer, nullable=False, server_default="0"),
-    sa.Column("summary", sa.Text),
+    sa.Column("summary", MaskedText),
     sa.Column("summary_node", sa.String(200)),
     sa.Column("summarized_at", sa.Integer, nullable=False, server_default="0"),
     sa.Column("updated_at", sa.Float, nullable=False),
@@ -410,13 +426,13 @@ chat_prompts = sa.Table(
     metadata,
     sa.Column("category", sa.String(100), primary_key=True),
     sa.Column("version", sa.Integer, primary_key=True),
-    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("text", MaskedText, nullable=False),
     sa.Column("state", sa.String(16), nullable=False),
     sa.Column("parent", sa.Integer, nullable=False),
     sa.Column("baseline", sa.Float),
     sa.Column("watched", sa.Integer, nullable=False, server_default="0"),
     sa.Column("judged_id", sa.Integer, nullable=False, server_default="0"),
-    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("reason", MaskedText, nullable=False),
     sa.Column("execution_id", sa.String(32)),
     sa.Column("created_at", sa.Float, nullable=False),
 )

@@ -7,7 +7,6 @@ from typing import Any
 import sqlalchemy as sa
 
 import loopengine.store._fastpath as fastpath
-from loopengine._secrets import redact
 from loopengine.store._tables import context_cache, loop_state, reviews
 
 __all__ = ["cached_context", "get_state", "put_context", "put_state", "queue_review"]
@@ -30,7 +29,7 @@ def put_state(
     at: float,
 ) -> None:
     row = {
-        "values": redact(values),
+        "values": values,
         "samples": samples,
         "last_adjusted_at": last_adjusted_at,
         "updated_at": at,

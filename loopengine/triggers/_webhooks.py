@@ -6,6 +6,11 @@ Two styles. ``standard`` (Standard Webhooks): ``webhook-id``, ``webhook-timestam
 space-separated (any one matching accepts). ``github``: ``X-Hub-Signature-256: sha256=<hex HMAC
 of the body>`` and ``X-GitHub-Delivery`` (no timestamp). Signatures are compared in constant time
 and no reason given ever holds the expected one.
+
+A ``github`` signature covers the body alone: a captured delivery re-sent under a fresh
+``X-GitHub-Delivery`` verifies again. Such deliveries are also recognised by their body
+(``replay_digest``), held for the hook's tolerance; a ``standard`` signature covers the id and a
+timestamp, so a replay never verifies under another id, nor late.
 """
 
 from __future__ import annotations
@@ -19,7 +24,14 @@ from collections.abc import Mapping
 
 from loopengine.errors import TriggerError
 
-__all__ = ["MAX_HEADER_CHARS", "MIN_KEY_BYTES", "delivery_of", "verify_delivery", "webhook_key"]
+__all__ = [
+    "MAX_HEADER_CHARS",
+    "MIN_KEY_BYTES",
+    "delivery_of",
+    "replay_digest",
+    "verify_delivery",
+    "webhook_key",
+]
 
 MIN_KEY_BYTES = 16
 """Shortest HMAC key accepted (Standard Webhooks' secrets are 24 to 64 bytes)."""
@@ -138,3 +150,11 @@ def verify_delivery(
     if style == "github":
         return _github(key, headers, body)
     return _standard(key, headers, body, now, tolerance_s)
+
+
+def replay_digest(style: str, body: bytes) -> str | None:
+    """What names a verified delivery of ``style`` besides its id: the SHA-256 of a ``github``
+    body (a delivery repeating it within the hook's tolerance is a replay, whatever its id);
+    None for ``standard``, whose id is signed."""
+    _id_header(style)
+    return hashlib.sha256(body).hexdigest() if style == "github" else None

@@ -306,6 +306,42 @@ def test_deep_json_is_refused_not_crashed_on(on_events: tuple[Workspace, str]) -
     assert _error(response)["code"] == "bad_request"
 
 
+_TOOL_CALL = '{"id": "c1", "function": {"name": "f", "arguments": {"x": [1, NaN]}}}'
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "where"),
+    [
+        ("/events", '{"name": "seo.page.updated", "data": {"page": NaN}}', "body.data.page"),
+        ("/loops/by_hand/trigger", '{"inputs": {"limit": Infinity}}', "body.inputs.limit"),
+        ("/loops/by_hand/trigger", '{"inputs": {"limit": -1e999}}', "body.inputs.limit"),
+        ("/chat", '{"message": "hi", "temperature": NaN}', "body.temperature"),
+        (
+            "/v1/chat/completions",
+            '{"model": "loopengine-simple", "messages": [{"role": "user", "content": "hi"}], '
+            '"temperature": -Infinity}',
+            "body.temperature",
+        ),
+        (
+            "/sessions/s-nan/messages/batch",
+            '{"messages": [{"role": "assistant", "tool_calls": [' + _TOOL_CALL + "]}]}",
+            "body.messages.0.tool_calls.0.function.arguments.x.1",
+        ),
+        ("/approvals/0123456789abcdef", '{"decision": "approve", "note": NaN}', "body.note"),
+    ],
+)
+def test_a_number_json_cannot_carry_is_a_422_naming_where_it_stands(
+    served: tuple[Workspace, str], path: str, body: str, where: str
+) -> None:
+    headers = {"Content-Type": "application/json", "If-Match": '"0"', "Idempotency-Key": "k"}
+    response = _post_json(served[1], path, content=body.encode(), headers=headers)
+    assert response.status_code == 422
+    error = _error(response)
+    assert error["code"] == "invalid"
+    assert error["message"].startswith(f"{where}: ")
+    assert "is not a finite number" in error["message"]
+
+
 def test_a_trigger_queues_a_job_the_daemon_runs(served: tuple[Workspace, str]) -> None:
     workspace, url = served
     response = _post_json(url, "/loops/counted/trigger", {"inputs": {"n": 4}})

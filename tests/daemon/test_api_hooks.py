@@ -27,6 +27,7 @@ _RUNS = "concurrency: {max: 1, on_overlap: queue}\ndecide: {decision_tree: [], f
 LOOPS = {
     "deployed": "trigger: {type: webhook, config: {path: deploy/done, secret: '${ secret.HOOK_SECRET }'}}",
     "pushed": "trigger: {type: webhook, config: {path: /github/push, style: github, secret: '${ secret.GITHUB_SECRET }'}}",
+    "pushed_briefly": "trigger: {type: webhook, config: {path: github/brief, style: github, secret: '${ secret.GITHUB_SECRET }', tolerance_s: 1}}",
     "open_hook": "trigger: {type: webhook, config: {path: open, max_body_bytes: 1000}}",
     "unset": "trigger: {type: webhook, config: {path: unset, secret: '${ secret.NEVER_SET }'}}",
     "pausable": "trigger: {type: webhook, config: {path: pausable}}",
@@ -166,6 +167,40 @@ def test_a_github_delivery_runs_the_loop(served: tuple[Workspace, Daemon, str]) 
     assert _ran(url, "pushed", delivery)["trigger"]["data"] == {"ref": "refs/heads/main"}
 
 
+def test_a_github_delivery_replayed_under_fresh_ids_runs_once(
+    served: tuple[Workspace, Daemon, str],
+) -> None:
+    url = served[2]
+    body = json.dumps({"ref": "refs/heads/replayed"}).encode()
+    first = _post(url, "github/push", body, _github(body, "d-original"))
+    replays = [_post(url, "github/push", body, _github(body, f"d-fresh-{n}")) for n in range(5)]
+    assert first.status_code == 202
+    assert [r.status_code for r in replays] == [200] * 5
+    assert {r.json()["job_id"] for r in replays} == {first.json()["job_id"]}
+    assert {r.json()["status"] for r in replays} == {"duplicate"}
+    _ran(url, "pushed", "d-original")
+    ran = _deliveries(url, "pushed")
+    assert [d for d in ran if d.startswith("d-fresh-")] == []
+
+
+def test_a_github_body_sent_again_after_the_hooks_tolerance_runs_again(
+    served: tuple[Workspace, Daemon, str],
+) -> None:
+    url = served[2]
+    body = json.dumps({"ref": "refs/heads/again"}).encode()
+    assert _post(url, "github/brief", body, _github(body, "d-before")).status_code == 202
+    deadline = time.monotonic() + 30
+    sent = 0
+    while (
+        again := _post(url, "github/brief", body, _github(body, f"d-after-{sent}"))
+    ).status_code == 200:
+        assert time.monotonic() < deadline, "the body was held past the hook's tolerance"
+        sent += 1
+        time.sleep(0.2)
+    assert again.status_code == 202
+    _ran(url, "pushed_briefly", f"d-after-{sent}")
+
+
 def test_an_unsigned_delivery_without_an_id_gets_a_new_one(
     served: tuple[Workspace, Daemon, str],
 ) -> None:
@@ -216,7 +251,12 @@ def test_a_github_delivery_signed_with_another_secret_is_a_401(
 
 @pytest.mark.parametrize(
     ("body", "said"),
-    [(b"not json", "not JSON"), (b"[" * 50_000 + b"]" * 50_000, "nested more than 32")],
+    [
+        (b"not json", "not JSON"),
+        (b"[" * 50_000 + b"]" * 50_000, "nested more than 32"),
+        (b'{"v": [NaN]}', "body.v.0: NaN is not a finite number"),
+        (b'{"v": 1e999}', "body.v: 1e999 is not a finite number"),
+    ],
 )
 def test_a_signed_body_that_is_not_bounded_json_is_a_422(
     served: tuple[Workspace, Daemon, str], body: bytes, said: str

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from loopengine._secrets import known
 from loopengine.errors import ExpressionError
-from loopengine.expr import compile_template
+from loopengine.expr import compile_template, remember_secrets
 
 CONTEXT = {"input": {"limit": 5, "tags": ["a", "b"], "name": None}}
 
@@ -68,3 +69,16 @@ def test_an_unclosed_reference_is_an_error() -> None:
 def test_a_bad_expression_inside_a_reference_is_an_error() -> None:
     with pytest.raises(ExpressionError):
         compile_template("${ a > > b }")
+
+
+def test_the_secrets_a_document_names_are_known_before_it_renders() -> None:
+    document = {
+        "params": ["${ secret.T_NAMED }", {"x": "id ${ secret.T_INSIDE } here"}],
+        "escaped": "$${ secret.T_ESCAPED }",
+        "broken": "${ secret.T_BROKEN ",
+        "unset": "${ secret.T_UNSET }",
+    }
+    values = {f"T_{name}": f"tv-{name.lower()}-4e8a91c2" for name in ("NAMED", "INSIDE", "ESCAPED")}
+    remember_secrets(document, values)
+    assert {values["T_NAMED"], values["T_INSIDE"]} <= known()
+    assert values["T_ESCAPED"] not in known()

@@ -110,3 +110,12 @@ def test_version_9_leaves_claims_made_before_it_as_they_were(connection: sa.Conn
         claimed = autolearn.claim_ungraded(connection, 5, now=1e12, until=2e12)
     indexes = {index["name"] for index in sa.inspect(connection).get_indexes("chat_scores")}
     assert (claimed, "ix_chat_scores_claimed" in indexes) == ([], True)
+
+
+def test_version_10_holds_webhook_bodies(connection: sa.Connection) -> None:
+    with connection.begin():
+        migrated_to(connection, 9)
+    with connection.begin():
+        migrate(connection)
+    indexes = {index["name"] for index in sa.inspect(connection).get_indexes("webhook_bodies")}
+    assert indexes == {"ix_webhook_bodies_expires"}

@@ -13,7 +13,13 @@ import pytest
 from starlette.datastructures import Headers
 
 from loopengine.errors import TriggerError
-from loopengine.triggers import MAX_HEADER_CHARS, delivery_of, verify_delivery, webhook_key
+from loopengine.triggers import (
+    MAX_HEADER_CHARS,
+    delivery_of,
+    replay_digest,
+    verify_delivery,
+    webhook_key,
+)
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 """The test vector of the Standard Webhooks specification."""
@@ -205,6 +211,19 @@ def test_an_unsigned_delivery_names_itself_by_its_style_header_or_not_at_all() -
 def test_an_unsigned_delivery_id_is_bounded() -> None:
     with pytest.raises(TriggerError, match="1 to 200 visible ASCII characters"):
         delivery_of("standard", Headers({"webhook-id": "m" * 201}))
+
+
+def test_a_github_delivery_is_also_named_by_its_body_which_alone_is_signed() -> None:
+    assert replay_digest("github", b"Hello, World!") == hashlib.sha256(b"Hello, World!").hexdigest()
+
+
+def test_a_standard_delivery_is_named_by_its_signed_id_alone() -> None:
+    assert replay_digest("standard", BODY) is None
+
+
+def test_the_body_of_an_unknown_style_names_nothing() -> None:
+    with pytest.raises(TriggerError, match="unknown webhook style 'gitlab'"):
+        replay_digest("gitlab", BODY)
 
 
 # Mutations: each changes one signed part of a valid delivery; every result must be refused.
