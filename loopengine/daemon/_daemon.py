@@ -169,14 +169,20 @@ class _Daemon:
     async def hand_back(self) -> None:
         """On the way out: this daemon's running jobs are claimed again at once, and its row says
         it stopped (tried for ``RELEASE_S``: a store out of reach lets the leases lapse)."""
+        self.store.outage_s = 0.0
         now = time.time()
 
         def finish(connection: sa.Connection) -> None:
             queue.release_jobs(connection, self.owner)
             queue.stop_daemon(connection, self.owner, now)
 
-        with anyio.move_on_after(RELEASE_S):
-            await self.store.write(finish)
+        try:
+            with anyio.move_on_after(RELEASE_S):
+                await self.store.write(finish)
+        except StoreUnavailable as exc:
+            self.log.line(
+                "stop", f"{exc}: this daemon's jobs are claimed again once their leases lapse"
+            )
 
     async def release_dead(self) -> None:
         """Free the jobs of daemons that died on this host: they are claimed again at once."""
@@ -336,6 +342,7 @@ async def run_daemon(config: Path | None, folder: Path | None, log: DaemonLog) -
                 left = len(daemon.workers.running)
                 log.line("stop", f"{left} executions left to resume after the grace period")
                 runtime.engine.abandon()
+                runtime.store.outage_s = 0.0
             group.cancel_scope.cancel()
         await daemon.hand_back()
         log.line("exit", daemon=daemon.owner)

@@ -240,3 +240,17 @@ def test_a_repeated_idempotency_key_answers_200_with_the_first_job(
     assert (first.status_code, again.status_code) == (202, 200)
     assert again.json()["job_id"] == first.json()["job_id"]
     assert again.json()["status"] == "duplicate"
+
+
+def test_a_daemon_stopped_while_the_database_is_down_exits(
+    on_postgres: Workspace, server: PostgresServer
+) -> None:
+    (on_postgres.root / "loops" / "by_hand.yaml").write_text(BY_HAND)
+    daemon = on_postgres.start()
+    server.stop()
+    try:
+        daemon.wait_for(lambda line: line.get("kind") == "store")
+        assert daemon.stop(timeout=120) == 0
+    finally:
+        server.start()
+    assert '"kind":"exit"' in daemon.log.read_text()
