@@ -24,6 +24,7 @@ from pydantic import Field, ValidationError
 
 from loopengine._suggestions import did_you_mean
 from loopengine.contract import Config
+from loopengine.llm._pattern import check_pattern
 from loopengine.skills import ATTRIBUTE, Registry, ToolDef, tool
 from loopengine.store import read_only_query
 
@@ -279,8 +280,9 @@ def builtin_tools(
         """
         import regex  # stdlib re cannot be stopped: a model's pattern may backtrack for ever
 
+        check_pattern(pattern)  # compiling cannot be stopped either, nor its memory capped
         try:
-            expression = regex.compile(pattern, regex.IGNORECASE)
+            expression = regex.compile(pattern, regex.IGNORECASE | regex.V0, cache_pattern=False)
         except regex.error as exc:
             raise ValueError(f"invalid regular expression: {exc}") from None
         found: list[dict[str, Any]] = []
