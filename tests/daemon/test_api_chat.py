@@ -346,6 +346,24 @@ def test_the_model_reads_why_its_pattern_is_refused_and_ordinary_ones_search(
         assert tool["error"].startswith(("ValueError: the pattern", "ValueError: the inline flag"))
 
 
+def test_the_model_reads_neither_the_config_nor_the_store(served: Served) -> None:
+    calls = [
+        ("read_file", {"path": "loopengine.yaml"}),
+        ("read_file", {"path": "store.db"}),
+        ("read_file", {"path": "store.db-wal"}),
+        ("list_dir", {"path": "."}),
+        ("search_files", {"pattern": r"secret\.API_TOKEN|SQLite format"}),
+    ]
+    served.llm.script("ol1", [tool_calls(*calls), reply("Nothing there.")])
+    used = served.post("/chat", {"message": SIMPLE}).json()["tools_used"]
+    refused = "is not open to tools: hidden files, the config and the store never are"
+    assert [tool["error"].split(" ", 2)[-1] for tool in used[:3]] == [refused] * 3
+    listed = {entry["name"] for entry in used[3]["result"]}
+    assert "facts.txt" in listed
+    assert not listed & {"loopengine.yaml", "store.db", "store.db-wal", "store.db-shm"}
+    assert used[4]["result"] == []
+
+
 @pytest.mark.parametrize(
     ("method", "path"),
     [("POST", "/chat"), ("POST", "/v1/chat/completions"), ("GET", "/v1/models")],
