@@ -66,7 +66,12 @@ async def open_runtime(
     workspace = load_workspace(config)
     async with Store.open(workspace.settings.database_url) as store:
         services = Services(
-            workspace.registry, store, workspace.config, workspace.base, progress=_relay(progress)
+            workspace.registry,
+            store,
+            workspace.config,
+            workspace.base,
+            progress=_relay(progress),
+            private=workspace.settings.private,
         )
         runtime = Runtime(workspace, store, Engine(services, listener), LoopLoader(workspace.env))
         settle()

@@ -28,7 +28,15 @@ from loopengine.errors import ContractError, StorageError
 if TYPE_CHECKING:
     from loopengine.contract import Config
 
-__all__ = ["CONFIG_ENV", "CONFIG_NAME", "DATABASE_ENV", "Settings", "find_config", "read_settings"]
+__all__ = [
+    "CONFIG_ENV",
+    "CONFIG_NAME",
+    "DATABASE_ENV",
+    "Settings",
+    "find_config",
+    "private_paths",
+    "read_settings",
+]
 
 CONFIG_NAME = "loopengine.yaml"
 CONFIG_ENV = "LOOPENGINE_CONFIG"
@@ -66,6 +74,11 @@ class Settings:
         return _sqlite_path(self.database_url)[1]
 
     @property
+    def private(self) -> tuple[Path, ...]:
+        """What the LLM tools never see (``private_paths``), the store as this process opens it."""
+        return private_paths(self.base, self.file, self.sqlite_file)
+
+    @property
     def plugins(self) -> list[str]:
         """The plugins to load (``plugins:``)."""
         return list(self._value("plugins") or ())
@@ -99,6 +112,24 @@ def _sqlite_path(url: str) -> tuple[Any, Path | None]:
     if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
         return parsed, None
     return parsed, Path(str(parsed.database)).expanduser()
+
+
+def private_paths(base: Path, config: Path | None, store: Path | None) -> tuple[Path, ...]:
+    """What the LLM tools never read, list nor search, whatever their root: the config file (it
+    may hold passwords), ``.loopengine/`` (the default store, artifacts) and the SQLite store's
+    folder, or only the store's files when that folder holds the config's (closing it would
+    close the workspace)."""
+    base = base.resolve()
+    found = [base / ".loopengine", *([] if config is None else [config.resolve()])]
+    if store is not None:
+        store = (base / store).resolve()
+        found += [
+            store.with_name(store.name + suffix) for suffix in ("", "-wal", "-shm", "-journal")
+        ]
+        folder = store.parent
+        if not (folder == base or folder in base.parents):
+            found.append(folder)
+    return tuple(found)
 
 
 def find_config(explicit: Path | None = None, start: Path | None = None) -> Path | None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from loopengine.errors import ContractError
-from loopengine.settings import CONFIG_ENV, find_config
+from loopengine.settings import CONFIG_ENV, DATABASE_ENV, find_config, private_paths, read_settings
 from loopengine.workspace import load_workspace
 from tests.conftest import SEED_DIR
 
@@ -165,3 +165,39 @@ def test_more_samples_needed_than_the_window_holds_is_an_error(tmp_path: Path) -
     (tmp_path / "loopengine.yaml").write_text("autolearn: {min_samples: 30, window: 20}\n")
     with pytest.raises(ContractError, match="no node could ever be ranked"):
         load_workspace(tmp_path / "loopengine.yaml", entry_points=False)
+
+
+@pytest.mark.parametrize(
+    ("store", "folder"),
+    [
+        (".loopengine/loopengine.db", ".loopengine"),
+        ("state/store.db", "state"),
+        ("/srv/data/store.db", "/srv/data"),
+        ("store.db", None),
+        ("../store.db", None),
+    ],
+)
+def test_the_tools_never_see_the_config_nor_the_store(
+    tmp_path: Path, store: str, folder: str | None
+) -> None:
+    private = private_paths(tmp_path, tmp_path / "loopengine.yaml", Path(store))
+    file = (tmp_path / store).resolve()
+    files = {file.with_name(file.name + suffix) for suffix in ("", "-wal", "-shm", "-journal")}
+    folders = {tmp_path / ".loopengine", *([] if folder is None else [tmp_path / folder])}
+    assert set(private) == {tmp_path / "loopengine.yaml", *files, *folders}
+
+
+def test_without_a_config_nor_a_store_file_only_loopengine_folder_is_private(
+    tmp_path: Path,
+) -> None:
+    assert private_paths(tmp_path, None, None) == (tmp_path / ".loopengine",)
+
+
+def test_the_private_store_is_the_one_this_process_opens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "loopengine.yaml").write_text("database: sqlite:///state/store.db\n")
+    monkeypatch.setenv(DATABASE_ENV, f"sqlite:///{tmp_path / 'elsewhere' / 'run.db'}")
+    private = read_settings(tmp_path / "loopengine.yaml").private
+    assert tmp_path / "elsewhere" in private
+    assert tmp_path / "state" not in private

@@ -86,7 +86,8 @@ def run_tools(console: Console, config: Path | None, as_json: bool) -> int:
     from loopengine.llm import offered_tools
 
     workspace = load_workspace(config)
-    offered = offered_tools(workspace.config, workspace.base, workspace.registry)
+    settings = workspace.settings
+    offered = offered_tools(settings.config, settings.base, workspace.registry, settings.private)
     tools = [
         {
             "name": d.name,

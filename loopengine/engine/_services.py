@@ -50,6 +50,8 @@ class Services:
     retry_base_s: float = 0.2
     progress: Progress | None = None
     """Told what long skills are doing (``SkillContext.progress``)."""
+    private: tuple[Path, ...] = ()
+    """What the LLM tools never see (``Settings.private``: the config, the store)."""
     stacks: dict[tuple[bool, bool], Handler] = field(init=False)
     artifacts: ArtifactWriter = field(init=False)
     _llm: LLMRuntime | None = field(default=None, init=False)
@@ -68,7 +70,9 @@ class Services:
         if self._llm is None and self.config.cluster.nodes:
             from loopengine.llm import LLMRuntime
 
-            self._llm = LLMRuntime(self.config, self.base, self.registry, self.store, self.environ)
+            self._llm = LLMRuntime(
+                self.config, self.base, self.registry, self.store, self.environ, self.private
+            )
         return self._llm
 
     async def aclose(self) -> None:

@@ -65,10 +65,11 @@ class LLMRuntime:
         registry: Registry,
         store: Store,
         environ: Mapping[str, str],
+        private: tuple[Path, ...] = (),
     ) -> None:
         self.cluster = Cluster(config.cluster, environ)
         self.autolearn = config.autolearn
-        self.toolbox = Toolbox(offered_tools(config, base, registry))
+        self.toolbox = Toolbox(offered_tools(config, base, registry, private))
         self.store = store
         self._health_loaded = False
 

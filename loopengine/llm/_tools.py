@@ -3,13 +3,10 @@ arguments. Every failure (unknown tool, bad arguments, exception) is a result th
 
 from __future__ import annotations
 
-import errno
 import ipaddress
 import json
-import os
 import re
 import socket
-import stat
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -24,6 +21,8 @@ from pydantic import Field, ValidationError
 
 from loopengine._suggestions import did_you_mean
 from loopengine.contract import Config
+from loopengine.llm._pattern import check_pattern
+from loopengine.llm._sandbox import Sandbox
 from loopengine.skills import ATTRIBUTE, Registry, ToolDef, tool
 from loopengine.store import read_only_query
 
@@ -79,63 +78,6 @@ class ToolOutcome:
         }
         entry["result" if self.ok else "error"] = self.result if self.ok else self.error
         return entry
-
-
-class _Sandbox:
-    """The file system seen by the file tools: nothing outside ``root``, nothing hidden (dot
-    files and folders: ``.loopengine/`` holds the store, ``.env`` secrets), none of the ``denied``
-    files (the store wherever it is), no link followed out of it, no special file (a FIFO would
-    block), and never more than ``MAX_READ`` bytes of a file."""
-
-    def __init__(self, root: Path, denied: Iterable[Path] = ()) -> None:
-        self.root = root.resolve()
-        self.denied = {path.resolve() for path in denied}
-
-    def inside(self, candidate: Path) -> bool:
-        return candidate == self.root or self.root in candidate.parents
-
-    def path(self, relative: str) -> Path:
-        candidate = (self.root / relative).resolve()
-        if not self.inside(candidate):
-            raise PermissionError(f"{relative!r} is outside the tools root")
-        hidden = any(part.startswith(".") for part in candidate.relative_to(self.root).parts)
-        if hidden or candidate in self.denied:
-            raise PermissionError(f"{relative!r} is not open to tools")
-        return candidate
-
-    def read(self, relative: str | Path, limit: int) -> tuple[bytes, bool]:
-        """At most ``limit`` bytes of a regular file, and whether there was more. The file is
-        opened without following a final link, then checked again through its descriptor, so a
-        folder swapped for a link meanwhile cannot lead out of the root."""
-        target = self.path(str(relative))
-        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-        try:
-            descriptor = os.open(target, flags)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise PermissionError(f"{relative!r} is a link: links are not followed") from None
-            raise
-        with os.fdopen(descriptor, "rb") as stream:
-            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-                raise PermissionError(f"{relative!r} is not a regular file")
-            opened = Path(f"/proc/self/fd/{descriptor}")
-            if opened.exists() and not self.inside(Path(os.readlink(opened))):
-                raise PermissionError(f"{relative!r} is outside the tools root")
-            data = stream.read(limit + 1)
-        return data[:limit], len(data) > limit
-
-    def files(self, folder: Path, ends: float) -> list[Path]:
-        """The visible regular files under ``folder``, by path; links are not followed, and a
-        tree too big to walk before ``ends`` (monotonic) stops the walk."""
-        found = []
-        for current, folders, names in os.walk(folder, followlinks=False):
-            _in_time(ends)
-            folders[:] = [name for name in folders if not name.startswith(".")]
-            for name in names:
-                path = Path(current) / name
-                if not name.startswith(".") and not path.is_symlink() and path.is_file():
-                    found.append(path)
-        return sorted(found)
 
 
 def _in_time(ends: float) -> None:
@@ -229,11 +171,14 @@ def builtin_tools(
     root: Path,
     database_url: str | None,
     http_allow: Iterable[str] = (),
-    denied: Iterable[Path] = (),
+    *,
+    private: Iterable[Path] = (),
+    base: Path | None = None,
 ) -> list[ToolDef]:
     """``list_dir``, ``read_file``, ``search_files``, ``query_db`` and ``http_get``, sandboxed;
-    ``denied`` files are never read (the store's)."""
-    sandbox = _Sandbox(root, denied)
+    the file tools never see ``private`` paths (files, or folders with all they hold) nor
+    hidden ones below ``base`` or ``root``."""
+    sandbox = Sandbox(root, private, base)
     allowed = frozenset(http_allow)
 
     @tool("list_dir")
@@ -243,13 +188,10 @@ def builtin_tools(
         Args:
             path: Folder, relative to the workspace root.
         """
-        folder = sandbox.path(path)
         entries = []
-        for entry in sorted(folder.iterdir())[:MAX_ENTRIES]:
-            if entry.name.startswith("."):
-                continue
-            info = entry.lstat()
-            kind = "link" if stat.S_ISLNK(info.st_mode) else "dir" if entry.is_dir() else "file"
+        for entry in sandbox.entries(sandbox.path(path))[:MAX_ENTRIES]:
+            info = entry.stat(follow_symlinks=False)
+            kind = "link" if entry.is_symlink() else "dir" if entry.is_dir() else "file"
             entries.append(
                 {"name": entry.name, "type": kind, "size": info.st_size if kind == "file" else None}
             )
@@ -279,14 +221,15 @@ def builtin_tools(
         """
         import regex  # stdlib re cannot be stopped: a model's pattern may backtrack for ever
 
+        check_pattern(pattern)  # compiling cannot be stopped either, nor its memory capped
         try:
-            expression = regex.compile(pattern, regex.IGNORECASE)
+            expression = regex.compile(pattern, regex.IGNORECASE | regex.V0, cache_pattern=False)
         except regex.error as exc:
             raise ValueError(f"invalid regular expression: {exc}") from None
         found: list[dict[str, Any]] = []
         budget = MAX_SCANNED
         ends = time.monotonic() + TOOL_TIMEOUT_S  # the thread stops too, not only the wait
-        for file in sandbox.files(sandbox.path(path), ends)[:MAX_ENTRIES]:
+        for file in sandbox.files(sandbox.path(path), partial(_in_time, ends))[:MAX_ENTRIES]:
             data, _ = sandbox.read(file.relative_to(sandbox.root), min(MAX_READ, budget))
             budget -= len(data)
             for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
@@ -419,17 +362,16 @@ class Toolbox:
         )
 
 
-def offered_tools(config: Config, base: Path, registry: Registry) -> list[ToolDef]:
-    """Every tool a model is offered: the sandboxed built-ins, then the plugins' ``@tool``s."""
+def offered_tools(
+    config: Config, base: Path, registry: Registry, private: Iterable[Path]
+) -> list[ToolDef]:
+    """Every tool a model is offered: the sandboxed built-ins, then the plugins' ``@tool``s. The
+    file tools never see the ``private`` paths (``Settings.private``: the config, the store)."""
     database = config.databases.get("default")
     if database is not None:
         database = _anchored(database, base)
-    store = _anchored(config.database, base)
-    denied = []
-    if store.startswith("sqlite:///"):
-        file = Path(store.removeprefix("sqlite:///").split("?")[0])
-        denied = [file, *(file.with_name(file.name + suffix) for suffix in ("-wal", "-shm"))]
-    tools = builtin_tools(base / config.tools_root, database, config.http_allow, denied)
+    root = base / config.tools_root
+    tools = builtin_tools(root, database, config.http_allow, private=private, base=base)
     return [*tools, *registry.tools]
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,7 @@ from starlette.requests import Request
 from starlette.routing import Route
 
 from loopengine.daemon import _api_chat
-from loopengine.testing import FakeLLMServer, reply, tool_call
+from loopengine.testing import FakeLLMServer, reply, tool_call, tool_calls
 from tests.daemon.conftest import Daemon, Workspace
 from tests.test_cli_chat import RESPONSE_KEYS
 
@@ -32,6 +34,7 @@ REFLEXIVE = "Analyse the facts file and explain what it says"
 @dataclass
 class Served:
     workspace: Workspace
+    daemon: Daemon
     api: str
     llm: FakeLLMServer
 
@@ -78,7 +81,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         )
         workspace, daemon, api = _start(root, config)
         try:
-            yield Served(workspace, api, llm)
+            yield Served(workspace, daemon, api, llm)
         finally:
             assert daemon.stop() == 0
 
@@ -277,6 +280,88 @@ def test_a_stream_without_a_reply_ends_with_an_error_event(served: Served) -> No
     )
     with pytest.raises(openai.APIError, match=r"no reply \(OL1: ok\)"):
         list(stream)
+
+
+HOSTILE_PATTERNS = [
+    "x{999999999}",
+    "x{10000000}",
+    "(x{1000}){1000}",
+    "(?:(?:x{100}){100}){100}",
+    "x{1000000,2000000}",
+    r"[\x00-\U0010ffff]{1000000}",
+    "(" * 300 + "x" + ")" * 300,
+    "x" * 5000,
+    "(?x)x{1 000 000 000}",
+    r"(?f)[\x00-\U0010ffff]{5000}",
+]
+"""What a model may ask ``search_files`` to compile: gigabytes each, unrolled."""
+
+
+def _status(pid: int, key: str) -> int:
+    """A ``/proc/PID/status`` size, in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{key}:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no {key} in /proc/{pid}/status")
+
+
+@contextmanager
+def _address_space_capped(pid: int, extra: int) -> Iterator[None]:
+    """The process may map ``extra`` bytes more than now: a pattern compiled after all fails
+    with a MemoryError instead of exhausting the machine."""
+    soft, hard = resource.prlimit(pid, resource.RLIMIT_AS)
+    resource.prlimit(pid, resource.RLIMIT_AS, (_status(pid, "VmSize") + extra, hard))
+    try:
+        yield
+    finally:
+        resource.prlimit(pid, resource.RLIMIT_AS, (soft, hard))
+
+
+def _hostile_searches(served: Served) -> list[dict[str, Any]]:
+    """The tools the model used in one round: an ordinary search, then every hostile one."""
+    searches = [("search_files", {"pattern": "seven"})]
+    searches += [("search_files", {"pattern": pattern}) for pattern in HOSTILE_PATTERNS]
+    served.llm.script("ol1", [tool_calls(*searches), reply("Searched.")])
+    with _address_space_capped(served.daemon.process.pid, 2 * 1024**3):
+        response = served.post("/chat", {"message": SIMPLE})
+    assert response.status_code == 200
+    used: list[dict[str, Any]] = response.json()["tools_used"]
+    return used
+
+
+def test_hostile_patterns_leave_the_daemons_memory_as_it_was(served: Served) -> None:
+    pid = served.daemon.process.pid
+    start = _status(pid, "VmRSS")
+    _hostile_searches(served)
+    assert _status(pid, "VmRSS") - start < 100 * 1024**2
+
+
+def test_the_model_reads_why_its_pattern_is_refused_and_ordinary_ones_search(
+    served: Served,
+) -> None:
+    ordinary, *hostile = _hostile_searches(served)
+    assert "facts.txt" in [match["file"] for match in ordinary["result"]]
+    assert [tool["ok"] for tool in hostile] == [False] * len(HOSTILE_PATTERNS)
+    for tool in hostile:
+        assert tool["error"].startswith(("ValueError: the pattern", "ValueError: the inline flag"))
+
+
+def test_the_model_reads_neither_the_config_nor_the_store(served: Served) -> None:
+    calls = [
+        ("read_file", {"path": "loopengine.yaml"}),
+        ("read_file", {"path": "store.db"}),
+        ("read_file", {"path": "store.db-wal"}),
+        ("list_dir", {"path": "."}),
+        ("search_files", {"pattern": r"secret\.API_TOKEN|SQLite format"}),
+    ]
+    served.llm.script("ol1", [tool_calls(*calls), reply("Nothing there.")])
+    used = served.post("/chat", {"message": SIMPLE}).json()["tools_used"]
+    refused = "is not open to tools: hidden files, the config and the store never are"
+    assert [tool["error"].split(" ", 2)[-1] for tool in used[:3]] == [refused] * 3
+    listed = {entry["name"] for entry in used[3]["result"]}
+    assert "facts.txt" in listed
+    assert not listed & {"loopengine.yaml", "store.db", "store.db-wal", "store.db-shm"}
+    assert used[4]["result"] == []
 
 
 @pytest.mark.parametrize(

@@ -214,14 +214,14 @@ def _sleeper() -> Any:
 
 
 async def test_query_db_sees_no_database_unless_one_is_named(root: Path) -> None:
-    toolbox = Toolbox(offered_tools(Config(), root, Registry()))
+    toolbox = Toolbox(offered_tools(Config(), root, Registry(), ()))
     outcome = await _run(toolbox, "query_db", sql="select 1")
     assert "no database is open to tools" in (outcome.error or "")
 
 
 async def test_a_relative_tools_database_starts_at_the_config_folder(root: Path) -> None:
     config = Config(databases={"default": "sqlite:///app.db"})
-    toolbox = Toolbox(offered_tools(config, root, Registry()))
+    toolbox = Toolbox(offered_tools(config, root, Registry(), ()))
     outcome = await _run(toolbox, "query_db", sql="select name from users order by name")
     assert [row["name"] for row in outcome.result["rows"]] == ["ada", "alan"]
 
@@ -261,22 +261,3 @@ def test_a_name_is_checked_once_and_connected_to_as_checked(
 
     monkeypatch.setattr(socket, "getaddrinfo", rebinding)
     assert checked_address("rebind.example", frozenset()) == "93.184.215.14"
-
-
-@pytest.mark.parametrize("path", [".loopengine/loopengine.db", ".env", "docs/.hidden"])
-async def test_hidden_files_are_not_open_to_tools(toolbox: Toolbox, root: Path, path: str) -> None:
-    (root / path).parent.mkdir(parents=True, exist_ok=True)
-    (root / path).write_text("private")
-    outcome = await _run(toolbox, "read_file", path=path)
-    assert outcome.error == f"PermissionError: {path!r} is not open to tools"
-    found = await _run(toolbox, "search_files", pattern="private", path=str(Path(path).parent))
-    assert found.result in ([], None)
-
-
-async def test_the_store_is_not_open_to_tools_wherever_it_is(root: Path) -> None:
-    config = Config(database="sqlite:///state/store.db")
-    (root / "state").mkdir()
-    (root / "state" / "store.db").write_text("rows")
-    toolbox = Toolbox(offered_tools(config, root, Registry()))
-    outcome = await _run(toolbox, "read_file", path="state/store.db")
-    assert outcome.error == "PermissionError: 'state/store.db' is not open to tools"
