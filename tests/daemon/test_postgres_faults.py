@@ -94,6 +94,10 @@ def _until(condition: object, timeout: float = 120.0) -> None:
     raise AssertionError("not reached in time")
 
 
+def _ended(daemon: Daemon) -> bool:
+    return any(line.get("kind") == "end" for line in daemon.lines())
+
+
 def _drained(url: str) -> bool:
     left = _rows(url, "SELECT count(*) FROM jobs WHERE status IN ('queued', 'running')")
     return left == [(0,)]
@@ -171,13 +175,12 @@ def test_a_daemon_paused_past_its_lease_does_not_act_on_a_job_taken_over(
     first.wait_for(lambda line: line.get("kind") == "start")
     first.process.send_signal(signal.SIGSTOP)
     try:
-        second = on_postgres.start("second.log")
-        second.wait_for(lambda line: line.get("kind") == "end", timeout=120)
+        others = [on_postgres.start("second.log"), on_postgres.start("third.log")]
+        _until(lambda: any(_ended(daemon) for daemon in others))
     finally:
         first.process.send_signal(signal.SIGCONT)
     first.wait_for(lambda line: line.get("kind") == "lost", timeout=120)
-    assert first.stop() == 0
-    assert second.stop() == 0
+    assert [daemon.stop() for daemon in (first, *others)] == [0, 0, 0]
     assert len(marks.read_text().splitlines()) == 1
     assert _rows(server.url, "SELECT status, outcome FROM jobs") == [("done", "completed")]
     assert _rows(server.url, "SELECT status, outcome FROM executions") == [
