@@ -70,6 +70,20 @@ def test_validate_an_invalid_loop_exits_1_with_located_errors(
     ]
 
 
+def test_validate_refuses_a_cron_that_never_fires_where_it_is_written(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bad = tmp_path / "feb.yaml"
+    bad.write_text("id: feb\ntrigger:\n  type: cron\n  config: {expression: '0 0 31 2 *'}\n")
+    assert main(["validate", str(bad)]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"{bad}:4:24: trigger.config.expression: cron expression '0 0 31 2 *' never fires: no "
+        "date matches it (February has 29 days at most; April, June, September and November "
+        "30): change the day or the month",
+        "✗ 1 error in 1 of 1 file",
+    ]
+
+
 def test_validate_a_folder(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     (tmp_path / "loops").mkdir()
     for name in ("a", "b"):
