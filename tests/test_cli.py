@@ -92,6 +92,23 @@ def test_validate_a_folder(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
     assert capsys.readouterr().out.strip() == "✓ 2 loops valid"
 
 
+def test_validate_a_folder_refuses_a_link_out_of_it_and_shows_nothing_of_its_target(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    secret = tmp_path / "shadow"
+    secret.write_text("root:$6$saltsalt$Zm9vYmFyYmF6cXV4:19700:0:99999:7:::\nbin:*:19700:::\n")
+    loops = tmp_path / "loops"
+    loops.mkdir()
+    (loops / "a.yaml").write_text(MINIMAL)
+    (loops / "leak.yaml").symlink_to(secret)
+    assert main(["validate", str(loops)]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"{loops / 'leak.yaml'}:1:1: a link to {secret}, outside {loops}: not read (move the "
+        "file into the folder, or link to a file inside it)",
+        "✗ 1 error in 1 of 2 files",
+    ]
+
+
 def test_validate_json_output(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     (tmp_path / "x.yaml").write_text("id: x\ntrigger: {type: manual}\ndurability: fast\n")
     assert main(["validate", str(tmp_path / "x.yaml"), "--json"]) == 1

@@ -12,6 +12,7 @@ refused while it is built.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path as FilePath
@@ -21,7 +22,7 @@ import yaml
 from yaml import nodes
 from yaml.error import Mark
 
-from loopengine.contract._diagnostics import Diagnostic, Level, Path
+from loopengine.contract._diagnostics import Diagnostic, Level, Path, shown_key
 from loopengine.contract._yaml_depth import too_deep
 from loopengine.errors import ContractError
 
@@ -183,7 +184,8 @@ class _Builder:
             child = (*path, key)
             if key in result:
                 first = _position(self.keys[child])
-                self.problem(key_node, child, f"duplicate key '{key}' (first at line {first.line})")
+                message = f"duplicate key '{shown_key(key)}' (first at line {first.line})"
+                self.problem(key_node, child, message)
                 continue
             self.keys[child] = key_node.start_mark
             result[key] = self.build(value_node, child)
@@ -268,12 +270,13 @@ def _failure(file: str, position: Position, message: str) -> ContractError:
     return ContractError(diagnostic.format(), [diagnostic])
 
 
-def read_source(path: FilePath) -> str:
+def read_source(path: FilePath, *, name: str | None = None, follow_links: bool = True) -> str:
     """The text of a loop or config file: UTF-8 (a BOM allowed), at most ``MAX_BYTES``; else
-    ``ContractError`` saying what is wrong and where."""
-    file = str(path)
+    ``ContractError`` saying what is wrong and where (in the file ``name``, by default ``path``).
+    Without ``follow_links``, a link found where ``path`` was resolved to is not read."""
+    file = name or str(path)
     try:
-        with path.open("rb") as stream:
+        with open(path, "rb", opener=None if follow_links else _not_a_link) as stream:
             raw = stream.read(MAX_BYTES + 1)
     except OSError as exc:
         raise _failure(file, Position(1, 1), f"cannot read: {exc.strerror or exc}") from None
@@ -285,6 +288,10 @@ def read_source(path: FilePath) -> str:
         line = raw[: exc.start].count(b"\n") + 1
         message = f"not UTF-8 text (byte {exc.start}): save the file as UTF-8"
         raise _failure(file, Position(line, 1), message) from None
+
+
+def _not_a_link(path: str, flags: int) -> int:
+    return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0))
 
 
 def _too_big(size: int) -> str:

@@ -88,7 +88,7 @@ class LoopFolder:
 
     def _load(self, path: Path) -> Loop | None:
         try:
-            report = self.loader.load_file(path)
+            report = self.loader.load_file(path, self.folder)
         except Exception as exc:  # a fault loading one file refuses that file alone
             self.log.line("error", f"cannot load: {reason(exc)}", file=str(path))
             return None

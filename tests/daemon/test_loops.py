@@ -48,10 +48,10 @@ def test_the_shipped_folder_itself_loads_each_loop_once(tmp_path: Path) -> None:
 class _FaultyLoader(LoopLoader):
     """A loader with a bug that shows on one file."""
 
-    def load_file(self, path: Path) -> LoadReport:
+    def load_file(self, path: Path, within: Path | None = None) -> LoadReport:
         if path.name == "bad.yaml":
             raise RuntimeError("a bug")
-        return super().load_file(path)
+        return super().load_file(path, within)
 
 
 def test_a_file_that_fails_to_load_is_refused_alone_with_a_log_line(tmp_path: Path) -> None:
@@ -78,3 +78,15 @@ def test_a_refused_version_gives_its_place_back_to_the_one_it_replaced(tmp_path:
     assert not folder.scan()
     path.unlink()
     assert folder.scan().removed == ("mine",)
+
+
+def test_a_link_out_of_the_folder_is_logged_where_it_points_and_not_read(tmp_path: Path) -> None:
+    secret = tmp_path / "secrets"
+    secret.write_text("root:$6$saltsalt$Zm9vYmFyYmF6cXV4Zm9vYmFy:19700:0:99999:7:::\n")
+    folder = tmp_path / "loops"
+    folder.mkdir()
+    (folder / "leak.yaml").symlink_to(secret)
+    log = io.StringIO()
+    assert not LoopFolder(folder, loader(), DaemonLog(log)).scan()
+    assert f"a link to {secret}, outside {folder}: not read" in log.getvalue()
+    assert "saltsalt" not in log.getvalue()
