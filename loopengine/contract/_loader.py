@@ -152,9 +152,10 @@ class LoopLoader:
 
     def load_file(self, path: Path, within: Path | None = None) -> LoadReport:
         """Load one file; when found in ``within`` (a folder, or the file itself when named),
-        only where it resolves inside it: a link out of the folder is refused, unread."""
+        only where it resolves inside it: a link out of the folder is refused, unread (and a
+        file that becomes a link once checked is not read)."""
         source = path
-        if within is not None:
+        if within is not None and path.is_symlink():
             source = path.resolve()
             if not source.is_relative_to(within.resolve()):
                 return LoadReport(str(path), None, (_outside(path, source, within),))

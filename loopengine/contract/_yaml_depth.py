@@ -24,9 +24,9 @@ _FLOW = re.compile(r"[\[\]{}\"']|(?:^|(?<=[ \t]))#")
 _SPACES = re.compile(r"[ \t]*+")
 _INNERMOST = re.compile(r"(?:[^\[\]{}\"'#]*+[\[{][^\[\]{}\"'#]*+[\]}])++")
 """A run of flow collections holding no collection, quote or comment: one level deeper at most."""
-_INDENTATION = r"[\n\r\x85\u2028\u2029](?:[ \t]|[-?:](?=\s)){%d}"
-"""A line starting with that many spaces and indicators: a block collection opens within them
-or right after."""
+_INDENTATION = r"\n[ \t?:-]{%d}"
+"""A line starting with that many spaces or indicators: a block collection opens within them or
+right after."""
 _QUOTE_END = {"'": re.compile(r"(?:[^']++|'')*+'"), '"': re.compile(r'(?:[^"\\]++|\\.?)*+"')}
 """From inside a quoted scalar to just past its closing quote, when it closes on this line."""
 
@@ -244,10 +244,11 @@ def too_deep(text: str, limit: int) -> tuple[int, int] | None:
 
     Most texts are known not to from two counts: every flow collection needs a bracket, and block
     collections open at distinct columns (two at most at one: a sequence at its key's), each
-    within or right after the spaces and indicators that start some line.
+    within or right after the spaces and indicators that start some line (when every line ends
+    in a line feed; texts with other line breaks are rare enough to be read through).
     """
     columns = (limit - text.count("[") - text.count("{")) // 2
-    if columns > 0 and re.search(_INDENTATION % columns, "\n" + text) is None:
+    if columns > 0 and _plain_breaks(text) and not re.search(_INDENTATION % columns, "\n" + text):
         return None
     reader = _Reader(limit)
     try:
@@ -257,3 +258,8 @@ def too_deep(text: str, limit: int) -> tuple[int, int] | None:
     except _Deep as deep:
         return deep.at
     return None
+
+
+def _plain_breaks(text: str) -> bool:
+    """Whether every line break of ``text`` is a line feed (after a carriage return or not)."""
+    return text.count("\r") == text.count("\r\n") and not any(c in text for c in "\x85\u2028\u2029")

@@ -69,6 +69,9 @@ def test_the_depth_read_from_the_text_is_the_depth_of_its_events(text: str) -> N
         ("- [a,\n  [b, # c ]\n   'c]'],\n  d]\n", 3),
         ("[it's, [x]]\n", 2),
         ('{"a":[1]}\n', 2),
+        ("a:\r  - [x]\r", 3),
+        ("a:\r\n  - [x]\r\n", 3),
+        ("a:\u2028  - [x]\u2028", 3),
     ],
 )
 def test_compact_forms_anchors_tags_and_multi_line_flows_nest_as_they_compose(
@@ -112,3 +115,10 @@ def test_a_flow_pair_is_a_mapping_the_text_does_not_count_but_composing_still_re
     assert too_deep(text, MAX_DEPTH) is None
     with pytest.raises(Exception, match=f"nested more than {MAX_DEPTH} levels deep"):
         parse_yaml(text, "f.yaml")
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r", "\x85", "\u2028"])
+def test_any_line_break_of_yaml_starts_a_line(newline: str) -> None:
+    text = newline.join(f"{' ' * n}k{n}:" for n in range(40)) + newline
+    assert _events_depth(text) == 40
+    assert too_deep(text, 30) == (31, 31)
