@@ -70,12 +70,43 @@ def test_validate_an_invalid_loop_exits_1_with_located_errors(
     ]
 
 
+def test_validate_refuses_a_cron_that_never_fires_where_it_is_written(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bad = tmp_path / "feb.yaml"
+    bad.write_text("id: feb\ntrigger:\n  type: cron\n  config: {expression: '0 0 31 2 *'}\n")
+    assert main(["validate", str(bad)]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"{bad}:4:24: trigger.config.expression: cron expression '0 0 31 2 *' never fires: no "
+        "date matches it (February has 29 days at most; April, June, September and November "
+        "30): change the day or the month",
+        "✗ 1 error in 1 of 1 file",
+    ]
+
+
 def test_validate_a_folder(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     (tmp_path / "loops").mkdir()
     for name in ("a", "b"):
         (tmp_path / "loops" / f"{name}.yaml").write_text(MINIMAL.replace("minimal", name))
     assert main(["validate", str(tmp_path / "loops")]) == 0
     assert capsys.readouterr().out.strip() == "✓ 2 loops valid"
+
+
+def test_validate_a_folder_refuses_a_link_out_of_it_and_shows_nothing_of_its_target(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    secret = tmp_path / "shadow"
+    secret.write_text("root:$6$saltsalt$Zm9vYmFyYmF6cXV4:19700:0:99999:7:::\nbin:*:19700:::\n")
+    loops = tmp_path / "loops"
+    loops.mkdir()
+    (loops / "a.yaml").write_text(MINIMAL)
+    (loops / "leak.yaml").symlink_to(secret)
+    assert main(["validate", str(loops)]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"{loops / 'leak.yaml'}:1:1: a link to {secret}, outside {loops}: not read (move the "
+        "file into the folder, or link to a file inside it)",
+        "✗ 1 error in 1 of 2 files",
+    ]
 
 
 def test_validate_json_output(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ def _folder_loops(workspace: Workspace, loader: LoopLoader) -> dict[str, Loop]:
     folder = workspace.base / workspace.config.daemon.loops
     found: dict[str, Loop] = {}
     for path in find_loop_files([folder]) if folder.is_dir() else []:
-        report = loader.load_file(path)
+        report = loader.load_file(path, folder)
         if report.loop is not None and report.ok:
             found.setdefault(report.loop.id, report.loop)
     return found

@@ -60,17 +60,17 @@ def run_validate(console: Console, paths: list[Path], config: Path | None, as_js
     missing = [path for path in paths if not path.exists()]
     if missing:
         raise ContractError(f"{missing[0]}: no such file or folder")
-    files = list(find_loop_files(paths))
+    files = [(file, given) for given in paths for file in find_loop_files([given])]
     if not files:
         raise ContractError(f"no loop files (*.yaml, *.yml) in {', '.join(map(str, paths))}")
     loaders: dict[Path | None, LoopLoader] = {}
     results: list[_Result] = []
-    for file in files:
+    for file, given in files:
         # A config applies to the loops under its folder, unless one is given (as ruff does).
         found = find_config(config, file.parent)
         if found not in loaders:
             loaders[found] = LoopLoader(load_workspace(found).env, build=False)
-        report = loaders[found].load_file(file)
+        report = loaders[found].load_file(file, given)
         results.append(_Result.of(report))
         if not as_json:
             for diagnostic in report.diagnostics:

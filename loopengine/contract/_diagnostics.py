@@ -6,14 +6,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["Diagnostic", "Level", "Path", "format_path"]
+__all__ = ["MAX_KEY_SHOWN", "Diagnostic", "Level", "Path", "format_path", "shown_key"]
 
 Path = tuple[str | int, ...]
+
+MAX_KEY_SHOWN = 24
+"""Most characters of a key a message quotes: a file that is not a loop (a link to a file of
+secrets, say) gets its keys named, never its lines."""
 
 
 class Level(StrEnum):
     ERROR = "error"
     WARNING = "warning"
+
+
+def shown_key(key: str) -> str:
+    """A key as a message quotes it: at most ``MAX_KEY_SHOWN`` characters, control characters
+    escaped (a log line stays one line)."""
+    text = key if key.isprintable() else key.encode("unicode_escape").decode("ascii")
+    return text if len(text) <= MAX_KEY_SHOWN else text[: MAX_KEY_SHOWN - 1] + "…"
 
 
 def format_path(path: Sequence[str | int]) -> str:
@@ -23,7 +34,7 @@ def format_path(path: Sequence[str | int]) -> str:
         if isinstance(part, int):
             text += f"[{part}]"
         else:
-            text += f".{part}" if text else str(part)
+            text += f".{shown_key(part)}" if text else shown_key(part)
     return text
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopengine.contract._diagnostics import Diagnostic
+from loopengine.contract._diagnostics import Diagnostic, shown_key
 from loopengine.contract._documents import build_model, loop_validator, schema_check
 from loopengine.contract._yaml_source import YamlDocument, parse_yaml, read_source
 from loopengine.contract.checks import Env, semantic_diagnostics
@@ -90,7 +90,9 @@ def _unwrap(document: YamlDocument) -> tuple[YamlDocument, list[Diagnostic]]:
         return document, []
     extra = [
         document.diagnostic(
-            (key,), f"unknown key '{key}' beside 'Loop:'; move it under Loop:", at_key=True
+            (key,),
+            f"unknown key '{shown_key(key)}' beside 'Loop:'; move it under Loop:",
+            at_key=True,
         )
         for key in data
         if key != "Loop"
@@ -151,9 +153,17 @@ class LoopLoader:
         remember_secrets(body.data, os.environ)
         return LoadReport(file, loop, tuple(problems), id_at)
 
-    def load_file(self, path: Path) -> LoadReport:
+    def load_file(self, path: Path, within: Path | None = None) -> LoadReport:
+        """Load one file; when found in ``within`` (a folder, or the file itself when named),
+        only where it resolves inside it: a link out of the folder is refused, unread (and a
+        file that becomes a link once checked is not read)."""
+        source = path
+        if within is not None and path.is_symlink():
+            source = path.resolve()
+            if not source.is_relative_to(within.resolve()):
+                return LoadReport(str(path), None, (_outside(path, source, within),))
         try:
-            text = read_source(path)
+            text = read_source(source, name=str(path), follow_links=within is None)
         except ContractError as exc:
             return LoadReport(str(path), None, tuple(exc.diagnostics))
         return self.load_text(text, str(path))
@@ -162,17 +172,26 @@ class LoopLoader:
         """Load every loop file under ``paths``, one report at a time so that a caller keeping only
         what it prints holds one loop at once; a loop id used twice is an error on the second."""
         first: dict[str, str] = {}
-        for path in find_loop_files(paths):
-            report = self.load_file(path)
-            if report.loop_id is not None:
-                owner = first.setdefault(report.loop_id, report.file)
-                if owner != report.file:
-                    report = _duplicate(report, report.loop_id, owner)
-            yield report
+        for given in paths:
+            for path in find_loop_files([given]):
+                report = self.load_file(path, given)
+                if report.loop_id is not None:
+                    owner = first.setdefault(report.loop_id, report.file)
+                    if owner != report.file:
+                        report = _duplicate(report, report.loop_id, owner)
+                yield report
 
     def load_paths(self, paths: Iterable[Path]) -> list[LoadReport]:
         """Every report of ``iter_paths``."""
         return list(self.iter_paths(paths))
+
+
+def _outside(path: Path, target: Path, folder: Path) -> Diagnostic:
+    message = (
+        f"a link to {target}, outside {folder}: not read (move the file into the folder, or link "
+        "to a file inside it)"
+    )
+    return Diagnostic(str(path), 1, 1, (), message)
 
 
 def _duplicate(report: LoadReport, loop_id: str, owner: str) -> LoadReport:

@@ -1,4 +1,8 @@
-"""Pass 1 of validation: JSON Schema errors of a document, translated into plain sentences."""
+"""Pass 1 of validation: JSON Schema errors of a document, translated into plain sentences.
+
+A sentence names a wrong value's kind, never its text (a file that is not a loop, a link to a
+file of secrets say, gets its keys named, cut short, and nothing else); numbers are shown.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from loopengine._suggestions import did_you_mean, hint
-from loopengine.contract._diagnostics import Diagnostic, Path
+from loopengine.contract._diagnostics import Diagnostic, Path, shown_key
 from loopengine.contract._fields import DURATION_PATTERN
 from loopengine.contract._yaml_source import YamlDocument
 
@@ -37,8 +41,15 @@ _TYPE_NAMES = {
 
 
 def _shown(value: Any) -> str:
+    """A value of the schema (not of the file) as a message quotes it."""
     text = json.dumps(value, default=str) if not isinstance(value, str) else repr(value)
     return text if len(text) <= 40 else text[:37] + "…"
+
+
+def _number(value: Any) -> str:
+    """`` 5`` for a number of the file, which a message may show; '' for anything else."""
+    is_number = isinstance(value, int | float) and not isinstance(value, bool)
+    return f" {json.dumps(value)}" if is_number else ""
 
 
 def _kind(value: Any) -> str:
@@ -108,7 +119,7 @@ def _union_message(validator: Draft202012Validator, error: ValidationError) -> s
         given = error.instance.get("type")
         if given is None:
             return f"missing required key 'type' ({', '.join(mapping)})"
-        return f"unknown type {_shown(given)}; {hint(str(given), mapping)}"
+        return f"unknown type{_number(given)}; {hint(str(given), mapping)}"
     kinds = []
     for branch in schemas:
         target = _resolved(validator, branch)
@@ -116,7 +127,7 @@ def _union_message(validator: Draft202012Validator, error: ValidationError) -> s
         if isinstance(kind, str):
             kinds.append(_TYPE_NAMES.get(kind, kind))
     expected = " or ".join(dict.fromkeys(kinds)) or "another value"
-    return f"{_WRONG_TYPE}{expected}, got {_kind(error.instance)} {_shown(error.instance)}"
+    return f"{_WRONG_TYPE}{expected}, got {_kind(error.instance)}{_number(error.instance)}"
 
 
 def _messages(
@@ -137,7 +148,8 @@ def _messages(
         for key in error.instance:
             if key not in known:
                 suffix = hint(str(key), known)
-                yield (*path, key), f"unknown key '{key}'" + (f"; {suffix}" if suffix else ""), True
+                message = f"unknown key '{shown_key(str(key))}'" + (f"; {suffix}" if suffix else "")
+                yield (*path, key), message, True
     elif kind == "required":
         instance: Any = error.instance
         missing = [name for name in value if name not in instance]
@@ -149,7 +161,7 @@ def _messages(
         )
         yield (
             path,
-            f"{_WRONG_TYPE}{expected}, got {_kind(error.instance)} {_shown(error.instance)}",
+            f"{_WRONG_TYPE}{expected}, got {_kind(error.instance)}{_number(error.instance)}",
             False,
         )
     elif kind == "enum":
@@ -158,17 +170,17 @@ def _messages(
         listed = ", ".join(options)
         yield (
             path,
-            f"invalid value {_shown(error.instance)}{_CHOICES}{listed}{suggestion}",
+            f"invalid value{_number(error.instance)}{_CHOICES}{listed}{suggestion}",
             False,
         )
     elif kind == "pattern":
         wanted = _PATTERN_HINTS.get(value, f"the pattern {value}")
-        yield path, f"invalid value {_shown(error.instance)}: expected {wanted}", False
+        yield path, f"invalid value: expected {wanted}", False
     elif kind in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
         sign = {"minimum": "≥", "maximum": "≤", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}[
             kind
         ]
-        yield path, f"must be {sign} {value}, got {_shown(error.instance)}", False
+        yield path, f"must be {sign} {value}, got{_number(error.instance)}", False
     elif kind == "minLength":
         yield path, "must not be empty", False
     elif kind == "minItems":

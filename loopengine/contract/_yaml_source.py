@@ -4,13 +4,15 @@ Only plain data is built: tags that would run code (``!!python/...``) are errors
 written (``on:`` stays the string ``on``), booleans are YAML 1.2's ``true``/``false`` only.
 
 Untrusted text is bounded before it costs anything: over ``MAX_BYTES`` it is refused unread; nested
-deeper than ``MAX_DEPTH`` it is refused from the parser's events, before libyaml's recursive
-composer (which overflows the C stack at ~30,000 levels) sees it; and a document that expands past
-``MAX_NODES`` nodes, aliases and ``<<`` merges counted, is refused while it is built.
+deeper than ``MAX_DEPTH`` it is refused from its text, before any YAML library reads it (libyaml
+refuses 1,000 levels with its own message, and older versions overflow the C stack at ~30,000);
+and a document that expands past ``MAX_NODES`` nodes, aliases and ``<<`` merges counted, is
+refused while it is built.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path as FilePath
@@ -20,7 +22,8 @@ import yaml
 from yaml import nodes
 from yaml.error import Mark
 
-from loopengine.contract._diagnostics import Diagnostic, Level, Path
+from loopengine.contract._diagnostics import Diagnostic, Level, Path, shown_key
+from loopengine.contract._yaml_depth import too_deep
 from loopengine.errors import ContractError
 
 __all__ = [
@@ -39,9 +42,6 @@ MAX_DEPTH = 64
 MAX_NODES = 100_000
 MAX_NUMBER = 64
 """Longest number written in a file (Python refuses ints past 4,300 digits; base 60 is slow)."""
-_SAFE_NESTING = 2_000
-"""Below this many nesting indicators and lines, no document can nest past what libyaml composes
-safely, so the event scan is skipped (the common case)."""
 _SAFE_SIZE = 256 * 1024
 """Below this many characters, no document holds enough values to cost much before it is
 counted while built; larger ones are counted from their events first."""
@@ -121,7 +121,7 @@ class _Builder:
     def build(self, node: nodes.Node, path: Path) -> Any:
         self.tick()
         if len(path) > MAX_DEPTH:
-            raise _TooDeep(node)
+            raise _TooDeep(_position(node.start_mark))
         self.values.setdefault(path, node.start_mark)
         if not isinstance(node, nodes.CollectionNode):
             return self.scalar(node, path)
@@ -184,7 +184,8 @@ class _Builder:
             child = (*path, key)
             if key in result:
                 first = _position(self.keys[child])
-                self.problem(key_node, child, f"duplicate key '{key}' (first at line {first.line})")
+                message = f"duplicate key '{shown_key(key)}' (first at line {first.line})"
+                self.problem(key_node, child, message)
                 continue
             self.keys[child] = key_node.start_mark
             result[key] = self.build(value_node, child)
@@ -213,35 +214,38 @@ class _TooLarge(Exception):
 
 
 class _TooDeep(Exception):
-    def __init__(self, at: nodes.Node | yaml.Event) -> None:
-        mark: Any = at.start_mark  # libyaml's events carry its own Mark type
-        self.position = Position(1, 1) if mark is None else _position(mark)
+    def __init__(self, position: Position) -> None:
+        self.position = position
 
 
-_OPENERS = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
-_CLOSERS = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
-_VALUES = (*_OPENERS, yaml.ScalarEvent, yaml.AliasEvent)
+_VALUES = (yaml.SequenceStartEvent, yaml.MappingStartEvent, yaml.ScalarEvent, yaml.AliasEvent)
 
 
 def _check_shape(text: str) -> None:
-    """Refuse, from its events, a document nested deeper than ``MAX_DEPTH`` (libyaml's parser
-    keeps its own stack; only its composer recurses) or holding more than ``MAX_NODES`` values
-    (before they are composed), when its size allows either at all."""
-    indicators = sum(text.count(c) for c in "[{-?:") + text.count("\n")
-    if indicators < _SAFE_NESTING and len(text) < _SAFE_SIZE:
-        return
-    depth = count = 0
+    """Refuse a document nested deeper than ``MAX_DEPTH``, from its text, or holding more than
+    ``MAX_NODES`` values, from its events (before they are composed) when its size allows it;
+    values first, which bounds the text read for depth, unless libyaml finds it too deep."""
+    if len(text) >= _SAFE_SIZE:
+        try:
+            _count_values(text)
+        except yaml.YAMLError:
+            _check_depth(text)
+            raise
+    _check_depth(text)
+
+
+def _check_depth(text: str) -> None:
+    if (at := too_deep(text, MAX_DEPTH)) is not None:
+        raise _TooDeep(Position(*at))
+
+
+def _count_values(text: str) -> None:
+    count = 0
     for event in yaml.parse(text, Loader=_Loader):
         if isinstance(event, _VALUES):
             count += 1
             if count > MAX_NODES:
                 raise _TooLarge
-        if isinstance(event, _OPENERS):
-            depth += 1
-            if depth > MAX_DEPTH:
-                raise _TooDeep(event)
-        elif isinstance(event, _CLOSERS):
-            depth -= 1
 
 
 def _syntax_error(file: str, exc: yaml.YAMLError) -> ContractError:
@@ -266,12 +270,13 @@ def _failure(file: str, position: Position, message: str) -> ContractError:
     return ContractError(diagnostic.format(), [diagnostic])
 
 
-def read_source(path: FilePath) -> str:
+def read_source(path: FilePath, *, name: str | None = None, follow_links: bool = True) -> str:
     """The text of a loop or config file: UTF-8 (a BOM allowed), at most ``MAX_BYTES``; else
-    ``ContractError`` saying what is wrong and where."""
-    file = str(path)
+    ``ContractError`` saying what is wrong and where (in the file ``name``, by default ``path``).
+    Without ``follow_links``, a link found where ``path`` was resolved to is not read."""
+    file = name or str(path)
     try:
-        with path.open("rb") as stream:
+        with open(path, "rb", opener=None if follow_links else _not_a_link) as stream:
             raw = stream.read(MAX_BYTES + 1)
     except OSError as exc:
         raise _failure(file, Position(1, 1), f"cannot read: {exc.strerror or exc}") from None
@@ -283,6 +288,10 @@ def read_source(path: FilePath) -> str:
         line = raw[: exc.start].count(b"\n") + 1
         message = f"not UTF-8 text (byte {exc.start}): save the file as UTF-8"
         raise _failure(file, Position(line, 1), message) from None
+
+
+def _not_a_link(path: str, flags: int) -> int:
+    return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0))
 
 
 def _too_big(size: int) -> str:

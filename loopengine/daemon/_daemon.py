@@ -9,7 +9,7 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -19,12 +19,12 @@ import sqlalchemy as sa
 
 from loopengine._resources import shipped_loop
 from loopengine._secrets import remember
-from loopengine.contract import Config
+from loopengine.contract import Config, Loop
 from loopengine.daemon._access import bind_problem
 from loopengine.daemon._dispatcher import Dispatcher
 from loopengine.daemon._hooks import HookTable
 from loopengine.daemon._log import DaemonLog
-from loopengine.daemon._loops import Changes, LoopFolder, triggers_of
+from loopengine.daemon._loops import Changes, LoopFolder, reason, triggers_of
 from loopengine.daemon._scheduler import Scheduler
 from loopengine.daemon._thresholds import ThresholdWatcher
 from loopengine.daemon._workers import BACKOFF_MAX_S, Workers
@@ -88,15 +88,40 @@ class _Daemon:
         self.hooks = HookTable(log)
 
     async def apply(self, changes: Changes) -> None:
-        for loop in changes.loaded:
+        """Schedule what a scan changed. A loop that fails to schedule is refused alone: the
+        version it replaced (if any) goes on, and every other change of the scan applies."""
+        try:
+            await self._schedule(changes.loaded, changes.removed)
+            loaded = list(changes.loaded)
+        except Exception:  # one loop at a time, to find which
+            loaded = [loop for loop in changes.loaded if await self._alone(loop, changes)]
+            await self._schedule((), changes.removed)
+        for loop in loaded:
             kinds = ",".join(sorted({trigger.type for _, trigger in triggers_of(loop)})) or "none"
             self.log.line("load", loop=loop.id, file=loop.file, triggers=kinds)
         for loop_id in changes.removed:
             self.log.line("unload", "file deleted: unscheduled", loop=loop_id)
-        await self.scheduler.update(changes.loaded, changes.removed)
-        self.dispatcher.update(changes.loaded, changes.removed)
-        await self.thresholds.update(changes.loaded, changes.removed)
-        self.hooks.update(changes.loaded, changes.removed)
+
+    async def _schedule(self, loaded: Sequence[Loop], removed: Sequence[str]) -> None:
+        await self.scheduler.update(loaded, removed)
+        self.dispatcher.update(loaded, removed)
+        await self.thresholds.update(loaded, removed)
+        self.hooks.update(loaded, removed)
+
+    async def _alone(self, loop: Loop, changes: Changes) -> bool:
+        """Schedule ``loop`` alone; when that fails, refuse it (with a log line) and schedule the
+        version it replaced again, or nothing under its id."""
+        previous = changes.previous.get(loop.id)
+        try:
+            await self._schedule((loop,), ())
+        except Exception as exc:
+            self.folder.refuse(loop, previous)
+            kept = " (the previous version keeps running)" if previous else ""
+            message = f"cannot schedule: {reason(exc)}; not scheduled{kept}"
+            self.log.line("error", message, loop=loop.id, file=loop.file)
+            await self._schedule((previous,) if previous else (), () if previous else (loop.id,))
+            return False
+        return True
 
     async def reload(self) -> None:
         while True:

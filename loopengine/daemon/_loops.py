@@ -2,20 +2,23 @@
 shipped loops it is given as fallbacks (the autolearn loops) unless a file defines their id.
 
 An invalid file is logged with every error and skipped; an invalid edit keeps the version that
-runs; a deleted file unschedules its loop (or gives its id back to the shipped loop). Files are
-compared by modification time and size, so a scan of an unchanged folder reads no file.
+runs, and so does a version the daemon then fails to schedule (``refuse``); a deleted file
+unschedules its loop (or gives its id back to the shipped loop). Files are compared by
+modification time and size, so a scan of an unchanged folder reads no file.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from loopengine.contract import Loop, LoopLoader, find_loop_files
 from loopengine.daemon._log import DaemonLog
+from loopengine.errors import LoopEngineError
 
-__all__ = ["Changes", "LoopFolder", "triggers_of"]
+__all__ = ["Changes", "LoopFolder", "reason", "triggers_of"]
 
 
 def triggers_of(loop: Loop) -> list[tuple[str, Any]]:
@@ -27,10 +30,12 @@ def triggers_of(loop: Loop) -> list[tuple[str, Any]]:
 
 @dataclass(frozen=True, slots=True)
 class Changes:
-    """What a scan changed: loops added or replaced by a new version, loop ids removed."""
+    """What a scan changed: loops added or replaced by a new version (``previous`` holds the
+    versions replaced, by loop id), loop ids removed."""
 
     loaded: tuple[Loop, ...] = ()
     removed: tuple[str, ...] = ()
+    previous: Mapping[str, Loop] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.loaded or self.removed)
@@ -55,6 +60,7 @@ class LoopFolder:
         stamps = {path: _stamp(path) for path in find_loop_files([self.folder])}
         removed = [self._forget(path) for path in sorted(set(self._ids) - set(stamps))]
         retry = self._clashes & set(stamps) if removed else set()
+        running = dict(self.loops)
         loaded: list[Loop] = []
         for path in sorted(stamps):
             changed = stamps[path] != self._stamps.get(path) or path in retry
@@ -63,10 +69,29 @@ class LoopFolder:
         self._stamps = {path: stamp for path, stamp in stamps.items() if stamp is not None}
         loaded.extend(self._fallen_back({path.resolve() for path in stamps}))
         kept = {loop.id for loop in loaded}
-        return Changes(tuple(loaded), tuple(i for i in removed if i and i not in kept))
+        previous = {loop.id: running[loop.id] for loop in loaded if loop.id in running}
+        return Changes(tuple(loaded), tuple(i for i in removed if i and i not in kept), previous)
+
+    def refuse(self, loop: Loop, previous: Loop | None) -> None:
+        """Take back ``loop``, loaded by the last scan but not schedulable: ``previous`` (the
+        version it replaced) runs again, or nothing under its id; its file is tried again once
+        it changes."""
+        path = Path(loop.file)
+        if self._ids.get(path) == loop.id and (previous is None or previous.file != loop.file):
+            del self._ids[path]
+        if path in self._shipped:
+            self._shipped[path] = None
+        if previous is None:
+            self.loops.pop(loop.id, None)
+        else:
+            self.loops[loop.id] = previous
 
     def _load(self, path: Path) -> Loop | None:
-        report = self.loader.load_file(path)
+        try:
+            report = self.loader.load_file(path, self.folder)
+        except Exception as exc:  # a fault loading one file refuses that file alone
+            self.log.line("error", f"cannot load: {reason(exc)}", file=str(path))
+            return None
         if report.loop is None or not report.ok:
             kept = " (the previous version keeps running)" if path in self._ids else ""
             for problem in report.errors:
@@ -124,3 +149,9 @@ def _stamp(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return stat.st_mtime_ns, stat.st_size
+
+
+def reason(exc: Exception) -> str:
+    """What a log line says of an error: loopengine's own message, or an unexpected error's type
+    and message."""
+    return str(exc) if isinstance(exc, LoopEngineError) else f"{type(exc).__name__}: {exc}"

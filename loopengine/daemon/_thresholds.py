@@ -90,6 +90,8 @@ class ThresholdWatcher:
         loaded = list(loaded)
         gone = {*removed, *(loop.id for loop in loaded)}
         self.watches = {key: w for key, w in self.watches.items() if key[0] not in gone}
+        if not any(t.type == "threshold" for loop in loaded for _, t in triggers_of(loop)):
+            return
         saved = await self.store.read(queue.load_trigger_states)
         now = self.clock()
         for loop in loaded:

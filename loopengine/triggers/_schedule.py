@@ -67,7 +67,7 @@ class CronSchedule:
     _fixed: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        from croniter import CroniterBadDateError, CroniterError, croniter
+        from croniter import CroniterError, croniter
 
         if problem := cron_problem(self.expression):
             raise TriggerError(problem)
@@ -82,10 +82,6 @@ class CronSchedule:
         try:
             template = croniter(text, 0, second_at_beginning=seconds)
             template.get_next(float)
-        except CroniterBadDateError:
-            raise TriggerError(
-                f"cron expression {self.expression!r} never fires: no date matches it"
-            ) from None
         except (CroniterError, ValueError) as exc:
             raise TriggerError(f"invalid cron expression {self.expression!r}: {exc}") from None
         clock_fields = text.split()[: 3 if seconds else 2]

@@ -154,3 +154,41 @@ def test_a_param_a_built_in_source_does_not_take_is_an_error_at_load(
         """
     )
     assert [d.message for d in report.errors] == ["a metric source takes no param 'window'"]
+
+
+SECRETS = """\
+root:$6$saltsalt$Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4:19700:0:99999:7:::
+daemon:*:19700:0:99999:7:::
+token: sk-live-0123456789abcdef0123456789abcdef
+"""
+
+
+def test_a_link_out_of_the_folder_is_refused_unread(loader: LoopLoader, tmp_path: Path) -> None:
+    (tmp_path / "secrets").write_text(SECRETS)
+    folder = tmp_path / "loops"
+    folder.mkdir()
+    (folder / "inside.yaml").write_text(MINIMAL)
+    (folder / "linked.yaml").symlink_to(folder / "inside.yaml")
+    (folder / "leak.yaml").symlink_to(tmp_path / "secrets")
+    inside, leak, linked = loader.load_paths([folder])
+    assert [d.format() for d in leak.errors] == [
+        f"{folder / 'leak.yaml'}:1:1: a link to {tmp_path / 'secrets'}, outside {folder}: not read "
+        "(move the file into the folder, or link to a file inside it)"
+    ]
+    assert inside.ok
+    assert [d.message for d in linked.errors] == [
+        f"loop id 'minimal' is already used by {folder / 'inside.yaml'}; ids must be unique"
+    ]
+
+
+def test_an_invalid_file_names_its_keys_cut_short_and_never_its_values(
+    loader: LoopLoader, tmp_path: Path
+) -> None:
+    (tmp_path / "f.yaml").write_text(
+        SECRETS + "id: Sk-Live-0123456789\nconcurrency: sk-live-0123\ndurability: [sk-live]\n"
+    )
+    shown = "\n".join(d.format() for d in loader.load_file(tmp_path / "f.yaml").diagnostics)
+    assert "unknown key 'root:$6$saltsalt$Zm9vYm…'" in shown
+    assert "unknown key 'daemon:*:19700:0:99999:…'" in shown
+    assert "0123" not in shown
+    assert "Zm9vYmFyYmF6" not in shown

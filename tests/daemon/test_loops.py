@@ -7,6 +7,7 @@ import io
 from pathlib import Path
 
 from loopengine._resources import shipped_loop
+from loopengine.contract import LoadReport, LoopLoader
 from loopengine.daemon import DaemonLog, LoopFolder
 from tests.daemon.test_intake_tasks import DECIDE, loader
 
@@ -42,3 +43,50 @@ def test_the_shipped_folder_itself_loads_each_loop_once(tmp_path: Path) -> None:
     folder = _folder(AUTOTUNE.parent)
     changes = folder.scan()
     assert [found.id for found in changes.loaded].count("autotune") == 1
+
+
+class _FaultyLoader(LoopLoader):
+    """A loader with a bug that shows on one file."""
+
+    def load_file(self, path: Path, within: Path | None = None) -> LoadReport:
+        if path.name == "bad.yaml":
+            raise RuntimeError("a bug")
+        return super().load_file(path, within)
+
+
+def test_a_file_that_fails_to_load_is_refused_alone_with_a_log_line(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text("id: bad\ntrigger: {type: manual}\n" + DECIDE)
+    (tmp_path / "good.yaml").write_text("id: good\ntrigger: {type: manual}\n" + DECIDE)
+    log = io.StringIO()
+    working = loader()
+    folder = LoopFolder(tmp_path, _FaultyLoader(working.env), DaemonLog(log))
+    assert [found.id for found in folder.scan().loaded] == ["good"]
+    assert f"file={tmp_path / 'bad.yaml'} cannot load: RuntimeError: a bug" in log.getvalue()
+
+
+def test_a_refused_version_gives_its_place_back_to_the_one_it_replaced(tmp_path: Path) -> None:
+    path = tmp_path / "mine.yaml"
+    path.write_text("id: mine\ntrigger: {type: manual}\n" + DECIDE)
+    folder = LoopFolder(tmp_path, loader(), DaemonLog(io.StringIO()))
+    [first] = folder.scan().loaded
+    path.write_text("id: mine\ntrigger: {type: manual}\ndescription: second\n" + DECIDE)
+    changes = folder.scan()
+    [second] = changes.loaded
+    assert changes.previous == {"mine": first}
+    folder.refuse(second, changes.previous["mine"])
+    assert folder.loops == {"mine": first}
+    assert not folder.scan()
+    path.unlink()
+    assert folder.scan().removed == ("mine",)
+
+
+def test_a_link_out_of_the_folder_is_logged_where_it_points_and_not_read(tmp_path: Path) -> None:
+    secret = tmp_path / "secrets"
+    secret.write_text("root:$6$saltsalt$Zm9vYmFyYmF6cXV4Zm9vYmFy:19700:0:99999:7:::\n")
+    folder = tmp_path / "loops"
+    folder.mkdir()
+    (folder / "leak.yaml").symlink_to(secret)
+    log = io.StringIO()
+    assert not LoopFolder(folder, loader(), DaemonLog(log)).scan()
+    assert f"a link to {secret}, outside {folder}: not read" in log.getvalue()
+    assert "saltsalt" not in log.getvalue()

@@ -71,12 +71,62 @@ def plain_expressions(draw: st.DrawFn) -> str:
     return " ".join(field() for _ in range(draw(st.sampled_from([5, 6]))))
 
 
+def _fires_in_400_years(expression: str) -> bool:
+    from croniter import CroniterBadDateError, croniter
+
+    schedule = croniter(
+        expression, 0, second_at_beginning=has_seconds(expression), max_years_between_matches=400
+    )
+    try:
+        schedule.get_next(float)
+    except CroniterBadDateError:
+        return False
+    return True
+
+
 @settings(max_examples=2000, deadline=None)
 @given(plain_expressions())
 def test_the_check_agrees_with_croniter(expression: str) -> None:
     """Whether an expression is known valid without croniter or left to it, the verdict is
-    croniter's."""
+    croniter's: valid, and a fire within the 400 years after which the calendar repeats."""
     from croniter import croniter
 
     accepted = cron_problem(expression) is None
-    assert accepted == croniter.is_valid(expression, second_at_beginning=has_seconds(expression))
+    seconds = has_seconds(expression)
+    valid = croniter.is_valid(expression, second_at_beginning=seconds)
+    assert accepted == (valid and _fires_in_400_years(expression))
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "0 0 31 2 *",
+        "0 0 30 2 *",
+        "0 0 31 4,6,9,11 *",
+        "0 0 0 31 2 *",
+        "0 0 31 feb *",
+        "0 0 30-31 2 *",
+    ],
+)
+def test_a_day_no_month_of_the_expression_has_never_fires(expression: str) -> None:
+    assert cron_problem(expression) == (
+        f"cron expression {expression!r} never fires: no date matches it (February has 29 days "
+        "at most; April, June, September and November 30): change the day or the month"
+    )
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "0 0 29 2 *",
+        "0 0 31 2 mon",
+        "0 0 31 1-2 *",
+        "0 0 * 2 fri#5",
+        "0 0 30,1 2 *",
+        "0 0 29-31 2 *",
+    ],
+)
+def test_rare_fires_are_fires(expression: str) -> None:
+    """Every fourth February has a 29th; a weekday field fires on its own (Vixie's day-or); the
+    fifth Friday of February comes up to 40 years apart."""
+    assert cron_problem(expression) is None
