@@ -98,7 +98,7 @@ def test_an_invalid_loop_is_reported_like_validate(
     (workspace / "bad.yaml").write_text("id: bad\ntrigger: {type: manual}\ndurability: sometimes\n")
     assert main(["run", "bad.yaml"]) == 2
     assert capsys.readouterr().err.startswith(
-        "bad.yaml:3:13: durability: invalid value; expected one of: phase, execution"
+        "bad.yaml:3:13: durability: invalid value 'sometimes'; expected one of: phase, execution"
     )
 
 

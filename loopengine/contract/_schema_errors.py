@@ -7,6 +7,7 @@ file of secrets say, gets its keys named, cut short, and nothing else); numbers 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -40,6 +41,10 @@ _TYPE_NAMES = {
 }
 
 
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,23}")
+"""What a name of a closed set looks like: quoted back when misspelled."""
+
+
 def _shown(value: Any) -> str:
     """A value of the schema (not of the file) as a message quotes it."""
     text = json.dumps(value, default=str) if not isinstance(value, str) else repr(value)
@@ -50,6 +55,14 @@ def _number(value: Any) -> str:
     """`` 5`` for a number of the file, which a message may show; '' for anything else."""
     is_number = isinstance(value, int | float) and not isinstance(value, bool)
     return f" {json.dumps(value)}" if is_number else ""
+
+
+def _choice(value: Any) -> str:
+    """A wrong choice among names (a trigger type, an enum value) as a message shows it: a short
+    word (``'cronn'``) is a typo worth quoting; anything else shows as a number or not at all."""
+    if isinstance(value, str) and _WORD.fullmatch(value):
+        return f" {value!r}"
+    return _number(value)
 
 
 def _kind(value: Any) -> str:
@@ -119,7 +132,7 @@ def _union_message(validator: Draft202012Validator, error: ValidationError) -> s
         given = error.instance.get("type")
         if given is None:
             return f"missing required key 'type' ({', '.join(mapping)})"
-        return f"unknown type{_number(given)}; {hint(str(given), mapping)}"
+        return f"unknown type{_choice(given)}; {hint(str(given), mapping)}"
     kinds = []
     for branch in schemas:
         target = _resolved(validator, branch)
@@ -170,7 +183,7 @@ def _messages(
         listed = ", ".join(options)
         yield (
             path,
-            f"invalid value{_number(error.instance)}{_CHOICES}{listed}{suggestion}",
+            f"invalid value{_choice(error.instance)}{_CHOICES}{listed}{suggestion}",
             False,
         )
     elif kind == "pattern":
