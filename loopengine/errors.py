@@ -38,7 +38,6 @@ __all__ = [
     "StoreUnavailable",
     "ThreadError",
     "TriggerError",
-    "describe",
 ]
 
 
@@ -135,10 +134,3 @@ class NotResumable(LoopEngineError):
 class LeaseLost(LoopEngineError):
     """This daemon's lease on a job expired and another daemon claimed it (this one was paused
     or cut off): what it would still commit or act on is refused, so the job runs once."""
-
-
-def describe(exc: BaseException) -> str:
-    """An unexpected error on one line, for a log or a failed job: its type, then its first
-    line (the traceback is for ``--debug``)."""
-    lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__

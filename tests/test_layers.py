@@ -19,6 +19,7 @@ BASE = frozenset(
     {
         "errors",
         "_json",
+        "_faults",
         "_suggestions",
         "_concurrency",
         "_lazy",

@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from loopengine._faults import describe
 from loopengine._json import NonFiniteNumber, loads
 from loopengine.daemon._access import OPEN_PATHS, is_open, token_accepted
 from loopengine.daemon._api_autolearn import add_autolearn_routes
@@ -30,7 +31,7 @@ from loopengine.daemon._api_hooks import add_hook_routes
 from loopengine.daemon._api_loops import add_loop_routes
 from loopengine.daemon._api_metrics import add_metrics_routes
 from loopengine.daemon._api_threads import add_thread_routes
-from loopengine.errors import StoreUnavailable, describe
+from loopengine.errors import StoreUnavailable
 from loopengine.store import impatient, new_id
 
 __all__ = ["BODY_DEADLINE_S", "MAX_BODY", "MAX_IN_FLIGHT", "BodyBounds", "InFlight", "create_app"]

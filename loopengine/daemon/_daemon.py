@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import sqlalchemy as sa
 
+from loopengine._faults import describe
 from loopengine._resources import shipped_loop
 from loopengine._secrets import remember
 from loopengine.contract import Config, Loop
@@ -29,7 +30,7 @@ from loopengine.daemon._scheduler import Scheduler
 from loopengine.daemon._thresholds import ThresholdWatcher
 from loopengine.daemon._workers import BACKOFF_MAX_S, Workers
 from loopengine.engine import escalate_overdue, owner_died
-from loopengine.errors import ContractError, LoopEngineError, StoreUnavailable, describe
+from loopengine.errors import ContractError, LoopEngineError, StoreUnavailable
 from loopengine.expr import compile_template
 from loopengine.runtime import Runtime, open_runtime
 from loopengine.store import iso, new_id, queue

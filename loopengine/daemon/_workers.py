@@ -16,10 +16,11 @@ from typing import Any
 import anyio
 import sqlalchemy as sa
 
+from loopengine._faults import describe
 from loopengine.contract import Loop
 from loopengine.daemon._log import DaemonLog
 from loopengine.engine import Engine, resume
-from loopengine.errors import LeaseLost, LoopEngineError, StoreUnavailable, describe
+from loopengine.errors import LeaseLost, LoopEngineError, StoreUnavailable
 from loopengine.store import JobEnvelope, Store, executions, jobs, queue
 
 __all__ = ["BACKOFF_MAX_S", "MAX_CLAIMS", "Workers"]
