@@ -1,6 +1,7 @@
 """A pytest plugin: no test leaves a process behind. A process still running when the test or
-fixture that started it ends is killed, waited for, and fails that test in its teardown, so it
-never surfaces later as a ``ResourceWarning`` (an error here) in an unrelated test."""
+fixture that started it ends is killed and waited for, so it never surfaces later as a
+``ResourceWarning`` (an error here) in an unrelated test; a test that passed fails in its teardown
+for leaving it."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ class _Reaper:
     def __init__(self) -> None:
         self.owners: list[object] = []
         self.started: dict[object, list[subprocess.Popen[Any]]] = {}
+        self.failed: set[str] = set()
 
     def track(self, process: subprocess.Popen[Any]) -> None:
         owner = self.owners[-1] if self.owners else None
@@ -44,15 +46,23 @@ class _Reaper:
             self.owners.pop()
 
     @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item) -> Generator[None, Any, Any]:
+        report = yield
+        if report.failed:
+            self.failed.add(item.nodeid)
+        return report
+
+    @pytest.hookimpl(wrapper=True)
     def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, None, None]:
         """Once the test's fixtures that end with it are torn down, what they and the test
-        started has exited."""
+        started has exited; a test that failed already is not failed again for it."""
         try:
             yield
-        except BaseException:
-            self.reap(lambda owner: _ended(owner, item))
-            raise
-        if left := self.reap(lambda owner: _ended(owner, item)):
+        finally:
+            left = self.reap(lambda owner: _ended(owner, item))
+            failed = item.nodeid in self.failed
+            self.failed.discard(item.nodeid)
+        if left and not failed:
             pytest.fail("left running, now killed: " + "; ".join(left), pytrace=False)
 
     def reap(self, ended: Callable[[object], bool]) -> list[str]:

@@ -1,5 +1,6 @@
 """No test leaves a process behind (tests/processes.py): what a test or fixture leaves running
-is killed when it ends and fails that test, never a later one through a ``ResourceWarning``."""
+is killed when it ends and fails that test (once), never a later one through a
+``ResourceWarning``."""
 
 from __future__ import annotations
 
@@ -38,6 +39,11 @@ def test_uses_a_server_it_never_stops(server):
     pass
 
 
+def test_fails_while_its_process_runs():
+    _start("failed.pid")
+    assert False
+
+
 def test_unrelated():
     KEPT.clear()
 
@@ -55,14 +61,14 @@ def _gone(pid: int) -> bool:
     return False
 
 
-def test_what_a_test_or_fixture_leaves_running_fails_it_and_no_other(
+def test_what_a_test_or_fixture_leaves_running_is_killed_and_fails_it_and_no_other(
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makepyfile(test_leaving=LEAVING)
     result = pytester.runpytest_inprocess(
         "-p", "tests.processes", "-W", "error", "-p", "no:randomly"
     )
-    result.assert_outcomes(passed=4, errors=2)
+    result.assert_outcomes(passed=4, failed=1, errors=2)
     result.stdout.fnmatch_lines(
         [
             "*ERROR at teardown of test_leaves_a_process*",
@@ -71,5 +77,6 @@ def test_what_a_test_or_fixture_leaves_running_fails_it_and_no_other(
             "*left running, now killed: fixture 'server' started*",
         ]
     )
-    for name in ("test.pid", "fixture.pid"):
+    result.stdout.no_fnmatch_line("*teardown of test_fails_while_its_process_runs*")
+    for name in ("test.pid", "fixture.pid", "failed.pid"):
         assert _gone(int(Path(pytester.path, name).read_text()))
