@@ -3,11 +3,14 @@ machine, never sleep for a time that is usually long enough."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
 
-__all__ = ["DEADLINE_S", "wait_until"]
+import sqlalchemy as sa
+
+__all__ = ["DEADLINE_S", "wait_until", "wait_until_blocked"]
 
 DEADLINE_S = 60.0
 """How long a test waits for what should happen in well under a second on an idle machine."""
@@ -31,3 +34,15 @@ def wait_until(
             raise AssertionError(f"{said} (waited {deadline_s:.0f} s)")
         time.sleep(every_s)
     return found
+
+
+def wait_until_blocked(engine: sa.Engine, writer: threading.Thread) -> None:
+    """Until ``writer`` waits on a lock another transaction holds in ``engine``'s PostgreSQL
+    database, or has ended without waiting."""
+    query = sa.text("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")
+
+    def blocked() -> bool:
+        with engine.connect() as connection:
+            return connection.execute(query).scalar_one() > 0 or not writer.is_alive()
+
+    wait_until(blocked, "the second writer neither waited on the first nor ended", every_s=0.01)
