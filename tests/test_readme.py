@@ -176,6 +176,7 @@ def in_terminal(command: str, cwd: Path, env: dict[str, str]) -> tuple[int, str]
             chunks.append(data)
         else:
             os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
             raise AssertionError(f"{command!r} still runs after {COMMAND_TIMEOUT_S:.0f} s")
     finally:
         os.close(leader)
@@ -220,9 +221,10 @@ class Background:
         """SIGTERM, as a person's Ctrl-C or a service manager would; the exit code."""
         self.process.send_signal(signal.SIGTERM)
         try:
-            return self.process.wait(timeout=40)
+            return self.process.wait(timeout=COMMAND_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
             raise AssertionError(f"{self.command!r} did not stop on SIGTERM") from None
         finally:
             assert self.process.stdout is not None
@@ -275,8 +277,9 @@ class Session:
             time.sleep(0.5)
 
     def close(self) -> None:
-        for started in self.background:
-            assert started.stop() == 0, f"{started.command!r} did not exit 0 on SIGTERM"
+        """Stop every background command, then say which did not exit 0."""
+        codes = [(started.command, started.stop()) for started in self.background]
+        assert all(code == 0 for _, code in codes), f"exit codes on SIGTERM: {codes}"
 
 
 def _diff(where: str, command: Command, output: str) -> str:
