@@ -6,7 +6,7 @@ names are normalised; an execution or session id shown in the README stands for 
 printed, and later commands of the section use that one. ``…`` inside a line matches any text, a
 line ``...`` any number of lines. ``$ loopengine daemon`` starts in the background: the README
 shows the first lines of its log, and the section's later blocks run against it (read-only
-commands are retried for a few seconds, as a person would look again). ``<!-- test: cluster -->``
+commands are retried until they show it, as a person would look again). ``<!-- test: cluster -->``
 (``api cluster``) in a section starts scripted LLM nodes in place of those the chat config
 (the API example's config) names; a code block under ``<!-- file: PATH -->`` must be that file;
 ``<!-- test: free-port 8787 -->`` skips it where the port its daemon listens on is taken.
@@ -36,12 +36,14 @@ import pytest
 
 from loopengine.testing import FakeLLMServer, reply, tool_call
 from tests.conftest import ROOT
+from tests.waiting import DEADLINE_S
 
 README = ROOT / "README.md"
 COMMAND_TIMEOUT_S = 60.0
-SETTLE_S = 10.0
+SETTLE_S = DEADLINE_S
 """How long a read-only command against a running daemon is retried until it shows the README's
-output (the daemon works asynchronously; a person reads the output seconds later)."""
+output (the daemon works asynchronously; a person reads the output seconds later): generous, for
+a loaded machine."""
 READ_ONLY = ("loopengine history", "loopengine status", "loopengine events", "loopengine show")
 
 
