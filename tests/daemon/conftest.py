@@ -127,7 +127,9 @@ class Daemon:
     def tail(self) -> str:
         return self.log.read_text()[-3000:]
 
-    def wait_until(self, condition: Callable[[], T], failure: str) -> T:
+    def wait_until(
+        self, condition: Callable[[], T], failure: str, timeout: float = DEADLINE_S
+    ) -> T:
         """``wait_until`` that fails at once, with the log, if the daemon exits meanwhile."""
 
         def running() -> T:
@@ -137,22 +139,26 @@ class Daemon:
                 )
             return condition()
 
-        return wait_until(running, lambda: f"{failure}: {self.tail()}", every_s=0.01)
+        return wait_until(
+            running, lambda: f"{failure}: {self.tail()}", deadline_s=timeout, every_s=0.01
+        )
 
-    def wait_for(self, wanted: Callable[[dict[str, Any]], bool], count: int = 1) -> dict[str, Any]:
+    def wait_for(
+        self, wanted: Callable[[dict[str, Any]], bool], timeout: float = DEADLINE_S, count: int = 1
+    ) -> dict[str, Any]:
         """The ``count``-th line ``wanted`` accepts, once the daemon has logged it."""
 
         def logged() -> dict[str, Any] | None:
             found = [line for line in self.lines() if wanted(line)]
             return found[count - 1] if len(found) >= count else None
 
-        return self.wait_until(logged, "not logged")
+        return self.wait_until(logged, "not logged", timeout)
 
-    def stop(self, how: int = signal.SIGTERM) -> int:
-        """Its exit code once ``how`` has stopped it; killed if it has not within the deadline."""
+    def stop(self, how: int = signal.SIGTERM, timeout: float = DEADLINE_S) -> int:
+        """Its exit code once ``how`` has stopped it; killed if it has not within ``timeout``."""
         self.process.send_signal(how)
         try:
-            return self.process.wait(DEADLINE_S)
+            return self.process.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
             raise AssertionError(

@@ -20,7 +20,7 @@ import pytest
 from loopengine.contract import MAX_WEBHOOK_BODY
 from loopengine.daemon._api import MAX_BODY
 from tests.daemon.conftest import Daemon, Workspace
-from tests.waiting import wait_until
+from tests.waiting import DEADLINE_S
 
 HOOK_SECRET = "whsec_" + base64.b64encode(b"thirty-two bytes of webhook key!").decode()
 GITHUB_SECRET = "gh-hook-secret-42"
@@ -91,21 +91,17 @@ def _error(response: httpx.Response) -> dict[str, Any]:
 
 def _ran(url: str, loop_id: str, delivery: str) -> dict[str, Any]:
     """The finished execution of ``delivery``, as ``GET /executions/{id}`` shows it."""
-
-    def finished() -> str | None:
+    deadline = time.monotonic() + DEADLINE_S
+    while time.monotonic() < deadline:
         listed = httpx.get(f"{url}/executions", params={"loop_id": loop_id}, timeout=10).json()
-        return next(
-            (
-                row["execution_id"]
-                for row in listed["executions"]
-                if row["trigger"].get("delivery_id") == delivery and row["outcome"]
-            ),
-            None,
-        )
-
-    execution_id = wait_until(finished, f"delivery {delivery} never ran {loop_id}")
-    found: dict[str, Any] = httpx.get(f"{url}/executions/{execution_id}", timeout=10).json()
-    return found
+        for row in listed["executions"]:
+            if row["trigger"].get("delivery_id") == delivery and row["outcome"]:
+                found: dict[str, Any] = httpx.get(
+                    f"{url}/executions/{row['execution_id']}", timeout=10
+                ).json()
+                return found
+        time.sleep(0.1)
+    raise AssertionError(f"delivery {delivery} never ran {loop_id}")
 
 
 def _deliveries(url: str, loop_id: str) -> list[str]:
