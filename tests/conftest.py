@@ -1,4 +1,5 @@
-"""Shared fixtures: the seed example, a loader with its plugin, and a helper to load YAML text."""
+"""Shared fixtures: the seed example, a loader with its plugin, and a helper to load YAML text;
+no test leaves a process behind (tests/processes.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from loopengine.contract import LoadReport, LoopLoader
 from loopengine.contract.checks import Env
 from loopengine.skills import Registry, load_plugin
 from loopengine.skills.builtin import builtin_registry
+
+pytest_plugins = ["pytester", "tests.processes"]
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED_DIR = ROOT / "examples" / "seo_audit"

@@ -7,10 +7,11 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from tests.waiting import wait_until
 
 SKILLS = """\
 import time
@@ -98,10 +99,10 @@ def test_resumes_started_at_once_run_the_rest_once(tmp_path: Path) -> None:
         )
         return list(json.loads(listed.stdout)["executions"])
 
-    deadline = time.monotonic() + 60
-    while not ((tmp_path / "analyzing").exists() and recorded()):
-        assert time.monotonic() < deadline, "the execution never reached analyze"
-        time.sleep(0.1)
+    wait_until(
+        lambda: (tmp_path / "analyzing").exists() and recorded(),
+        "the execution never reached analyze",
+    )
     running.kill()
     running.wait()
     (tmp_path / "hold").unlink()

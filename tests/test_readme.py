@@ -6,7 +6,7 @@ names are normalised; an execution or session id shown in the README stands for 
 printed, and later commands of the section use that one. ``…`` inside a line matches any text, a
 line ``...`` any number of lines. ``$ loopengine daemon`` starts in the background: the README
 shows the first lines of its log, and the section's later blocks run against it (read-only
-commands are retried for a few seconds, as a person would look again). ``<!-- test: cluster -->``
+commands are retried until they show it, as a person would look again). ``<!-- test: cluster -->``
 (``api cluster``) in a section starts scripted LLM nodes in place of those the chat config
 (the API example's config) names; a code block under ``<!-- file: PATH -->`` must be that file;
 ``<!-- test: free-port 8787 -->`` skips it where the port its daemon listens on is taken.
@@ -36,12 +36,14 @@ import pytest
 
 from loopengine.testing import FakeLLMServer, reply, tool_call
 from tests.conftest import ROOT
+from tests.waiting import DEADLINE_S
 
 README = ROOT / "README.md"
 COMMAND_TIMEOUT_S = 60.0
-SETTLE_S = 10.0
+SETTLE_S = DEADLINE_S
 """How long a read-only command against a running daemon is retried until it shows the README's
-output (the daemon works asynchronously; a person reads the output seconds later)."""
+output (the daemon works asynchronously; a person reads the output seconds later): generous, for
+a loaded machine."""
 READ_ONLY = ("loopengine history", "loopengine status", "loopengine events", "loopengine show")
 
 
@@ -176,6 +178,7 @@ def in_terminal(command: str, cwd: Path, env: dict[str, str]) -> tuple[int, str]
             chunks.append(data)
         else:
             os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
             raise AssertionError(f"{command!r} still runs after {COMMAND_TIMEOUT_S:.0f} s")
     finally:
         os.close(leader)
@@ -220,9 +223,10 @@ class Background:
         """SIGTERM, as a person's Ctrl-C or a service manager would; the exit code."""
         self.process.send_signal(signal.SIGTERM)
         try:
-            return self.process.wait(timeout=40)
+            return self.process.wait(timeout=COMMAND_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
             raise AssertionError(f"{self.command!r} did not stop on SIGTERM") from None
         finally:
             assert self.process.stdout is not None
@@ -275,8 +279,9 @@ class Session:
             time.sleep(0.5)
 
     def close(self) -> None:
-        for started in self.background:
-            assert started.stop() == 0, f"{started.command!r} did not exit 0 on SIGTERM"
+        """Stop every background command, then say which did not exit 0."""
+        codes = [(started.command, started.stop()) for started in self.background]
+        assert all(code == 0 for _, code in codes), f"exit codes on SIGTERM: {codes}"
 
 
 def _diff(where: str, command: Command, output: str) -> str:

@@ -1,4 +1,5 @@
-"""A folder with one loop per trigger type, and a ``loopengine daemon`` process running on it."""
+"""A folder with one loop per trigger type, and ``loopengine daemon`` processes running on it,
+killed and waited for when the test ends, whatever its outcome."""
 
 from __future__ import annotations
 
@@ -7,12 +8,16 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
+
+from tests.waiting import DEADLINE_S, wait_until
+
+T = TypeVar("T")
 
 TICK = """\
 id: tick
@@ -46,6 +51,7 @@ class Workspace:
 
     root: Path
     env: dict[str, str]
+    daemons: list[Daemon] = field(default_factory=list)
 
     @property
     def database(self) -> Path:
@@ -58,7 +64,7 @@ class Workspace:
             env=self.env,
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=DEADLINE_S,
             check=False,
         )
         if check and done.returncode != 0:
@@ -69,8 +75,10 @@ class Workspace:
         return json.loads(self.cli(*args, "--json").stdout)
 
     def start(self, log: str = "daemon.log") -> Daemon:
+        """A daemon on ``loops/``, logging to ``log``, once it says it is ready (killed if it
+        does not); :meth:`close` kills it if it still runs then."""
         path = self.root / log
-        before = len(path.read_text().splitlines()) if path.exists() else 0
+        before = path.stat().st_size if path.exists() else 0
         with path.open("a") as stream:
             process = subprocess.Popen(
                 [sys.executable, "-m", "loopengine", "daemon", "loops", "--json"],
@@ -80,45 +88,92 @@ class Workspace:
                 stderr=subprocess.STDOUT,
             )
         daemon = Daemon(process, path, before)
-        daemon.wait_for(lambda line: line.get("kind") == "ready")
+        self.daemons.append(daemon)
+        try:
+            daemon.wait_for(lambda line: line.get("kind") == "ready")
+        except AssertionError:
+            daemon.kill()
+            raise
         return daemon
+
+    def close(self) -> None:
+        """Kill and wait for every daemon started here that still runs (its test failed)."""
+        for daemon in self.daemons:
+            daemon.kill()
 
 
 @dataclass
 class Daemon:
     process: subprocess.Popen[bytes]
     log: Path
-    skip: int = 0
-    """Lines of the log written by earlier daemons."""
+    offset: int = 0
+    """Where this daemon's lines begin in the log (earlier daemons wrote what is before)."""
+    seen: list[dict[str, Any]] = field(default_factory=list, init=False, repr=False)
 
     def lines(self) -> list[dict[str, Any]]:
-        """This daemon's log lines."""
-        found = []
-        for text in self.log.read_text().splitlines()[self.skip :]:
+        """This daemon's log lines, so far."""
+        with self.log.open("rb") as stream:
+            stream.seek(self.offset)
+            data = stream.read()
+        complete = data[: data.rfind(b"\n") + 1]
+        self.offset += len(complete)
+        for text in complete.decode().splitlines():
             try:
-                found.append(json.loads(text))
+                self.seen.append(json.loads(text))
             except ValueError:
-                found.append({"kind": "text", "message": text})
-        return found
+                self.seen.append({"kind": "text", "message": text})
+        return list(self.seen)
 
-    def wait_for(self, wanted: Any, timeout: float = 30.0) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for line in self.lines():
-                if wanted(line):
-                    return line
+    def tail(self) -> str:
+        return self.log.read_text()[-3000:]
+
+    def wait_until(
+        self, condition: Callable[[], T], failure: str, timeout: float = DEADLINE_S
+    ) -> T:
+        """``wait_until`` that fails at once, with the log, if the daemon exits meanwhile."""
+
+        def running() -> T:
             if self.process.poll() is not None:
-                raise AssertionError(f"the daemon exited: {self.log.read_text()}")
-            time.sleep(0.05)
-        raise AssertionError(f"not logged within {timeout} s: {self.log.read_text()[-3000:]}")
+                raise AssertionError(
+                    f"the daemon exited ({self.process.returncode}): {self.tail()}"
+                )
+            return condition()
 
-    def stop(self, how: int = signal.SIGTERM, timeout: float = 30.0) -> int:
+        return wait_until(
+            running, lambda: f"{failure}: {self.tail()}", deadline_s=timeout, every_s=0.01
+        )
+
+    def wait_for(
+        self, wanted: Callable[[dict[str, Any]], bool], timeout: float = DEADLINE_S, count: int = 1
+    ) -> dict[str, Any]:
+        """The ``count``-th line ``wanted`` accepts, once the daemon has logged it."""
+
+        def logged() -> dict[str, Any] | None:
+            found = [line for line in self.lines() if wanted(line)]
+            return found[count - 1] if len(found) >= count else None
+
+        return self.wait_until(logged, "not logged", timeout)
+
+    def stop(self, how: int = signal.SIGTERM, timeout: float = DEADLINE_S) -> int:
+        """Its exit code once ``how`` has stopped it; killed if it has not within ``timeout``."""
         self.process.send_signal(how)
-        return self.process.wait(timeout)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(
+                f"the daemon did not exit on {signal.Signals(how).name}: {self.tail()}"
+            ) from None
+
+    def kill(self) -> int:
+        """SIGKILL unless it has exited; its exit code, once waited for."""
+        if self.process.poll() is None:
+            self.process.kill()
+        return self.process.wait()
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Workspace:
+def workspace(tmp_path: Path) -> Iterator[Workspace]:
     loops = tmp_path / "loops"
     loops.mkdir()
     (tmp_path / "loopengine.yaml").write_text("daemon: {port: 0}\n")
@@ -128,4 +183,6 @@ def workspace(tmp_path: Path) -> Workspace:
         "NO_COLOR": "1",
     }
     env.pop("LOOPENGINE_CONFIG", None)
-    return Workspace(tmp_path, env)
+    workspace = Workspace(tmp_path, env)
+    yield workspace
+    workspace.close()

@@ -8,7 +8,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from loopengine.daemon._api import MAX_BODY
 from tests.conftest import ROOT
 from tests.daemon.conftest import BY_HAND, ON_EVENT, Daemon, Workspace
+from tests.waiting import wait_until
 
 TOKEN = "s3cret-api-token-42"
 COUNTED = """\
@@ -243,10 +243,7 @@ def test_an_event_posted_is_logged_and_fires_the_loops_it_matches(
     accepted = response.json()
     assert accepted["matched"] == ["on_event"]
     assert workspace.json("events", "list")["events"][0]["id"] == accepted["id"]
-    deadline = time.monotonic() + 20
-    while not workspace.json("history", "on_event")["executions"]:
-        assert time.monotonic() < deadline, "the event never ran its loop"
-        time.sleep(0.1)
+    wait_until(lambda: workspace.json("history", "on_event")["executions"], "the event never ran")
 
 
 def test_an_event_its_filter_refuses_matches_nothing(on_events: tuple[Workspace, str]) -> None:
@@ -348,10 +345,7 @@ def test_a_trigger_queues_a_job_the_daemon_runs(served: tuple[Workspace, str]) -
     assert response.status_code == 202
     job = response.json()
     assert (job["loop_id"], job["status"]) == ("counted", "queued")
-    deadline = time.monotonic() + 20
-    while not workspace.json("history", "counted")["executions"]:
-        assert time.monotonic() < deadline, "the triggered job never ran"
-        time.sleep(0.1)
+    wait_until(lambda: workspace.json("history", "counted")["executions"], "the job never ran")
 
 
 def test_a_repeated_idempotency_key_answers_with_the_first_job(
@@ -502,10 +496,7 @@ def test_a_tuning_cycle_queued_over_http_says_what_it_found(
     workspace, url = on_events
     queued = httpx.post(url + "/autolearn/trigger", timeout=10)
     assert (queued.status_code, queued.json()["loop_id"]) == (202, "autotune")
-    deadline = time.monotonic() + 20
-    while not workspace.json("history", "autotune")["executions"]:
-        assert time.monotonic() < deadline, "the tuning cycle did not run"
-        time.sleep(0.1)
+    wait_until(lambda: workspace.json("history", "autotune")["executions"], "the cycle never ran")
     status = httpx.get(url + "/autolearn/status", timeout=10).json()
     assert status["samples"] == 0
     assert status["loops"]["autotune"]["outcome"] == "completed"

@@ -3,7 +3,6 @@ loops beside its folder's, queues a cycle of any of them, and shows what the cha
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 from loopengine.testing import FakeLLMServer, answering, reply
 from tests.daemon.conftest import Workspace
 from tests.daemon.test_api_chat import TOKEN, _start
+from tests.waiting import wait_until
 
 HEADERS = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -63,10 +63,12 @@ def test_a_memory_cycle_queued_over_http_profiles_the_users_who_chatted(served: 
     assert chatted.status_code == 200
     queued = served.post("/autolearn/trigger", loop="memory")
     assert (queued.status_code, queued.json()["loop_id"]) == (202, "memory")
-    deadline = time.monotonic() + 20
-    while not (users := served.get("/autolearn/memory", user="ada").json()["users"])[0]["profile"]:
-        assert time.monotonic() < deadline, "the memory cycle did not run"
-        time.sleep(0.1)
+
+    def profiled() -> list[dict[str, Any]] | None:
+        users: list[dict[str, Any]] = served.get("/autolearn/memory", user="ada").json()["users"]
+        return users if users[0]["profile"] else None
+
+    users = wait_until(profiled, "the memory cycle did not run")
     assert (users[0]["user"], users[0]["exchanges"]) == ("ada", 1)
 
 

@@ -20,6 +20,7 @@ import pytest
 from loopengine.contract import MAX_WEBHOOK_BODY
 from loopengine.daemon._api import MAX_BODY
 from tests.daemon.conftest import Daemon, Workspace
+from tests.waiting import DEADLINE_S
 
 HOOK_SECRET = "whsec_" + base64.b64encode(b"thirty-two bytes of webhook key!").decode()
 GITHUB_SECRET = "gh-hook-secret-42"
@@ -91,7 +92,7 @@ def _error(response: httpx.Response) -> dict[str, Any]:
 
 def _ran(url: str, loop_id: str, delivery: str) -> dict[str, Any]:
     """The finished execution of ``delivery``, as ``GET /executions/{id}`` shows it."""
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + DEADLINE_S
     while time.monotonic() < deadline:
         listed = httpx.get(f"{url}/executions", params={"loop_id": loop_id}, timeout=10).json()
         for row in listed["executions"]:

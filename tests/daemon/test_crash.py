@@ -1,6 +1,6 @@
-"""Crash safety: a daemon running a seconds-cron loop is killed with SIGKILL at random moments
-and restarted; every slot is run exactly once or recorded as a non-run with its reason, and no
-job is lost."""
+"""Crash safety: a daemon running a seconds-cron loop is killed with SIGKILL at many moments
+(random, each within a window timed from what the daemon logs) and restarted; every slot is run
+exactly once or recorded as a non-run with its reason, and no job is lost."""
 
 from __future__ import annotations
 
@@ -9,26 +9,53 @@ import random
 import signal
 import sqlite3
 import time
+from collections.abc import Callable
+from contextlib import closing
 
 import pytest
 
-from tests.daemon.conftest import TICK, Workspace
+from tests.daemon.conftest import TICK, Daemon, Workspace
 
-KILLS = 10
-"""Per catch-up policy: 30 kills over the three policies."""
 PERIOD_S = 2.0
+KILLS = 10
+"""Per catch-up policy, taking the moments in turn: 30 kills over the three policies."""
+
+Kill = Callable[[Daemon, random.Random], None]
+"""Ends a ready daemon with SIGKILL at one kind of moment."""
 
 
-def _drain(workspace: Workspace) -> None:
-    """Pause the loop and wait until no job is queued or running."""
+def _within(kind: str, window_s: float) -> Kill:
+    """A kill a random 0 to ``window_s`` seconds after the daemon logs its first ``kind`` line."""
+
+    def kill(daemon: Daemon, moments: random.Random) -> None:
+        daemon.wait_for(lambda line: line.get("kind") == kind)
+        time.sleep(moments.uniform(0.0, window_s))
+        daemon.kill()
+
+    return kill
+
+
+MOMENTS: dict[str, Kill] = {
+    "while a job runs (or resumes)": _within("start", 0.05),
+    "between a slot's fire and its job's start": _within("fire", 0.02),
+    "while it catches up after the restart": _within("ready", 0.1),
+    "at any moment of a period": _within("ready", PERIOD_S),
+}
+
+
+def _unfinished(workspace: Workspace) -> int:
+    with closing(sqlite3.connect(f"file:{workspace.database}?mode=ro", uri=True)) as db:
+        query = "SELECT count(*) FROM jobs WHERE status IN ('queued', 'running')"
+        return int(db.execute(query).fetchone()[0])
+
+
+def _drain(workspace: Workspace, daemon: Daemon) -> None:
+    """Once the daemon has caught up, pause the loop; wait until its scheduler has seen the pause
+    and no job is queued or running."""
+    daemon.wait_for(lambda line: line.get("kind") in ("fire", "skip"))
     workspace.cli("pause", "tick")
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        depth = workspace.json("status")["queue"]
-        if depth == {"queued": 0, "running": 0}:
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"the queue did not drain: {depth}")
+    daemon.wait_for(lambda line: line.get("kind") == "skip" and line.get("status") == "paused")
+    daemon.wait_until(lambda: _unfinished(workspace) == 0, "the queue did not drain")
 
 
 @pytest.mark.parametrize("catchup", ["skip", "latest", "all"])
@@ -37,17 +64,18 @@ def test_sigkill_at_random_moments_loses_no_slot_and_runs_none_twice(
 ) -> None:
     (workspace.root / "loops" / "tick.yaml").write_text(TICK.format(catchup=catchup))
     moments = random.Random(catchup)
-    for _ in range(KILLS):
+    for moment, kill in itertools.islice(itertools.cycle(MOMENTS.items()), KILLS):
         daemon = workspace.start()
-        time.sleep(moments.uniform(0.3, 3.0))
-        daemon.process.send_signal(signal.SIGKILL)
-        daemon.process.wait(10)
+        kill(daemon, moments)
+        exited = daemon.process.returncode
+        assert exited == -signal.SIGKILL, (
+            f"exited ({exited}) before its kill {moment}: {daemon.tail()}"
+        )
     daemon = workspace.start()
-    time.sleep(PERIOD_S * 1.5)
-    _drain(workspace)
+    _drain(workspace, daemon)
     assert daemon.stop() == 0
 
-    with sqlite3.connect(workspace.database) as db:
+    with closing(sqlite3.connect(workspace.database)) as db:
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         ticks = db.execute(
             "SELECT scheduled_for, status, reason, job_id FROM ticks ORDER BY scheduled_for"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import signal
-import time
+from functools import partial
 from typing import Any
 
 from tests.daemon.conftest import BY_HAND, HOT, ON_EVENT, TICK, Workspace
@@ -14,6 +14,10 @@ def _by_loop(workspace: Workspace) -> dict[str, list[dict[str, Any]]]:
     for row in workspace.json("history", "--limit", "100")["executions"]:
         found.setdefault(row["loop_id"], []).append(row)
     return found
+
+
+def _ended(line: dict[str, Any], loop: str) -> bool:
+    return line.get("kind") == "end" and line.get("loop") == loop
 
 
 def test_every_trigger_type_starts_its_loop_and_history_says_how(workspace: Workspace) -> None:
@@ -31,12 +35,10 @@ def test_every_trigger_type_starts_its_loop_and_history_says_how(workspace: Work
     workspace.cli("emit", "other.thing")
     for value in ("0.9", "0.95", "0.4", "0.9"):
         workspace.cli("metrics", "record", "cpu.load", value)
-        time.sleep(0.4)
     manual = workspace.cli("trigger", "by_hand", "--wait", "--json")
     assert '"outcome": "completed"' in manual.stdout
-    daemon.wait_for(lambda line: line.get("kind") == "end" and line.get("loop") == "tick")
-    daemon.wait_for(lambda line: line.get("kind") == "fire" and line.get("loop") == "hot")
-    time.sleep(1.0)
+    for loop, runs in (("tick", 1), ("on_event", 1), ("hot", 2)):
+        daemon.wait_for(partial(_ended, loop=loop), count=runs)
     assert daemon.stop(signal.SIGTERM) == 0
 
     runs = _by_loop(workspace)

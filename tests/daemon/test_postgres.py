@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Iterator
 
@@ -12,6 +11,7 @@ import sqlalchemy as sa
 
 from tests.daemon.conftest import BY_HAND, ON_EVENT, TICK, Workspace
 from tests.postgres import postgres_server
+from tests.waiting import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -24,34 +24,53 @@ def postgres_url() -> Iterator[str]:
 def on_postgres(workspace: Workspace, postgres_url: str) -> Iterator[Workspace]:
     workspace.env["LOOPENGINE_DATABASE"] = postgres_url
     yield workspace
+    workspace.close()
     engine = sa.create_engine(postgres_url)
     with engine.begin() as connection:
         connection.execute(sa.text("DROP SCHEMA public CASCADE; CREATE SCHEMA public"))
     engine.dispose()
 
 
+@pytest.fixture
+def database(postgres_url: str) -> Iterator[sa.Engine]:
+    engine = sa.create_engine(postgres_url)
+    yield engine
+    engine.dispose()
+
+
+SLOTS = "SELECT count(*) FROM ticks"
+EVENTS_RUN = "SELECT count(*) FROM executions WHERE loop_id = 'on_event' AND outcome IS NOT NULL"
+
+
+def _count(engine: sa.Engine, query: str) -> int:
+    with engine.connect() as connection:
+        return int(connection.execute(sa.text(query)).scalar_one())
+
+
 def test_two_daemons_on_one_database_run_each_slot_and_event_once(
-    on_postgres: Workspace, postgres_url: str
+    on_postgres: Workspace, database: sa.Engine
 ) -> None:
     loops = on_postgres.root / "loops"
     (loops / "tick.yaml").write_text(TICK.format(catchup="latest"))
     (loops / "on_event.yaml").write_text(ON_EVENT)
     (loops / "by_hand.yaml").write_text(BY_HAND)
     first, second = on_postgres.start("first.log"), on_postgres.start("second.log")
+    contested = _count(database, SLOTS) + 2
     for page in range(1, 6):
         on_postgres.cli("emit", "seo.page.updated", "--data", f'{{"page": {page}}}')
     assert (
         '"outcome": "completed"' in on_postgres.cli("trigger", "by_hand", "--wait", "--json").stdout
     )
-    time.sleep(4)
+    wait_until(
+        lambda: _count(database, SLOTS) >= contested and _count(database, EVENTS_RUN) >= 5,
+        "two slots fired with both daemons up, and the five events run",
+    )
     assert first.stop() == 0
     assert second.stop() == 0
 
-    engine = sa.create_engine(postgres_url)
-    with engine.connect() as connection:
+    with database.connect() as connection:
         slots = connection.execute(sa.text("SELECT scheduled_for FROM ticks")).scalars().all()
         runs = connection.execute(sa.text("SELECT loop_id, trigger, outcome FROM executions")).all()
-    engine.dispose()
     assert len(slots) == len(set(slots)) >= 3
     by_loop = Counter(loop_id for loop_id, _, _ in runs)
     assert by_loop["on_event"] == 5

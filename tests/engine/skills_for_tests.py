@@ -69,6 +69,7 @@ async def boom(ctx: SkillContext) -> dict[str, Any]:
 
 @skill("slow")
 async def slow(ctx: SkillContext, seconds: float = 1.0) -> dict[str, Any]:
+    _record(ctx, "slow")
     await anyio.sleep(seconds)
     return {}
 

@@ -1,13 +1,21 @@
-"""kill -9 at random moments loses no acknowledged execution or phase, and the file stays sound."""
+"""kill -9 at random moments loses no acknowledged execution or phase, and the file stays sound.
+Each killed process is forked from one that has imported everything (tests/engine/crash_child.py),
+so that fifty kills cost no fifty interpreter starts."""
 
 from __future__ import annotations
 
+import os
+import queue
 import random
+import signal
 import sqlite3
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -17,6 +25,7 @@ from loopengine.engine import recover_interrupted, resume
 from loopengine.skills import Registry
 from tests.conftest import ROOT
 from tests.engine.conftest import open_harness
+from tests.waiting import DEADLINE_S
 
 KILLS = 50
 LOOP = """\
@@ -38,31 +47,60 @@ store:
 """
 
 
-def _run_and_kill(database: Path, loop: Path, rng: random.Random) -> list[tuple[str, str]]:
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.engine.crash_child", str(database), str(loop)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdout is not None
-    assert child.stdout.readline().strip() == "ready"
-    acks: list[tuple[str, str]] = []
+@dataclass(frozen=True)
+class _Forker:
+    """The crash child: a process that forks, on request, a child running executions."""
 
-    def read() -> None:
-        assert child.stdout is not None
-        for line in child.stdout:
+    process: subprocess.Popen[str]
+    lines: queue.Queue[str]
+
+    def run_and_kill(self, rng: random.Random) -> list[tuple[str, str]]:
+        """Fork a child, kill it with -9 a random moment after it is ready; what it
+        acknowledged."""
+        assert self.process.stdin is not None
+        self.process.stdin.write("run\n")
+        self.process.stdin.flush()
+        ready = self.lines.get(timeout=DEADLINE_S).split()
+        assert ready[0] == "ready", ready
+        time.sleep(rng.uniform(0.01, 0.6))
+        os.kill(int(ready[1]), signal.SIGKILL)
+        acks = []
+        while (line := self.lines.get(timeout=DEADLINE_S)).startswith("ack "):
             _, execution_id, what = line.split()
             acks.append((execution_id, what))
+        assert line == f"dead {-signal.SIGKILL.value}", line
+        return acks
+
+
+@contextmanager
+def _forker(database: Path, loop: Path) -> Iterator[_Forker]:
+    """The crash child, its output read line by line as it comes; killed with its children."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.engine.crash_child", str(database), str(loop)],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.put(line.rstrip("\n"))
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    time.sleep(rng.uniform(0.01, 0.6))
-    child.kill()
-    child.wait()
-    reader.join(timeout=5)
-    child.stdout.close()
-    return acks
+    try:
+        yield _Forker(process, lines)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        reader.join()
+        for stream in (process.stdin, process.stdout):
+            assert stream is not None
+            stream.close()
 
 
 def _check(database: Path, acks: list[tuple[str, str]]) -> list[str]:
@@ -94,10 +132,11 @@ def test_kill_9_loses_nothing_acknowledged(tmp_path: Path, engine_registry: Regi
     loop.write_text(LOOP)
     rng = random.Random(20261122)
     acknowledged = 0
-    for _ in range(KILLS):
-        acks = _run_and_kill(database, loop, rng)
-        acknowledged += len(acks)
-        assert _check(database, acks) == []
+    with _forker(database, loop) as forker:
+        for _ in range(KILLS):
+            acks = forker.run_and_kill(rng)
+            acknowledged += len(acks)
+            assert _check(database, acks) == []
     assert acknowledged > KILLS
     print(f"{KILLS} kills, {acknowledged} acknowledged commits, 0 lost, integrity ok every time")
 

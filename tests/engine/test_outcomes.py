@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import anyio
 import pytest
@@ -17,8 +18,11 @@ from loopengine.engine import (
     escalate_overdue,
     recover_interrupted,
 )
+from loopengine.skills import Registry
 from loopengine.store import PhaseResult, executions, signals
-from tests.engine.conftest import Harness
+from tests.engine import skills_for_tests
+from tests.engine.conftest import Harness, open_harness
+from tests.waiting import DEADLINE_S
 
 pytestmark = pytest.mark.anyio
 
@@ -107,13 +111,18 @@ async def test_rejected(harness: Harness) -> None:
     assert rejected.outcome is Outcome.REJECTED
 
 
-async def test_escalated_after_the_approval_window(harness: Harness) -> None:
-    done = await harness.engine.run(harness.loop(_gated(timeout_hours=0.0001)))
-    await anyio.sleep(0.5)
-    assert await escalate_overdue(harness.engine, harness.load_loop) == [done.execution_id]
-    view = await harness.view(done)
+async def test_escalated_after_the_approval_window(
+    tmp_path: Path, engine_registry: Registry
+) -> None:
+    now = time.time()
+    async with open_harness(tmp_path, engine_registry, clock=lambda: now) as harness:
+        done = await harness.engine.run(harness.loop(_gated(timeout_hours=1)))
+        assert await escalate_overdue(harness.engine, harness.load_loop) == []
+        now += 3601
+        assert await escalate_overdue(harness.engine, harness.load_loop) == [done.execution_id]
+        view = await harness.view(done)
+        events = await harness.store.read(lambda c: signals.recent_events(c, 0))
     assert view["outcome"] == Outcome.ESCALATED
-    events = await harness.store.read(lambda c: signals.recent_events(c, 0))
     assert [e["name"] for e in events] == ["agent.seo.architect"]
 
 
@@ -180,10 +189,14 @@ async def test_cancelled_is_recorded(harness: Harness) -> None:
         "id: cancel_me\ntrigger: {type: manual}\nanalyze:\n  analysis_steps:\n"
         "    - {name: s, skill_id: slow, params: {seconds: 30}}\n"
     )
-    started = time.monotonic()
-    with anyio.move_on_after(0.3):
-        await harness.engine.run(loop)
-    assert time.monotonic() - started < 10
+    async with anyio.create_task_group() as group:
+        group.start_soon(harness.engine.run, loop)
+        with anyio.fail_after(DEADLINE_S):
+            while not any(call["skill"] == "slow" for call in skills_for_tests.CALLS):
+                await anyio.sleep(0.01)
+        cancelled = time.monotonic()
+        group.cancel_scope.cancel()
+    assert time.monotonic() - cancelled < 10
     rows = await harness.store.read(lambda c: executions.list_executions(c, loop_id="cancel_me"))
     assert [r.outcome for r in rows] == [Outcome.CANCELLED]
 

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from loopengine.errors import ThreadError
 from loopengine.llm import append_batch, load_thread
 from tests.postgres import migrated_engine
+from tests.waiting import wait_until_blocked
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +52,7 @@ def test_a_batch_racing_another_on_the_same_version_is_412(
             _say(first, session, "first", version)
             racing = threading.Thread(target=second)
             racing.start()
-            racing.join(timeout=1.0)  # waits for the first writer's thread
+            wait_until_blocked(engine, racing)
         racing.join(timeout=30)
     refused = outcome["second"]
     assert isinstance(refused, ThreadError), refused

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from loopengine.store import autolearn, memory, prompts
 from tests.postgres import migrated_engine
 from tests.store.test_autolearn import _sample
+from tests.waiting import wait_until_blocked
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +63,7 @@ def test_a_version_another_writer_took_first_is_lost_without_an_error(engine: sa
 
             racing = threading.Thread(target=second)
             racing.start()
-            racing.join(timeout=1.0)  # waits on the first writer's version 1
+            wait_until_blocked(engine, racing)
         racing.join(timeout=30)
     assert (found["first"], found["second"]) == (1, None)
     with engine.connect() as connection:
