@@ -20,6 +20,7 @@ import sqlalchemy as sa
 
 from tests.daemon.conftest import Daemon, Workspace
 from tests.postgres import PostgresServer, postgres_cluster
+from tests.waiting import wait_until
 
 SKILLS = '''\
 import os
@@ -87,6 +88,14 @@ class Traffic(threading.Thread):
         self.refused = 0
         self.running = True
 
+    def until(self, more: int) -> None:
+        """Until ``more`` events and as many jobs are acknowledged from now."""
+        events, jobs = len(self.events) + more, len(self.jobs) + more
+        wait_until(
+            lambda: len(self.events) >= events and len(self.jobs) >= jobs,
+            f"fewer than {more} firings acknowledged ({self.refused} refused)",
+        )
+
     def run(self) -> None:
         with httpx.Client(timeout=10) as client:
             for api in itertools.cycle(self.apis):
@@ -121,13 +130,8 @@ def _rows(url: str, query: str) -> list[tuple[object, ...]]:
 
 def _drain(workspace: Workspace, url: str) -> None:
     workspace.cli("pause", "ticker")
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        left = _rows(url, "SELECT count(*) FROM jobs WHERE status IN ('queued', 'running')")
-        if left == [(0,)]:
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"the queue did not drain: {left}")
+    query = "SELECT count(*) FROM jobs WHERE status IN ('queued', 'running')"
+    wait_until(lambda: _rows(url, query) == [(0,)], "the queue did not drain", deadline_s=180)
 
 
 def test_faults_on_three_daemons_lose_nothing_and_run_nothing_twice(
@@ -149,7 +153,7 @@ def test_faults_on_three_daemons_lose_nothing_and_run_nothing_twice(
     traffic.start()
     killed: set[int] = set()
     try:
-        time.sleep(3)
+        traffic.until(10)
         killed.add(daemons[0].process.pid)
         daemons[0].process.send_signal(signal.SIGKILL)
         daemons[0].process.wait(30)
@@ -160,12 +164,12 @@ def test_faults_on_three_daemons_lose_nothing_and_run_nothing_twice(
         finally:
             daemons[1].process.send_signal(signal.SIGCONT)
         server.restart()
-        time.sleep(2)
+        traffic.until(10)
         killed.add(daemons[2].process.pid)
         daemons[2].process.send_signal(signal.SIGKILL)
         daemons[2].process.wait(30)
         daemons[2] = workspace.start(logs[2])
-        time.sleep(3)
+        traffic.until(10)
     finally:
         traffic.running = False
         traffic.join(30)

@@ -18,7 +18,7 @@ from tests.daemon.conftest import TICK, Daemon, Workspace
 
 PERIOD_S = 2.0
 KILLS = 10
-"""Per catch-up policy, taking the moments in turn: 30 kills over the three policies."""
+"""Per run, taking the moments in turn: 40 kills over the three policies and two durabilities."""
 
 Kill = Callable[[Daemon, random.Random], None]
 """Ends a ready daemon with SIGKILL at one kind of moment."""
@@ -37,6 +37,7 @@ def _within(kind: str, window_s: float) -> Kill:
 
 MOMENTS: dict[str, Kill] = {
     "while a job runs (or resumes)": _within("start", 0.05),
+    "right after a job starts, before its first commit": _within("start", 0.0),
     "between a slot's fire and its job's start": _within("fire", 0.02),
     "while it catches up after the restart": _within("ready", 0.1),
     "at any moment of a period": _within("ready", PERIOD_S),
@@ -58,11 +59,17 @@ def _drain(workspace: Workspace, daemon: Daemon) -> None:
     daemon.wait_until(lambda: _unfinished(workspace) == 0, "the queue did not drain")
 
 
-@pytest.mark.parametrize("catchup", ["skip", "latest", "all"])
+@pytest.mark.parametrize(
+    ("catchup", "durability"),
+    [("skip", "phase"), ("latest", "phase"), ("all", "phase"), ("latest", "execution")],
+)
 def test_sigkill_at_random_moments_loses_no_slot_and_runs_none_twice(
-    workspace: Workspace, catchup: str
+    workspace: Workspace, catchup: str, durability: str
 ) -> None:
-    (workspace.root / "loops" / "tick.yaml").write_text(TICK.format(catchup=catchup))
+    """With ``durability: execution`` nothing of an execution is committed before its end: a
+    kill while one runs always leaves it with no phase committed, to start over."""
+    loop = TICK.format(catchup=catchup) + f"durability: {durability}\n"
+    (workspace.root / "loops" / "tick.yaml").write_text(loop)
     moments = random.Random(catchup)
     for moment, kill in itertools.islice(itertools.cycle(MOMENTS.items()), KILLS):
         daemon = workspace.start()

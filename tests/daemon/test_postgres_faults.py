@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from loopengine.store import signals
 from tests.daemon.conftest import BY_HAND, ON_EVENT, Daemon, Workspace
 from tests.postgres import PostgresServer, postgres_cluster
+from tests.waiting import wait_until
 
 QUEUED = "concurrency: {max: 4, on_overlap: queue, max_queue: 10000}\n"
 """Every firing runs (none skipped as an overlap): each can be counted."""
@@ -85,15 +86,6 @@ def _rows(url: str, query: str) -> list[tuple[object, ...]]:
         engine.dispose()
 
 
-def _until(condition: object, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():  # type: ignore[operator]
-            return
-        time.sleep(0.2)
-    raise AssertionError("not reached in time")
-
-
 def _ended(daemon: Daemon) -> bool:
     return any(line.get("kind") == "end" for line in daemon.lines())
 
@@ -140,7 +132,7 @@ def test_a_restarted_database_stops_no_daemon_and_loses_nothing_acknowledged(
             while len(events) < accepted + 10 and time.monotonic() < deadline:
                 send(client)
                 time.sleep(0.05)
-    _until(lambda: _drained(server.url))
+    wait_until(lambda: _drained(server.url), "the queue did not drain", deadline_s=180)
     assert all(daemon.process.poll() is None for daemon in daemons)
     for daemon in daemons:
         assert daemon.stop() == 0
@@ -176,7 +168,7 @@ def test_a_daemon_paused_past_its_lease_does_not_act_on_a_job_taken_over(
     first.process.send_signal(signal.SIGSTOP)
     try:
         others = [on_postgres.start("second.log"), on_postgres.start("third.log")]
-        _until(lambda: any(_ended(daemon) for daemon in others))
+        wait_until(lambda: any(_ended(d) for d in others), "no daemon took the job over")
     finally:
         first.process.send_signal(signal.SIGCONT)
     first.wait_for(lambda line: line.get("kind") == "lost", timeout=120)
@@ -220,7 +212,9 @@ def test_the_api_answers_503_while_the_database_is_down(
             answers.append(client.get("/executions"))
         finally:
             server.start()
-        _until(lambda: client.get("/executions").status_code == 200)
+        wait_until(
+            lambda: client.get("/executions").status_code == 200, "the API did not come back"
+        )
     assert [answer.status_code for answer in answers] == [503, 503, 503]
     assert all(int(answer.headers["retry-after"]) >= 1 for answer in answers)
     assert all(answer.json()["error"]["code"] == "unavailable" for answer in answers)
