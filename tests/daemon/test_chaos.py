@@ -10,58 +10,19 @@ import itertools
 import signal
 import threading
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-import sqlalchemy as sa
 
 from tests.daemon.conftest import Daemon, Workspace
+from tests.daemon.effects import SLOW, api_of, calls, effects, rows, write_plugin
 from tests.postgres import PostgresServer, postgres_cluster
 from tests.waiting import wait_until
 
-SKILLS = '''\
-import os
-import time
-from pathlib import Path
-
-from loopengine import SkillContext, skill
-
-
-@skill("nap")
-def nap(ctx: SkillContext, seconds: float) -> dict[str, float]:
-    """Take a while, so that faults land mid-execution."""
-    time.sleep(seconds)
-    return {"slept": seconds}
-
-
-@skill("mark")
-def mark(ctx: SkillContext, folder: str) -> dict[str, bool]:
-    """An effect done once per idempotency key; every call is logged with the caller's pid."""
-    root = Path(folder)
-    with open(root / "calls.txt", "a") as calls:
-        calls.write(f"{ctx.idempotency_key} {os.getpid()}\\n")
-    done = root / "done" / ctx.idempotency_key.replace("/", "_").replace(":", "_")
-    if done.exists():
-        return {"again": True}
-    done.write_text(str(os.getpid()))
-    return {"again": False}
-'''
-
-LOOP = """\
-id: {id}
-trigger: {trigger}
-concurrency: {{max: 2, on_overlap: queue, max_queue: 10000}}
-analyze:
-  analysis_steps:
-    - {{name: slow, skill_id: nap, params: {{seconds: 0.3}}}}
-decide: {{decision_tree: [], fallback_action: touch}}
-act:
-  actions:
-    - {{action_id: touch, skill_id: mark, params: {{folder: {folder}}}}}
-"""
+LEASE_S = 2.0
 TRIGGERS = {
     "ticker": '{type: cron, config: {expression: "* * * * * *", catchup: latest}}',
     "on_event": '{type: event, config: {event_pattern: "chaos.*"}}',
@@ -115,23 +76,10 @@ class Traffic(threading.Thread):
                 time.sleep(0.05)
 
 
-def _api(daemon: Daemon) -> str:
-    return str(daemon.wait_for(lambda line: line.get("kind") == "ready")["api"])
-
-
-def _rows(url: str, query: str) -> list[tuple[object, ...]]:
-    engine = sa.create_engine(url)
-    try:
-        with engine.connect() as connection:
-            return [tuple(row) for row in connection.execute(sa.text(query))]
-    finally:
-        engine.dispose()
-
-
 def _drain(workspace: Workspace, url: str) -> None:
     workspace.cli("pause", "ticker")
     query = "SELECT count(*) FROM jobs WHERE status IN ('queued', 'running')"
-    wait_until(lambda: _rows(url, query) == [(0,)], "the queue did not drain", deadline_s=180)
+    wait_until(lambda: rows(url, query) == [(0,)], "the queue did not drain", deadline_s=180)
 
 
 def test_faults_on_three_daemons_lose_nothing_and_run_nothing_twice(
@@ -139,17 +87,13 @@ def test_faults_on_three_daemons_lose_nothing_and_run_nothing_twice(
 ) -> None:
     workspace, server = cluster
     root = workspace.root
-    (root / "done").mkdir()
-    (root / "skills.py").write_text(SKILLS)
-    (root / "loopengine.yaml").write_text(
-        "daemon: {port: 0, lease_s: 2, workers: 2}\nplugins: [./skills.py]\n"
-    )
+    write_plugin(root, f"{{port: 0, lease_s: {LEASE_S:g}, workers: 2}}")
     for loop_id, trigger in TRIGGERS.items():
-        loop = LOOP.format(id=loop_id, trigger=trigger, folder=root)
+        loop = SLOW.format(id=loop_id, trigger=trigger, seconds=0.3, folder=root)
         (root / "loops" / f"{loop_id}.yaml").write_text(loop)
     logs = ["a.log", "b.log", "c.log"]
     daemons = [workspace.start(log) for log in logs]
-    traffic = Traffic([_api(daemon) for daemon in daemons])
+    traffic = Traffic([api_of(daemon) for daemon in daemons])
     traffic.start()
     killed: set[int] = set()
     try:
@@ -158,11 +102,7 @@ def test_faults_on_three_daemons_lose_nothing_and_run_nothing_twice(
         daemons[0].process.send_signal(signal.SIGKILL)
         daemons[0].process.wait(30)
         daemons[0] = workspace.start(logs[0])
-        daemons[1].process.send_signal(signal.SIGSTOP)
-        try:
-            daemons[2].wait_for(lambda line: line.get("kind") == "resume", timeout=60)
-        finally:
-            daemons[1].process.send_signal(signal.SIGCONT)
+        _pause_past_the_lease(daemons[1], [daemons[0], daemons[2]], server.url)
         server.restart()
         traffic.until(10)
         killed.add(daemons[2].process.pid)
@@ -185,19 +125,45 @@ def test_faults_on_three_daemons_lose_nothing_and_run_nothing_twice(
     _check_act_ran_once_per_execution(root, server.url, killed)
 
 
+def _pause_past_the_lease(paused: Daemon, others: list[Daemon], url: str) -> None:
+    """SIGSTOP ``paused`` while a job of its runs, until another daemon resumes that job (or,
+    should it have ended first, until the paused daemon's heartbeat is older than its lease)."""
+
+    def start(line: dict[str, object]) -> bool:
+        return line.get("kind") == "start"
+
+    started = paused.wait_for(start, count=sum(map(start, paused.lines())) + 1)
+    paused.process.send_signal(signal.SIGSTOP)
+    owner = str(paused.wait_for(lambda line: line.get("kind") == "ready")["daemon"])
+    beat = f"SELECT count(*) FROM daemons WHERE id = '{owner}' AND heartbeat_at < {{now}}"
+
+    def taken_over() -> bool:
+        resumed = any(
+            line.get("kind") == "resume" and line.get("job") == started["job"]
+            for other in others
+            for line in other.lines()
+        )
+        return resumed or rows(url, beat.format(now=time.time() - 2 * LEASE_S)) == [(1,)]
+
+    try:
+        wait_until(taken_over, "the paused daemon's job was not taken over")
+    finally:
+        paused.process.send_signal(signal.SIGCONT)
+
+
 def _check_every_acknowledged_firing_ran_once(url: str, traffic: Traffic) -> None:
     query = "SELECT trigger->'event'->>'id' FROM executions WHERE loop_id = 'on_event'"
-    by_event = Counter(int(str(row[0])) for row in _rows(url, query))
+    by_event = Counter(int(str(row[0])) for row in rows(url, query))
     assert len(traffic.events) > 20
     assert {event: by_event[event] for event in traffic.events} == dict.fromkeys(traffic.events, 1)
-    by_job = Counter(row[0] for row in _rows(url, "SELECT job_id FROM executions"))
+    by_job = Counter(row[0] for row in rows(url, "SELECT job_id FROM executions"))
     assert len(traffic.jobs) > 20
     assert {job: by_job[job] for job in traffic.jobs} == dict.fromkeys(traffic.jobs, 1)
 
 
 def _check_each_slot_ran_once(url: str) -> None:
     query = "SELECT trigger->>'scheduled_for' FROM executions WHERE loop_id = 'ticker'"
-    slots = Counter(row[0] for row in _rows(url, query))
+    slots = Counter(row[0] for row in rows(url, query))
     assert slots
     assert max(slots.values()) == 1
 
@@ -207,20 +173,17 @@ def _check_jobs_end_as_their_executions(url: str) -> None:
         "SELECT j.status, j.outcome, e.status, e.outcome FROM jobs j "
         "JOIN executions e ON e.id = j.execution_id WHERE j.status <> 'skipped'"
     )
-    pairs = Counter(_rows(url, query))
+    pairs = Counter(rows(url, query))
     assert set(pairs) == {("done", "completed", "finished", "completed")}, pairs
-    unfinished = _rows(url, "SELECT count(*) FROM executions WHERE status <> 'finished'")
+    unfinished = rows(url, "SELECT count(*) FROM executions WHERE status <> 'finished'")
     assert unfinished == [(0,)]
 
 
 def _check_act_ran_once_per_execution(root: Path, url: str, killed: set[int]) -> None:
     """Every execution made its effect once; a key called again was first called by a process
     killed before it could commit (a re-run the key lets the skill recognise)."""
-    callers: dict[str, list[int]] = defaultdict(list)
-    for line in (root / "calls.txt").read_text().splitlines():
-        key, pid = line.split()
-        callers[key].append(int(pid))
-    executions = _rows(url, "SELECT count(*) FROM executions")[0][0]
-    assert len(list((root / "done").iterdir())) == len(callers) == executions
+    callers = calls(root)
+    executions = rows(url, "SELECT count(*) FROM executions")[0][0]
+    assert effects(root) == len(callers) == executions
     for key, pids in callers.items():
         assert set(pids[:-1]) <= killed, (key, pids)

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.daemon.conftest import Workspace
-from tests.daemon.test_postgres_faults import ACT_ONCE, PAUSED
+from tests.daemon.effects import SLOW, calls, effects, write_plugin
 
 SIZE = "8m"
 
@@ -63,14 +63,12 @@ def _sqlite_rows(database: Path, query: str) -> list[tuple[object, ...]]:
 def test_a_full_disk_pauses_the_work_and_answers_503_until_space_returns(
     workspace: Workspace, small_disk: Path
 ) -> None:
-    marks = workspace.root / "acts.txt"
+    root = workspace.root
     database = small_disk / "store.db"
     workspace.env["LOOPENGINE_DATABASE"] = f"sqlite:///{database}"
-    (workspace.root / "act_once.py").write_text(ACT_ONCE)
-    (workspace.root / "loopengine.yaml").write_text("daemon: {port: 0}\nplugins: [./act_once.py]\n")
-    (workspace.root / "loops" / "paused.yaml").write_text(
-        PAUSED.format(marks=marks) + "concurrency: {on_overlap: queue}\n"
-    )
+    write_plugin(root)
+    loop = SLOW.format(id="paused", trigger="{type: manual}", seconds=3, folder=root)
+    (root / "loops" / "paused.yaml").write_text(loop)
     daemon = workspace.start()
     api = str(daemon.wait_for(lambda line: line.get("kind") == "ready")["api"])
     with httpx.Client(base_url=api, timeout=30) as client:
@@ -99,5 +97,6 @@ def test_a_full_disk_pauses_the_work_and_answers_503_until_space_returns(
     runs = _sqlite_rows(database, "SELECT status, outcome FROM executions ORDER BY started_at")
     assert jobs == [("done", "completed")] * 2
     assert runs == [("finished", "completed")] * 2
-    assert len(marks.read_text().splitlines()) == 2
+    assert effects(root) == 2
+    assert [len(pids) for pids in calls(root).values()] == [1, 1]
     assert os.path.exists(database)

@@ -15,46 +15,12 @@ import sqlalchemy as sa
 
 from loopengine.store import signals
 from tests.daemon.conftest import BY_HAND, ON_EVENT, Daemon, Workspace
+from tests.daemon.effects import SLOW, api_of, calls, effects, rows, write_plugin
 from tests.postgres import PostgresServer, postgres_cluster
 from tests.waiting import wait_until
 
 QUEUED = "concurrency: {max: 4, on_overlap: queue, max_queue: 10000}\n"
 """Every firing runs (none skipped as an overlap): each can be counted."""
-
-ACT_ONCE = '''\
-import os
-import time
-from pathlib import Path
-
-from loopengine import SkillContext, skill
-
-
-@skill("nap")
-def nap(ctx: SkillContext, seconds: float) -> dict[str, float]:
-    """Take a while (the daemon running it is paused meanwhile)."""
-    time.sleep(seconds)
-    return {"slept": seconds}
-
-
-@skill("mark")
-def mark(ctx: SkillContext, path: str) -> dict[str, int]:
-    """Append this process's id to ``path``: one line per act that ran."""
-    with open(path, "a") as marks:
-        marks.write(f"{os.getpid()}\\n")
-    return {"pid": os.getpid()}
-'''
-
-PAUSED = """\
-id: paused
-trigger: {{type: manual}}
-analyze:
-  analysis_steps:
-    - {{name: slow, skill_id: nap, params: {{seconds: 3}}}}
-decide: {{decision_tree: [], fallback_action: mark_it}}
-act:
-  actions:
-    - {{action_id: mark_it, skill_id: mark, params: {{path: {marks}}}}}
-"""
 
 
 @pytest.fixture(scope="module")
@@ -73,25 +39,12 @@ def on_postgres(workspace: Workspace, server: PostgresServer) -> Iterator[Worksp
     engine.dispose()
 
 
-def _api(daemon: Daemon) -> str:
-    return str(daemon.wait_for(lambda line: line.get("kind") == "ready")["api"])
-
-
-def _rows(url: str, query: str) -> list[tuple[object, ...]]:
-    engine = sa.create_engine(url)
-    try:
-        with engine.connect() as connection:
-            return [tuple(row) for row in connection.execute(sa.text(query))]
-    finally:
-        engine.dispose()
-
-
 def _ended(daemon: Daemon) -> bool:
     return any(line.get("kind") == "end" for line in daemon.lines())
 
 
 def _drained(url: str) -> bool:
-    left = _rows(url, "SELECT count(*) FROM jobs WHERE status IN ('queued', 'running')")
+    left = rows(url, "SELECT count(*) FROM jobs WHERE status IN ('queued', 'running')")
     return left == [(0,)]
 
 
@@ -102,7 +55,7 @@ def test_a_restarted_database_stops_no_daemon_and_loses_nothing_acknowledged(
     (loops / "on_event.yaml").write_text(ON_EVENT + QUEUED)
     (loops / "by_hand.yaml").write_text(BY_HAND + QUEUED)
     daemons = [on_postgres.start("first.log"), on_postgres.start("second.log")]
-    api = _api(daemons[0])
+    api = api_of(daemons[0])
     events: list[int] = []
     jobs: list[str] = []
     refused = 0
@@ -139,7 +92,7 @@ def test_a_restarted_database_stops_no_daemon_and_loses_nothing_acknowledged(
         assert "Traceback" not in daemon.log.read_text()
     fired_by = Counter(
         int(row[0])
-        for row in _rows(
+        for row in rows(
             server.url,
             "SELECT e.trigger->'event'->>'id' FROM executions e WHERE e.loop_id = 'on_event'",
         )
@@ -147,21 +100,19 @@ def test_a_restarted_database_stops_no_daemon_and_loses_nothing_acknowledged(
     assert len(events) >= 60
     assert len(jobs) >= 30
     assert {event: fired_by[event] for event in events} == dict.fromkeys(events, 1)
-    ran = Counter(row[0] for row in _rows(server.url, "SELECT job_id FROM executions"))
+    ran = Counter(row[0] for row in rows(server.url, "SELECT job_id FROM executions"))
     assert {job: ran[job] for job in jobs} == dict.fromkeys(jobs, 1)
-    outcomes = _rows(server.url, "SELECT DISTINCT status, outcome FROM executions")
+    outcomes = rows(server.url, "SELECT DISTINCT status, outcome FROM executions")
     assert outcomes == [("finished", "completed")]
 
 
 def test_a_daemon_paused_past_its_lease_does_not_act_on_a_job_taken_over(
     on_postgres: Workspace, server: PostgresServer
 ) -> None:
-    marks = on_postgres.root / "acts.txt"
-    (on_postgres.root / "act_once.py").write_text(ACT_ONCE)
-    (on_postgres.root / "loopengine.yaml").write_text(
-        "daemon: {port: 0, lease_s: 2}\nplugins: [./act_once.py]\n"
-    )
-    (on_postgres.root / "loops" / "paused.yaml").write_text(PAUSED.format(marks=marks))
+    root = on_postgres.root
+    write_plugin(root, "{port: 0, lease_s: 2}")
+    loop = SLOW.format(id="paused", trigger="{type: manual}", seconds=3, folder=root)
+    (root / "loops" / "paused.yaml").write_text(loop)
     first = on_postgres.start("first.log")
     on_postgres.cli("trigger", "paused")
     first.wait_for(lambda line: line.get("kind") == "start")
@@ -173,11 +124,10 @@ def test_a_daemon_paused_past_its_lease_does_not_act_on_a_job_taken_over(
         first.process.send_signal(signal.SIGCONT)
     first.wait_for(lambda line: line.get("kind") == "lost", timeout=120)
     assert [daemon.stop() for daemon in (first, *others)] == [0, 0, 0]
-    assert len(marks.read_text().splitlines()) == 1
-    assert _rows(server.url, "SELECT status, outcome FROM jobs") == [("done", "completed")]
-    assert _rows(server.url, "SELECT status, outcome FROM executions") == [
-        ("finished", "completed")
-    ]
+    assert effects(root) == 1
+    assert [len(pids) for pids in calls(root).values()] == [1]
+    assert rows(server.url, "SELECT status, outcome FROM jobs") == [("done", "completed")]
+    assert rows(server.url, "SELECT status, outcome FROM executions") == [("finished", "completed")]
 
 
 def test_an_event_committed_after_a_later_one_is_dispatched(
@@ -204,7 +154,7 @@ def test_the_api_answers_503_while_the_database_is_down(
 ) -> None:
     (on_postgres.root / "loops" / "by_hand.yaml").write_text(BY_HAND)
     daemon = on_postgres.start()
-    api = _api(daemon)
+    api = api_of(daemon)
     with httpx.Client(base_url=api, timeout=60) as client:
         server.stop()
         try:
@@ -229,7 +179,7 @@ def test_a_repeated_idempotency_key_answers_200_with_the_first_job(
 ) -> None:
     (on_postgres.root / "loops" / "by_hand.yaml").write_text(BY_HAND)
     daemon = on_postgres.start()
-    with httpx.Client(base_url=_api(daemon), timeout=60) as client:
+    with httpx.Client(base_url=api_of(daemon), timeout=60) as client:
         key = {"Idempotency-Key": "nightly-2026-11-26"}
         first = client.post("/loops/by_hand/trigger", json={}, headers=key)
         again = client.post("/loops/by_hand/trigger", json={}, headers=key)

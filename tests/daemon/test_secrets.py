@@ -8,14 +8,14 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
 
 from loopengine.testing import FakeLLMServer, reply
-from tests.daemon.conftest import Daemon, Workspace
+from tests.daemon.conftest import Workspace
+from tests.daemon.test_api_chat import Served
 
 SECRETS = {
     "INPUT_KEY": "sk-live-7f3a9c2e41b8d605",
@@ -60,14 +60,6 @@ trigger: {type: webhook, config: {path: incoming}}
 decide: {decision_tree: [], fallback_action: log_only}
 """,
 }
-
-
-@dataclass
-class Served:
-    workspace: Workspace
-    daemon: Daemon
-    api: str
-    llm: FakeLLMServer
 
 
 @pytest.fixture(scope="module")
