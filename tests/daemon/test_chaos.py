@@ -143,7 +143,8 @@ def _pause_past_the_lease(paused: Daemon, others: list[Daemon], url: str) -> Non
             for other in others
             for line in other.lines()
         )
-        return resumed or rows(url, beat.format(now=time.time() - 2 * LEASE_S)) == [(1,)]
+        stale = rows(url, beat.format(now=time.time() - 2 * LEASE_S))
+        return resumed or stale == [(1,)]
 
     try:
         wait_until(taken_over, "the paused daemon's job was not taken over")
