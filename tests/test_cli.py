@@ -92,6 +92,21 @@ def test_validate_a_folder(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
     assert capsys.readouterr().out.strip() == "✓ 2 loops valid"
 
 
+def test_validate_a_folder_refuses_a_loop_id_used_twice_naming_both_places(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    loops = tmp_path / "loops"
+    loops.mkdir()
+    (loops / "a.yaml").write_text(MINIMAL.replace("minimal", "ticker"))
+    (loops / "b.yaml").write_text("# the same id\n" + MINIMAL.replace("minimal", "ticker"))
+    assert main(["validate", str(loops)]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"{loops / 'b.yaml'}:2:5: id: loop id 'ticker' is already used by {loops / 'a.yaml'}:1:5;"
+        " ids must be unique in a loops folder (rename one of them)",
+        "✗ 1 error in 1 of 2 files",
+    ]
+
+
 def test_validate_a_folder_refuses_a_link_out_of_it_and_shows_nothing_of_its_target(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loopengine.commands._console import Console
-from loopengine.contract import Diagnostic, LoadReport, LoopLoader, find_loop_files
+from loopengine.contract import Diagnostic, LoadReport, LoopIds, LoopLoader, find_loop_files
 from loopengine.errors import ContractError
 from loopengine.settings import find_config
 from loopengine.workspace import load_workspace
@@ -63,14 +63,16 @@ def run_validate(console: Console, paths: list[Path], config: Path | None, as_js
     files = [(file, given) for given in paths for file in find_loop_files([given])]
     if not files:
         raise ContractError(f"no loop files (*.yaml, *.yml) in {', '.join(map(str, paths))}")
-    loaders: dict[Path | None, LoopLoader] = {}
+    # A config applies to the loops under its folder, unless one is given (as ruff does); the
+    # loops of one config are one folder's, whose ids are unique.
+    loaders: dict[Path | None, tuple[LoopLoader, LoopIds]] = {}
     results: list[_Result] = []
     for file, given in files:
-        # A config applies to the loops under its folder, unless one is given (as ruff does).
         found = find_config(config, file.parent)
         if found not in loaders:
-            loaders[found] = LoopLoader(load_workspace(found).env, build=False)
-        report = loaders[found].load_file(file, given)
+            loaders[found] = (LoopLoader(load_workspace(found).env, build=False), LoopIds())
+        loader, ids = loaders[found]
+        report = ids.claim(loader.load_file(file, given))
         results.append(_Result.of(report))
         if not as_json:
             for diagnostic in report.diagnostics:

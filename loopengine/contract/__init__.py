@@ -48,7 +48,13 @@ if TYPE_CHECKING:
         param_problem,
         unknown_param,
     )
-    from loopengine.contract._loader import LoadReport, Loop, LoopLoader, find_loop_files
+    from loopengine.contract._loader import (
+        LoadReport,
+        Loop,
+        LoopIds,
+        LoopLoader,
+        find_loop_files,
+    )
     from loopengine.contract._lookup import ParamProblem, SkillInfo, SkillLookup
     from loopengine.contract._loop import Budget, LoopSpec
     from loopengine.contract._phases import (
@@ -110,6 +116,7 @@ _EXPORTS = {
     "Level": "loopengine.contract._diagnostics",
     "LoadReport": "loopengine.contract._loader",
     "Loop": "loopengine.contract._loader",
+    "LoopIds": "loopengine.contract._loader",
     "LoopLoader": "loopengine.contract._loader",
     "LoopSpec": "loopengine.contract._loop",
     "MAX_BYTES": "loopengine.contract._yaml_source",
@@ -192,6 +199,7 @@ __all__ = [
     "Level",
     "LoadReport",
     "Loop",
+    "LoopIds",
     "LoopLoader",
     "LoopSpec",
     "MissingMetric",
