@@ -86,3 +86,23 @@ def test_truthiness_follows_jmespath(value: object, expected: bool) -> None:
 def test_expressions_compare_by_source() -> None:
     assert compile_expression("a > 1") == compile_expression("a > 1")
     assert {compile_expression("a > 1")} == {compile_expression("a > 1")}
+
+
+@pytest.mark.parametrize(
+    ("source", "names"),
+    [
+        ("input.dir", {"dir"}),
+        ('input.dir.sub[0] && input."two words"', {"dir", "two words"}),
+        ("length(input.tags[*].name) > 0 || @.input.limit", {"tags", "limit"}),
+        ("input.[a, b]", {"a", "b"}),
+        ("{n: input.n}", {"n"}),
+        ("items[?input.x] | input.y", set()),
+        ("sort_by(items, &input.z)", set()),
+        ("input", set()),
+        ("other.input.dir", set()),
+    ],
+)
+def test_reads_names_what_an_expression_takes_from_a_root_namespace(
+    source: str, names: set[str]
+) -> None:
+    assert compile_expression(source).reads("input") == names
