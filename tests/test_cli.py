@@ -164,6 +164,38 @@ def test_invalid_config_is_reported_with_its_position(
     assert err.startswith(f"{Path('loopengine.yaml')}:1:11: plugins[0]: plugin file './missing.py'")
 
 
+def test_validate_checks_loopengine_yaml_as_the_config(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(SEED_DIR)
+    assert main(["validate", "loopengine.yaml"]) == 0
+    assert capsys.readouterr().out.strip() == "✓ 1 config valid"
+
+
+def test_validate_reports_every_problem_of_a_config_with_its_position(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "loopengine.yaml").write_text(
+        "databse: sqlite:///x.db\ncluster:\n  nodes: {A: {base_url: 'http://127.0.0.1:1/v1', "
+        "model: m}}\n  routing: {simple: [B]}\n"
+    )
+    assert main(["validate", "loopengine.yaml", "--json"]) == 1
+    result = json.loads(capsys.readouterr().out)
+    (checked,) = result["files"]
+    assert (checked["kind"], checked["valid"]) == ("config", False)
+    assert [(d["line"], d["column"], d["message"]) for d in checked["diagnostics"]] == [
+        (1, 1, "unknown key 'databse'; did you mean 'database'?"),
+    ]
+
+
+def test_validate_a_folder_and_its_config_together(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(SEED_DIR)
+    assert main(["validate", ".", "loopengine.yaml"]) == 0
+    assert capsys.readouterr().out.strip() == "✓ 1 loop and 1 config valid"
+
+
 def test_schema_prints_the_loop_schema(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["schema"]) == 0
     assert json.loads(capsys.readouterr().out)["$id"].endswith("loop.schema.json")

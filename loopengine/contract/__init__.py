@@ -49,6 +49,7 @@ if TYPE_CHECKING:
         unknown_param,
     )
     from loopengine.contract._loader import (
+        CONFIG_NAMES,
         LoadReport,
         Loop,
         LoopIds,
@@ -90,6 +91,7 @@ if TYPE_CHECKING:
     )
 
 _EXPORTS = {
+    "CONFIG_NAMES": "loopengine.contract._loader",
     "Act": "loopengine.contract._phases",
     "Action": "loopengine.contract._phases",
     "ActionKey": "loopengine.contract._routing",
@@ -167,6 +169,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "CONFIG_NAMES",
     "MAX_BYTES",
     "MAX_DEPTH",
     "MAX_INPUT_DEPTH",

@@ -19,10 +19,19 @@ from loopengine.errors import ContractError
 if TYPE_CHECKING:
     from loopengine.contract._loop import LoopSpec
 
-__all__ = ["LOOP_SUFFIXES", "LoadReport", "Loop", "LoopIds", "LoopLoader", "find_loop_files"]
+__all__ = [
+    "CONFIG_NAMES",
+    "LOOP_SUFFIXES",
+    "LoadReport",
+    "Loop",
+    "LoopIds",
+    "LoopLoader",
+    "find_loop_files",
+]
 
 LOOP_SUFFIXES = (".yaml", ".yml")
-NOT_LOOPS = frozenset({"loopengine.yaml", "loopengine.yml"})
+CONFIG_NAMES = frozenset({"loopengine.yaml", "loopengine.yml"})
+"""Names of config files: never loops, skipped in a folder of loops."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +116,7 @@ def find_loop_files(paths: Iterable[Path]) -> Iterator[Path]:
         if path.is_dir():
             for found in sorted(path.rglob("*")):
                 hidden = any(part.startswith(".") for part in found.relative_to(path).parts)
-                loop_file = found.suffix in LOOP_SUFFIXES and found.name not in NOT_LOOPS
+                loop_file = found.suffix in LOOP_SUFFIXES and found.name not in CONFIG_NAMES
                 if loop_file and found.is_file() and not hidden:
                     yield found
         else:
