@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -124,8 +125,22 @@ def _parse_error(
         message = f"invalid expression {source!r}: unexpected {found}"
     if isinstance(position, int):
         column = rewritten.source_column(position)
-        return ExpressionError(f"{message} at column {column + 1}", source, column)
+        message += f" at column {column + 1}{_operator_hint(source, column)}"
+        return ExpressionError(message, source, column)
     return ExpressionError(message, source)
+
+
+_QUOTED = re.compile(r"'(?:\\.|[^'\\])*'|`(?:\\.|[^`\\])*`|\"(?:\\.|[^\"\\])*\"")
+_WORDS = re.compile(r"(?<![\w.])(and|or|not)(?=\s)")
+_OPERATORS = {"and": "&&", "or": "||", "not": "!"}
+
+
+def _operator_hint(source: str, column: int) -> str:
+    """``; use && (JMESPath)`` when an ``and``, ``or`` or ``not`` written as a word (outside
+    quotes) comes at or before the error's column, else ''."""
+    unquoted = _QUOTED.sub(lambda quoted: " " * len(quoted.group()), source)
+    word = next((m.group(1) for m in _WORDS.finditer(unquoted) if m.start() <= column), None)
+    return f"; use {_OPERATORS[word]} (JMESPath)" if word else ""
 
 
 def _check_functions(node: Any, source: str) -> None:

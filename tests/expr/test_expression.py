@@ -45,6 +45,34 @@ def test_syntax_error_reports_the_column() -> None:
     assert "column 5" in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        (
+            "a > 1 and b < 2",
+            "invalid expression 'a > 1 and b < 2': unexpected 'and' at column 7; use && (JMESPath)",
+        ),
+        ("a or b", "invalid expression 'a or b': unexpected 'or' at column 3; use || (JMESPath)"),
+        ("not a", "invalid expression 'not a': unexpected 'a' at column 5; use ! (JMESPath)"),
+        (
+            "x && not y",
+            "invalid expression 'x && not y': unexpected 'y' at column 10; use ! (JMESPath)",
+        ),
+    ],
+)
+def test_python_boolean_words_get_the_jmespath_operator(source: str, message: str) -> None:
+    with pytest.raises(ExpressionError) as caught:
+        compile_expression(source)
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize("source", ["name == 'a or b' &&", "a.or > 1 >", "x[0] and_y"])
+def test_boolean_words_in_text_or_names_get_no_operator_hint(source: str) -> None:
+    with pytest.raises(ExpressionError) as caught:
+        compile_expression(source)
+    assert "(JMESPath)" not in str(caught.value)
+
+
 def test_unknown_function_is_a_compile_error_with_a_suggestion() -> None:
     with pytest.raises(ExpressionError, match="did you mean 'count'"):
         compile_expression("cout(items) > 1")
