@@ -92,6 +92,21 @@ def test_validate_a_folder(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
     assert capsys.readouterr().out.strip() == "✓ 2 loops valid"
 
 
+def test_validate_a_folder_refuses_a_loop_id_used_twice_naming_both_places(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    loops = tmp_path / "loops"
+    loops.mkdir()
+    (loops / "a.yaml").write_text(MINIMAL.replace("minimal", "ticker"))
+    (loops / "b.yaml").write_text("# the same id\n" + MINIMAL.replace("minimal", "ticker"))
+    assert main(["validate", str(loops)]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"{loops / 'b.yaml'}:2:5: id: loop id 'ticker' is already used by {loops / 'a.yaml'}:1:5;"
+        " ids must be unique in a loops folder (rename one of them)",
+        "✗ 1 error in 1 of 2 files",
+    ]
+
+
 def test_validate_a_folder_refuses_a_link_out_of_it_and_shows_nothing_of_its_target(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -147,6 +162,38 @@ def test_invalid_config_is_reported_with_its_position(
     assert main(["validate", "loop.yaml"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"{Path('loopengine.yaml')}:1:11: plugins[0]: plugin file './missing.py'")
+
+
+def test_validate_checks_loopengine_yaml_as_the_config(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(SEED_DIR)
+    assert main(["validate", "loopengine.yaml"]) == 0
+    assert capsys.readouterr().out.strip() == "✓ 1 config valid"
+
+
+def test_validate_reports_every_problem_of_a_config_with_its_position(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "loopengine.yaml").write_text(
+        "databse: sqlite:///x.db\ncluster:\n  nodes: {A: {base_url: 'http://127.0.0.1:1/v1', "
+        "model: m}}\n  routing: {simple: [B]}\n"
+    )
+    assert main(["validate", "loopengine.yaml", "--json"]) == 1
+    result = json.loads(capsys.readouterr().out)
+    (checked,) = result["files"]
+    assert (checked["kind"], checked["valid"]) == ("config", False)
+    assert [(d["line"], d["column"], d["message"]) for d in checked["diagnostics"]] == [
+        (1, 1, "unknown key 'databse'; did you mean 'database'?"),
+    ]
+
+
+def test_validate_a_folder_and_its_config_together(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(SEED_DIR)
+    assert main(["validate", ".", "loopengine.yaml"]) == 0
+    assert capsys.readouterr().out.strip() == "✓ 1 loop and 1 config valid"
 
 
 def test_schema_prints_the_loop_schema(capsys: pytest.CaptureFixture[str]) -> None:

@@ -85,6 +85,18 @@ def test_an_unknown_input_is_one_clear_line(capsys: pytest.CaptureFixture[str]) 
     )
 
 
+@pytest.mark.parametrize("command", ["run", "trigger"])
+def test_a_loop_without_params_takes_no_input(
+    command: str, capsys: pytest.CaptureFixture[str], workspace: Path
+) -> None:
+    (workspace / "plain.yaml").write_text("id: plain\ntrigger: {type: manual}\n")
+    assert main([command, "plain.yaml", "--input", "nosuch=1"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: --input nosuch: loop 'plain' has no param 'nosuch' (the loop declares none, so "
+        "it takes no inputs)"
+    )
+
+
 def test_an_input_of_the_wrong_type_is_one_clear_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "counter.yaml", "--input", "n=lots"]) == 2
     assert (

@@ -46,7 +46,7 @@ def parse_inputs(pairs: list[str], loop: Loop) -> dict[str, Any]:
         name, sep, text = pair.partition("=")
         if not sep or not name:
             raise ContractError(f"--input {pair!r}: write NAME=VALUE, e.g. --input limit=10")
-        if params and (unknown := unknown_param(name, params)):
+        if unknown := unknown_param(name, params):
             raise ContractError(f"--input {name}: loop '{loop.id}' has {unknown}")
         value = _value(name, text)
         if name in params:

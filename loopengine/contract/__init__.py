@@ -48,7 +48,14 @@ if TYPE_CHECKING:
         param_problem,
         unknown_param,
     )
-    from loopengine.contract._loader import LoadReport, Loop, LoopLoader, find_loop_files
+    from loopengine.contract._loader import (
+        CONFIG_NAMES,
+        LoadReport,
+        Loop,
+        LoopIds,
+        LoopLoader,
+        find_loop_files,
+    )
     from loopengine.contract._lookup import ParamProblem, SkillInfo, SkillLookup
     from loopengine.contract._loop import Budget, LoopSpec
     from loopengine.contract._phases import (
@@ -84,6 +91,7 @@ if TYPE_CHECKING:
     )
 
 _EXPORTS = {
+    "CONFIG_NAMES": "loopengine.contract._loader",
     "Act": "loopengine.contract._phases",
     "Action": "loopengine.contract._phases",
     "ActionKey": "loopengine.contract._routing",
@@ -110,6 +118,7 @@ _EXPORTS = {
     "Level": "loopengine.contract._diagnostics",
     "LoadReport": "loopengine.contract._loader",
     "Loop": "loopengine.contract._loader",
+    "LoopIds": "loopengine.contract._loader",
     "LoopLoader": "loopengine.contract._loader",
     "LoopSpec": "loopengine.contract._loop",
     "MAX_BYTES": "loopengine.contract._yaml_source",
@@ -160,6 +169,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "CONFIG_NAMES",
     "MAX_BYTES",
     "MAX_DEPTH",
     "MAX_INPUT_DEPTH",
@@ -192,6 +202,7 @@ __all__ = [
     "Level",
     "LoadReport",
     "Loop",
+    "LoopIds",
     "LoopLoader",
     "LoopSpec",
     "MissingMetric",

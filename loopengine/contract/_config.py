@@ -187,5 +187,7 @@ class Config(Strict):
         default_factory=dict,
         description="Artifact storage names → URLs (`file://`, `sqlite://`, `postgresql://`, `redis://`).",
     )
-    daemon: DaemonSettings = DaemonSettings()
+    daemon: DaemonSettings = Field(
+        DaemonSettings(), description="The daemon: address, loops folder, workers, API token."
+    )
     autolearn: Autolearn = Field(Autolearn(), description="Scoring and tuning of the chat.")

@@ -50,7 +50,12 @@ def loop_schema() -> dict[str, Any]:
         "if": {"type": "object", "required": ["Loop"]},
         "then": {
             "type": "object",
-            "properties": {"Loop": {"$ref": "#/$defs/LoopSpec"}},
+            "properties": {
+                "Loop": {
+                    "$ref": "#/$defs/LoopSpec",
+                    "description": "The loop (the seed's root key).",
+                }
+            },
             "required": ["Loop"],
             "additionalProperties": False,
         },

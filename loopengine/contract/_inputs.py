@@ -19,8 +19,9 @@ def unknown_param(name: str, params: Mapping[str, Any]) -> str | None:
     """Why ``name`` is no param of a loop declaring ``params``, or None when it is one."""
     if name in params:
         return None
-    known = ", ".join(sorted(params)) or "none"
-    return f"no param {name!r} (params: {known}){did_you_mean(name, params)}"
+    if not params:
+        return f"no param {name!r} (the loop declares none, so it takes no inputs)"
+    return f"no param {name!r} (params: {', '.join(sorted(params))}){did_you_mean(name, params)}"
 
 
 def param_problem(fragment: Mapping[str, Any], value: Any) -> str | None:

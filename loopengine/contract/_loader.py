@@ -19,10 +19,19 @@ from loopengine.errors import ContractError
 if TYPE_CHECKING:
     from loopengine.contract._loop import LoopSpec
 
-__all__ = ["LOOP_SUFFIXES", "LoadReport", "Loop", "LoopLoader", "find_loop_files"]
+__all__ = [
+    "CONFIG_NAMES",
+    "LOOP_SUFFIXES",
+    "LoadReport",
+    "Loop",
+    "LoopIds",
+    "LoopLoader",
+    "find_loop_files",
+]
 
 LOOP_SUFFIXES = (".yaml", ".yml")
-NOT_LOOPS = frozenset({"loopengine.yaml", "loopengine.yml"})
+CONFIG_NAMES = frozenset({"loopengine.yaml", "loopengine.yml"})
+"""Names of config files: never loops, skipped in a folder of loops."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +116,7 @@ def find_loop_files(paths: Iterable[Path]) -> Iterator[Path]:
         if path.is_dir():
             for found in sorted(path.rglob("*")):
                 hidden = any(part.startswith(".") for part in found.relative_to(path).parts)
-                loop_file = found.suffix in LOOP_SUFFIXES and found.name not in NOT_LOOPS
+                loop_file = found.suffix in LOOP_SUFFIXES and found.name not in CONFIG_NAMES
                 if loop_file and found.is_file() and not hidden:
                     yield found
         else:
@@ -171,15 +180,10 @@ class LoopLoader:
     def iter_paths(self, paths: Iterable[Path]) -> Iterator[LoadReport]:
         """Load every loop file under ``paths``, one report at a time so that a caller keeping only
         what it prints holds one loop at once; a loop id used twice is an error on the second."""
-        first: dict[str, str] = {}
+        ids = LoopIds()
         for given in paths:
             for path in find_loop_files([given]):
-                report = self.load_file(path, given)
-                if report.loop_id is not None:
-                    owner = first.setdefault(report.loop_id, report.file)
-                    if owner != report.file:
-                        report = _duplicate(report, report.loop_id, owner)
-                yield report
+                yield ids.claim(self.load_file(path, given))
 
     def load_paths(self, paths: Iterable[Path]) -> list[LoadReport]:
         """Every report of ``iter_paths``."""
@@ -194,8 +198,24 @@ def _outside(path: Path, target: Path, folder: Path) -> Diagnostic:
     return Diagnostic(str(path), 1, 1, (), message)
 
 
-def _duplicate(report: LoadReport, loop_id: str, owner: str) -> LoadReport:
-    line, column = report.id_at
-    message = f"loop id '{loop_id}' is already used by {owner}; ids must be unique"
-    duplicate = Diagnostic(report.file, line, column, ("id",), message)
-    return LoadReport(report.file, None, (*report.diagnostics, duplicate))
+class LoopIds:
+    """The loop ids of one loops folder seen so far, each with where it is declared."""
+
+    def __init__(self) -> None:
+        self._first: dict[str, tuple[str, tuple[int, int]]] = {}
+
+    def claim(self, report: LoadReport) -> LoadReport:
+        """``report``, or when its id was declared by another file, ``report`` refused with an
+        error at its id naming the first file and line."""
+        loop_id = report.loop_id
+        if loop_id is None:
+            return report
+        owner, (line, column) = self._first.setdefault(loop_id, (report.file, report.id_at))
+        if owner == report.file:
+            return report
+        message = (
+            f"loop id '{loop_id}' is already used by {owner}:{line}:{column}; ids must be unique "
+            "in a loops folder (rename one of them)"
+        )
+        duplicate = Diagnostic(report.file, *report.id_at, ("id",), message)
+        return LoadReport(report.file, None, (*report.diagnostics, duplicate))

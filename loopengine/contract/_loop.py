@@ -34,8 +34,8 @@ class Concurrency(Strict):
 class Emit(Strict):
     """An event emitted when the execution ends with one of the outcomes."""
 
-    on: list[Outcome] = Field(min_length=1)
-    event: Name = Field(examples=["seo.audit.done"])
+    on: list[Outcome] = Field(min_length=1, description="Outcomes that emit the event.")
+    event: Name = Field(description="Event name.", examples=["seo.audit.done"])
     data: TemplateField = Field(
         default_factory=no_params, description="Event data (`${ }` allowed)."
     )

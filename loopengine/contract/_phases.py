@@ -104,7 +104,10 @@ def _literal(text: str) -> str:
 class Condition(Strict):
     """A condition that must hold for the loop to go on past detect."""
 
-    expression: ExpressionField = Field(examples=["violations.count > 0"])
+    expression: ExpressionField = Field(
+        description="Must hold (over the context) for the loop to go on.",
+        examples=["violations.count > 0"],
+    )
     threshold: float | None = Field(
         None, description="Value the aggregated source is compared with."
     )
@@ -116,7 +119,9 @@ class Condition(Strict):
 class SkipIf(Strict):
     """When true, the execution ends as `skipped`."""
 
-    expression: ExpressionField = Field(examples=["since_last_run < 6h"])
+    expression: ExpressionField = Field(
+        description="When true, the execution ends as `skipped`.", examples=["since_last_run < 6h"]
+    )
 
 
 class Detect(PhaseSettings):
@@ -142,7 +147,7 @@ class ContextRequirement(Strict):
 class AnalysisStep(Strict):
     """One analysis step; its output is `analysis.<name>` and is merged into the context."""
 
-    name: Name
+    name: Name = Field(description="Step name; its output is `analysis.<name>`.")
     skill_id: Name = Field(description="Skill to call.")
     params: TemplateField = Field(default_factory=no_params, description="Params of the skill.")
 
@@ -153,17 +158,21 @@ class Analyze(PhaseSettings):
     strategy: AnalysisStrategy = Field(
         AnalysisStrategy.RULE_BASED, description="`llm` steps get the loop's cluster."
     )
-    context_required: list[ContextRequirement] = Field(default_factory=list)
-    analysis_steps: list[AnalysisStep] = Field(default_factory=list)
+    context_required: list[ContextRequirement] = Field(
+        default_factory=list, description="Context loaded before the steps."
+    )
+    analysis_steps: list[AnalysisStep] = Field(
+        default_factory=list, description="Steps run in order."
+    )
 
 
 class Rule(Strict):
     """A decision: the first rule whose condition holds with enough confidence wins."""
 
-    condition: ExpressionField
+    condition: ExpressionField = Field(description="When it holds (over the context).")
     confidence_required: float = Field(0, ge=0, le=1, description="Minimum analysis confidence.")
     action: Name = Field(description="Action to take: an action id, an `on:` tag or a built-in.")
-    priority: Priority = Priority.NORMAL
+    priority: Priority = Field(Priority.NORMAL, description="Recorded with the decision.")
 
 
 class HumanApproval(Strict):
@@ -177,19 +186,28 @@ class HumanApproval(Strict):
 class Decide(PhaseSettings):
     """Phase 3: choose one action."""
 
-    decision_tree: list[Rule] = Field(default_factory=list)
+    decision_tree: list[Rule] = Field(default_factory=list, description="Rules, tried in order.")
     fallback_action: Name | None = Field(None, description="Action when no rule applies.")
-    human_approval: HumanApproval | None = None
+    human_approval: HumanApproval | None = Field(
+        None, description="Decisions that wait for a human before act."
+    )
 
 
 class Action(Strict):
     """A skill run by act, bounded and reversible."""
 
-    action_id: Name
-    skill_id: Name
-    params: TemplateField = Field(default_factory=no_params)
+    action_id: Name = Field(
+        description="The action's name: a decision of this name runs it (with the actions whose "
+        "`on:` lists it)."
+    )
+    skill_id: Name = Field(description="Skill to call.")
+    params: TemplateField = Field(
+        default_factory=no_params, description="Params of the skill (`${ }` allowed)."
+    )
     rollback_skill: Name | None = Field(None, description="Skill that undoes this action.")
-    rollback_params: TemplateField = Field(default_factory=no_params)
+    rollback_params: TemplateField = Field(
+        default_factory=no_params, description="Params of `rollback_skill` (`${ }` allowed)."
+    )
     on: list[Name] | None = Field(
         None, description="Decided actions that run this one; none means any other decision."
     )
@@ -203,8 +221,14 @@ class Action(Strict):
 class Act(PhaseSettings):
     """Phase 4: run the actions of the decision."""
 
-    actions: list[Action] = Field(default_factory=list)
-    execution_mode: ExecMode = ExecMode.SEQUENTIAL
+    actions: list[Action] = Field(
+        default_factory=list,
+        description="Actions; a decided name runs those whose `action_id` is it or whose `on:` "
+        "lists it, in file order.",
+    )
+    execution_mode: ExecMode = Field(
+        ExecMode.SEQUENTIAL, description="How items run: one by one, all at once, or in batches."
+    )
     batch_size: int = Field(10, ge=1, description="Items per batch with `execution_mode: batch`.")
     dry_run_first: bool = Field(False, description="Run each skill with `dry_run: true` first.")
 
@@ -212,10 +236,13 @@ class Act(PhaseSettings):
 class Assertion(Strict):
     """A check on the result of act."""
 
-    expression: ExpressionField = Field(examples=["violations.after <= violations.before"])
+    expression: ExpressionField = Field(
+        description="Must hold over the context after act.",
+        examples=["violations.after <= violations.before"],
+    )
     severity: Severity = Field(Severity.ERROR, description="`error` fails the execution.")
     retry_on_fail: bool = Field(False, description="Re-run act, then validate again.")
-    max_retries: int = Field(0, ge=0, le=20)
+    max_retries: int = Field(0, ge=0, le=20, description="Re-runs of act with `retry_on_fail`.")
     message: str | None = Field(None, description="Shown when the assertion fails.")
 
 
@@ -223,40 +250,48 @@ class SuccessCriterion(Strict):
     """A metric comparison recorded as met or not."""
 
     metric: ExpressionField = Field(description="Value in the context, e.g. `violations.count`.")
-    operator: Operator
-    expected: float
+    operator: Operator = Field(description="How the metric compares with `expected`.")
+    expected: float = Field(description="Value the metric is compared with.")
 
 
 class AutoRollback(Strict):
     """Undo completed actions when things got worse."""
 
-    enabled: bool = False
+    enabled: bool = Field(False, description="Roll back completed actions, newest first.")
     trigger_conditions: list[ExpressionField] = Field(
         default_factory=list, description="Any true (or a failed error assertion) rolls back."
     )
-    max_rollback_time_ms: int = Field(60_000, gt=0)
+    max_rollback_time_ms: int = Field(60_000, gt=0, description="Deadline of the rollback.")
 
 
 class Validate(PhaseSettings):
     """Phase 5: verify what act did."""
 
-    assertions: list[Assertion] = Field(default_factory=list)
-    success_criteria: list[SuccessCriterion] = Field(default_factory=list)
-    auto_rollback: AutoRollback | None = None
+    assertions: list[Assertion] = Field(default_factory=list, description="Checks of act's result.")
+    success_criteria: list[SuccessCriterion] = Field(
+        default_factory=list, description="Metric comparisons recorded as met or not."
+    )
+    auto_rollback: AutoRollback | None = Field(
+        None, description="When and how long completed actions are undone."
+    )
 
 
 class Feedback(Strict):
     """A signal that scores an execution."""
 
-    type: FeedbackType
-    name: Name
-    weight: float = Field(1, ge=0, le=1)
+    type: FeedbackType = Field(
+        description="`outcome` (validation passed: 1, else 0), a `metric`'s latest point, …"
+    )
+    name: Name = Field(description="The signal's name; for `metric`, the series read.")
+    weight: float = Field(1, ge=0, le=1, description="Its weight in the execution's score.")
 
 
 class LearningConfig(Strict):
     """How fast learned values move."""
 
-    rate: float = Field(0.1, gt=0, le=1)
+    rate: float = Field(
+        0.1, gt=0, le=1, description="Share of the way to its target a value moves each time."
+    )
     max_adjustment: float | None = Field(None, ge=0, description="Cap of one adjustment.")
     min_samples: int = Field(1, ge=0, description="Executions needed before any adjustment.")
     cooldown_hours: float = Field(0, ge=0, description="Pause between two adjustments.")
@@ -265,7 +300,7 @@ class LearningConfig(Strict):
 class AntiHallucination(Strict):
     """Keep low-confidence executions from teaching."""
 
-    enabled: bool = False
+    enabled: bool = Field(False, description="Apply the floor and the review threshold.")
     confidence_floor: float = Field(0.7, ge=0, le=1, description="Below it, never learn.")
     human_review_threshold: float = Field(0.5, ge=0, le=1, description="Below it, queue a review.")
 
@@ -293,39 +328,47 @@ class MetricRecord(Strict):
 class Learn(PhaseSettings):
     """Phase 6: score the execution and adjust learned state."""
 
-    feedback_sources: list[Feedback] = Field(default_factory=list)
+    feedback_sources: list[Feedback] = Field(
+        default_factory=list, description="Signals combined by weight into the execution's score."
+    )
     record: list[MetricRecord] = Field(
         default_factory=list, description="Metric points recorded from this execution."
     )
     adjust: list[Adjustment] = Field(
         default_factory=list, description="Learned values; `state.score` is always learned."
     )
-    learning_config: LearningConfig = LearningConfig()
-    anti_hallucination: AntiHallucination = AntiHallucination()
+    learning_config: LearningConfig = Field(
+        LearningConfig(), description="Rate, cap, samples and cooldown of the adjustments."
+    )
+    anti_hallucination: AntiHallucination = Field(
+        AntiHallucination(), description="Confidence floor and review threshold of learning."
+    )
 
 
 class Artifact(Strict):
     """A record written by the store phase."""
 
-    type: ArtifactType
-    name: Name
+    type: ArtifactType = Field(description="What the artifact holds.")
+    name: Name = Field(description="Its name, unique in the loop.")
     storage: Name = Field("file", description="Storage name from the config's `storage:` map.")
     retention_days: int | None = Field(None, ge=0, description="The daemon prunes older ones.")
-    indexed: bool = False
+    indexed: bool = Field(False, description="Recorded with the artifact, for search.")
 
 
 class AuditTrail(Strict):
     """The audit record appended for every execution."""
 
-    enabled: bool = True
-    fields: list[AuditField] = Field(default_factory=lambda: list(AuditField))
+    enabled: bool = Field(True, description="Append the audit record.")
+    fields: list[AuditField] = Field(
+        default_factory=lambda: list(AuditField), description="What the record holds."
+    )
 
 
 class Store(PhaseSettings):
     """Phase 7: persist artifacts and the audit trail."""
 
-    artifacts: list[Artifact] = Field(default_factory=list)
-    audit_trail: AuditTrail = AuditTrail()
+    artifacts: list[Artifact] = Field(default_factory=list, description="Records written.")
+    audit_trail: AuditTrail = Field(AuditTrail(), description="Whether and what the audit records.")
     retention_days: float | None = Field(
         None,
         gt=0,

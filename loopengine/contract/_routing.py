@@ -1,8 +1,9 @@
 """Which actions a decided name runs: one rule for the engine and for validation, so what
 validation proves about the approval gate is what the engine does.
 
-An action whose ``action_id`` is the name; else the actions tagged with it (``on:``); else a
-built-in action (runs no ``act.actions``); else the catch-all actions (those without ``on:``).
+Every action whose ``action_id`` is the name and every action tagged with it (``on:``), in file
+order; else a built-in action (runs no ``act.actions``); else the catch-all actions (those without
+``on:``).
 """
 
 from __future__ import annotations
@@ -19,10 +20,13 @@ ActionKey = tuple[str | None, Sequence[str] | None]
 
 def routed(decided: str, actions: Sequence[ActionKey]) -> tuple[list[int], bool]:
     """The positions of the actions ``decided`` runs, and whether it fell to the catch-all."""
-    if chosen := [i for i, (action_id, _) in enumerate(actions) if action_id == decided]:
-        return chosen, False
-    if tagged := [i for i, (_, on) in enumerate(actions) if on and decided in on]:
-        return tagged, False
+    named = [
+        i
+        for i, (action_id, on) in enumerate(actions)
+        if decided == action_id or decided in (on or ())
+    ]
+    if named:
+        return named, False
     if decided in set(BuiltinAction):
         return [], False
     return [i for i, (_, on) in enumerate(actions) if on is None], True

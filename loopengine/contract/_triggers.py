@@ -34,6 +34,8 @@ __all__ = [
 MAX_WEBHOOK_BODY = 1_048_576
 """Most bytes of a webhook's body: the daemon API's limit on any request body."""
 _ID = Field(None, description="Names this trigger when a loop has several (`triggers:`).")
+_TYPE = Field(description="What fires the loop: cron, event, threshold, webhook or manual.")
+_CONFIG = Field(description="The trigger's settings.")
 
 
 class CronConfig(Strict):
@@ -60,9 +62,9 @@ class CronConfig(Strict):
 class CronTrigger(Strict):
     """Runs the loop on a cron schedule."""
 
-    type: Literal["cron"]
+    type: Literal["cron"] = _TYPE
     id: Identifier | None = _ID
-    config: CronConfig
+    config: CronConfig = _CONFIG
 
 
 class EventConfig(Strict):
@@ -83,9 +85,9 @@ class EventConfig(Strict):
 class EventTrigger(Strict):
     """Runs the loop when a matching event is emitted."""
 
-    type: Literal["event"]
+    type: Literal["event"] = _TYPE
     id: Identifier | None = _ID
-    config: EventConfig
+    config: EventConfig = _CONFIG
 
 
 class ThresholdConfig(Strict):
@@ -111,9 +113,9 @@ class ThresholdConfig(Strict):
 class ThresholdTrigger(Strict):
     """Runs the loop when a metric crosses a threshold (on entering *firing* only)."""
 
-    type: Literal["threshold"]
+    type: Literal["threshold"] = _TYPE
     id: Identifier | None = _ID
-    config: ThresholdConfig
+    config: ThresholdConfig = _CONFIG
 
 
 class WebhookConfig(Strict):
@@ -151,9 +153,9 @@ class WebhookConfig(Strict):
 class WebhookTrigger(Strict):
     """Runs the loop when its webhook is called."""
 
-    type: Literal["webhook"]
+    type: Literal["webhook"] = _TYPE
     id: Identifier | None = _ID
-    config: WebhookConfig
+    config: WebhookConfig = _CONFIG
 
 
 class ManualConfig(Strict):
@@ -163,9 +165,9 @@ class ManualConfig(Strict):
 class ManualTrigger(Strict):
     """Runs the loop only when asked (CLI or API)."""
 
-    type: Literal["manual"]
+    type: Literal["manual"] = _TYPE
     id: Identifier | None = _ID
-    config: ManualConfig = ManualConfig()
+    config: ManualConfig = Field(ManualConfig(), description="None: only the CLI or API fires it.")
 
 
 Trigger = Annotated[

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -51,6 +53,11 @@ class Expression:
         """Whether the expression is true over ``data`` (JMESPath truthiness)."""
         return truthy(self.evaluate(data))
 
+    def reads(self, namespace: str) -> frozenset[str]:
+        """The names this expression reads as ``namespace.NAME`` from the root of its data
+        (not those read relative to a projection's items, a pipe or an ``&`` reference)."""
+        return frozenset(_reads(self._ast, namespace))
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Expression) and other.source == self.source
 
@@ -59,6 +66,41 @@ class Expression:
 
     def __repr__(self) -> str:
         return f"Expression({self.source!r})"
+
+
+_LEFT_ONLY = frozenset(
+    {"index_expression", "projection", "value_projection", "filter_projection", "flatten", "pipe"}
+)
+"""Nodes whose children after the first read what the first one gives, not the root."""
+
+
+def _heads(node: dict[str, Any]) -> Iterator[str]:
+    """The names ``node`` reads first from the value it is applied to."""
+    kind = node["type"]
+    if kind == "field":
+        yield node["value"]
+    elif kind in _LEFT_ONLY or kind == "subexpression":
+        yield from _heads(node["children"][0])
+    elif kind in ("multi_select_list", "multi_select_dict", "key_val_pair"):
+        for child in node["children"]:
+            yield from _heads(child)
+
+
+def _reads(node: dict[str, Any], namespace: str) -> Iterator[str]:
+    kind = node["type"]
+    children = node.get("children", [])
+    if kind == "subexpression":
+        chain = children[1:] if children[0]["type"] == "current" else children
+        head = chain[0]
+        if len(chain) > 1 and head["type"] == "field" and head["value"] == namespace:
+            yield from _heads(chain[1])
+        yield from _reads(children[0], namespace)
+    elif kind in _LEFT_ONLY:
+        yield from _reads(children[0], namespace)
+    elif kind != "expref":
+        for child in children:
+            if isinstance(child, dict):
+                yield from _reads(child, namespace)
 
 
 def _first_line(exc: Exception) -> str:
@@ -83,8 +125,22 @@ def _parse_error(
         message = f"invalid expression {source!r}: unexpected {found}"
     if isinstance(position, int):
         column = rewritten.source_column(position)
-        return ExpressionError(f"{message} at column {column + 1}", source, column)
+        message += f" at column {column + 1}{_operator_hint(source, column)}"
+        return ExpressionError(message, source, column)
     return ExpressionError(message, source)
+
+
+_QUOTED = re.compile(r"'(?:\\.|[^'\\])*'|`(?:\\.|[^`\\])*`|\"(?:\\.|[^\"\\])*\"")
+_WORDS = re.compile(r"(?<![\w.])(and|or|not)(?=\s)")
+_OPERATORS = {"and": "&&", "or": "||", "not": "!"}
+
+
+def _operator_hint(source: str, column: int) -> str:
+    """``; use && (JMESPath)`` when an ``and``, ``or`` or ``not`` written as a word (outside
+    quotes) comes at or before the error's column, else ''."""
+    unquoted = _QUOTED.sub(lambda quoted: " " * len(quoted.group()), source)
+    word = next((m.group(1) for m in _WORDS.finditer(unquoted) if m.start() <= column), None)
+    return f"; use {_OPERATORS[word]} (JMESPath)" if word else ""
 
 
 def _check_functions(node: Any, source: str) -> None:

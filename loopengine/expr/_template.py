@@ -1,8 +1,10 @@
 """``${ expr }`` templates in skill params: compiled at load, rendered against the context.
 
-A string that is exactly one reference keeps the value's type; references inside a longer string
-are interpolated (null → "", others as JSON). ``${ secret.NAME }`` reads the environment at render
-time and is never stored. ``$${`` writes a literal ``${``.
+A string that is exactly one reference keeps the value's type, null included; references inside
+a longer string are interpolated (text as is, others as JSON), and one that resolves to null there
+is an error, never "" (``rm -rf ${ input.dir }/*`` must not become ``rm -rf /*``).
+``${ secret.NAME }`` reads the environment at render time and is never stored. ``$${`` writes a
+literal ``${``.
 """
 
 from __future__ import annotations
@@ -119,9 +121,12 @@ def _compile(value: Any) -> Any:
     return value
 
 
-def _as_text(value: Any) -> str:
+def _as_text(reference: Reference, context: Any, environ: Mapping[str, str]) -> str:
+    value = reference.resolve(context, environ)
     if value is None:
-        return ""
+        assert reference.expression is not None  # a secret resolves to text or raises
+        source = reference.expression.source
+        raise ExpressionError(f"missing value for ${{ {source} }} (null inside text)", source)
     if isinstance(value, str):
         return value
     return json.dumps(value, separators=(",", ":"), default=str)
@@ -132,7 +137,7 @@ def _render(node: Any, context: Any, environ: Mapping[str, str]) -> Any:
         return node.resolve(context, environ)
     if isinstance(node, _Interpolation):
         return "".join(
-            part if isinstance(part, str) else _as_text(part.resolve(context, environ))
+            part if isinstance(part, str) else _as_text(part, context, environ)
             for part in node.parts
         )
     if isinstance(node, dict):
@@ -181,6 +186,11 @@ class Template:
     def secret_names(self) -> frozenset[str]:
         """Environment variables this template reads as secrets (to redact from records)."""
         return frozenset(ref.secret for ref in self.references if ref.secret is not None)
+
+    def reads(self, namespace: str) -> frozenset[str]:
+        """The names the references read as ``namespace.NAME`` from the context's root."""
+        expressions = (ref.expression for ref in self.references if ref.expression is not None)
+        return frozenset(name for expr in expressions for name in expr.reads(namespace))
 
     def render(self, context: Any, environ: Mapping[str, str] | None = None) -> Any:
         """The value with every reference filled from ``context`` (and secrets from ``environ``)."""

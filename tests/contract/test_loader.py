@@ -130,7 +130,7 @@ def test_a_loop_id_used_twice_is_an_error_on_the_second_file(
     assert first.ok
     assert [d.format() for d in second.errors] == [
         f"{tmp_path / 'b.yaml'}:2:5: id: loop id 'minimal' is already used by "
-        f"{tmp_path / 'a.yaml'}; ids must be unique"
+        f"{tmp_path / 'a.yaml'}:1:5; ids must be unique in a loops folder (rename one of them)"
     ]
 
 
@@ -177,7 +177,8 @@ def test_a_link_out_of_the_folder_is_refused_unread(loader: LoopLoader, tmp_path
     ]
     assert inside.ok
     assert [d.message for d in linked.errors] == [
-        f"loop id 'minimal' is already used by {folder / 'inside.yaml'}; ids must be unique"
+        f"loop id 'minimal' is already used by {folder / 'inside.yaml'}:1:5; ids must be unique "
+        "in a loops folder (rename one of them)"
     ]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -113,9 +114,23 @@ def test_schema_documents_the_phases() -> None:
         assert described.startswith("Phase"), phase
 
 
-def test_every_loop_key_has_a_description() -> None:
-    properties = loop_schema()["$defs"]["LoopSpec"]["properties"]
-    assert [key for key, prop in properties.items() if "description" not in prop] == []
+def _undescribed(node: Any, where: str = "#") -> Iterator[str]:
+    """Where a key of ``node`` (a schema) has no description of its own."""
+    if isinstance(node, list):
+        for index, child in enumerate(node):
+            yield from _undescribed(child, f"{where}/{index}")
+    elif isinstance(node, dict):
+        for key, prop in node.get("properties", {}).items():
+            if not prop.get("description"):
+                yield f"{where}/properties/{key}"
+        for key, child in node.items():
+            yield from _undescribed(child, f"{where}/{key}")
+
+
+@pytest.mark.parametrize("name", ["loop", "config"])
+def test_every_key_has_a_description_for_hover_help(name: str) -> None:
+    schema = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
+    assert list(_undescribed(schema)) == []
 
 
 def test_modeline_in_example_config_points_at_the_schema() -> None:

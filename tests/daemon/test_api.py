@@ -363,6 +363,7 @@ def test_a_repeated_idempotency_key_answers_with_the_first_job(
     [
         ("/loops/nope/trigger", {}, 404, "no loop 'nope'"),
         ("/loops/counted/trigger", {"inputs": {"m": 1}}, 422, "no param 'm'"),
+        ("/loops/by_hand/trigger", {"inputs": {"m": 1}}, 422, "(the loop declares none, so it"),
         ("/loops/counted/trigger", {"inputs": {"n": "four"}}, 422, "n: 'four' is not of type"),
         ("/loops/counted/trigger", {"inputs": [1]}, 422, "inputs"),
         ("/loops/counted/trigger", {"inputs": {"n": _nested(40)}}, 422, "nested more than 32"),

@@ -52,6 +52,35 @@ async def test_tagged_actions_run_on_their_decision(harness: Harness) -> None:
     assert [c["skill"] for c in skills_for_tests.CALLS] == ["report", "fix"]
 
 
+async def test_a_decision_runs_the_action_of_its_id_and_every_action_tagged_with_it(
+    harness: Harness,
+) -> None:
+    loop = harness.loop(
+        _loop(
+            "    - {action_id: tidy, skill_id: undo, on: [fix_all]}\n"
+            "    - {action_id: fix_all, skill_id: fix}\n"
+            "    - {action_id: other, skill_id: report, on: [elsewhere]}\n"
+        )
+    )
+    assert (await harness.engine.run(loop)).outcome is Outcome.COMPLETED
+    assert [c["skill"] for c in skills_for_tests.CALLS] == ["report", "undo", "fix"]
+
+
+async def test_a_null_inside_text_fails_the_call_instead_of_becoming_empty(
+    harness: Harness,
+) -> None:
+    loop = harness.loop(
+        _loop(
+            '    - {action_id: fix_all, skill_id: undo, params: {item: "rm -rf ${ input.dir }/*"}}\n'
+        )
+        + "params:\n  dir: {type: string}\n"
+    )
+    result = await harness.engine.run(loop)
+    assert result.outcome is Outcome.FAILED
+    assert "missing value for ${ input.dir } (null inside text)" in (result.error or "")
+    assert [c["skill"] for c in skills_for_tests.CALLS] == ["report"]
+
+
 async def test_an_unmatched_decision_runs_the_untagged_actions(harness: Harness) -> None:
     loop = harness.loop(_loop("    - {action_id: a, skill_id: fix}\n", decided="auto_fix_batch"))
     await harness.engine.run(loop)

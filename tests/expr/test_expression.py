@@ -45,6 +45,34 @@ def test_syntax_error_reports_the_column() -> None:
     assert "column 5" in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        (
+            "a > 1 and b < 2",
+            "invalid expression 'a > 1 and b < 2': unexpected 'and' at column 7; use && (JMESPath)",
+        ),
+        ("a or b", "invalid expression 'a or b': unexpected 'or' at column 3; use || (JMESPath)"),
+        ("not a", "invalid expression 'not a': unexpected 'a' at column 5; use ! (JMESPath)"),
+        (
+            "x && not y",
+            "invalid expression 'x && not y': unexpected 'y' at column 10; use ! (JMESPath)",
+        ),
+    ],
+)
+def test_python_boolean_words_get_the_jmespath_operator(source: str, message: str) -> None:
+    with pytest.raises(ExpressionError) as caught:
+        compile_expression(source)
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize("source", ["name == 'a or b' &&", "a.or > 1 >", "x[0] and_y"])
+def test_boolean_words_in_text_or_names_get_no_operator_hint(source: str) -> None:
+    with pytest.raises(ExpressionError) as caught:
+        compile_expression(source)
+    assert "(JMESPath)" not in str(caught.value)
+
+
 def test_unknown_function_is_a_compile_error_with_a_suggestion() -> None:
     with pytest.raises(ExpressionError, match="did you mean 'count'"):
         compile_expression("cout(items) > 1")
@@ -86,3 +114,23 @@ def test_truthiness_follows_jmespath(value: object, expected: bool) -> None:
 def test_expressions_compare_by_source() -> None:
     assert compile_expression("a > 1") == compile_expression("a > 1")
     assert {compile_expression("a > 1")} == {compile_expression("a > 1")}
+
+
+@pytest.mark.parametrize(
+    ("source", "names"),
+    [
+        ("input.dir", {"dir"}),
+        ('input.dir.sub[0] && input."two words"', {"dir", "two words"}),
+        ("length(input.tags[*].name) > 0 || @.input.limit", {"tags", "limit"}),
+        ("input.[a, b]", {"a", "b"}),
+        ("{n: input.n}", {"n"}),
+        ("items[?input.x] | input.y", set()),
+        ("sort_by(items, &input.z)", set()),
+        ("input", set()),
+        ("other.input.dir", set()),
+    ],
+)
+def test_reads_names_what_an_expression_takes_from_a_root_namespace(
+    source: str, names: set[str]
+) -> None:
+    assert compile_expression(source).reads("input") == names

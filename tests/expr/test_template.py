@@ -22,8 +22,21 @@ def test_references_inside_text_are_interpolated() -> None:
     )
 
 
-def test_null_interpolates_as_empty_text() -> None:
-    assert compile_template("name=${ input.name }").render(CONTEXT) == "name="
+def test_a_whole_reference_to_null_stays_null() -> None:
+    assert compile_template({"name": "${ input.name }"}).render(CONTEXT) == {"name": None}
+
+
+@pytest.mark.parametrize("reference", ["${ input.name }", "${input.missing}"])
+def test_a_null_inside_text_is_a_missing_value_never_empty_text(reference: str) -> None:
+    with pytest.raises(ExpressionError) as caught:
+        compile_template(f"rm -rf {reference}/*").render(CONTEXT)
+    inner = reference.strip("${} ")
+    assert str(caught.value) == f"missing value for ${{ {inner} }} (null inside text)"
+
+
+def test_the_names_a_template_reads() -> None:
+    template = compile_template({"a": "${ input.dir }/x", "b": ["${ input.n }"], "c": "$${ d }"})
+    assert template.reads("input") == {"dir", "n"}
 
 
 def test_nested_structures_render_recursively() -> None:

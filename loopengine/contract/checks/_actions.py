@@ -82,9 +82,19 @@ def _check_gate(checked: Checked, decided: dict[Path, str], actions: list[dict[s
                     path,
                     f"'{name}' runs action '{action_id}' without the approval that "
                     f"'{guarded[position]}' requires (human_approval.required_for): add "
-                    f"'{name}' there, or give the action an on: list",
+                    f"'{name}' there, {_ungated(name, keys[position])}",
                 )
                 break
+
+
+def _ungated(name: str, key: ActionKey) -> str:
+    """How else an action stops being reached by the decision ``name``."""
+    action_id, on = key
+    if on is None:
+        return "or give the action an on: list"
+    if name in on:
+        return f"or take '{name}' out of its on: list"
+    return f"or rename action '{action_id}'"
 
 
 def check_actions(checked: Checked) -> None:
