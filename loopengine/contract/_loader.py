@@ -6,7 +6,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -123,6 +123,10 @@ class LoopLoader:
     def __init__(self, env: Env, *, build: bool = True) -> None:
         self.env = env
         self.build = build
+
+    def serving(self) -> LoopLoader:
+        """This loader as the daemon loads: a webhook whose secret is not set is an error."""
+        return LoopLoader(replace(self.env, secrets_required=True), build=self.build)
 
     def load_text(self, text: str, file: str) -> LoadReport:
         try:
