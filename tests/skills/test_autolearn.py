@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from loopengine.cli import main
 from loopengine.llm import MAX_ANALYSIS
 from loopengine.store import autolearn, executions, migrate
 from loopengine.testing import FakeLLMServer, raw, reply, status
@@ -113,10 +114,22 @@ def test_scores_json_has_each_category_and_the_routing_followed(
     run_json(capsys, "run", "autotune")
     code, view = run_json(capsys, "autolearn", "scores")
     assert code == 0
-    assert view["routing"] == {"default": ["M1", "OL1"]}
+    assert view["routing"] == {"default": {"nodes": ["M1", "OL1"], "order": "tuned"}}
     [best, worst] = view["categories"]["default"]
     assert set(best) == {"node", "score", "speed", "quality", "reliability", "samples"}
     assert (best["node"], best["samples"], worst["node"]) == ("M1", 3, "OL1")
+
+
+def test_scores_mark_whether_each_category_follows_its_tuned_or_configured_order(
+    server: FakeLLMServer, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    more = "  routing:\n    default: [OL1, M1]\n    code: [M1]\nautolearn: {min_samples: 3}\n"
+    write_config(tmp_path, server.base_url, ("OL1", "M1"), more)
+    _record([_sample("OL1", 12.0, 3.0)] * 3 + [_sample("M1", 1.0, 9.0)] * 3)
+    run_json(capsys, "run", "autotune")
+    assert main(["autolearn", "scores"]) == 0
+    routing = [line for line in capsys.readouterr().out.splitlines() if line.startswith("routing")]
+    assert routing == ["routing default: M1, OL1 (tuned)", "routing code: M1 (configured)"]
 
 
 def test_status_and_history_say_what_changed(

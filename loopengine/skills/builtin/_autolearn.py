@@ -51,7 +51,8 @@ async def current_orders(ctx: SkillContext) -> dict[str, list[str]]:
     from loopengine.llm import followed_routing
     from loopengine.store import autolearn
 
-    return followed_routing(ctx.config, await store_of(ctx).read(autolearn.routing))
+    followed = followed_routing(ctx.config, await store_of(ctx).read(autolearn.routing))
+    return {category: found["nodes"] for category, found in followed.items()}
 
 
 async def ask(
@@ -168,6 +169,7 @@ async def autolearn_scores(ctx: SkillContext) -> dict[str, Any]:
         window=settings.window,
         min_samples=settings.min_samples,
         margin=settings.margin,
+        grader=settings.grader,
     )
     categories = {c: [n.as_dict() for n in nodes] for c, nodes in found.scores.items()}
     changes = [
