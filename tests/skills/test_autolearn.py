@@ -1,5 +1,5 @@
-"""The shipped autotune loop as users run it: on a fresh install it completes with 'not enough
-samples'; with scored chat responses it reorders a category's routing once a node earns it (and
+"""The shipped autotune loop as users run it: on a fresh install it says no cluster is configured,
+and with one but no responses yet 'not enough samples'; with scored chat responses it reorders a category's routing once a node earns it (and
 not again while nothing changes); the chat follows the tuned order at its next message."""
 
 from __future__ import annotations
@@ -54,18 +54,23 @@ def _record(samples: list[dict[str, Any]]) -> None:
         autolearn.insert_samples(connection, samples)
 
 
+NO_CLUSTER = (
+    "no cluster is configured: add the chat's nodes under `cluster: nodes:` in loopengine.yaml"
+)
+
+
 @pytest.mark.parametrize(
     ("loop", "note"),
     [
-        ("autotune", "not enough samples (0/5)"),
-        (str(ROOT / "loops" / "autotune.yaml"), "not enough samples (0/5)"),
-        ("autoreview", "not enough samples (0/5)"),
-        (str(ROOT / "loops" / "autoreview.yaml"), "not enough samples (0/5)"),
+        ("autotune", NO_CLUSTER),
+        (str(ROOT / "loops" / "autotune.yaml"), NO_CLUSTER),
+        ("autoreview", NO_CLUSTER),
+        (str(ROOT / "loops" / "autoreview.yaml"), NO_CLUSTER),
         ("memory", "not enough samples (0/10) for a deep summary"),
         (str(ROOT / "loops" / "memory.yaml"), "not enough samples (0/10) for a deep summary"),
     ],
 )
-def test_a_fresh_install_has_not_enough_samples(
+def test_a_fresh_install_says_what_it_lacks(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -78,6 +83,15 @@ def test_a_fresh_install_has_not_enough_samples(
     code, record = run_json(capsys, "run", loop)
     assert (code, record["outcome"]) == (0, "completed")
     assert act_note(record) == note
+
+
+@pytest.mark.parametrize("loop", ["autotune", "autoreview"])
+def test_with_a_cluster_and_no_samples_there_are_not_enough_samples(
+    server: FakeLLMServer, capsys: pytest.CaptureFixture[str], loop: str
+) -> None:
+    code, record = run_json(capsys, "run", loop)
+    assert (code, record["outcome"]) == (0, "completed")
+    assert act_note(record) == "not enough samples (0/3)"
 
 
 def test_a_node_that_earns_it_moves_up_once(
