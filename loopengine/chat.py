@@ -65,11 +65,19 @@ async def chat(
     mode: Mode | None = None,
     progress: Progress | None = None,
     user: str | None = None,
+    category: str | None = None,
 ) -> ChatAnswer:
     """Run ``message`` through ``loop`` (``chat_loop``) on ``runtime``'s engine, telling
-    ``progress`` what the chain does, with ``user``'s memory; ``ContractError`` when an input
-    does not fit the loop's params, ``LoopEngineError`` when the execution kept no chat."""
-    given = {"message": message, "session": session, "mode": mode, "user": user}
+    ``progress`` what the chain does, with ``user``'s memory, routed by ``category`` (else by
+    its mode, else ``default``); ``ContractError`` when an input does not fit the loop's params,
+    ``LoopEngineError`` when the execution kept no chat."""
+    given = {
+        "message": message,
+        "session": session,
+        "mode": mode,
+        "user": user,
+        "category": category,
+    }
     inputs = {name: value for name, value in given.items() if value}
     if problems := input_problems(loop.spec.params or {}, inputs):
         raise ContractError(f"{loop.id}: {'; '.join(problems)}")

@@ -120,6 +120,11 @@ def _runtime_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         help="one node, or the whole chain (default: the message's complexity decides)",
     )
     chat.add_argument(
+        "--category",
+        metavar="NAME",
+        help="the routing category (default: the mode when cluster.routing names it, else default)",
+    )
+    chat.add_argument(
         "--user",
         metavar="USER",
         default=login_name(),
@@ -264,7 +269,7 @@ def _runtime_call(args: argparse.Namespace, console: Console) -> Any:
         from loopengine.commands import chat
 
         given = (args.message, args.session, config, as_json, args.mode, args.user)
-        return partial(chat.run_chat, console, *given)
+        return partial(chat.run_chat, console, *given, category=args.category)
     if command in ("history", "show"):
         from loopengine.commands import history
 

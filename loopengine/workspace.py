@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,7 +36,7 @@ class Workspace:
 
     @property
     def env(self) -> Env:
-        return Env(self.registry, self.settings.storage_names)
+        return Env(self.registry, self.settings.storage_names, os.environ)
 
 
 def load_workspace(config_file: Path | None = None, *, entry_points: bool = True) -> Workspace:

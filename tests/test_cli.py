@@ -138,6 +138,40 @@ def test_validate_json_output(capsys: pytest.CaptureFixture[str], tmp_path: Path
     }
 
 
+HOOK = (
+    "id: deployed\ntrigger:\n  type: webhook\n"
+    "  config: {path: deploys, secret: '${ secret.DEPLOY_SECRET }'}\n"
+    "decide: {decision_tree: [], fallback_action: log_only}\n"
+)
+
+
+def test_validate_refuses_a_webhook_secret_under_16_bytes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "hook.yaml").write_text(HOOK)
+    monkeypatch.setenv("DEPLOY_SECRET", "hunter2")
+    assert main(["validate", "hook.yaml"]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        "hook.yaml:4:35: trigger.config.secret: webhook secret $DEPLOY_SECRET: the secret is 7 "
+        "bytes; use at least 16 (a short key is guessed, an empty one signs anything)",
+        "✗ 1 error in 1 of 1 file",
+    ]
+
+
+def test_validate_warns_that_a_daemon_refuses_a_webhook_whose_secret_is_not_set(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "hook.yaml").write_text(HOOK)
+    monkeypatch.delenv("DEPLOY_SECRET", raising=False)
+    assert main(["validate", "hook.yaml"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "hook.yaml:4:35: warning: trigger.config.secret: webhook secret $DEPLOY_SECRET is not "
+        "set: a webhook's secret must hold at least 16 bytes, and a daemon refuses this loop "
+        "without it; export DEPLOY_SECRET=… where the daemon runs",
+        "✓ 1 loop valid, 1 warning",
+    ]
+
+
 def test_json_flag_is_accepted_before_the_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--json", "validate", str(SEED_LOOP), "--config", SEED_CONFIG]) == 0
     assert json.loads(capsys.readouterr().out)["valid"] is True
@@ -343,6 +377,7 @@ def test_each_loop_is_validated_with_the_config_nearest_to_it(
 ) -> None:
     monkeypatch.chdir(SEED_DIR.parent.parent)
     monkeypatch.delenv("LOOPENGINE_CONFIG", raising=False)
+    monkeypatch.setenv("DEPLOY_HOOK_SECRET", "whsec_HQ1EWSWIHUvCuQR2kEcFr5EKy/BSlcIf")
     assert main(["validate", "examples"]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[-1] == "✗ 5 errors, 1 warning in 1 of 10 files"

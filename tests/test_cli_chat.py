@@ -172,3 +172,58 @@ def test_progress_lines_say_why_a_stage_did_not_finish() -> None:
     assert line is not None
     assert line.endswith("…) ok")
     assert len(line) < 110
+
+
+def _routed(tmp_path: Path, server: FakeLLMServer, routing: str) -> None:
+    """A config of the nodes OL1 (the grader, by default), M1 and M2 with ``routing``."""
+    nodes = "\n".join(
+        f"    {name}: {{base_url: '{server.base_url}', model: {name.lower()}, timeout_s: 5}}"
+        for name in ("OL1", "M1", "M2")
+    )
+    (tmp_path / "loopengine.yaml").write_text(f"cluster:\n  nodes:\n{nodes}\n{routing}")
+
+
+def _categories() -> list[tuple[str, str]]:
+    from loopengine.store import autolearn, create_engine
+
+    with create_engine("sqlite:///.loopengine/loopengine.db").connect() as connection:
+        return [(s["node"], s["category"]) for s in autolearn.samples_in_window(connection, 50)]
+
+
+@pytest.mark.parametrize(
+    ("routing", "given", "node", "category"),
+    [
+        ("{simple: [M2, M1]}", [], "M2", "simple"),
+        ("{simple: [M2], trivia: [M1]}", ["--category", "trivia"], "M1", "trivia"),
+    ],
+    ids=["by-its-mode", "by-the-category-given"],
+)
+def test_a_message_is_routed_by_the_category_given_else_by_its_mode(
+    server: FakeLLMServer,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    routing: str,
+    given: list[str],
+    node: str,
+    category: str,
+) -> None:
+    _routed(tmp_path, server, f"  routing: {routing}\n")
+    server.script(node.lower(), [reply("Paris.")])
+    code, response = _chat(capsys, "Capital of France?", *given)
+    assert (code, [stage["node"] for stage in response["chain"]]) == (0, [node])
+    assert _categories() == [(node, category)]
+
+
+def test_without_routing_no_message_goes_to_the_grader(
+    server: FakeLLMServer, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    _routed(tmp_path, server, "autolearn: {explore: 1.0}\n")
+    server.script("m1", [forever(reply("Hello."))])
+    server.script("m2", [forever(reply("Hello."))])
+    answered = []
+    for _ in range(4):
+        code, response = _chat(capsys, "hi")
+        assert code == 0
+        answered += [stage["node"] for stage in response["chain"]]
+    assert "OL1" not in answered
+    assert {category for _, category in _categories()} == {"default"}

@@ -4,12 +4,14 @@ fresh copy of the shipped examples, and print what the README shows.
 Outputs are compared line by line (blank lines aside) with whitespace runs collapsed; times, durations (lateness too) and daemon
 names are normalised; an execution or session id shown in the README stands for the one the run
 printed, and later commands of the section use that one. ``…`` inside a line matches any text, a
-line ``...`` any number of lines. ``$ loopengine daemon`` starts in the background: the README
-shows the first lines of its log, and the section's later blocks run against it (read-only
-commands are retried until they show it, as a person would look again). ``<!-- test: cluster -->``
+line ``...`` any number of lines. ``$ loopengine daemon`` and ``$ python -m loopengine.testing``
+start in the background: the README shows the first lines they print, and the section's later
+blocks run against them (read-only commands are retried until they show it, as a person would
+look again). ``<!-- test: cluster -->``
 (``api cluster``) in a section starts scripted LLM nodes in place of those the chat config
 (the API example's config) names; a code block under ``<!-- file: PATH -->`` must be that file;
-``<!-- test: free-port 8787 -->`` skips it where the port its daemon listens on is taken.
+``<!-- test: free-port 8787 -->`` skips it where the port its daemon listens on is taken (and
+``free-port 11434``, the scripted server's).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ SETTLE_S = DEADLINE_S
 output (the daemon works asynchronously; a person reads the output seconds later): generous, for
 a loaded machine."""
 READ_ONLY = ("loopengine history", "loopengine status", "loopengine events", "loopengine show")
+BACKGROUND = ("loopengine daemon", "python -m loopengine.testing")
+"""Commands that run until stopped: started in the background, stopped with the section."""
 
 
 @dataclass(frozen=True)
@@ -187,7 +191,8 @@ def in_terminal(command: str, cwd: Path, env: dict[str, str]) -> tuple[int, str]
 
 
 class Background:
-    """A long-running command (the daemon) whose output is read line by line as it comes."""
+    """A long-running command (the daemon, the scripted server) whose output is read line by
+    line as it comes."""
 
     def __init__(self, command: str, cwd: Path, env: dict[str, str]) -> None:
         self.command = command
@@ -259,7 +264,7 @@ class Session:
         elif text.startswith("export "):
             name, _, value = text[7:].partition("=")
             self.env[name.strip()] = value.strip()
-        elif text.startswith("loopengine daemon"):
+        elif text.startswith(BACKGROUND):
             started = Background(text, self.cwd, self.env)
             self.background.append(started)
             output = started.first_lines(len(command.expected), timeout_s=COMMAND_TIMEOUT_S)
@@ -347,13 +352,14 @@ def fake_cluster(
 
 @contextmanager
 def free_port(port: int) -> Iterator[None]:
-    """The section's daemon listens on ``port``, as the README shows: skipped where it is taken."""
+    """The section's daemon (or scripted server) listens on ``port``, as the README shows:
+    skipped where it is taken."""
     with socket.socket() as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the daemon binds
         try:
             probe.bind(("127.0.0.1", port))
         except OSError as error:
-            pytest.skip(f"port {port}, which the README's daemon listens on, is taken ({error})")
+            pytest.skip(f"port {port}, which the README's example listens on, is taken ({error})")
     yield
 
 
@@ -365,6 +371,7 @@ FIXTURES: dict[str, Callable[[Path], AbstractContextManager[None]]] = {
         root / "examples" / "api" / "loopengine.yaml", API_NODES
     ),
     "free-port 8787": lambda root: free_port(8787),
+    "free-port 11434": lambda root: free_port(11434),
 }
 
 

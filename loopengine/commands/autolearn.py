@@ -49,8 +49,10 @@ def _print_scores(console: Console, view: dict[str, Any]) -> None:
             for n in nodes
         ]
         console.table(rows, (("bold",), (), ("dim",), ("dim",), ("dim",), ("dim",)))
-    for category, nodes in view["routing"].items():
-        console.print(f"routing {category}: {', '.join(nodes)}")
+    for category, followed in view["routing"].items():
+        order = followed["order"]
+        said = "every node but the grader" if order == "fallback" else order
+        console.print(f"routing {category}: {', '.join(followed['nodes'])} ({said})")
 
 
 def _show_scores(

@@ -35,6 +35,8 @@ async def run_chat(
     as_json: bool,
     mode: Mode | None = None,
     user: str | None = None,
+    *,
+    category: str | None = None,
 ) -> int:
     """Print the reply with its chain (or the chat response with ``--json``); 1 unless the
     execution completed."""
@@ -42,7 +44,9 @@ async def run_chat(
     async with open_runtime(config) as runtime:
         progress = live_progress(console) if live else None
         loop = chat_loop(runtime)
-        answer = await chat(runtime, loop, message, session, mode, progress=progress, user=user)
+        answer = await chat(
+            runtime, loop, message, session, mode, progress=progress, user=user, category=category
+        )
     if as_json:
         console.json(answer.response())
     elif not answer.reply:

@@ -6,7 +6,8 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from copy import copy
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -134,6 +135,12 @@ class LoopLoader:
     def __init__(self, env: Env, *, build: bool = True) -> None:
         self.env = env
         self.build = build
+
+    def serving(self) -> LoopLoader:
+        """This loader as the daemon loads: a webhook whose secret is not set is an error."""
+        served = copy(self)
+        served.env = replace(self.env, secrets_required=True)
+        return served
 
     def load_text(self, text: str, file: str) -> LoadReport:
         try:

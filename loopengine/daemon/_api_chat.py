@@ -29,7 +29,7 @@ from loopengine._suggestions import hint
 from loopengine.chat import ChatAnswer, Mode, chat, chat_loop
 from loopengine.contract import Loop
 from loopengine.daemon._api_context import MAX_SESSION_ID, SESSION_ID, ApiContext
-from loopengine.errors import LoopEngineError
+from loopengine.errors import ContractError, LoopEngineError
 from loopengine.store import new_id
 
 if TYPE_CHECKING:
@@ -59,6 +59,12 @@ class ChatIn(BaseModel):
     session_id: Session | None = None
     mode: Mode | None = None
     user: Session | None = Field(None, description="Whose memory the chat reads and adds to.")
+    category: str | None = Field(
+        None,
+        max_length=100,
+        description="Routing category (default: the mode when cluster.routing names it, "
+        "else `default`).",
+    )
 
 
 class Summary(BaseModel):
@@ -208,8 +214,8 @@ def add_chat_routes(app: FastAPI, context: ApiContext) -> None:
         """One message through the chat loop: what ``loopengine chat --json`` prints; 503 when
         no LLM node is configured or the chain ends without a reply (with each stage's reason)."""
         loop = chat_loop_of()
-        call = _Call(context, loop, request.message, request.session_id, request.mode, request.user)
-        answer = await call()
+        given = (request.message, request.session_id, request.mode, request.user)
+        answer = await _Call(context, loop, *given, request.category)()
         return ChatOut.model_validate(answer.response())
 
     @app.get("/v1/models")
@@ -248,14 +254,17 @@ class _Call:
     session: str | None
     mode: Mode | None
     user: str | None
+    category: str | None = None
 
     async def __call__(self, progress: Progress | None = None) -> ChatAnswer:
-        """The chain's answer; 503 when it ends without a reply, with each stage's reason."""
+        """The chain's answer; 422 for an input the chat loop's params refuse, 503 when it ends
+        without a reply, with each stage's reason."""
         runtime = self.context.runtime
         try:
-            answer = await chat(
-                runtime, self.loop, self.message, self.session, self.mode, progress, self.user
-            )
+            given = (self.message, self.session, self.mode, progress, self.user, self.category)
+            answer = await chat(runtime, self.loop, *given)
+        except ContractError as exc:
+            raise HTTPException(422, str(exc)) from None
         except LoopEngineError as exc:
             raise HTTPException(503, str(exc)) from None
         if not answer.reply:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
 import sqlalchemy as sa
@@ -21,7 +22,15 @@ from loopengine.llm import append_batch
 from loopengine.store import Store, threads
 from loopengine.triggers import nesting
 
-__all__ = ["MAX_ARGUMENT_DEPTH", "MAX_BATCH", "MAX_CALLS", "MAX_CONTENT", "add_thread_routes"]
+__all__ = [
+    "MAX_ARGUMENT_DEPTH",
+    "MAX_BATCH",
+    "MAX_CALLS",
+    "MAX_CONTENT",
+    "MAX_DURATION_MS",
+    "MAX_RELANCE",
+    "add_thread_routes",
+]
 
 MAX_BATCH = 256
 """Most messages one batch appends."""
@@ -31,6 +40,10 @@ MAX_CALLS = 64
 """Most tool calls one message makes."""
 MAX_ARGUMENT_DEPTH = 32
 """Most levels a tool call's arguments nest when sent as an object."""
+MAX_RELANCE = 10_000
+"""Highest relance index (seed 002 relaunches a round at most 10 times)."""
+MAX_DURATION_MS = 86_400_000.0
+"""Longest a tool's run may say it took: a day."""
 _NAME = 200
 """Most characters of a session id, an operation id, a name or a call id (their columns)."""
 T = TypeVar("T")
@@ -61,8 +74,9 @@ class ToolCallIn(BaseModel):
 
 
 class MessageIn(BaseModel):
-    """One message in OpenAI shape; other fields (``timestamp``…) are not stored and ignored.
-    What ``role``, ``tool_call_id`` and ``content`` must hold is the thread's rule (422)."""
+    """One message in OpenAI shape, with what it says of a tool's run (seed 002: ``timestamp``,
+    ``relance_index``, ``success``, ``error``, ``duration_ms``), kept as sent. What ``role``,
+    ``tool_call_id``, ``name`` and ``content`` must hold is the thread's rule (422)."""
 
     role: str = Field(max_length=16)
     content: str | None = Field(default=None, max_length=MAX_CONTENT)
@@ -71,14 +85,31 @@ class MessageIn(BaseModel):
     tool_calls: list[ToolCallIn] | None = Field(default=None, max_length=MAX_CALLS)
     session_id: str | None = Field(default=None, max_length=_NAME)
     """The session the message says it belongs to: another than the path's is a 409."""
+    timestamp: str | None = Field(default=None, max_length=64, examples=["2026-11-23T18:50:02Z"])
+    relance_index: int | None = Field(default=None, ge=0, le=MAX_RELANCE)
+    """The relance the message belongs to; a tool message without one keeps the batch's."""
+    success: bool | None = None
+    error: str | None = Field(default=None, max_length=MAX_CONTENT)
+    duration_ms: float | None = Field(default=None, ge=0, le=MAX_DURATION_MS)
+
+    @field_validator("timestamp")
+    @classmethod
+    def _iso(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                datetime.fromisoformat(value)
+            except ValueError:
+                raise ValueError("not an ISO 8601 time, e.g. 2026-11-23T18:50:02Z") from None
+        return value
 
 
 class BatchIn(BaseModel):
-    """A round's messages; ``operation_id``, when sent, names the batch as the headers do."""
+    """A round's messages; ``operation_id`` and ``relance_index``, when sent, say what the
+    headers ``Idempotency-Key`` and ``X-Relance-Index`` do."""
 
     messages: list[MessageIn] = Field(min_length=1, max_length=MAX_BATCH)
     operation_id: str | None = Field(default=None, min_length=1, max_length=_NAME)
-    relance_index: int = Field(default=0, ge=0, le=10_000)
+    relance_index: int | None = Field(default=None, ge=0, le=MAX_RELANCE)
 
 
 class SessionOut(BaseModel):
@@ -131,7 +162,7 @@ def _add_reads(app: FastAPI, context: ApiContext) -> None:
             version = threads.thread_version(connection, session_id)
             if if_none_match is not None and _names(if_none_match, _etag(version)):
                 return version, None
-            return version, threads.load_thread(connection, session_id)
+            return version, threads.load_thread(connection, session_id, meta=True)
 
         version, messages = await context.store.read(read)
         if messages is None:
@@ -155,11 +186,13 @@ def _add_batch(app: FastAPI, context: ApiContext) -> None:
         idempotency_key: Annotated[str | None, _KEY] = None,
         x_operation_id: Annotated[str | None, _KEY] = None,
         if_match: Annotated[str | None, Header(max_length=64)] = None,
+        x_relance_index: Annotated[int | None, Header(ge=0, le=MAX_RELANCE)] = None,
     ) -> BatchOut:
         """Append ``messages`` atomically under ``If-Match`` (always required: 428 without, 412
         when stale); a replayed operation id answers 200 with ``applied: false``; an invalid
         batch is a 422, a message of another session a 409."""
         operation_id = _operation_id(idempotency_key, x_operation_id, batch.operation_id)
+        relance = _one_of("X-Relance-Index and relance_index", x_relance_index, batch.relance_index)
         expected = _version_of(if_match)
         messages = [m.model_dump(exclude_none=True) for m in batch.messages]
         now = time.time()
@@ -173,6 +206,7 @@ def _add_batch(app: FastAPI, context: ApiContext) -> None:
                 now=now,
                 if_match=expected,
                 require_if_match=True,
+                relance_index=relance or 0,
             )
             stored = threads.operation_messages(connection, session_id, operation_id)
             return result.applied, result.version, stored
@@ -184,7 +218,7 @@ def _add_batch(app: FastAPI, context: ApiContext) -> None:
             session=session,
             messages=stored,
             operation_id=operation_id,
-            relance_index=batch.relance_index,
+            relance_index=relance or 0,
         )
         return BatchOut(success=True, applied=applied, data=data)
 
@@ -219,14 +253,19 @@ def _names(if_none_match: str, etag: str) -> bool:
     return "*" in tags or etag in tags
 
 
+def _one_of(names: str, *sent: T | None) -> T | None:
+    """The one value the headers and body fields ``names`` give (None when none does); 422
+    when they differ."""
+    given = {value for value in sent if value is not None}
+    if len(given) > 1:
+        raise HTTPException(422, f"{names} differ: they say one thing of one batch")
+    return given.pop() if given else None
+
+
 def _operation_id(*sent: str | None) -> str:
     """The one id naming the batch, from ``Idempotency-Key``, ``X-Operation-ID`` or the body's
     ``operation_id``: at least one, and all the same (422 otherwise)."""
-    given = {value for value in sent if value is not None}
-    if not given:
+    found = _one_of("Idempotency-Key, X-Operation-ID and operation_id", *sent)
+    if found is None:
         raise HTTPException(422, "name the batch: send an Idempotency-Key header")
-    if len(given) > 1:
-        raise HTTPException(
-            422, "Idempotency-Key, X-Operation-ID and operation_id differ: they name one batch"
-        )
-    return given.pop()
+    return found

@@ -33,7 +33,7 @@ from loopengine.engine import escalate_overdue, owner_died
 from loopengine.errors import ContractError, LoopEngineError, StoreUnavailable
 from loopengine.expr import compile_template
 from loopengine.runtime import Runtime, open_runtime
-from loopengine.store import iso, new_id, queue
+from loopengine.store import new_id, queue
 
 __all__ = ["PRUNE_S", "RELOAD_S", "TIMERS_S", "run_daemon"]
 
@@ -160,7 +160,7 @@ class _Daemon:
                 self.log.line("prune", f"{removed} executions past retention", loop=loop.id)
 
     def status_row(self) -> dict[str, Any]:
-        fires = self.scheduler.next_fires()
+        fires = self.scheduler.next_fires(time.time() + self.settings.lease_s)
         loops = [
             {
                 "loop_id": loop.id,
@@ -169,7 +169,7 @@ class _Daemon:
                     {
                         "id": trigger_id,
                         "type": trigger.type,
-                        "next_fire": iso(fires.get((loop.id, trigger_id))),
+                        "next_fires": fires.get((loop.id, trigger_id), []),
                     }
                     for trigger_id, trigger in triggers_of(loop)
                 ],

@@ -1,10 +1,11 @@
 """The daemon's loops: every valid file of its folder, reloaded when a file changes, and the
 shipped loops it is given as fallbacks (the autolearn loops) unless a file defines their id.
 
-An invalid file is logged with every error and skipped; an invalid edit keeps the version that
-runs, and so does a version the daemon then fails to schedule (``refuse``); a deleted file
-unschedules its loop (or gives its id back to the shipped loop). Files are compared by
-modification time and size, so a scan of an unchanged folder reads no file.
+Files load as a daemon serves them (``LoopLoader.serving``: a webhook whose secret is not set is
+refused). An invalid file is logged with every error and skipped; an invalid edit keeps the
+version that runs, and so does a version the daemon then fails to schedule (``refuse``); a
+deleted file unschedules its loop (or gives its id back to the shipped loop). Files are compared
+by modification time and size, so a scan of an unchanged folder reads no file.
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ class LoopFolder:
     fallbacks: tuple[Path, ...] = ()
     """Shipped loop files scheduled unless a file of the folder defines their loop id."""
     _shipped: dict[Path, Loop | None] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.loader = self.loader.serving()
 
     def scan(self) -> Changes:
         """Load what changed since the last scan; the first scan loads every file."""

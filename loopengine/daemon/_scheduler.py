@@ -25,10 +25,12 @@ from loopengine.daemon._loops import triggers_of
 from loopengine.store import Store, iso, queue
 from loopengine.triggers import CronSchedule, catch_up, jittered
 
-__all__ = ["MAX_SLOTS", "Scheduler"]
+__all__ = ["MAX_SHOWN", "MAX_SLOTS", "Scheduler"]
 
 MAX_SLOTS = 1_000
 """Most missed slots decided one by one after downtime; older ones share one summary row."""
+MAX_SHOWN = 100
+"""Most upcoming slots of a trigger the daemon's status row holds."""
 
 
 @functools.lru_cache(maxsize=4096)
@@ -106,9 +108,17 @@ class Scheduler:
         heapq.heapify(self._heap)
         self._changed.set()
 
-    def next_fires(self) -> dict[tuple[str, str], float]:
-        """The next slot of every cron trigger (what ``status`` shows)."""
-        return {key: entry.slot for key, entry in self.entries.items()}
+    def next_fires(self, until: float) -> dict[tuple[str, str], list[float]]:
+        """The slots of every cron trigger from its next one through the first at or after
+        ``until`` (at most ``MAX_SHOWN``): the daemon's status row holds them, so that whenever
+        it is read before the next row, ``status`` shows the next fire after now."""
+        found = {}
+        for key, entry in self.entries.items():
+            slots = [entry.slot]
+            while slots[-1] < until and len(slots) < MAX_SHOWN:
+                slots.append(entry.schedule.next_fire(slots[-1]).at)
+            found[key] = slots
+        return found
 
     async def run(self) -> None:
         while True:

@@ -64,6 +64,7 @@ from loopengine.llm._review import (
     weakest,
     worth_replaying,
 )
+from loopengine.llm._routing import message_category
 from loopengine.llm._runtime import ChatContext, LLMRuntime
 from loopengine.llm._scores import NodeScore, Sample, Tuning, parse_grade, score_nodes, tune
 from loopengine.llm._stats import LATENCY_BUCKETS_S, NodeStats
@@ -147,6 +148,7 @@ __all__ = [
     "mask_pii",
     "memory_context",
     "memory_view",
+    "message_category",
     "new_call_id",
     "nothing_learned",
     "offered_tools",

@@ -200,7 +200,7 @@ async def run_simple(
     cluster: Cluster,
     history: Sequence[dict[str, Any]],
     toolbox: Toolbox,
-    category: str | None,
+    category: str,
     *,
     max_turns: int = 4,
     hooks: Hooks = NO_HOOKS,

@@ -34,8 +34,12 @@ class Cluster:
         *,
         clock: Callable[[], float] = time.time,
         transport: httpx.AsyncBaseTransport | None = None,
+        grader: str | None = None,
     ) -> None:
         self.config = config
+        self.grader = grader
+        """The node that grades the chat's answers (``autolearn.grader``): in no order the
+        config does not give it."""
         self.clock = clock
         self.http = httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(None))
         self.environ = environ
@@ -69,18 +73,16 @@ class Cluster:
             return f"node {name} is cooling down after failures ({health.last_error})"
         return None
 
-    def route(
-        self, category: str | None, tuned: Mapping[str, list[str]] | None = None
-    ) -> list[str]:
+    def route(self, category: str, tuned: Mapping[str, list[str]] | None = None) -> list[str]:
         """Nodes for a category in preference order: the ``tuned`` order (the autotune loop's),
-        else the config's (its ``default``, then every node, as fallback); nodes no longer in
-        the cluster are left out, and those the config routes but a tuned order has not seen
-        yet follow it."""
-        return route_order(self.config, category, tuned or {})
+        else the config's (its ``default``, then every node but the grader, as fallback); nodes
+        no longer in the cluster are left out, and those the config routes but a tuned order has
+        not seen yet follow it."""
+        return route_order(self.config, category, tuned or {}, self.grader)
 
     def pick(
         self,
-        category: str | None,
+        category: str,
         tuned: Mapping[str, list[str]] | None = None,
         explore: Explore | None = None,
     ) -> str | None:

@@ -9,7 +9,7 @@ from typing import Any, Literal, get_args
 import sqlalchemy as sa
 
 from loopengine.contract import Config
-from loopengine.llm._routing import route_order
+from loopengine.llm._routing import DEFAULT_CATEGORY, order_source, route_order
 from loopengine.llm._scores import Sample, score_nodes
 from loopengine.store import autolearn, executions, iso, memory, prompts
 
@@ -62,12 +62,23 @@ def read_learned(connection: sa.Connection, window: int) -> dict[str, Any]:
 
 def followed_routing(
     config: Config, tuned: Mapping[str, Mapping[str, Any]]
-) -> dict[str, list[str]]:
-    """Each category's routing order the chat follows (``Cluster.route``): the tuned one
-    (``autolearn.routing`` rows) over the config's."""
+) -> dict[str, dict[str, Any]]:
+    """Each category's routing order the chat follows (``Cluster.route``: the tuned one,
+    ``autolearn.routing`` rows, over the config's) and where it comes from (``order``:
+    ``tuned``, ``configured`` or ``fallback``); ``default`` always, the others the config or
+    the autotune loop name."""
+    cluster, grader = config.cluster, config.autolearn.grader
+    if not cluster.nodes:
+        return {}
     orders = {c: list(row["nodes"]) for c, row in tuned.items()}
-    categories = dict.fromkeys([*config.cluster.routing, *orders])
-    return {c: route_order(config.cluster, c, orders) for c in categories}
+    categories = dict.fromkeys([*cluster.routing, *orders, DEFAULT_CATEGORY])
+    return {
+        c: {
+            "nodes": route_order(cluster, c, orders, grader),
+            "order": order_source(cluster, c, orders),
+        }
+        for c in categories
+    }
 
 
 def scores_view(config: Config, learned: dict[str, Any]) -> dict[str, Any]:

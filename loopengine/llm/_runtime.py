@@ -67,7 +67,7 @@ class LLMRuntime:
         environ: Mapping[str, str],
         private: tuple[Path, ...] = (),
     ) -> None:
-        self.cluster = Cluster(config.cluster, environ)
+        self.cluster = Cluster(config.cluster, environ, grader=config.autolearn.grader)
         self.autolearn = config.autolearn
         self.toolbox = Toolbox(offered_tools(config, base, registry, private))
         self.store = store
@@ -85,20 +85,20 @@ class LLMRuntime:
                 )
         self._health_loaded = True
 
-    async def prepare(self, category: str | None, user: str | None) -> ChatContext:
+    async def prepare(self, category: str, user: str | None) -> ChatContext:
         """Read what the autolearn loops wrote, at each message so a change applies at the next
         one: the tuned routing orders, the under-sampled nodes of ``category`` to explore
         (``autolearn.explore`` of its messages), its active instructions and ``user``'s memory;
         a value per message, so concurrent messages do not share it."""
-        settings, name = self.autolearn, category or "default"
+        settings = self.autolearn
 
         def read(connection: sa.Connection) -> _Read:
             rows = autolearn.routing(connection)
             tuned = {c: list(row["nodes"]) for c, row in rows.items()}
             nodes = self.cluster.route(category, tuned)
             cap = settings.min_samples
-            counts = autolearn.exploration_counts(connection, name, nodes, cap)
-            found = prompts.active(connection, name).get(name)
+            counts = autolearn.exploration_counts(connection, category, nodes, cap)
+            found = prompts.active(connection, category).get(category)
             remembered = memory.profile(connection, user) if user else None
             return tuned, counts, found, remembered
 

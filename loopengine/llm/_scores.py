@@ -148,13 +148,20 @@ def score_nodes(samples: Iterable[Sample], window: int) -> dict[str, list[NodeSc
 
 
 def rank(
-    current: Sequence[str], scores: Sequence[NodeScore], *, margin: float, min_samples: int
+    current: Sequence[str],
+    scores: Sequence[NodeScore],
+    *,
+    margin: float,
+    min_samples: int,
+    grader: str | None = None,
 ) -> list[str]:
     """The new routing order of a category: ``current`` with each node moved above those it
     beats by more than ``margin``; nodes with fewer than ``min_samples`` keep their place, and
-    scored nodes new to the order join after it."""
+    scored nodes new to the order join after it, the ``grader`` aside (it is only in an order
+    the config gives it)."""
     known: Mapping[str, NodeScore] = {s.node: s for s in scores if s.samples >= min_samples}
-    order = [*current, *(s.node for s in scores if s.node in known and s.node not in current)]
+    joining = [s.node for s in scores if s.node in known and s.node not in current]
+    order = [*current, *(node for node in joining if node != grader)]
     moved = True
     while moved:
         moved = False
@@ -184,9 +191,11 @@ def tune(
     window: int,
     min_samples: int,
     margin: float,
+    grader: str | None = None,
 ) -> Tuning:
     """Score ``samples`` (oldest first) and rank each category's nodes against its current
-    order (``orders``: the tuned one, else the config's, else none)."""
+    order (``orders``: the tuned one, else the config's, else none); the ``grader`` joins none
+    it is not in."""
     scores = score_nodes(samples, window)
     ranked = max((s.samples for nodes in scores.values() for s in nodes), default=0)
     if ranked < min_samples:
@@ -195,7 +204,7 @@ def tune(
     changes = {}
     for category, nodes in scores.items():
         current = list(orders.get(category) or orders.get("default") or [])
-        new = rank(current, nodes, margin=margin, min_samples=min_samples)
+        new = rank(current, nodes, margin=margin, min_samples=min_samples, grader=grader)
         if new != current:
             changes[category] = (current, new)
     if not changes:

@@ -64,63 +64,89 @@ def _hash(messages: Sequence[Mapping[str, Any]]) -> str:
     ).hexdigest()
 
 
-def _validate(messages: Sequence[Mapping[str, Any]], offered: set[str]) -> None:
-    """Every message well-formed; every tool message answers a call made before it, once."""
-    calls = set(offered)
+_NOT_JSON = object()
+
+
+def _json_of(text: str) -> Any:
+    """``text`` read as JSON, or ``_NOT_JSON``."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return _NOT_JSON
+
+
+def _refuse(index: int, code: str, said: str) -> ThreadError:
+    return ThreadError(422, code, f"messages[{index}]{said}")
+
+
+def _check_call(call: Any, index: int, position: int) -> str:
+    """The tool a call asks for: it has an id, a function name, and arguments that are a JSON
+    object (as text or an object), as OpenAI sends them."""
+    where = f".tool_calls[{position}]"
+    function = call.get("function") if isinstance(call, Mapping) else None
+    if not isinstance(call, Mapping) or not call.get("id"):
+        raise _refuse(index, "invalid_tool_call", f"{where}: every tool call needs an id")
+    if not isinstance(function, Mapping) or not function.get("name"):
+        raise _refuse(index, "invalid_tool_call", f"{where}: a tool call names its function")
+    arguments = function.get("arguments", "{}")
+    if not isinstance(_json_of(arguments) if isinstance(arguments, str) else arguments, dict):
+        shown = arguments[:80] if isinstance(arguments, str) else arguments
+        raise _refuse(
+            index,
+            "invalid_tool_arguments",
+            f"{where}: arguments must be a JSON object, as text or an object: {shown!r}",
+        )
+    return str(function["name"])
+
+
+def _check_result(
+    message: Mapping[str, Any], index: int, calls: Mapping[str, str], answers: dict[str, int]
+) -> None:
+    """A tool message answers, once, a call made before it, by the tool that call named, with
+    JSON text."""
+    call_id = message.get("tool_call_id")
+    if not isinstance(call_id, str) or not call_id:
+        raise _refuse(index, "missing_tool_call_id", ": a tool message needs a tool_call_id")
+    if call_id not in calls:
+        said = f": tool_call_id {call_id!r} answers no call of this thread"
+        raise _refuse(index, "unknown_tool_call_id", said)
+    if call_id in answers:
+        said = f": tool_call_id {call_id!r} is already answered by messages[{answers[call_id]}]"
+        raise _refuse(index, "duplicate_tool_result", said)
+    answers[call_id] = index
+    name = message.get("name")
+    if name is not None and name != calls[call_id]:
+        said = f": name {name!r} is not the tool call {call_id!r} asked for ({calls[call_id]!r})"
+        raise _refuse(index, "tool_name_mismatch", said)
+    if not isinstance(message.get("content"), str) or _json_of(message["content"]) is _NOT_JSON:
+        raise _refuse(index, "invalid_tool_content", ": tool content must be a JSON string")
+
+
+def _validate(messages: Sequence[Mapping[str, Any]], offered: Mapping[str, str]) -> None:
+    """Every message well-formed; every tool message answers a call made before it, once, by
+    the tool it named (``offered``: the thread's calls, by id, and the tool each names)."""
+    calls = dict(offered)
     answers: dict[str, int] = {}
     for index, message in enumerate(messages):
         role = message.get("role")
         if role not in _ROLES:
-            raise ThreadError(
-                422,
-                "invalid_role",
-                f"messages[{index}]: role {role!r} is not one of {sorted(_ROLES)}",
-            )
-        for call in message.get("tool_calls") or ():
-            if not isinstance(call, Mapping) or not call.get("id"):
-                raise ThreadError(
-                    422, "invalid_tool_call", f"messages[{index}]: every tool call needs an id"
-                )
-            calls.add(str(call["id"]))
-        if role != "tool":
-            continue
-        call_id = message.get("tool_call_id")
-        if not isinstance(call_id, str) or not call_id:
-            raise ThreadError(
-                422,
-                "missing_tool_call_id",
-                f"messages[{index}]: a tool message needs a tool_call_id",
-            )
-        if call_id not in calls:
-            raise ThreadError(
-                422,
-                "unknown_tool_call_id",
-                f"messages[{index}]: tool_call_id {call_id!r} answers no call of this thread",
-            )
-        if call_id in answers:
-            raise ThreadError(
-                422,
-                "duplicate_tool_result",
-                f"messages[{index}]: tool_call_id {call_id!r} is already answered by "
-                f"messages[{answers[call_id]}]",
-            )
-        answers[call_id] = index
-        if not _is_json_text(message.get("content")):
-            raise ThreadError(
-                422,
-                "invalid_tool_content",
-                f"messages[{index}]: tool content must be a JSON string",
-            )
+            said = f": role {role!r} is not one of {sorted(_ROLES)}"
+            raise _refuse(index, "invalid_role", said)
+        for position, call in enumerate(message.get("tool_calls") or ()):
+            name = _check_call(call, index, position)
+            calls[str(call["id"])] = name
+        if role == "tool":
+            _check_result(message, index, calls, answers)
 
 
-def _is_json_text(value: Any) -> bool:
-    if not isinstance(value, str):
-        return False
-    try:
-        json.loads(value)
-    except ValueError:
-        return False
-    return True
+def _call_names(messages: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """The tool each call of ``messages`` names, by call id."""
+    return {
+        str(call["id"]): str((call.get("function") or {}).get("name"))
+        for message in messages
+        for call in message.get("tool_calls") or ()
+        if isinstance(call, Mapping) and call.get("id")
+    }
 
 
 def call_ids(messages: Iterable[Mapping[str, Any]]) -> set[str]:
@@ -197,8 +223,10 @@ def append_batch(
     now: float,
     if_match: int | None = None,
     require_if_match: bool = False,
+    relance_index: int | None = None,
 ) -> BatchResult:
-    """Append ``messages`` atomically; a replayed ``operation_id`` returns ``applied=False``."""
+    """Append ``messages`` atomically; a replayed ``operation_id`` returns ``applied=False``.
+    A tool message without its own ``relance_index`` keeps the batch's."""
     body = _hash(messages)
     threads.hold(connection, session_id)
     applied, version, start = threads.batch_state(connection, session_id, operation_id)
@@ -217,14 +245,12 @@ def append_batch(
         if m.get("role") == "tool" and m.get("tool_call_id")
     }
     _refuse_foreign(session_id, messages)
-    offered = (
-        call_ids(threads.calls_of(connection, session_id)) if ids - call_ids(messages) else set()
-    )
-    _validate(messages, offered)
+    earlier = threads.calls_of(connection, session_id) if ids - call_ids(messages) else []
+    _validate(messages, _call_names(earlier))
     answered = threads.answered(connection, session_id, ids)
     fresh = [m for m in messages if m.get("role") != "tool" or m["tool_call_id"] not in answered]
     rows = [
-        _row(session_id, start + offset, message, operation_id, now)
+        _row(session_id, start + offset, message, operation_id, now, relance_index)
         for offset, message in enumerate(fresh, 1)
     ]
     threads.insert_messages(connection, rows)
@@ -236,9 +262,16 @@ def append_batch(
 
 
 def _row(
-    session_id: str, seq: int, message: Mapping[str, Any], operation_id: str, now: float
+    session_id: str,
+    seq: int,
+    message: Mapping[str, Any],
+    operation_id: str,
+    now: float,
+    relance_index: int | None,
 ) -> dict[str, Any]:
     content = message.get("content")
+    if message["role"] == "tool" and message.get("relance_index") is None:
+        message = {**message, "relance_index": relance_index}
     return {
         "session_id": session_id,
         "seq": seq,
@@ -249,6 +282,7 @@ def _row(
         "tool_calls": message.get("tool_calls"),
         "operation_id": operation_id,
         "created_at": now,
+        **{column: message.get(key) for key, column in threads.META_COLUMNS.items()},
     }
 
 

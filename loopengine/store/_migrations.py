@@ -100,6 +100,17 @@ def _webhook_bodies(connection: sa.Connection) -> None:
     tables.webhook_bodies.create(connection, checkfirst=True)
 
 
+_TOOL_RUN = ("sent_at", "relance_index", "success", "error", "duration_ms")
+
+
+def _tool_messages(connection: sa.Connection) -> None:
+    present = {column["name"] for column in sa.inspect(connection).get_columns("chat_messages")}
+    for name in _TOOL_RUN:  # a new database has them: version 2 creates today's table
+        if name not in present:
+            kind = tables.chat_messages.c[name].type.compile(connection.dialect)
+            connection.execute(sa.text(f"ALTER TABLE chat_messages ADD COLUMN {name} {kind}"))
+
+
 def _initial(connection: sa.Connection) -> None:
     later = {*_CHAT_TABLES, *_DAEMON_TABLES, *_AUTOLEARN_TABLES, *_MEMORY_TABLES}
     later |= {tables.score_history, tables.webhook_bodies}
@@ -130,6 +141,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(8, "autolearn: scores' history, samples judged per prompt version", _score_history),
     Migration(9, "autolearn: grading claims lapse when their process died", _grading_claims),
     Migration(10, "webhook bodies held against replays", _webhook_bodies),
+    Migration(11, "tool messages keep what they say of the tool's run", _tool_messages),
 )
 
 

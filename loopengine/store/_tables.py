@@ -322,6 +322,13 @@ chat_messages = sa.Table(
     sa.Column("tool_calls", sa.JSON),
     sa.Column("operation_id", sa.String(200), nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
+    # What a tool message says of its run (seed 002), as sent: the time (ISO 8601), the relance
+    # it belongs to, whether it succeeded, its error and how long it took.
+    sa.Column("sent_at", sa.String(64)),
+    sa.Column("relance_index", sa.Integer),
+    sa.Column("success", sa.Boolean),
+    sa.Column("error", MaskedText),
+    sa.Column("duration_ms", sa.Float),
     # One result per tool call in a session; rows without a call id never collide (NULLs are
     # distinct in a unique index on SQLite and PostgreSQL alike, so no dialect-specific WHERE,
     # which would load the PostgreSQL dialect, ~35 ms, into every command).

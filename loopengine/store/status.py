@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import sqlalchemy as sa
@@ -9,7 +10,7 @@ import sqlalchemy as sa
 from loopengine.store import executions, queue
 from loopengine.store._record import iso
 
-__all__ = ["EMPTY", "served", "view"]
+__all__ = ["EMPTY", "next_fire", "served", "view"]
 
 EMPTY: dict[str, Any] = {
     "daemons": [],
@@ -56,13 +57,31 @@ def served(connection: sa.Connection, since: float) -> list[dict[str, Any]]:
     return _loops(connection, queue.active_daemons(connection, since))
 
 
+def next_fire(slots: list[float], now: float) -> float | None:
+    """The first of a trigger's upcoming ``slots`` (a daemon's row) after ``now``: the row is
+    written every third of a lease, and its first slot may have passed since; the last one when
+    all have (the daemon is late)."""
+    return next((slot for slot in slots if slot > now), slots[-1] if slots else None)
+
+
+def _shown(trigger: dict[str, Any], now: float) -> dict[str, Any]:
+    """A trigger as ``status`` shows it: its next fire after ``now``, not its upcoming slots."""
+    shown = {key: value for key, value in trigger.items() if key != "next_fires"}
+    return {**shown, "next_fire": iso(next_fire(trigger.get("next_fires") or [], now))}
+
+
 def _loops(connection: sa.Connection, daemons: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    paused = queue.paused(connection)
+    paused, now = queue.paused(connection), time.time()
     loops: dict[str, dict[str, Any]] = {}
     for daemon in daemons:
         for loop in daemon["loops"]:
             loops.setdefault(loop["loop_id"], loop)
     return [
-        {**loop, "paused": loop_id in paused, "paused_at": iso(paused.get(loop_id))}
+        {
+            **loop,
+            "triggers": [_shown(trigger, now) for trigger in loop["triggers"]],
+            "paused": loop_id in paused,
+            "paused_at": iso(paused.get(loop_id)),
+        }
         for loop_id, loop in sorted(loops.items())
     ]

@@ -15,6 +15,7 @@ import loopengine.store._fastpath as fastpath
 from loopengine.store._tables import chat_messages, chat_operations, chat_sessions
 
 __all__ = [
+    "META_COLUMNS",
     "advance",
     "answered",
     "batch_state",
@@ -27,6 +28,14 @@ __all__ = [
     "thread_version",
 ]
 
+META_COLUMNS = {
+    "timestamp": "sent_at",
+    "relance_index": "relance_index",
+    "success": "success",
+    "error": "error",
+    "duration_ms": "duration_ms",
+}
+"""What a message may say of a tool's run (seed 002), and the column that keeps each."""
 _SID: sa.BindParameter[Any] = sa.bindparam("sid")
 _VERSION = sa.select(chat_sessions.c.version).where(chat_sessions.c.id == _SID)
 _CALLS = sa.select(chat_messages.c.tool_calls).where(
@@ -144,23 +153,29 @@ def record_operation(
     fastpath.execute(connection, _INSERT_OPERATION, operation)
 
 
-def load_thread(connection: sa.Connection, session_id: str) -> list[dict[str, Any]]:
-    """The session's messages in order, in OpenAI shape (nothing from another session)."""
-    return [_message(row) for row in fastpath.fetch_all(connection, _THREAD, {"sid": session_id})]
+def load_thread(
+    connection: sa.Connection, session_id: str, *, meta: bool = False
+) -> list[dict[str, Any]]:
+    """The session's messages in order, in OpenAI shape (nothing from another session), with
+    what each said of a tool's run (``META_COLUMNS``) when ``meta``: a model is sent none."""
+    rows = fastpath.fetch_all(connection, _THREAD, {"sid": session_id})
+    return [_message(row, meta) for row in rows]
 
 
 def operation_messages(
     connection: sa.Connection, session_id: str, operation_id: str
 ) -> list[dict[str, Any]]:
     """The messages ``operation_id`` put in the session's thread, in order, as ``load_thread``
-    shows them: none when it was never applied or all its results were there already."""
+    shows them with ``meta``: none when it was never applied or all its results were there
+    already."""
     params = {"sid": session_id, "op": operation_id}
-    return [_message(row) for row in fastpath.fetch_all(connection, _OPERATION, params)]
+    return [_message(row, True) for row in fastpath.fetch_all(connection, _OPERATION, params)]
 
 
-def _message(row: Mapping[str, Any]) -> dict[str, Any]:
+def _message(row: Mapping[str, Any], meta: bool) -> dict[str, Any]:
     message: dict[str, Any] = {"role": row["role"], "content": row["content"]}
-    for key in ("name", "tool_call_id", "tool_calls"):
-        if row[key] is not None:
-            message[key] = row[key]
+    keys = {"name": "name", "tool_call_id": "tool_call_id", "tool_calls": "tool_calls"}
+    for key, column in (keys | META_COLUMNS if meta else keys).items():
+        if row[column] is not None:
+            message[key] = row[column]
     return message

@@ -29,8 +29,10 @@ if TYPE_CHECKING:
     from loopengine.triggers._threshold import ThresholdRule, ThresholdState, evaluate
     from loopengine.triggers._webhooks import (
         MAX_HEADER_CHARS,
+        SecretProblem,
         delivery_of,
         replay_digest,
+        secret_problem,
         verify_delivery,
         webhook_key,
     )
@@ -64,6 +66,8 @@ _EXPORTS = {
     "time_zone": "loopengine.triggers._zones",
     "delivery_of": "loopengine.triggers._webhooks",
     "replay_digest": "loopengine.triggers._webhooks",
+    "SecretProblem": "loopengine.triggers._webhooks",
+    "secret_problem": "loopengine.triggers._webhooks",
     "verify_delivery": "loopengine.triggers._webhooks",
     "webhook_key": "loopengine.triggers._webhooks",
 }
@@ -81,6 +85,7 @@ __all__ = [
     "Overlap",
     "OverlapDecision",
     "PatternIndex",
+    "SecretProblem",
     "ThresholdRule",
     "ThresholdState",
     "catch_up",
@@ -95,6 +100,7 @@ __all__ = [
     "on_overlap",
     "pattern_problem",
     "replay_digest",
+    "secret_problem",
     "time_zone",
     "verify_delivery",
     "webhook_key",

@@ -21,14 +21,18 @@ import hashlib
 import hmac
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 
-from loopengine.errors import TriggerError
+from loopengine.errors import ExpressionError, TriggerError
+from loopengine.expr import compile_template
 
 __all__ = [
     "MAX_HEADER_CHARS",
     "MIN_KEY_BYTES",
+    "SecretProblem",
     "delivery_of",
     "replay_digest",
+    "secret_problem",
     "verify_delivery",
     "webhook_key",
 ]
@@ -58,6 +62,38 @@ def webhook_key(secret: str) -> bytes:
             "guessed, an empty one signs anything)"
         )
     return key
+
+
+@dataclass(frozen=True, slots=True)
+class SecretProblem:
+    """Why a webhook's secret gives no key; ``unset`` when only a variable it reads is missing
+    (``validate`` may run where the daemon's environment is not)."""
+
+    message: str
+    unset: bool = False
+
+
+def secret_problem(secret: str, environ: Mapping[str, str]) -> SecretProblem | None:
+    """Why ``secret`` (as the trigger writes it, ``${ secret.NAME }`` read from ``environ``) is
+    no HMAC key of at least ``MIN_KEY_BYTES``, or None when it is one."""
+    try:
+        template = compile_template(secret)
+    except ExpressionError as exc:
+        return SecretProblem(str(exc))
+    names = sorted(template.secret_names)
+    source = " ".join(f"${name}" for name in names) or "written in the file"
+    if unset := [name for name in names if name not in environ]:
+        return SecretProblem(
+            f"webhook secret ${unset[0]} is not set: a webhook's secret must hold at least "
+            f"{MIN_KEY_BYTES} bytes, and a daemon refuses this loop without it; export "
+            f"{unset[0]}=… where the daemon runs",
+            unset=True,
+        )
+    try:
+        webhook_key(str(template.render({}, environ)))
+    except (ExpressionError, TriggerError) as exc:
+        return SecretProblem(f"webhook secret {source}: {exc}")
+    return None
 
 
 def _id_header(style: str) -> str:

@@ -76,7 +76,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         )
         config = (
             'daemon: {port: 0, token: "${ secret.API_TOKEN }"}\n'
-            f"cluster:\n  nodes:\n{nodes}\n  routing:\n    default: [OL1, M1]\n"
+            f"cluster:\n  nodes:\n{nodes}\n  routing:\n    default: [OL1, M1]\n    trivia: [M2]\n"
             "autolearn: {explore: 0}\n"  # every message to the node its test scripted
         )
         workspace, daemon, api = _start(root, config)
@@ -123,6 +123,18 @@ def test_chat_answers_with_the_chain_summary(served: Served) -> None:
     body = response.json()
     assert set(body) == RESPONSE_KEYS
     assert (body["reply"], body["mode"], _chain(body)) == ("Paris.", "simple", [("OL1", "ok", 1)])
+
+
+def test_chat_is_routed_by_the_category_given(served: Served) -> None:
+    served.llm.script("m2", [reply("Paris.")])
+    body = served.post("/chat", {"message": SIMPLE, "category": "trivia"}).json()
+    assert (body["reply"], _chain(body)) == ("Paris.", [("M2", "ok", 1)])
+
+
+def test_an_input_the_chat_loop_refuses_is_a_422(served: Served) -> None:
+    response = served.post("/chat", {"message": SIMPLE, "user": "a\x1eb"})
+    assert response.status_code == 422
+    assert "user" in _error(response)["message"]
 
 
 def test_chat_in_a_forced_mode_runs_the_whole_chain(served: Served) -> None:

@@ -293,12 +293,16 @@ def test_another_method_is_a_405(served: tuple[Workspace, Daemon, str]) -> None:
     assert response.headers["allow"] == "POST"
 
 
-def test_a_secret_missing_from_the_environment_is_a_503(
+def test_a_hook_whose_secret_is_not_set_is_refused_at_load_and_the_others_served(
     served: tuple[Workspace, Daemon, str],
 ) -> None:
-    response = _post(served[2], "unset", b"{}", {})
-    assert response.status_code == 503
-    assert "secret NEVER_SET is not set" in _error(response)["message"]
+    _, daemon, url = served
+    logged = daemon.wait_for(lambda line: "$NEVER_SET" in line.get("message", ""))
+    assert logged["kind"] == "error"
+    rule = "webhook secret $NEVER_SET is not set: a webhook's secret must hold at least 16 bytes"
+    assert rule in logged["message"]
+    assert _post(url, "unset", b"{}", {}).status_code == 404
+    assert _post(url, "open", b"{}", {}).status_code == 202
 
 
 def test_a_paused_loop_runs_no_delivery(served: tuple[Workspace, Daemon, str]) -> None:

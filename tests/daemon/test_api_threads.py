@@ -27,6 +27,7 @@ from loopengine.daemon._api_threads import (
 from tests.daemon.conftest import Workspace
 
 WRITERS, BATCHES = 20, 100
+_BAD_ARGUMENTS = {"name": "f", "arguments": "{bad"}
 
 
 @pytest.fixture(scope="module")
@@ -161,7 +162,20 @@ def test_a_batch_without_if_match_is_428(url: str) -> None:
         ),
         ([{"role": "tool", "tool_call_id": "nope", "content": "{}"}], "answers no call"),
         ([{"role": "robot", "content": "hi"}], "role 'robot'"),
+        (
+            [{"role": "assistant", "tool_calls": [{"id": "c", "function": _BAD_ARGUMENTS}]}],
+            "arguments must be a JSON object",
+        ),
+        (
+            [_round("call_a")[0], {**_round("call_a")[1], "name": "read_file"}],
+            "name 'read_file' is not the tool call 'call_a' asked for ('list_dir')",
+        ),
+        (
+            [_round("call_a")[0], {**_round("call_a")[1], "timestamp": "yesterday"}],
+            "timestamp: Value error, not an ISO 8601 time",
+        ),
     ],
+    ids=["content", "unknown-call", "role", "arguments", "tool-name", "timestamp"],
 )
 def test_an_invalid_batch_is_422_and_stores_nothing(
     url: str, messages: list[dict[str, Any]], said: str
@@ -170,6 +184,39 @@ def test_an_invalid_batch_is_422_and_stores_nothing(
     assert response.status_code == 422
     assert said in _error(response)["message"]
     assert _get(url, "invalid").headers["etag"] == '"0"'
+
+
+def test_a_tool_message_keeps_what_it_says_of_the_run(url: str) -> None:
+    said = {
+        "timestamp": "2026-11-23T18:50:02Z",
+        "relance_index": 1,
+        "success": True,
+        "error": None,
+        "duration_ms": 3.25,
+    }
+    result = {**_round("call_a")[1], **said}
+    response = _post(url, "kept", {"messages": [_round("call_a")[0], result]})
+    assert response.status_code == 200
+    kept = {key: value for key, value in said.items() if value is not None}
+    assert response.json()["data"]["messages"][1] == {**_round("call_a")[1], **kept}
+    assert _get(url, "kept").json()["messages"][1] == {**_round("call_a")[1], **kept}
+
+
+def test_the_relance_index_header_is_read_as_the_body_field_is(url: str) -> None:
+    headers = {"Idempotency-Key": "op-1", "If-Match": '"0"', "X-Relance-Index": "4"}
+    body = {"messages": _round("call_a")}
+    response = httpx.post(f"{url}/sessions/relanced/messages/batch", json=body, headers=headers)
+    assert response.json()["data"]["relance_index"] == 4
+    assert _get(url, "relanced").json()["messages"][1]["relance_index"] == 4
+
+
+def test_a_relance_index_header_and_body_field_that_differ_are_422(url: str) -> None:
+    headers = {"Idempotency-Key": "op-1", "If-Match": '"0"', "X-Relance-Index": "4"}
+    body = {"messages": _round("call_a"), "relance_index": 5}
+    response = httpx.post(f"{url}/sessions/relances/messages/batch", json=body, headers=headers)
+    assert response.status_code == 422
+    assert "X-Relance-Index and relance_index differ" in _error(response)["message"]
+    assert _get(url, "relances").json()["messages"] == []
 
 
 def test_the_same_key_with_another_body_is_422(url: str) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import signal
+import time
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -51,17 +53,23 @@ def test_every_trigger_type_starts_its_loop_and_history_says_how(workspace: Work
     assert all(r["outcome"] == "completed" for rows in runs.values() for r in rows)
 
 
-def test_status_shows_the_daemon_its_loops_and_their_next_fire(workspace: Workspace) -> None:
+def test_status_shows_the_daemon_its_loops_and_their_next_fire_after_now(
+    workspace: Workspace,
+) -> None:
+    """The loop fires every 2 s and the daemon writes its row every 10 s: read after a fire, the
+    row's first slot has passed."""
     (workspace.root / "loops" / "tick.yaml").write_text(TICK.format(catchup="skip"))
     daemon = workspace.start()
     try:
+        daemon.wait_for(lambda line: line.get("kind") == "end" and line.get("loop") == "tick")
+        asked = time.time()
         status = workspace.json("status")
     finally:
         assert daemon.stop() == 0
     assert len(status["daemons"]) == 1
     [loop] = status["loops"]
     assert (loop["loop_id"], loop["paused"]) == ("tick", False)
-    assert loop["triggers"][0]["next_fire"]
+    assert datetime.fromisoformat(loop["triggers"][0]["next_fire"]).timestamp() > asked
     assert workspace.json("status")["daemons"] == []
 
 

@@ -1,10 +1,13 @@
 """The daemon's loops: the shipped autolearn loops it is given are scheduled beside the folder's,
-unless a file of the folder defines their id; deleting that file gives the id back."""
+unless a file of the folder defines their id; deleting that file gives the id back. A webhook
+loop whose secret is not set is refused, alone."""
 
 from __future__ import annotations
 
 import io
 from pathlib import Path
+
+import pytest
 
 from loopengine._resources import shipped_loop
 from loopengine.contract import LoadReport, LoopLoader
@@ -90,3 +93,19 @@ def test_a_link_out_of_the_folder_is_logged_where_it_points_and_not_read(tmp_pat
     assert not LoopFolder(folder, loader(), DaemonLog(log)).scan()
     assert f"a link to {secret}, outside {folder}: not read" in log.getvalue()
     assert "saltsalt" not in log.getvalue()
+
+
+def test_a_webhook_loop_whose_secret_is_not_set_is_refused_alone_with_the_variable_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("NEVER_SET_HOOK_KEY", raising=False)
+    hook = "trigger: {type: webhook, config: {path: x, secret: '${ secret.NEVER_SET_HOOK_KEY }'}}"
+    (tmp_path / "hook.yaml").write_text(f"id: hook\n{hook}\n{DECIDE}")
+    (tmp_path / "mine.yaml").write_text("id: mine\ntrigger: {type: manual}\n" + DECIDE)
+    out = io.StringIO()
+    changes = LoopFolder(tmp_path, loader(), DaemonLog(out)).scan()
+    assert [found.id for found in changes.loaded] == ["mine"]
+    error, skip = out.getvalue().splitlines()
+    assert f"{tmp_path / 'hook.yaml'}:2:" in error
+    assert "webhook secret $NEVER_SET_HOOK_KEY is not set: a webhook's secret must hold" in error
+    assert "not scheduled" in skip

@@ -12,7 +12,7 @@ import pytest
 from loopengine.contract import Config, LoopLoader
 from loopengine.contract.checks import Env
 from loopengine.daemon import DaemonLog
-from loopengine.daemon._scheduler import MAX_SLOTS, Scheduler
+from loopengine.daemon._scheduler import MAX_SHOWN, MAX_SLOTS, Scheduler
 from loopengine.skills.builtin import builtin_registry
 from loopengine.testing import memory_store
 
@@ -94,3 +94,33 @@ def test_a_week_of_downtime_costs_a_bounded_number_of_rows(catchup: str) -> None
     assert "recorded as one" in rows[0][2]
     offsets = [offset for offset, _, _ in rows]
     assert offsets == sorted(set(offsets))
+
+
+def _planned(until: float) -> list[float]:
+    """The slots ``next_fires(until)`` gives a ``*/2 * * * * *`` loop scheduled at ``T0``, as
+    offsets from ``T0``."""
+    text = (
+        'id: tick\ntrigger: {type: cron, config: {expression: "*/2 * * * * *"}}\n'
+        "decide: {decision_tree: [], fallback_action: log_only}\n"
+    )
+    loop = (
+        LoopLoader(Env(builtin_registry(), frozenset(Config().storage))).load_text(text, "x").loop
+    )
+    assert loop is not None
+
+    async def main() -> list[float]:
+        async with memory_store() as store:
+            scheduler = Scheduler(store, DaemonLog(io.StringIO()), lambda: None, lambda: T0)
+            await scheduler.update([loop], [])
+            return [slot - T0 for slot in scheduler.next_fires(until)[("tick", "cron")]]
+
+    return asyncio.run(main())
+
+
+def test_the_status_row_holds_every_slot_until_it_is_written_again() -> None:
+    assert _planned(T0 + 7) == [2, 4, 6, 8]
+    assert _planned(T0) == [2]
+
+
+def test_the_status_row_holds_a_bounded_number_of_slots() -> None:
+    assert len(_planned(T0 + 86_400)) == MAX_SHOWN

@@ -108,6 +108,16 @@ def test_a_scored_node_new_to_the_order_joins_it() -> None:
     assert rank(["OL1"], scores, margin=0.5, min_samples=5) == ["M2", "OL1"]
 
 
+def test_a_scored_grader_joins_no_order_it_is_not_in() -> None:
+    scores = [_score("OL1", 9.0), _score("M1", 5.0)]
+    assert rank(["M1"], scores, margin=0.5, min_samples=5, grader="OL1") == ["M1"]
+
+
+def test_a_grader_in_the_order_is_ranked_as_any_node() -> None:
+    scores = [_score("OL1", 9.0), _score("M1", 5.0)]
+    assert rank(["M1", "OL1"], scores, margin=0.5, min_samples=5, grader="OL1") == ["OL1", "M1"]
+
+
 def test_stable_noise_within_the_margin_never_flips_the_order() -> None:
     rng = random.Random(3)
     order = ["OL1", "M1"]

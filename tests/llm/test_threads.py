@@ -94,6 +94,10 @@ async def test_a_current_if_match_is_accepted(store: Store) -> None:
         ({"role": "tool", "tool_call_id": "nope", "content": "{}"}, "unknown_tool_call_id"),
         ({"role": "tool", "tool_call_id": "call_a", "content": "not json"}, "invalid_tool_content"),
         ({"role": "robot", "content": "hi"}, "invalid_role"),
+        (
+            {"role": "tool", "tool_call_id": "call_a", "name": "read_file", "content": "{}"},
+            "tool_name_mismatch",
+        ),
     ],
 )
 async def test_invalid_messages_are_refused_before_anything_is_stored(
@@ -106,12 +110,89 @@ async def test_invalid_messages_are_refused_before_anything_is_stored(
     assert await store.read(lambda c: load_thread(c, "s1")) == []
 
 
+def _called(arguments: Any) -> list[dict[str, Any]]:
+    call = {"id": "call_a", "function": {"name": "list_dir", "arguments": arguments}}
+    return [{"role": "assistant", "content": None, "tool_calls": [call]}]
+
+
+@pytest.mark.parametrize("arguments", ["{bad", "", "[1, 2]", "null", '"text"', None, [1]], ids=repr)
+async def test_tool_call_arguments_that_are_no_json_object_are_refused(
+    store: Store, arguments: Any
+) -> None:
+    with pytest.raises(ThreadError) as caught:
+        await store.write(_append("s1", _called(arguments), "op-1"))
+    assert (caught.value.status, caught.value.code) == (422, "invalid_tool_arguments")
+    assert str(caught.value).startswith("messages[0].tool_calls[0]: arguments must be a JSON")
+    assert await store.read(lambda c: load_thread(c, "s1")) == []
+
+
+@pytest.mark.parametrize("arguments", ['{"path": "."}', {"path": "."}], ids=["text", "object"])
+async def test_tool_call_arguments_as_json_object_text_or_object_are_stored(
+    store: Store, arguments: Any
+) -> None:
+    await store.write(_append("s1", _called(arguments), "op-1"))
+    [stored] = await store.read(lambda c: load_thread(c, "s1"))
+    assert stored["tool_calls"][0]["function"]["arguments"] == arguments
+
+
+async def test_a_tool_call_without_a_function_name_is_refused(store: Store) -> None:
+    call = {"id": "call_a", "function": {"name": "", "arguments": "{}"}}
+    batch = [{"role": "assistant", "content": None, "tool_calls": [call]}]
+    with pytest.raises(ThreadError) as caught:
+        await store.write(_append("s1", batch, "op-1"))
+    assert (caught.value.status, caught.value.code) == (422, "invalid_tool_call")
+
+
+async def test_a_result_naming_another_tool_than_an_earlier_call_is_refused(
+    store: Store,
+) -> None:
+    await store.write(_append("s1", _round("call_a")[:1], "op-1"))
+    result = {**_round("call_a")[1], "name": "read_file"}
+    with pytest.raises(ThreadError) as caught:
+        await store.write(_append("s1", [result], "op-2"))
+    assert caught.value.code == "tool_name_mismatch"
+    assert "name 'read_file' is not the tool call 'call_a' asked for ('list_dir')" in str(
+        caught.value
+    )
+    named = {**_round("call_a")[1], "name": "list_dir"}
+    assert (await store.write(_append("s1", [named], "op-3"))).stored == 1
+
+
+async def test_a_tool_message_keeps_what_it_says_of_the_run(store: Store) -> None:
+    said = {
+        "timestamp": "2026-11-23T18:50:02.114+00:00",
+        "relance_index": 3,
+        "success": False,
+        "error": "the folder is gone",
+        "duration_ms": 12.5,
+    }
+    result = {**_round("call_a")[1], **said}
+    await store.write(_append("s1", [_round("call_a")[0], result], "op-1", relance_index=1))
+    thread = await store.read(lambda c: load_thread(c, "s1", meta=True))
+    assert thread[1] == result
+    assert await store.read(lambda c: load_thread(c, "s1")) == _round("call_a")
+
+
+async def test_a_tool_message_without_a_relance_index_keeps_the_batchs(store: Store) -> None:
+    await store.write(_append("s1", _round("call_a"), "op-1", relance_index=2))
+    assistant, tool = await store.read(lambda c: load_thread(c, "s1", meta=True))
+    assert ("relance_index" in assistant, tool["relance_index"]) == (False, 2)
+
+
 async def test_a_known_secret_never_enters_a_thread(store: Store) -> None:
     remember("thread-secret-5e1d9a")
     said = [{"role": "assistant", "content": "the key is thread-secret-5e1d9a"}]
     await store.write(_append("s1", said, "op-1"))
     thread = await store.read(lambda c: load_thread(c, "s1"))
     assert thread[0]["content"] == "the key is ***"
+
+
+async def test_a_known_secret_never_enters_a_tool_messages_error(store: Store) -> None:
+    remember("thread-secret-77c0b2")
+    failed = {**_round("call_a")[1], "success": False, "error": "denied: thread-secret-77c0b2"}
+    await store.write(_append("s1", [_round("call_a")[0], failed], "op-1"))
+    thread = await store.read(lambda c: load_thread(c, "s1", meta=True))
+    assert thread[1]["error"] == "denied: ***"
 
 
 async def test_two_results_for_one_call_in_a_batch_are_422(store: Store) -> None:

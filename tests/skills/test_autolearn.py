@@ -1,5 +1,5 @@
-"""The shipped autotune loop as users run it: on a fresh install it completes with 'not enough
-samples'; with scored chat responses it reorders a category's routing once a node earns it (and
+"""The shipped autotune loop as users run it: on a fresh install it says no cluster is configured,
+and with one but no responses yet 'not enough samples'; with scored chat responses it reorders a category's routing once a node earns it (and
 not again while nothing changes); the chat follows the tuned order at its next message."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from loopengine.cli import main
 from loopengine.llm import MAX_ANALYSIS
 from loopengine.store import autolearn, executions, migrate
 from loopengine.testing import FakeLLMServer, raw, reply, status
@@ -53,18 +54,23 @@ def _record(samples: list[dict[str, Any]]) -> None:
         autolearn.insert_samples(connection, samples)
 
 
+NO_CLUSTER = (
+    "no cluster is configured: add the chat's nodes under `cluster: nodes:` in loopengine.yaml"
+)
+
+
 @pytest.mark.parametrize(
     ("loop", "note"),
     [
-        ("autotune", "not enough samples (0/5)"),
-        (str(ROOT / "loops" / "autotune.yaml"), "not enough samples (0/5)"),
-        ("autoreview", "not enough samples (0/5)"),
-        (str(ROOT / "loops" / "autoreview.yaml"), "not enough samples (0/5)"),
+        ("autotune", NO_CLUSTER),
+        (str(ROOT / "loops" / "autotune.yaml"), NO_CLUSTER),
+        ("autoreview", NO_CLUSTER),
+        (str(ROOT / "loops" / "autoreview.yaml"), NO_CLUSTER),
         ("memory", "not enough samples (0/10) for a deep summary"),
         (str(ROOT / "loops" / "memory.yaml"), "not enough samples (0/10) for a deep summary"),
     ],
 )
-def test_a_fresh_install_has_not_enough_samples(
+def test_a_fresh_install_says_what_it_lacks(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -77,6 +83,15 @@ def test_a_fresh_install_has_not_enough_samples(
     code, record = run_json(capsys, "run", loop)
     assert (code, record["outcome"]) == (0, "completed")
     assert act_note(record) == note
+
+
+@pytest.mark.parametrize("loop", ["autotune", "autoreview"])
+def test_with_a_cluster_and_no_samples_there_are_not_enough_samples(
+    server: FakeLLMServer, capsys: pytest.CaptureFixture[str], loop: str
+) -> None:
+    code, record = run_json(capsys, "run", loop)
+    assert (code, record["outcome"]) == (0, "completed")
+    assert act_note(record) == "not enough samples (0/3)"
 
 
 def test_a_node_that_earns_it_moves_up_once(
@@ -113,10 +128,22 @@ def test_scores_json_has_each_category_and_the_routing_followed(
     run_json(capsys, "run", "autotune")
     code, view = run_json(capsys, "autolearn", "scores")
     assert code == 0
-    assert view["routing"] == {"default": ["M1", "OL1"]}
+    assert view["routing"] == {"default": {"nodes": ["M1", "OL1"], "order": "tuned"}}
     [best, worst] = view["categories"]["default"]
     assert set(best) == {"node", "score", "speed", "quality", "reliability", "samples"}
     assert (best["node"], best["samples"], worst["node"]) == ("M1", 3, "OL1")
+
+
+def test_scores_mark_whether_each_category_follows_its_tuned_or_configured_order(
+    server: FakeLLMServer, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    more = "  routing:\n    default: [OL1, M1]\n    code: [M1]\nautolearn: {min_samples: 3}\n"
+    write_config(tmp_path, server.base_url, ("OL1", "M1"), more)
+    _record([_sample("OL1", 12.0, 3.0)] * 3 + [_sample("M1", 1.0, 9.0)] * 3)
+    run_json(capsys, "run", "autotune")
+    assert main(["autolearn", "scores"]) == 0
+    routing = [line for line in capsys.readouterr().out.splitlines() if line.startswith("routing")]
+    assert routing == ["routing default: M1, OL1 (tuned)", "routing code: M1 (configured)"]
 
 
 def test_status_and_history_say_what_changed(

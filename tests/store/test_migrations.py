@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from loopengine.errors import StorageError
-from loopengine.store import MIGRATIONS, autolearn, create_engine, migrate
+from loopengine.store import MIGRATIONS, autolearn, create_engine, migrate, threads
 from loopengine.store import _tables as tables
 from tests.store.old_schemas import migrated_to
 
@@ -119,3 +119,36 @@ def test_version_10_holds_webhook_bodies(connection: sa.Connection) -> None:
         migrate(connection)
     indexes = {index["name"] for index in sa.inspect(connection).get_indexes("webhook_bodies")}
     assert indexes == {"ix_webhook_bodies_expires"}
+
+
+def test_version_11_keeps_the_messages_and_what_tool_messages_say_of_their_run(
+    connection: sa.Connection,
+) -> None:
+    with connection.begin():
+        migrated_to(connection, 10)
+        for column in ("sent_at", "relance_index", "success", "error", "duration_ms"):
+            connection.execute(sa.text(f"ALTER TABLE chat_messages DROP COLUMN {column}"))
+        connection.execute(
+            sa.text(
+                "INSERT INTO chat_messages (session_id, seq, role, content, operation_id, "
+                "created_at) VALUES ('s', 1, 'user', 'hi', 'op', 0.0)"
+            )
+        )
+    with connection.begin():
+        migrate(connection)
+        said = {"sent_at": "2026-11-23T18:50:02Z", "relance_index": 2, "success": True}
+        row = {"session_id": "s", "seq": 2, "role": "tool", "content": "{}", "name": None}
+        row |= {"tool_call_id": "c", "tool_calls": None, "operation_id": "op-2", "created_at": 1.0}
+        threads.insert_messages(connection, [{**row, **said, "error": None, "duration_ms": 1.5}])
+    assert threads.load_thread(connection, "s", meta=True) == [
+        {"role": "user", "content": "hi"},
+        {
+            "role": "tool",
+            "content": "{}",
+            "tool_call_id": "c",
+            "timestamp": "2026-11-23T18:50:02Z",
+            "relance_index": 2,
+            "success": True,
+            "duration_ms": 1.5,
+        },
+    ]

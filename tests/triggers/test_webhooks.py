@@ -15,8 +15,10 @@ from starlette.datastructures import Headers
 from loopengine.errors import TriggerError
 from loopengine.triggers import (
     MAX_HEADER_CHARS,
+    SecretProblem,
     delivery_of,
     replay_digest,
+    secret_problem,
     verify_delivery,
     webhook_key,
 )
@@ -100,6 +102,37 @@ def test_a_delivery_signed_with_a_plain_secret_is_accepted() -> None:
 def test_a_whsec_secret_that_is_not_base64_is_refused() -> None:
     with pytest.raises(TriggerError, match="not base64"):
         webhook_key("whsec_not base64!")
+
+
+def test_a_secret_read_from_the_environment_that_gives_a_key_has_no_problem() -> None:
+    assert secret_problem("${ secret.HOOK }", {"HOOK": SECRET}) is None
+
+
+def test_a_secret_whose_variable_is_not_set_names_it_and_is_marked_unset() -> None:
+    problem = secret_problem("${ secret.HOOK }", {"OTHER": SECRET})
+    assert problem is not None
+    assert problem.unset
+    assert problem.message.startswith("webhook secret $HOOK is not set: a webhook's secret must")
+
+
+@pytest.mark.parametrize(
+    ("secret", "environ", "message"),
+    [
+        ("${ secret.HOOK }", {"HOOK": "short"}, "webhook secret $HOOK: the secret is 5 bytes"),
+        ("${ secret.HOOK }", {"HOOK": ""}, "webhook secret $HOOK: the secret is 0 bytes"),
+        ("${ secret.HOOK }", {"HOOK": "whsec_!"}, "webhook secret $HOOK: the secret starts"),
+        ("hunter2", {}, "webhook secret written in the file: the secret is 7 bytes"),
+        ("${ secret.HOOK", {}, "unclosed '${'"),
+    ],
+    ids=["short", "empty", "not-base64", "in-clear", "bad-template"],
+)
+def test_a_secret_that_gives_no_key_of_16_bytes_is_a_problem_whatever_the_environment(
+    secret: str, environ: dict[str, str], message: str
+) -> None:
+    problem = secret_problem(secret, environ)
+    assert isinstance(problem, SecretProblem)
+    assert not problem.unset
+    assert problem.message.startswith(message)
 
 
 def test_header_names_are_case_insensitive() -> None:

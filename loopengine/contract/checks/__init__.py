@@ -18,7 +18,7 @@ def semantic_diagnostics(document: YamlDocument, env: Env) -> list[Diagnostic]:
     """Every semantic problem of a loop document, errors and warnings, in file order."""
     checked = Checked(document)
     if isinstance(document.data, dict):
-        check_triggers(checked)
+        check_triggers(checked, env)
         check_params(checked)
         check_expressions(checked)
         check_skills(checked, env)

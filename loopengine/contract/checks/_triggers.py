@@ -8,9 +8,10 @@ from zoneinfo import available_timezones
 
 from loopengine._suggestions import hint
 from loopengine.contract._diagnostics import Path
-from loopengine.contract.checks._walk import Checked, at
+from loopengine.contract.checks._walk import Checked, Env, at
+from loopengine.errors import ExpressionError
 from loopengine.expr import compile_template
-from loopengine.triggers import cron_problem, pattern_problem, time_zone
+from loopengine.triggers import cron_problem, pattern_problem, secret_problem, time_zone
 
 __all__ = ["check_triggers"]
 
@@ -61,13 +62,27 @@ def _check_threshold(path: Path, config: dict[str, Any], checked: Checked) -> No
         )
 
 
-def _check_webhook(path: Path, config: dict[str, Any], checked: Checked) -> None:
+def _check_webhook(path: Path, config: dict[str, Any], checked: Checked, env: Env) -> None:
+    """A secret must give a key of at least 16 bytes where the loop runs; one written in clear
+    is a warning, one whose variable is not set an error only where ``env`` requires it."""
     secret = config.get("secret")
-    if isinstance(secret, str) and not compile_template(secret).secret_names:
+    if not isinstance(secret, str):
+        return
+    if (problem := secret_problem(secret, env.environ)) is not None:
+        warned = problem.unset and not env.secrets_required
+        (checked.warning if warned else checked.error)((*path, "secret"), problem.message)
+    if _in_clear(secret):
         checked.warning(
             (*path, "secret"),
             "webhook secret written in clear: put it in the environment and write ${ secret.NAME }",
         )
+
+
+def _in_clear(secret: str) -> bool:
+    try:
+        return not compile_template(secret).secret_names
+    except ExpressionError:
+        return False
 
 
 def _check_event(path: Path, config: dict[str, Any], checked: Checked) -> None:
@@ -76,7 +91,7 @@ def _check_event(path: Path, config: dict[str, Any], checked: Checked) -> None:
         checked.error((*path, "event_pattern"), problem)
 
 
-def check_triggers(checked: Checked) -> None:
+def check_triggers(checked: Checked, env: Env) -> None:
     data = checked.document.data
     triggers = _triggers(data, checked)
     seen: dict[str, Path] = {}
@@ -95,6 +110,6 @@ def check_triggers(checked: Checked) -> None:
         elif kind == "threshold":
             _check_threshold((*path, "config"), config, checked)
         elif kind == "webhook":
-            _check_webhook((*path, "config"), config, checked)
+            _check_webhook((*path, "config"), config, checked, env)
         elif kind == "event":
             _check_event((*path, "config"), config, checked)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from loopengine.contract._diagnostics import Diagnostic, Level, Path
@@ -19,6 +19,11 @@ class Env:
 
     registry: SkillLookup
     storage: frozenset[str] = frozenset()
+    environ: Mapping[str, str] = field(default_factory=dict)
+    """Where ``${ secret.NAME }`` is read from, to check a webhook's secret."""
+    secrets_required: bool = False
+    """A secret a webhook reads must be set: the daemon, which serves the hook, refuses its loop
+    without it; elsewhere (``validate``, ``run``) an unset one is a warning."""
 
 
 def walk(data: Any, pattern: tuple[str, ...], path: Path = ()) -> Iterator[tuple[Path, Any]]:

@@ -17,6 +17,7 @@ __all__ = [
     "GRADE_TIMEOUT_S",
     "GRADING_PROMPT",
     "KEPT_WINDOWS",
+    "NO_CLUSTER",
     "ask",
     "autolearn_analyze_trends",
     "autolearn_grade",
@@ -31,6 +32,10 @@ __all__ = [
 
 KEPT_WINDOWS = 2
 """Windows of samples kept per node and category; older ones are dropped at each tuning cycle."""
+NO_CLUSTER = (
+    "no cluster is configured: add the chat's nodes under `cluster: nodes:` in loopengine.yaml"
+)
+"""What an autolearn cycle says when there is nothing to learn from for want of LLM nodes."""
 GRADE_TIMEOUT_S = 10.0
 """Longest the grader may take on one response; past it the response stays ungraded."""
 GRADING_PROMPT = (
@@ -51,7 +56,8 @@ async def current_orders(ctx: SkillContext) -> dict[str, list[str]]:
     from loopengine.llm import followed_routing
     from loopengine.store import autolearn
 
-    return followed_routing(ctx.config, await store_of(ctx).read(autolearn.routing))
+    followed = followed_routing(ctx.config, await store_of(ctx).read(autolearn.routing))
+    return {category: found["nodes"] for category, found in followed.items()}
 
 
 async def ask(
@@ -168,7 +174,9 @@ async def autolearn_scores(ctx: SkillContext) -> dict[str, Any]:
         window=settings.window,
         min_samples=settings.min_samples,
         margin=settings.margin,
+        grader=settings.grader,
     )
+    verdict = found.verdict if ctx.config.cluster.nodes else NO_CLUSTER
     categories = {c: [n.as_dict() for n in nodes] for c, nodes in found.scores.items()}
     changes = [
         {"category": category, "from": before, "to": after}
@@ -180,7 +188,7 @@ async def autolearn_scores(ctx: SkillContext) -> dict[str, Any]:
             "categories": categories,
             "trends": trends(categories, previous),
             "changes": changes,
-            "verdict": found.verdict,
+            "verdict": verdict,
         }
     }
 

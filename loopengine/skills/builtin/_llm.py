@@ -43,7 +43,7 @@ def _samples(
     result: ChainResult,
     message: str,
     session: str,
-    category: str | None,
+    category: str,
     prompt_version: int,
 ) -> list[dict[str, Any]]:
     """The responses to score (``autolearn``): in simple mode the node's, answered or failed; in
@@ -59,7 +59,7 @@ def _samples(
             "execution_id": ctx.execution_id,
             "session_id": session,
             "node": stage.node,
-            "category": category or "default",
+            "category": category,
             "mode": result.mode,
             "seconds": sum(stage.latencies_ms) / 1000 or stage.duration_ms / 1000,
             "output_tokens": min(stage.output_tokens, len(stage.reply)),
@@ -74,18 +74,26 @@ def _samples(
     ]
 
 
+def _category(ctx: SkillContext, given: str | None, mode: str) -> str:
+    """The message's routing category (``llm.message_category``): the one given, else its mode
+    when the config routes it, else ``default``."""
+    from loopengine.llm import message_category
+
+    return message_category(ctx.config.cluster.routing, given, mode)
+
+
 async def _converse(
     ctx: SkillContext,
     message: str,
     session: str | None,
     run: Any,
-    category: str | None,
+    category: str,
     user: str | None,
 ) -> SkillOutput:
     """The user's message is stored once per step, even when a resumed execution runs the step
     again; that run's rounds and reply are its own (the model may answer otherwise). Each
-    stage's response is kept for scoring, and the exchange in the memory of ``user`` (a
-    message without one has no memory: it reads none and adds to none)."""
+    stage's response is kept for scoring under ``category``, and the exchange in the memory of
+    ``user`` (a message without one has no memory: it reads none and adds to none)."""
     from loopengine.llm import Hooks
     from loopengine.store import autolearn, memory
 
@@ -120,7 +128,7 @@ async def _converse(
     samples = _samples(ctx, result, message, session_id, category, context.prompt_version)
     exchange = {
         "session_id": session_id,
-        "category": category or "default",
+        "category": category,
         "message": message,
         "reply": result.reply,
     }
@@ -136,6 +144,7 @@ async def _converse(
     chat = {
         **result.as_dict(),
         "session_id": session_id,
+        "category": category,
         "node": answered[-1].node if answered else None,
         "latency_ms": round((time.perf_counter() - started) * 1000, 1),
         "skipped": [s.node for s in result.stages if s.status == "skipped"],
@@ -155,6 +164,8 @@ async def llm_agent(
 ) -> SkillOutput:
     from loopengine.llm import run_simple
 
+    routed = _category(ctx, category, "simple")
+
     async def run(
         runtime: LLMRuntime, history: list[dict[str, Any]], hooks: Hooks, context: ChatContext
     ) -> ChainResult:
@@ -162,7 +173,7 @@ async def llm_agent(
             runtime.cluster,
             history,
             runtime.toolbox,
-            category,
+            routed,
             max_turns=max_turns,
             hooks=hooks,
             instructions=context.instructions,
@@ -170,7 +181,7 @@ async def llm_agent(
             explore=context.explore,
         )
 
-    return await _converse(ctx, message, session, run, category, user)
+    return await _converse(ctx, message, session, run, routed, user)
 
 
 @skill("llm.reflexive", description="The reflexive chain: research with tools, analysis, review.")
@@ -203,4 +214,5 @@ async def llm_reflexive(
             instructions=context.instructions,
         )
 
-    return await _converse(ctx, message, session, run, category, user)
+    routed = _category(ctx, category, "reflexive")
+    return await _converse(ctx, message, session, run, routed, user)

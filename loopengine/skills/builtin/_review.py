@@ -12,6 +12,7 @@ from typing import Any
 from loopengine.skills._context import SkillContext
 from loopengine.skills._definition import skill
 from loopengine.skills.builtin._autolearn import (
+    NO_CLUSTER,
     ask,
     current_orders,
     grade_reply,
@@ -148,6 +149,8 @@ async def autolearn_watch(ctx: SkillContext) -> dict[str, Any]:
         return {"review": {"rollbacks": rollbacks, "judged": judged, "chosen": None,
                            "verdict": f"roll back ({verdict})"}}  # fmt: skip
     chosen, verdict = _weakest_category(active, rows, settings.min_samples)
+    if not ctx.config.cluster.nodes:
+        chosen, verdict = None, NO_CLUSTER
     return {"review": {"rollbacks": [], "judged": judged, "chosen": chosen, "verdict": verdict}}
 
 

@@ -6,11 +6,15 @@ and an in-memory store (``async with memory_store() as store``, the real store o
         server.script("qwen3:1.7b", [tool_call("list_dir", {"path": "."}), reply("Done.")])
         node = {"base_url": server.base_url, "model": "qwen3:1.7b"}
 
-Each model answers from its own script, in order; ``forever(x)`` repeats ``x``,
-``answering(f)`` answers each request with ``f(request)``; a model without
+Each model answers from its own script, in order; ``forever(x)`` repeats ``x`` (alone, it is a
+whole script), ``answering(f)`` answers each request with ``f(request)``, ``echo()`` with the
+last user message; the script of model ``"*"`` answers the models without one. A model without
 a script, or past the end of its script, answers 500. ``status(503)`` and ``hang(5)`` make a node
 misbehave. Every request received is kept in ``server.requests``. ``"stream": true`` requests get
 server-sent events, as OpenAI sends them.
+
+``python -m loopengine.testing [SCRIPT.json] [--echo] [--port N]`` serves one from the command
+line until Ctrl-C.
 """
 
 from __future__ import annotations
@@ -29,11 +33,13 @@ from typing import Any
 from loopengine.store import Store
 
 __all__ = [
+    "ANY_MODEL",
     "Answering",
     "FakeLLMServer",
     "Forever",
     "Response",
     "answering",
+    "echo",
     "forever",
     "hang",
     "memory_store",
@@ -136,9 +142,26 @@ def answering(respond: Callable[[dict[str, Any]], Response]) -> Answering:
 
 
 def forever(response: Response) -> Forever:
+    """Answer ``response`` to every request from now on: the end of a script, or a whole one."""
     return Forever(response)
 
 
+def _last_user_text(request: dict[str, Any]) -> str:
+    messages = [m for m in request.get("messages") or () if isinstance(m, dict)]
+    content = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), "")
+    if isinstance(content, list):
+        return "".join(str(part.get("text") or "") for part in content if isinstance(part, dict))
+    return str(content or "")
+
+
+def echo() -> Answering:
+    """Answer every request with the text of its last user message (a model that tries a chat
+    config without a model)."""
+    return Answering(lambda request: reply(_last_user_text(request)))
+
+
+ANY_MODEL = "*"
+"""The model whose script answers the models without one."""
 Script = list[Response | Forever | Answering]
 
 
@@ -159,17 +182,20 @@ class FakeLLMServer:
         port = self._server.server_address[1]
         return f"http://127.0.0.1:{port}/v1"
 
-    def script(self, model: str, responses: Script) -> None:
-        """What ``model`` answers, in order."""
+    def script(self, model: str, responses: Script | Forever | Answering) -> None:
+        """What ``model`` answers, in order (``ANY_MODEL``: the models without a script)."""
+        steps: Script = (
+            [responses] if isinstance(responses, Forever | Answering) else list(responses)
+        )
         with self._lock:
-            self._scripts[model] = list(responses)
+            self._scripts[model] = steps
 
     def requests_for(self, model: str) -> list[dict[str, Any]]:
         return [r for r in self.requests if r.get("model") == model]
 
     def _next(self, model: str, request: dict[str, Any]) -> Response:
         with self._lock:
-            script = self._scripts.get(model)
+            script = self._scripts.get(model, self._scripts.get(ANY_MODEL))
             if not script:
                 return status(500, message=f"no scripted answer left for model {model!r}")
             head = script[0]
