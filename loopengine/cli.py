@@ -178,6 +178,7 @@ def _daemon_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         "--input", action="append", default=[], metavar="NAME=VALUE", help="a param"
     )
     trigger.add_argument("--wait", action="store_true", help="wait for the outcome, exit as run")
+    trigger.add_argument("--dry-run", action="store_true", help="run actions with dry_run: true")
     emit = commands.add_parser("emit", parents=[common], help="append an event to the log")
     emit.add_argument("name", metavar="EVENT")
     emit.add_argument("--data", metavar="JSON", help="the event's data")
@@ -225,9 +226,8 @@ def _daemon_call(args: argparse.Namespace, console: Console) -> Any:
     from loopengine.commands import control
 
     if command == "trigger":
-        return partial(
-            control.run_trigger, console, args.loop, args.input, args.wait, config, as_json
-        )
+        given = (args.loop, args.input, args.wait, config, as_json, args.dry_run)
+        return partial(control.run_trigger, console, *given)
     if command == "emit":
         return partial(control.run_emit, console, args.name, args.data, config, as_json)
     pause = command == "pause"

@@ -146,6 +146,30 @@ def test_dry_run_marks_the_execution(capsys: pytest.CaptureFixture[str]) -> None
     assert record["dry_run"] is True
 
 
+def test_a_dry_run_ends_as_dry_run_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "counter.yaml", "--dry-run"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.split()[::2] == ["counter", "dry_run"]
+
+
+def test_a_dry_run_says_where_it_would_wait_for_approval(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["run", "counter.yaml", "--input", "n=9", "--dry-run"]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line}
+    assert lines["decide"].split()[3:] == ["would", "wait", "for", "approval"]
+    assert lines["act"].split()[2:] == ["–", "execution", "ended:", "dry_run"]
+
+
+def test_history_lists_dry_runs_by_their_outcome(capsys: pytest.CaptureFixture[str]) -> None:
+    _, real = _json(capsys, "run", "counter.yaml")
+    _, dry = _json(capsys, "run", "counter.yaml", "--dry-run")
+    _, listed = _json(capsys, "history", "--outcome", "dry_run")
+    assert [e["execution_id"] for e in listed["executions"]] == [dry["execution_id"]]
+    _, completed = _json(capsys, "history", "--outcome", "completed")
+    assert [e["execution_id"] for e in completed["executions"]] == [real["execution_id"]]
+
+
 def test_resume_refuses_a_finished_execution(capsys: pytest.CaptureFixture[str]) -> None:
     _, record = _json(capsys, "run", "counter.yaml")
     assert main(["resume", record["execution_id"]]) == 1

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopengine.commands._console import Console
-from loopengine.commands._progress import logged_note
+from loopengine.commands._progress import phase_note
 from loopengine.contract import Outcome
 from loopengine.errors import NotResumable
 from loopengine.store import ExecutionRecord, executions
@@ -80,7 +80,7 @@ def _print_summary(console: Console, view: dict[str, Any], *, phases: bool = Tru
         rows = [("phase", "ms", "ok", "outcome / note")]
         for phase in view["phases"]:
             skipped = phase["data"].get("skipped")
-            note = skipped or phase["outcome"] or logged_note(phase["data"]) or ""
+            note = skipped or phase_note(phase["data"]) or phase["outcome"] or ""
             if phase["errors"]:
                 note = phase["errors"][0]
             ran = "–" if skipped else "yes" if phase["success"] else "no"

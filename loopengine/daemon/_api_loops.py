@@ -31,9 +31,11 @@ MAX_LISTED = 10_000
 
 
 class TriggerIn(BaseModel):
-    """A manual run: the loop's inputs, checked against its ``params``."""
+    """A manual run: the loop's inputs, checked against its ``params``; ``dry_run`` runs its
+    actions with ``dry_run: true`` only (outcome ``dry_run``)."""
 
     inputs: dict[str, Any] = Field(default_factory=dict, examples=[{"limit": 10}])
+    dry_run: bool = False
 
 
 class TriggerAccepted(BaseModel):
@@ -183,7 +185,10 @@ def _add_controls(app: FastAPI, context: ApiContext) -> None:
             key = f"api:{hashlib.sha256(named).hexdigest()}"
         else:
             key = f"manual:{new_id()}"
-        firing = Firing(loop, {"type": "manual", "id": "api"}, key, request.inputs)
+        constraints = {"dry_run": True} if request.dry_run else None
+        firing = Firing(
+            loop, {"type": "manual", "id": "api"}, key, request.inputs, constraints=constraints
+        )
         intake, queued = await queue_firing(context, firing)
         job = queued_job(firing, intake, queued)
         if intake.status == "duplicate":

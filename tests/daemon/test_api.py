@@ -492,6 +492,42 @@ def test_metrics_are_served_in_prometheus_text_format(served: tuple[Workspace, s
     assert "loopengine_queue_depth" in families
 
 
+def _executions(url: str, query: str) -> list[dict[str, Any]]:
+    listed: list[dict[str, Any]] = _get(url, f"/executions?{query}").json()["executions"]
+    return listed
+
+
+def test_a_dry_run_over_http_is_listed_and_counted_as_a_dry_run(
+    served: tuple[Workspace, str],
+) -> None:
+    url = served[1]
+    body = {"inputs": {"n": 9}, "dry_run": True}
+    assert _post_json(url, "/loops/gated/trigger", body).status_code == 202
+    deadline = time.monotonic() + 20
+    while not (found := _executions(url, "loop_id=gated&outcome=dry_run")):
+        assert time.monotonic() < deadline, "the dry run never ended as dry_run"
+        time.sleep(0.1)
+    record = _get(url, f"/executions/{found[0]['execution_id']}").json()
+    decide = next(p for p in record["phases"] if p["phase"] == "decide")
+    assert (record["dry_run"], decide["data"]["note"]) == (True, "would wait for approval")
+    families = text_string_to_metric_families(_get(url, "/metrics").text)
+    counted = {
+        sample.labels["outcome"]
+        for family in families
+        if family.name == "loopengine_executions"
+        for sample in family.samples
+        if sample.labels.get("loop") == "gated"
+    }
+    assert "dry_run" in counted
+
+
+def test_a_dry_run_triggered_by_the_command_line_waits_for_its_outcome(
+    served: tuple[Workspace, str],
+) -> None:
+    done = served[0].cli("trigger", "gated", "--input", "n=9", "--dry-run", "--wait", "--json")
+    assert json.loads(done.stdout)["outcome"] == "dry_run"
+
+
 def test_metrics_need_the_token(served: tuple[Workspace, str]) -> None:
     assert _get(served[1], "/metrics", token=None).status_code == 401
 

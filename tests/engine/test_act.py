@@ -155,7 +155,7 @@ async def test_a_failed_dry_run_changes_nothing(harness: Harness) -> None:
 async def test_the_dry_run_option_only_dry_runs(harness: Harness) -> None:
     loop = harness.loop(_loop("    - {action_id: a, skill_id: fix, rollback_skill: undo}\n"))
     done = await harness.engine.run(loop, dry_run=True)
-    assert done.outcome is Outcome.COMPLETED
+    assert done.outcome is Outcome.DRY_RUN
     assert [c["dry_run"] for c in _fix_calls()] == [True]
 
 
