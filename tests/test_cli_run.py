@@ -170,6 +170,28 @@ def test_history_lists_dry_runs_by_their_outcome(capsys: pytest.CaptureFixture[s
     assert [e["execution_id"] for e in completed["executions"]] == [real["execution_id"]]
 
 
+def test_show_prints_what_each_action_returned(capsys: pytest.CaptureFixture[str]) -> None:
+    _, waiting = _json(capsys, "run", "counter.yaml", "--input", "n=9")
+    assert main(["approve", waiting["execution_id"]]) == 0
+    capsys.readouterr()
+    assert main(["show", waiting["execution_id"]]) == 0
+    assert '  result of big: {"counted": 1}' in capsys.readouterr().out.splitlines()
+
+
+def test_show_prints_ten_results_and_how_many_more(
+    workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (workspace / "many.yaml").write_text(
+        "id: many\ntrigger: {type: manual}\ndecide: {decision_tree: [], fallback_action: go}\n"
+        "act:\n  actions:\n    - {action_id: go, skill_id: count, items: '[1,2,3,4,5,6,7,8,9,10,11,12]',"
+        " max_affected: 20, params: {n: '${ item }'}}\n"
+    )
+    assert main(["run", "many.yaml"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "result" in line]
+    assert lines[0] == '  result of go: {"counted": 1}'
+    assert lines[10:] == ["  … and 2 more results (`show --json` has them all)"]
+
+
 def test_resume_refuses_a_finished_execution(capsys: pytest.CaptureFixture[str]) -> None:
     _, record = _json(capsys, "run", "counter.yaml")
     assert main(["resume", record["execution_id"]]) == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,10 +15,14 @@ from loopengine.store import ExecutionRecord, executions
 if TYPE_CHECKING:
     import sqlalchemy as sa
 
-__all__ = ["MIN_PREFIX", "execution_named", "show_record"]
+__all__ = ["MIN_PREFIX", "RESULT_WIDTH", "SHOWN_RESULTS", "execution_named", "show_record"]
 
 MIN_PREFIX = 4
 """Shortest prefix of an execution id a command accepts."""
+SHOWN_RESULTS = 10
+"""Most action results the summary prints, one line each (``--json`` has them all)."""
+RESULT_WIDTH = 100
+"""Longest an action result's line shows of it, as JSON."""
 
 
 def execution_named(connection: sa.Connection | None, given: str) -> str:
@@ -86,8 +91,29 @@ def _print_summary(console: Console, view: dict[str, Any], *, phases: bool = Tru
             ran = "–" if skipped else "yes" if phase["success"] else "no"
             rows.append((phase["phase"], f"{phase['duration_ms']:.1f}", ran, str(note)))
         console.table(rows, (("bold",), (), (), ()))
+    results = _results(view)
+    for line in results[:SHOWN_RESULTS]:
+        console.print(line)
+    if len(results) > SHOWN_RESULTS:
+        more = len(results) - SHOWN_RESULTS
+        console.print(f"  … and {more} more results (`show --json` has them all)")
     for artifact in view.get("artifacts", ()):
         console.print(f"  artifact {artifact['name']}: {_near(artifact['location'])}")
+
+
+def _results(view: dict[str, Any]) -> list[str]:
+    """A line for what each action call returned (a built-in decision's is on the act line)."""
+    lines = []
+    for phase in view["phases"]:
+        builtin = phase["data"].get("builtin")
+        for call in phase["data"].get("calls", ()):
+            if "result" in call and call["step"] != builtin:
+                dry = " (dry run)" if call.get("dry_run") else ""
+                text = json.dumps(call["result"], ensure_ascii=False, default=str)
+                if len(text) > RESULT_WIDTH:
+                    text = text[: RESULT_WIDTH - 1] + "…"
+                lines.append(f"  result of {call['step']}{dry}: {text}")
+    return lines
 
 
 def _near(location: str) -> str:

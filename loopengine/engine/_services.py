@@ -129,8 +129,10 @@ class Services:
         dry_run: bool = False,
         max_retries: int = 0,
         key: str | None = None,
+        keep_result: bool = False,
     ) -> SkillOutput:
-        """Call ``skill`` with ``template`` rendered against the context (plus ``extra``)."""
+        """Call ``skill`` with ``template`` rendered against the context (plus ``extra``);
+        ``keep_result``: the call's record keeps what it returned (an action's call)."""
         definition = self.registry.skill(skill)
         params = self._params(run, definition, template, extra)
         if dry_run:
@@ -154,4 +156,5 @@ class Services:
             clock=self.clock,
         )
         stack = self.stacks[run.loop.spec.budget is not None, max_retries > 0]
-        return await stack(SkillCall(run, definition, params, ctx, max_retries))
+        call = SkillCall(run, definition, params, ctx, max_retries, keep_result=keep_result)
+        return await stack(call)

@@ -1,4 +1,5 @@
-"""Phase 4, act: run the decided action's skills over a bounded scope, remembering rollbacks."""
+"""Phase 4, act: run the decided action's skills over a bounded scope, remembering rollbacks;
+what each call returned is ``act.<action_id>.result`` (a list, one per call, with ``items``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from loopengine._concurrency import run_all
 from loopengine.contract import Act, Action, BuiltinAction, ExecMode, Outcome, routed
 from loopengine.engine._context import publish
+from loopengine.engine._results import kept
 from loopengine.engine._run import Rollback, Run
 from loopengine.engine._services import NO_PARAMS, Services
 from loopengine.engine.phases._base import PhaseOutput
@@ -59,6 +61,10 @@ async def _execute(
 ) -> dict[str, Any]:
     units, info = _units(action, run, spec)
     outputs: list[Any] = [None] * len(units)
+    results: list[Any] = [None] * len(units)
+    entry: dict[str, Any] = {"result": None if action.items is None else results}
+    if not dry_run:  # set first: a rollback after a failed call reads what the others returned
+        run.data.setdefault("act", {})[action.action_id] = entry
     suffix = ":dry" if dry_run else f":{run.act_attempts}"
 
     async def one(index: int, extra: dict[str, Any]) -> None:
@@ -73,8 +79,11 @@ async def _execute(
             dry_run=dry_run,
             max_retries=spec.max_retries,
             key=key,
+            keep_result=True,
         )
-        outputs[index] = called.data
+        outputs[index], results[index] = called.data, kept(called.data)
+        if action.items is None:
+            entry["result"] = results[index]
         if action.rollback_skill and not dry_run:
             run.rollbacks.append(
                 Rollback(
@@ -89,12 +98,10 @@ async def _execute(
             await one(index, extra)
     noted = {}
     if not dry_run:
-        result = outputs[0] if action.items is None else outputs
-        run.data.setdefault("act", {})[action.action_id] = result
         for output in outputs:
             publish(run.data, output)
-        if isinstance(result, dict):  # what a built-in skill logged or sent, for ``show``
-            noted = {key: result[key] for key in _NOTED if isinstance(result.get(key), dict)}
+        if isinstance(first := outputs[0] if action.items is None else None, dict):
+            noted = {key: first[key] for key in _NOTED if isinstance(first.get(key), dict)}
     ran = {"action_id": action.action_id, "calls": len(units), "dry_run": dry_run, **info}
     return {**ran, **noted}
 
@@ -156,8 +163,9 @@ async def run_act(run: Run, services: Services) -> PhaseOutput:
             NO_PARAMS,
             dry_run=run.dry_run,
             max_retries=spec.max_retries,
+            keep_result=True,
         )
-        run.data.setdefault("act", {})[builtin] = called.data
+        run.data.setdefault("act", {})[builtin] = {"result": kept(called.data)}
         output.data["builtin"] = builtin
         if isinstance(called.data, dict):  # what it logged or sent, for ``show``
             output.data.update({k: v for k, v in called.data.items() if k not in output.data})
