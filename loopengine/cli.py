@@ -106,6 +106,11 @@ def _runtime_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     show.add_argument("execution_id", metavar="EXECUTION_ID")
 
+    approvals = commands.add_parser(
+        "approvals", parents=[common], help="what waits for approval, oldest first, time left"
+    )
+    approvals.add_argument("--limit", type=int, default=100, metavar="N")
+
     for name in ("approve", "reject"):
         answer = commands.add_parser(name, parents=[common], help=f"{name} a waiting execution")
         answer.add_argument("execution_id", metavar="EXECUTION_ID")
@@ -273,6 +278,10 @@ def _runtime_call(args: argparse.Namespace, console: Console) -> Any:
         return partial(
             history.run_history, console, args.loop_id, args.limit, args.outcome, config, as_json
         )
+    if command == "approvals":
+        from loopengine.commands import approvals
+
+        return partial(approvals.run_approvals, console, args.limit, config, as_json)
     if command in ("approve", "reject", "resume"):
         from loopengine.commands import executions
 

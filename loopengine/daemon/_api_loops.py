@@ -19,7 +19,7 @@ from loopengine.daemon._api_context import ApiContext, queue_firing, queued_job
 from loopengine.daemon._intake import Firing
 from loopengine.engine import answer_approval
 from loopengine.errors import ContractError, LoopEngineError
-from loopengine.store import executions, new_id, queue, signals, status
+from loopengine.store import approvals, executions, new_id, queue, signals, status
 from loopengine.triggers import MAX_EVENT_BYTES, MAX_EVENT_DEPTH, event_problem, nesting
 
 __all__ = ["MAX_LISTED", "add_loop_routes"]
@@ -218,8 +218,25 @@ def _add_controls(app: FastAPI, context: ApiContext) -> None:
         )
 
 
+class Waiting(BaseModel):
+    approvals: list[dict[str, Any]]
+    """Oldest first: each execution's decision, its plan (params, affected items) and the time
+    left before it escalates."""
+
+
 def _add_approvals(app: FastAPI, context: ApiContext) -> None:
-    """A person's answer to an execution waiting for approval."""
+    """What waits for a person, and a person's answer to it."""
+
+    @app.get("/approvals")
+    async def waiting(
+        limit: Annotated[int, Query(ge=1, le=approvals.MAX_WAITING)] = 100,
+    ) -> Waiting:
+        """What waits for approval, oldest first, each with its decision, the plan it would
+        run and the time left before it escalates: what ``loopengine approvals --json``
+        prints."""
+        now = time.time()
+        found = await context.store.read(lambda c: approvals.waiting(c, now, limit))
+        return Waiting(approvals=found)
 
     @app.post("/approvals/{execution_id}")
     async def answer(execution_id: str, answer: AnswerIn) -> dict[str, Any]:

@@ -82,6 +82,16 @@ class Services:
             await self._llm.aclose()
             self._llm = None
 
+    def rendered(self, run: Run, template: Template, extra: Any) -> Any:
+        """``template`` rendered against the context plus ``extra`` (a call's item or batch)."""
+        if extra:
+            run.data.update(extra)
+        try:
+            return template.render(run.data, self.environ)
+        finally:
+            for key in extra or ():
+                run.data.pop(key, None)
+
     def _params(
         self, run: Run, definition: SkillDef, template: Template, extra: Any
     ) -> dict[str, Any]:
@@ -92,14 +102,7 @@ class Services:
                     definition, template.source
                 )
             return dict(cached)
-        if extra:
-            run.data.update(extra)
-        try:
-            rendered = template.render(run.data, self.environ)
-        finally:
-            for key in extra or ():
-                run.data.pop(key, None)
-        return self._validated(definition, rendered)
+        return self._validated(definition, self.rendered(run, template, extra))
 
     @staticmethod
     def _validated(definition: SkillDef, params: Any) -> dict[str, Any]:

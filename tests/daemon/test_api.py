@@ -435,6 +435,32 @@ def _waiting(workspace: Workspace) -> str:
     return str(execution["execution_id"])
 
 
+def test_what_waits_is_what_the_approvals_command_lists(served: tuple[Workspace, str]) -> None:
+    workspace, url = served
+    execution_id = _waiting(workspace)
+    response = _get(url, "/approvals?limit=10000")
+    assert response.status_code == 200
+    listed = {gate["execution_id"]: gate for gate in response.json()["approvals"]}
+    printed = {
+        g["execution_id"]: g for g in workspace.json("approvals", "--limit", "10000")["approvals"]
+    }
+    assert listed.keys() == printed.keys()
+    gate, same = listed[execution_id], printed[execution_id]
+    assert {**gate, "time_left_s": None} == {**same, "time_left_s": None}
+    assert gate["plan"] == [
+        {"action_id": "big", "skill": "log_only", "params": {"message": "big one"}}
+    ]
+
+
+def test_a_waiting_execution_shows_its_plan(served: tuple[Workspace, str]) -> None:
+    workspace, url = served
+    record = _get(url, f"/executions/{_waiting(workspace)}").json()
+    assert record["plan"] == [
+        {"action_id": "big", "skill": "log_only", "params": {"message": "big one"}}
+    ]
+    assert record["analysis"] is None
+
+
 def test_an_approval_runs_the_gated_action(served: tuple[Workspace, str]) -> None:
     workspace, url = served
     execution_id = _waiting(workspace)

@@ -14,10 +14,10 @@ from loopengine.engine._results import kept
 from loopengine.engine._run import Rollback, Run
 from loopengine.engine._services import NO_PARAMS, Services
 from loopengine.engine.phases._base import PhaseOutput
-from loopengine.errors import SkillError
+from loopengine.errors import LoopEngineError, SkillError
 from loopengine.store import flags
 
-__all__ = ["resolve", "run_act"]
+__all__ = ["PLANNED_ITEMS", "plan", "resolve", "run_act"]
 
 
 def resolve(spec: Act | None, decided: str) -> tuple[list[Action], str | None]:
@@ -29,9 +29,9 @@ def resolve(spec: Act | None, decided: str) -> tuple[list[Action], str | None]:
     return [actions[i] for i in positions], None
 
 
-def _units(action: Action, run: Run, spec: Act) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    if action.items is None:
-        return [{}], {}
+def _scope(action: Action, run: Run) -> tuple[list[Any], dict[str, Any]]:
+    """The items ``action`` runs on, bounded by ``max_affected``, and how many there were."""
+    assert action.items is not None
     items = action.items.evaluate(run.data)
     if items is None:
         items = []
@@ -45,11 +45,54 @@ def _units(action: Action, run: Run, spec: Act) -> tuple[list[dict[str, Any]], d
         "affected": min(len(items), bound),
         "truncated": len(items) > bound,
     }
-    items = items[:bound]
+    return items[:bound], info
+
+
+def _split(items: list[Any], spec: Act) -> list[dict[str, Any]]:
+    """One call's ``item`` or ``batch`` for each call over ``items``."""
     if spec.execution_mode is ExecMode.BATCH:
         size = spec.batch_size
-        return [{"batch": items[i : i + size]} for i in range(0, len(items), size)], info
-    return [{"item": item} for item in items], info
+        return [{"batch": items[i : i + size]} for i in range(0, len(items), size)]
+    return [{"item": item} for item in items]
+
+
+def _units(action: Action, run: Run, spec: Act) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    if action.items is None:
+        return [{}], {}
+    items, info = _scope(action, run)
+    return _split(items, spec), info
+
+
+PLANNED_ITEMS = 50
+"""Most items of an action a plan lists (with how many there are)."""
+
+
+def plan(run: Run, services: Services, decided: str) -> list[dict[str, Any]]:
+    """What ``decided`` would run now, for a person to approve: each action's skill, its params
+    as they resolve (for the first item or batch) and the items it would affect (the first
+    ``PLANNED_ITEMS``, and how many); an action whose params or items cannot resolve says why."""
+    spec = run.loop.spec.act or Act()
+    actions, builtin = resolve(spec, decided)
+    if builtin is not None:
+        return [{"action_id": builtin, "skill": builtin, "params": {}}]
+    return [_planned(action, run, services, spec) for action in actions]
+
+
+def _planned(action: Action, run: Run, services: Services, spec: Act) -> dict[str, Any]:
+    entry: dict[str, Any] = {"action_id": action.action_id, "skill": action.skill_id}
+    if action.feature_flag is not None:
+        entry["feature_flag"] = action.feature_flag
+    try:
+        if action.items is None:
+            entry["params"] = kept(services.rendered(run, action.params, {}))
+        else:
+            items, _ = _scope(action, run)
+            first = _split(items[: spec.batch_size], spec)[:1] or [{}]
+            entry["params"] = kept(services.rendered(run, action.params, first[0]))
+            entry["items"], entry["count"] = kept(items[:PLANNED_ITEMS]), len(items)
+    except LoopEngineError as exc:
+        entry["error"] = str(exc)
+    return entry
 
 
 _NOTED = ("log", "notification", "escalation")

@@ -1,5 +1,5 @@
-"""Phase 3, decide: choose the action; gate it behind a human approval when the loop says so
-(a dry run stops at the gate, as the real run would wait there)."""
+"""Phase 3, decide: choose the action; gate it behind a human approval when the loop says so, with
+the plan a person approves (a dry run stops at the gate, as the real run would wait there)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from loopengine.contract import Outcome
 from loopengine.engine._decisions import choose
 from loopengine.engine._run import Run
 from loopengine.engine._services import Services
+from loopengine.engine.phases._act import plan
 from loopengine.engine.phases._base import PhaseOutput
 
 __all__ = ["NO_OP_ACTIONS", "run_decide"]
@@ -31,6 +32,7 @@ async def run_decide(run: Run, services: Services) -> PhaseOutput:
             "action": choice.action,
             "timeout_hours": spec.human_approval.timeout_hours,
             "escalation_target": spec.human_approval.escalation_target,
+            "plan": plan(run, services, choice.action),
         }
         if run.dry_run:
             output.stop = Outcome.DRY_RUN
