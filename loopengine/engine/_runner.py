@@ -28,6 +28,7 @@ from loopengine.engine._run import Run
 from loopengine.engine._services import Services
 from loopengine.engine.phases import (
     PhaseOutput,
+    ended,
     run_act,
     run_analyze,
     run_decide,
@@ -350,9 +351,8 @@ class Engine:
         run.finishing = True
         store_fn = self._store_for(outcome)
         record, output = await self._phase(run, Phase.STORE, store_fn, run.loop.spec.store)
-        final = outcome
-        if output.errors and outcome in (Outcome.COMPLETED, Outcome.DRY_RUN):
-            final = Outcome.FAILED
+        final = Outcome(ended(outcome, output.errors))
+        if final is not outcome:
             error = "; ".join(output.errors)
         writes = [*output.writes, *self._emits(run, final), *(extra or [])]
         await recorder.finished(

@@ -69,3 +69,16 @@ async def test_a_dry_run_is_not_the_last_run_of_the_next_one(
     row = await harness.store.read(lambda c: executions.get_execution(c, done.execution_id))
     assert row is not None
     assert row.context["data"]["last_run"]["completed_at"] == first["completed_at"]
+
+
+async def test_a_dry_run_whose_store_phase_fails_ends_failed_and_its_audit_says_so(
+    harness: Harness,
+) -> None:
+    loop = harness.loop(
+        "id: lost\ntrigger: {type: manual}\ndecide: {fallback_action: log_only}\n"
+        "store:\n  artifacts:\n    - {type: audit, name: report, storage: supabase}\n"
+        "  audit_trail: {enabled: true, fields: [outcome]}\n"
+    )
+    done = await harness.engine.run(loop, dry_run=True)
+    store = harness.phase(await harness.view(done), "store")
+    assert (done.outcome, store["data"]["audit"]) == (Outcome.FAILED, {"outcome": "failed"})
