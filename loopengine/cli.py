@@ -106,6 +106,11 @@ def _runtime_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     show.add_argument("execution_id", metavar="EXECUTION_ID")
 
+    approvals = commands.add_parser(
+        "approvals", parents=[common], help="what waits for approval, oldest first, time left"
+    )
+    approvals.add_argument("--limit", type=int, default=100, metavar="N")
+
     for name in ("approve", "reject"):
         answer = commands.add_parser(name, parents=[common], help=f"{name} a waiting execution")
         answer.add_argument("execution_id", metavar="EXECUTION_ID")
@@ -183,6 +188,7 @@ def _daemon_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         "--input", action="append", default=[], metavar="NAME=VALUE", help="a param"
     )
     trigger.add_argument("--wait", action="store_true", help="wait for the outcome, exit as run")
+    trigger.add_argument("--dry-run", action="store_true", help="run actions with dry_run: true")
     emit = commands.add_parser("emit", parents=[common], help="append an event to the log")
     emit.add_argument("name", metavar="EVENT")
     emit.add_argument("--data", metavar="JSON", help="the event's data")
@@ -230,9 +236,8 @@ def _daemon_call(args: argparse.Namespace, console: Console) -> Any:
     from loopengine.commands import control
 
     if command == "trigger":
-        return partial(
-            control.run_trigger, console, args.loop, args.input, args.wait, config, as_json
-        )
+        given = (args.loop, args.input, args.wait, config, as_json, args.dry_run)
+        return partial(control.run_trigger, console, *given)
     if command == "emit":
         return partial(control.run_emit, console, args.name, args.data, config, as_json)
     pause = command == "pause"
@@ -278,6 +283,10 @@ def _runtime_call(args: argparse.Namespace, console: Console) -> Any:
         return partial(
             history.run_history, console, args.loop_id, args.limit, args.outcome, config, as_json
         )
+    if command == "approvals":
+        from loopengine.commands import approvals
+
+        return partial(approvals.run_approvals, console, args.limit, config, as_json)
     if command in ("approve", "reject", "resume"):
         from loopengine.commands import executions
 

@@ -21,6 +21,7 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 READS = (
     ["history"],
+    ["approvals"],
     ["metrics", "list"],
     ["validate", "counter.yaml"],
     ["schema"],

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from loopengine.cli import main
+from loopengine.commands.approvals import time_left
 from loopengine.contract import Phase
 
 SKILLS = """\
@@ -158,6 +159,99 @@ def test_dry_run_marks_the_execution(capsys: pytest.CaptureFixture[str]) -> None
     assert record["dry_run"] is True
 
 
+def test_a_dry_run_ends_as_dry_run_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "counter.yaml", "--dry-run"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.split()[::2] == ["counter", "dry_run"]
+
+
+def test_a_dry_run_says_where_it_would_wait_for_approval(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["run", "counter.yaml", "--input", "n=9", "--dry-run"]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line}
+    assert lines["decide"].split()[3:] == ["would", "wait", "for", "approval"]
+    assert lines["act"].split()[2:] == ["–", "execution", "ended:", "dry_run"]
+
+
+def test_history_lists_dry_runs_by_their_outcome(capsys: pytest.CaptureFixture[str]) -> None:
+    _, real = _json(capsys, "run", "counter.yaml")
+    _, dry = _json(capsys, "run", "counter.yaml", "--dry-run")
+    _, listed = _json(capsys, "history", "--outcome", "dry_run")
+    assert [e["execution_id"] for e in listed["executions"]] == [dry["execution_id"]]
+    _, completed = _json(capsys, "history", "--outcome", "completed")
+    assert [e["execution_id"] for e in completed["executions"]] == [real["execution_id"]]
+
+
+def test_show_prints_what_each_action_returned(capsys: pytest.CaptureFixture[str]) -> None:
+    _, waiting = _json(capsys, "run", "counter.yaml", "--input", "n=9")
+    assert main(["approve", waiting["execution_id"]]) == 0
+    capsys.readouterr()
+    assert main(["show", waiting["execution_id"]]) == 0
+    assert '  result of big: {"counted": 1}' in capsys.readouterr().out.splitlines()
+
+
+def test_show_prints_ten_results_and_how_many_more(
+    workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (workspace / "many.yaml").write_text(
+        "id: many\ntrigger: {type: manual}\ndecide: {decision_tree: [], fallback_action: go}\n"
+        "act:\n  actions:\n    - {action_id: go, skill_id: count, items: '[1,2,3,4,5,6,7,8,9,10,11,12]',"
+        " max_affected: 20, params: {n: '${ item }'}}\n"
+    )
+    assert main(["run", "many.yaml"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "result" in line]
+    assert lines[0] == '  result of go: {"counted": 1}'
+    assert lines[10:] == ["  … and 2 more results (`show --json` has them all)"]
+
+
+def test_show_of_a_waiting_execution_shows_the_analysis_and_what_would_run(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, waiting = _json(capsys, "run", "counter.yaml", "--input", "n=9")
+    assert main(["show", waiting["execution_id"]]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1:3] == [
+        "  decision: big (rule 0 holds: counted > 5)",
+        '  analysis c: {"counted": 9}',
+    ]
+    assert lines[4] == "  would run big: count {}"
+
+
+def test_approvals_lists_what_waits_oldest_first(capsys: pytest.CaptureFixture[str]) -> None:
+    _, first = _json(capsys, "run", "counter.yaml", "--input", "n=9")
+    _, second = _json(capsys, "run", "counter.yaml", "--input", "n=7")
+    assert main(["approvals"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["counter", first["execution_id"], "big"]
+    assert lines[0].endswith("m left")
+    assert lines[1:3] == [
+        "  decision: big (rule 0 holds: counted > 5)",
+        "  would run big: count {}",
+    ]
+    assert lines[3].split()[1] == second["execution_id"]
+    _, listed = _json(capsys, "approvals", "--limit", "1")
+    [gate] = listed["approvals"]
+    assert (gate["execution_id"], gate["plan"]) == (
+        first["execution_id"],
+        [{"action_id": "big", "skill": "count", "params": {}}],
+    )
+
+
+def test_approvals_says_when_nothing_waits(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "counter.yaml"]) == 0
+    capsys.readouterr()
+    assert main(["approvals"]) == 0
+    assert capsys.readouterr().out == "Nothing waits for approval.\n"
+
+
+def test_approvals_refuses_a_limit_out_of_bounds(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["approvals", "--limit", "0"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: --limit 0: write a whole number from 1 to 10000"
+    )
+
+
 def test_resume_refuses_a_finished_execution(capsys: pytest.CaptureFixture[str]) -> None:
     _, record = _json(capsys, "run", "counter.yaml")
     assert main(["resume", record["execution_id"]]) == 1
@@ -203,3 +297,19 @@ def test_a_dry_run_sends_no_notification(
     assert [e["name"] for e in json.loads(capsys.readouterr().out)["events"]] == [
         "loop.notification"
     ]
+
+
+@pytest.mark.parametrize(
+    ("seconds", "overdue", "said"),
+    [
+        (86_400 + 7200 + 59, False, "1d 2h left"),
+        (3 * 3600 + 59 * 60 + 59, False, "3h 59m left"),
+        (61, False, "1m left"),
+        (59.9, False, "59s left"),
+        (0, True, "overdue (the next command that runs loops escalates it)"),
+    ],
+)
+def test_the_time_left_before_escalation_reads_to_the_minute(
+    seconds: float, overdue: bool, said: str
+) -> None:
+    assert time_left(seconds, overdue) == said

@@ -109,6 +109,7 @@ NORMALISED = (
     (re.compile(r"(<time>) \d+$"), r"\1 <ms>"),
     (re.compile(r"\b[\w.-]+:\d+:[0-9a-f]{8}\b"), "<daemon>"),
     (re.compile(r"\blate_s=\d+(?:\.\d+)?"), "late_s=<s>"),
+    (re.compile(r"\b\d+[dhms](?: \d+[hm])? left\b"), "<time left>"),
 )
 ID = re.compile(r"\b[0-9a-f]{32}\b")
 

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from loopengine.skills import Progress
     from loopengine.store import PhaseResult
 
-__all__ = ["LivePhases", "live_progress", "logged_note", "progress_line"]
+__all__ = ["LivePhases", "live_progress", "phase_note", "progress_line"]
 
 _MARKS = {True: ("✓", "green"), False: ("✗", "red")}
 
@@ -71,8 +71,8 @@ class LivePhases:
             text += f"  → {record.outcome}"
         if record.errors:
             text += "  " + style(record.errors[0], "red")
-        elif (logged := logged_note(record.data)) is not None:
-            text += "  " + style(logged, "dim")
+        elif (note := phase_note(record.data)) is not None:
+            text += "  " + style(note, "dim")
         return text
 
     def finish(self) -> None:
@@ -81,7 +81,7 @@ class LivePhases:
             self.console.print()
 
 
-def logged_note(data: Mapping[str, Any]) -> str | None:
+def _logged_note(data: Mapping[str, Any]) -> str | None:
     """What a built-in action wrote (``log_only``'s message, a notification), decided or run
     by an action of the loop (the first one that wrote), to show inline."""
     ran = data.get("actions")
@@ -93,3 +93,10 @@ def logged_note(data: Mapping[str, Any]) -> str | None:
             ):
                 return f"{key}: {text}"
     return None
+
+
+def phase_note(data: Mapping[str, Any]) -> str | None:
+    """What a phase's line says besides its outcome: the phase's own note (a dry run that
+    would wait for approval), else what a built-in action wrote."""
+    note = data.get("note")
+    return note if isinstance(note, str) else _logged_note(data)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopengine.commands._console import Console
-from loopengine.commands._progress import logged_note
+from loopengine.commands._progress import phase_note
 from loopengine.contract import Outcome
 from loopengine.errors import NotResumable
 from loopengine.store import ExecutionRecord, executions
@@ -14,10 +15,14 @@ from loopengine.store import ExecutionRecord, executions
 if TYPE_CHECKING:
     import sqlalchemy as sa
 
-__all__ = ["MIN_PREFIX", "execution_named", "show_record"]
+__all__ = ["MIN_PREFIX", "execution_named", "plan_lines", "show_record"]
 
 MIN_PREFIX = 4
 """Shortest prefix of an execution id a command accepts."""
+_SHOWN_RESULTS = 10
+"""Most action results the summary prints, one line each (``--json`` has them all)."""
+_VALUE_WIDTH = 100
+"""Most of a value (an action's result, a step's analysis, params, items) a line shows, as JSON."""
 
 
 def execution_named(connection: sa.Connection | None, given: str) -> str:
@@ -38,6 +43,8 @@ def execution_named(connection: sa.Connection | None, given: str) -> str:
 
 _SUCCEEDED = frozenset(outcome.value for outcome in Outcome if outcome.succeeded)
 _ANSWERED = frozenset({Outcome.REJECTED.value, Outcome.ESCALATED.value})
+_BEFORE_ACT = frozenset({Outcome.AWAITING_APPROVAL.value, Outcome.DRY_RUN.value})
+"""Outcomes of an execution whose gated plan has not run: a person reads it to decide."""
 
 
 def show_record(
@@ -63,31 +70,95 @@ def _print_summary(console: Console, view: dict[str, Any], *, phases: bool = Tru
     decision = view.get("decision")
     if decision:
         console.print(f"  decision: {decision.get('action')} ({decision.get('reason')})")
-    if view.get("approval"):
-        gate = view["approval"]
-        when = (
-            f"deadline {gate['deadline']}"
-            if gate["status"] == "pending"
-            else f"{gate['decided_at']}" + (f": {gate['note']}" if gate.get("note") else "")
-        )
-        console.print(f"  approval: {gate['action']} {gate['status']} ({when})")
+    gated = view.get("plan") is not None and outcome in _BEFORE_ACT
+    for line in _analysis_lines(view.get("analysis")) if gated else ():
+        console.print(line)
+    _print_approval(console, view, gated)
+    for line in plan_lines(view["plan"]) if gated else ():
+        console.print(line)
     if view.get("error") and view["error"] != (view.get("approval") or {}).get("note"):
         if outcome in _ANSWERED:  # a person's note, or why it was escalated: not a failure
             console.print(f"  note: {view['error']}")
         else:
             console.print("  error: " + console.style(str(view["error"]), "red"))
     if phases:
-        rows = [("phase", "ms", "ok", "outcome / note")]
-        for phase in view["phases"]:
-            skipped = phase["data"].get("skipped")
-            note = skipped or phase["outcome"] or logged_note(phase["data"]) or ""
-            if phase["errors"]:
-                note = phase["errors"][0]
-            ran = "–" if skipped else "yes" if phase["success"] else "no"
-            rows.append((phase["phase"], f"{phase['duration_ms']:.1f}", ran, str(note)))
-        console.table(rows, (("bold",), (), (), ()))
+        _print_phases(console, view)
+    results = _results(view)
+    for line in results[:_SHOWN_RESULTS]:
+        console.print(line)
+    if len(results) > _SHOWN_RESULTS:
+        more = len(results) - _SHOWN_RESULTS
+        console.print(f"  … and {more} more results (`show --json` has them all)")
     for artifact in view.get("artifacts", ()):
         console.print(f"  artifact {artifact['name']}: {_near(artifact['location'])}")
+
+
+def _print_approval(console: Console, view: dict[str, Any], gated: bool) -> None:
+    gate = view.get("approval")
+    if gate:
+        when = (
+            f"deadline {gate['deadline']}"
+            if gate["status"] == "pending"
+            else f"{gate['decided_at']}" + (f": {gate['note']}" if gate.get("note") else "")
+        )
+        console.print(f"  approval: {gate['action']} {gate['status']} ({when})")
+    elif gated:  # a dry run, stopped where the real run waits
+        action = (view.get("decision") or {}).get("action")
+        console.print(f"  approval: {action} would wait for approval (dry run)")
+
+
+def _print_phases(console: Console, view: dict[str, Any]) -> None:
+    rows = [("phase", "ms", "ok", "outcome / note")]
+    for phase in view["phases"]:
+        skipped = phase["data"].get("skipped")
+        note = skipped or phase_note(phase["data"]) or phase["outcome"] or ""
+        if phase["errors"]:
+            note = phase["errors"][0]
+        ran = "–" if skipped else "yes" if phase["success"] else "no"
+        rows.append((phase["phase"], f"{phase['duration_ms']:.1f}", ran, str(note)))
+    console.table(rows, (("bold",), (), (), ()))
+
+
+def _short(value: Any) -> str:
+    """``value`` as one line of JSON, cut at ``_VALUE_WIDTH`` characters."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= _VALUE_WIDTH else text[: _VALUE_WIDTH - 1] + "…"
+
+
+def _analysis_lines(analysis: Any) -> list[str]:
+    """A line for what each analysis step found."""
+    steps = analysis.items() if isinstance(analysis, dict) else ()
+    return [f"  analysis {name}: {_short(found)}" for name, found in steps]
+
+
+def plan_lines(plan: list[dict[str, Any]]) -> list[str]:
+    """A line for each action a gated decision would run: its skill, params and items."""
+    lines = []
+    for step in plan:
+        line = f"  would run {step['action_id']}: {step['skill']}"
+        if "error" in step:
+            lines.append(f"{line} (cannot resolve now: {step['error']})")
+            continue
+        line += f" {_short(step['params'])}"
+        if "items" in step:
+            count = step["count"]
+            line += f" on {count} item{'' if count == 1 else 's'}: {_short(step['items'])}"
+        if "feature_flag" in step:
+            line += f" (if flag {step['feature_flag']} is on)"
+        lines.append(line)
+    return lines
+
+
+def _results(view: dict[str, Any]) -> list[str]:
+    """A line for what each action call returned (a built-in decision's is on the act line)."""
+    lines = []
+    for phase in view["phases"]:
+        builtin = phase["data"].get("builtin")
+        for call in phase["data"].get("calls", ()):
+            if "result" in call and call["step"] != builtin:
+                dry = " (dry run)" if call.get("dry_run") else ""
+                lines.append(f"  result of {call['step']}{dry}: {_short(call['result'])}")
+    return lines
 
 
 def _near(location: str) -> str:

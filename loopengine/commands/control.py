@@ -66,13 +66,15 @@ async def run_trigger(
     wait: bool,
     config: Path | None,
     as_json: bool,
+    dry_run: bool = False,
 ) -> int:
     from loopengine.daemon import Firing, enqueue
 
     async with open_runtime(config) as runtime:
         loop, served = find_loop(runtime.workspace, runtime.loader, name)
         inputs = parse_inputs(pairs, loop)
-        firing = Firing(loop, {"type": "manual", "id": "cli"}, f"manual:{new_id()}", inputs)
+        key, constraints = f"manual:{new_id()}", {"dry_run": True} if dry_run else None
+        firing = Firing(loop, {"type": "manual", "id": "cli"}, key, inputs, constraints=constraints)
         now = time.time()
         intake = await runtime.store.write(
             lambda c: enqueue(c, firing, now, paused=loop.id in queue.paused(c))

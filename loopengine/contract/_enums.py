@@ -56,21 +56,24 @@ class Outcome(StrEnum):
     TIMED_OUT = "timed_out"
     INTERRUPTED = "interrupted"
     CANCELLED = "cancelled"
+    DRY_RUN = "dry_run"
+    """A dry run that went as far as the real run would have (never ``completed``)."""
 
     @property
     def succeeded(self) -> bool:
-        """Whether the loop did what it should (``run`` exits 0): it completed, or found nothing
-        to do."""
-        return self in (
-            Outcome.COMPLETED,
-            Outcome.SKIPPED,
-            Outcome.NOTHING_DETECTED,
-            Outcome.NO_ACTION,
-        )
+        """Whether the loop did what it should (``run`` exits 0): it completed, found nothing
+        to do, or its dry run ended without a failure."""
+        return self in _SUCCEEDED
 
 
 _SUCCEEDED = frozenset(
-    {Outcome.COMPLETED, Outcome.SKIPPED, Outcome.NOTHING_DETECTED, Outcome.NO_ACTION}
+    {
+        Outcome.COMPLETED,
+        Outcome.SKIPPED,
+        Outcome.NOTHING_DETECTED,
+        Outcome.NO_ACTION,
+        Outcome.DRY_RUN,
+    }
 )
 
 

@@ -19,7 +19,7 @@ from loopengine.daemon._api_context import ApiContext, queue_firing, queued_job
 from loopengine.daemon._intake import Firing
 from loopengine.engine import answer_approval
 from loopengine.errors import ContractError, LoopEngineError
-from loopengine.store import executions, new_id, queue, signals, status
+from loopengine.store import approvals, executions, new_id, queue, signals, status
 from loopengine.triggers import MAX_EVENT_BYTES, MAX_EVENT_DEPTH, event_problem, nesting
 
 __all__ = ["MAX_LISTED", "add_loop_routes"]
@@ -31,9 +31,11 @@ MAX_LISTED = 10_000
 
 
 class TriggerIn(BaseModel):
-    """A manual run: the loop's inputs, checked against its ``params``."""
+    """A manual run: the loop's inputs, checked against its ``params``; ``dry_run`` runs its
+    actions with ``dry_run: true`` only (outcome ``dry_run``)."""
 
     inputs: dict[str, Any] = Field(default_factory=dict, examples=[{"limit": 10}])
+    dry_run: bool = False
 
 
 class TriggerAccepted(BaseModel):
@@ -183,7 +185,10 @@ def _add_controls(app: FastAPI, context: ApiContext) -> None:
             key = f"api:{hashlib.sha256(named).hexdigest()}"
         else:
             key = f"manual:{new_id()}"
-        firing = Firing(loop, {"type": "manual", "id": "api"}, key, request.inputs)
+        constraints = {"dry_run": True} if request.dry_run else None
+        firing = Firing(
+            loop, {"type": "manual", "id": "api"}, key, request.inputs, constraints=constraints
+        )
         intake, queued = await queue_firing(context, firing)
         job = queued_job(firing, intake, queued)
         if intake.status == "duplicate":
@@ -213,8 +218,25 @@ def _add_controls(app: FastAPI, context: ApiContext) -> None:
         )
 
 
+class Waiting(BaseModel):
+    approvals: list[dict[str, Any]]
+    """Oldest first: each execution's decision, its plan (params, affected items) and the time
+    left before it escalates."""
+
+
 def _add_approvals(app: FastAPI, context: ApiContext) -> None:
-    """A person's answer to an execution waiting for approval."""
+    """What waits for a person, and a person's answer to it."""
+
+    @app.get("/approvals")
+    async def waiting(
+        limit: Annotated[int, Query(ge=1, le=approvals.MAX_WAITING)] = 100,
+    ) -> Waiting:
+        """What waits for approval, oldest first, each with its decision, the plan it would
+        run and the time left before it escalates: what ``loopengine approvals --json``
+        prints."""
+        now = time.time()
+        found = await context.store.read(lambda c: approvals.waiting(c, now, limit))
+        return Waiting(approvals=found)
 
     @app.post("/approvals/{execution_id}")
     async def answer(execution_id: str, answer: AnswerIn) -> dict[str, Any]:

@@ -29,6 +29,8 @@ class Firing:
     idempotency_key: str
     payload: Mapping[str, Any] = field(default_factory=dict)
     scope: Mapping[str, Any] | None = None
+    constraints: Mapping[str, Any] | None = None
+    """The envelope's constraints (``{"dry_run": true}`` asks for a dry run)."""
     not_before: float = 0.0
     slot: float | None = None
     """A cron slot's scheduled instant: recorded uniquely with the job."""
@@ -81,6 +83,7 @@ def _job_row(firing: Firing, now: float) -> dict[str, Any]:
         firing.loop.id,
         firing.payload,
         scope=firing.scope,
+        constraints=firing.constraints,
         idempotency_key=firing.idempotency_key,
     ).as_dict()
     return {

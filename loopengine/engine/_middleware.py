@@ -21,6 +21,7 @@ import anyio.to_thread
 
 from loopengine._secrets import redact
 from loopengine.contract import Budget
+from loopengine.engine._results import kept
 from loopengine.engine._run import Run
 from loopengine.errors import BudgetExceeded, LoopEngineError, SkillError
 from loopengine.skills import SkillContext, SkillDef, SkillOutput
@@ -40,6 +41,8 @@ class SkillCall:
     ctx: SkillContext
     max_retries: int = 0
     attempts: int = 0
+    keep_result: bool = False
+    """Whether its record keeps what the skill returned (an action's call)."""
 
 
 Handler = Callable[[SkillCall], Awaitable[SkillOutput]]
@@ -165,12 +168,15 @@ class _Retry(_Layer):
 
 
 class _Trace(_Layer):
-    """Records each call (step, attempts, duration, ok, metrics) for the phase record; a skill's
-    metrics are also summed into the execution's."""
+    """Records each call (step, attempts, duration, ok, metrics; for an action's call what it
+    returned, bounded) for the phase record; a skill's metrics are also summed into the
+    execution's."""
 
     async def __call__(self, call: SkillCall) -> SkillOutput:
         started = time.perf_counter()
         entry: dict[str, Any] = {"skill": call.definition.name, "step": call.ctx.step}
+        if call.keep_result and call.ctx.dry_run:
+            entry["dry_run"] = True
         try:
             result = await self.inner(call)
         except BaseException as exc:
@@ -178,6 +184,8 @@ class _Trace(_Layer):
             raise
         else:
             entry["ok"] = True
+            if call.keep_result:
+                entry["result"] = kept(result.data)
             if result.metrics:
                 entry["metrics"] = dict(result.metrics)
                 for name, value in result.metrics.items():

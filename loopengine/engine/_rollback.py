@@ -29,6 +29,7 @@ async def roll_back(run: Run, services: Services, max_ms: int) -> dict[str, Any]
                     entry.params,
                     extra=entry.extra,
                     key=f"{entry.key}:rollback",
+                    keep_result=True,
                 )
             except LoopEngineError as exc:
                 errors.append(f"rollback of '{entry.action_id}' failed: {exc}")

@@ -1,7 +1,8 @@
 """The engine: one execution goes detect → analyze → decide → act → validate → learn → store.
 
 Phases a loop leaves out, and phases after an early end, are recorded as skipped. Learn runs once
-act ran; store (artifacts and the audit record) runs for every execution that ends.
+act ran, except in a dry run (it teaches nothing); store (artifacts and the audit record) runs for
+every execution that ends. A dry run ends as ``dry_run`` where the real run would complete.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from loopengine.engine._run import Run
 from loopengine.engine._services import Services
 from loopengine.engine.phases import (
     PhaseOutput,
+    ended,
     run_act,
     run_analyze,
     run_decide,
@@ -192,8 +194,10 @@ class Engine:
         lease: queue.Lease | None = None,
     ) -> ExecutionDone:
         """Start and drive one execution; an already-accepted idempotency key returns the first.
-        With a job's ``lease``, it stops (``LeaseLost``) once another daemon took the job."""
+        A job whose envelope's constraints say ``dry_run: true`` is a dry run. With a job's
+        ``lease``, it stops (``LeaseLost``) once another daemon took the job."""
         envelope = envelope or new_envelope(loop.id, inputs)
+        dry_run = dry_run or envelope.constraints.get("dry_run") is True
         run = self.new_run(loop, envelope, trigger or {"type": "manual"}, dry_run)
         recorder = self.recorder(loop, lease=lease)
         existing, last, state = await recorder.begin(run)
@@ -296,15 +300,25 @@ class Engine:
         finally:
             self._abandoned_jobs.discard(run.envelope.job_id)
 
+    def _not_run(
+        self, run: Run, phase: Phase, spec: Any, outcome: Outcome | None, acted: bool
+    ) -> str | None:
+        """Why ``phase`` does not run now, or None when it does."""
+        if outcome is not None and not (phase in _AFTER_ACT and acted):
+            return f"execution ended: {outcome}"
+        if spec is None:
+            return "not in the loop"
+        if phase is Phase.LEARN and run.dry_run:
+            return "a dry run feeds no learn score"
+        return None
+
     async def _drive(self, run: Run, recorder: Journal, start: int) -> ExecutionDone:
         outcome: Outcome | None = None
         acted = any(r.phase == Phase.ACT and "skipped" not in r.data for r in run.phases)
         error: str | None = None
         for phase, fn in ORDER[start:]:
-            reached = outcome is None or (phase in _AFTER_ACT and acted)
             spec = self._spec_of(run, phase)
-            if spec is None or not reached:
-                reason = "not in the loop" if reached else f"execution ended: {outcome}"
+            if (reason := self._not_run(run, phase, spec, outcome, acted)) is not None:
                 recorder.hold(run, self.skipped(run, phase, reason))
                 continue
             if phase is Phase.ACT:
@@ -321,7 +335,8 @@ class Engine:
                 await self._suspend(run, recorder)
                 return ExecutionDone(run.execution_id, Outcome.AWAITING_APPROVAL)
             await recorder.phase(run, record, output.writes)
-        return await self.finish(run, recorder, outcome or Outcome.COMPLETED, [], error)
+        ended = Outcome.DRY_RUN if run.dry_run else Outcome.COMPLETED
+        return await self.finish(run, recorder, outcome or ended, [], error)
 
     async def finish(
         self,
@@ -336,9 +351,8 @@ class Engine:
         run.finishing = True
         store_fn = self._store_for(outcome)
         record, output = await self._phase(run, Phase.STORE, store_fn, run.loop.spec.store)
-        final = outcome
-        if output.errors and outcome is Outcome.COMPLETED:
-            final = Outcome.FAILED
+        final = Outcome(ended(outcome, output.errors))
+        if final is not outcome:
             error = "; ".join(output.errors)
         writes = [*output.writes, *self._emits(run, final), *(extra or [])]
         await recorder.finished(

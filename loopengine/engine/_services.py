@@ -82,6 +82,16 @@ class Services:
             await self._llm.aclose()
             self._llm = None
 
+    def rendered(self, run: Run, template: Template, extra: Any) -> Any:
+        """``template`` rendered against the context plus ``extra`` (a call's item or batch)."""
+        if extra:
+            run.data.update(extra)
+        try:
+            return template.render(run.data, self.environ)
+        finally:
+            for key in extra or ():
+                run.data.pop(key, None)
+
     def _params(
         self, run: Run, definition: SkillDef, template: Template, extra: Any
     ) -> dict[str, Any]:
@@ -92,14 +102,7 @@ class Services:
                     definition, template.source
                 )
             return dict(cached)
-        if extra:
-            run.data.update(extra)
-        try:
-            rendered = template.render(run.data, self.environ)
-        finally:
-            for key in extra or ():
-                run.data.pop(key, None)
-        return self._validated(definition, rendered)
+        return self._validated(definition, self.rendered(run, template, extra))
 
     @staticmethod
     def _validated(definition: SkillDef, params: Any) -> dict[str, Any]:
@@ -129,8 +132,10 @@ class Services:
         dry_run: bool = False,
         max_retries: int = 0,
         key: str | None = None,
+        keep_result: bool = False,
     ) -> SkillOutput:
-        """Call ``skill`` with ``template`` rendered against the context (plus ``extra``)."""
+        """Call ``skill`` with ``template`` rendered against the context (plus ``extra``);
+        ``keep_result``: the call's record keeps what it returned (an action's call)."""
         definition = self.registry.skill(skill)
         params = self._params(run, definition, template, extra)
         if dry_run:
@@ -154,4 +159,5 @@ class Services:
             clock=self.clock,
         )
         stack = self.stacks[run.loop.spec.budget is not None, max_retries > 0]
-        return await stack(SkillCall(run, definition, params, ctx, max_retries))
+        call = SkillCall(run, definition, params, ctx, max_retries, keep_result=keep_result)
+        return await stack(call)

@@ -245,6 +245,16 @@ class ExecutionRecord:
     approval: Mapping[str, Any] | None
     artifacts: tuple[Mapping[str, Any], ...]
 
+    @property
+    def plan(self) -> list[dict[str, Any]] | None:
+        """What a gated decision would run (its params, the items it would affect), as decide
+        recorded it; None when the decision was not gated."""
+        for phase in self.phases:
+            if phase.phase == "decide":
+                gate = phase.data.get("approval")
+                return gate.get("plan") if isinstance(gate, dict) else None
+        return None
+
     def view(self) -> dict[str, Any]:
         """The full record as ``show --json`` prints it."""
         execution = self.execution
@@ -257,6 +267,8 @@ class ExecutionRecord:
             "durability": execution.durability,
             "job": self.envelope.as_dict() if self.envelope else {},
             "decision": data.get("decision"),
+            "analysis": data.get("analysis"),
+            "plan": self.plan,
             "validate": data.get("validate"),
             "learn": data.get("learn"),
             "phases": [phase.view() for phase in self.phases],

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine.store._tables import approvals
+from loopengine.store._record import iso
+from loopengine.store._tables import approvals, phase_results
 
-__all__ = ["decide_approval", "get_approval", "insert_approval", "pending_approvals"]
+__all__ = [
+    "MAX_WAITING",
+    "decide_approval",
+    "get_approval",
+    "insert_approval",
+    "pending_approvals",
+    "waiting",
+]
+
+MAX_WAITING = 10_000
+"""Most waiting executions one listing returns."""
 
 
 def insert_approval(connection: sa.Connection, row: dict[str, Any]) -> None:
@@ -36,3 +48,42 @@ def decide_approval(
 def pending_approvals(connection: sa.Connection) -> list[dict[str, Any]]:
     query = sa.select(approvals).where(approvals.c.status == "pending")
     return [dict(row) for row in connection.execute(query).mappings()]
+
+
+_WAITING = (
+    sa.select(approvals, phase_results.c.data)
+    .join(
+        phase_results,
+        sa.and_(
+            phase_results.c.execution_id == approvals.c.execution_id,
+            phase_results.c.phase == "decide",
+        ),
+        isouter=True,
+    )
+    .where(approvals.c.status == "pending")
+    .order_by(approvals.c.requested_at, approvals.c.execution_id)
+)
+
+
+def waiting(connection: sa.Connection, now: float, limit: int) -> list[dict[str, Any]]:
+    """What waits for a person, oldest first: each execution's decision, the plan it would run
+    (params, affected items) and the time left before it escalates (``overdue`` past its
+    deadline: the next command that runs loops escalates it)."""
+    rows = connection.execute(_WAITING.limit(limit)).mappings()
+    return [_waiting(row, now) for row in rows]
+
+
+def _waiting(row: Mapping[Any, Any], now: float) -> dict[str, Any]:
+    data = row["data"] or {}
+    gate = data.get("approval") or {}
+    return {
+        "execution_id": row["execution_id"],
+        "loop_id": row["loop_id"],
+        "action": row["action"],
+        "requested_at": iso(row["requested_at"]),
+        "deadline": iso(row["deadline"]),
+        "time_left_s": max(0.0, round(row["deadline"] - now, 3)),
+        "overdue": row["deadline"] < now,
+        "decision": data.get("decision"),
+        "plan": gate.get("plan"),
+    }

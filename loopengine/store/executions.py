@@ -47,7 +47,11 @@ _PHASES = (
 )
 _LAST_FINISHED = (
     sa.select(executions.c.outcome, executions.c.completed_at, executions.c.started_at)
-    .where(executions.c.loop_id == sa.bindparam("loop_id"), executions.c.status == "finished")
+    .where(
+        executions.c.loop_id == sa.bindparam("loop_id"),
+        executions.c.status == "finished",
+        executions.c.dry_run.is_(False),
+    )
     .order_by(executions.c.completed_at.desc())
     .limit(1)
 )
@@ -222,7 +226,8 @@ def running_executions(connection: sa.Connection) -> list[ExecutionRow]:
 
 
 def last_finished(connection: sa.Connection, loop_id: str) -> dict[str, Any] | None:
-    """Outcome and times of the loop's latest finished execution."""
+    """Outcome and times of the loop's latest finished execution (a dry run is not a run: the
+    next one's ``last_run`` and ``since_last_run`` never count it)."""
     return fastpath.fetch_one(connection, _LAST_FINISHED, {"loop_id": loop_id})
 
 

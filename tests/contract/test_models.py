@@ -144,6 +144,7 @@ def test_every_contract_outcome_exists() -> None:
         "timed_out",
         "interrupted",
         "cancelled",
+        "dry_run",
     }
 
 

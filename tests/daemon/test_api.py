@@ -430,6 +430,32 @@ def _waiting(workspace: Workspace) -> str:
     return str(execution["execution_id"])
 
 
+def test_what_waits_is_what_the_approvals_command_lists(served: tuple[Workspace, str]) -> None:
+    workspace, url = served
+    execution_id = _waiting(workspace)
+    response = _get(url, "/approvals?limit=10000")
+    assert response.status_code == 200
+    listed = {gate["execution_id"]: gate for gate in response.json()["approvals"]}
+    printed = {
+        g["execution_id"]: g for g in workspace.json("approvals", "--limit", "10000")["approvals"]
+    }
+    assert listed.keys() == printed.keys()
+    gate, same = listed[execution_id], printed[execution_id]
+    assert {**gate, "time_left_s": None} == {**same, "time_left_s": None}
+    assert gate["plan"] == [
+        {"action_id": "big", "skill": "log_only", "params": {"message": "big one"}}
+    ]
+
+
+def test_a_waiting_execution_shows_its_plan(served: tuple[Workspace, str]) -> None:
+    workspace, url = served
+    record = _get(url, f"/executions/{_waiting(workspace)}").json()
+    assert record["plan"] == [
+        {"action_id": "big", "skill": "log_only", "params": {"message": "big one"}}
+    ]
+    assert record["analysis"] is None
+
+
 def test_an_approval_runs_the_gated_action(served: tuple[Workspace, str]) -> None:
     workspace, url = served
     execution_id = _waiting(workspace)
@@ -485,6 +511,42 @@ def test_metrics_are_served_in_prometheus_text_format(served: tuple[Workspace, s
     assert ran["completed"] >= 1
     assert "loopengine_phase_duration_seconds" in families
     assert "loopengine_queue_depth" in families
+
+
+def _executions(url: str, query: str) -> list[dict[str, Any]]:
+    listed: list[dict[str, Any]] = _get(url, f"/executions?{query}").json()["executions"]
+    return listed
+
+
+def test_a_dry_run_over_http_is_listed_and_counted_as_a_dry_run(
+    served: tuple[Workspace, str],
+) -> None:
+    url = served[1]
+    body = {"inputs": {"n": 9}, "dry_run": True}
+    assert _post_json(url, "/loops/gated/trigger", body).status_code == 202
+    found = wait_until(
+        lambda: _executions(url, "loop_id=gated&outcome=dry_run"),
+        "the dry run never ended as dry_run",
+    )
+    record = _get(url, f"/executions/{found[0]['execution_id']}").json()
+    decide = next(p for p in record["phases"] if p["phase"] == "decide")
+    assert (record["dry_run"], decide["data"]["note"]) == (True, "would wait for approval")
+    families = text_string_to_metric_families(_get(url, "/metrics").text)
+    counted = {
+        sample.labels["outcome"]
+        for family in families
+        if family.name == "loopengine_executions"
+        for sample in family.samples
+        if sample.labels.get("loop") == "gated"
+    }
+    assert "dry_run" in counted
+
+
+def test_a_dry_run_triggered_by_the_command_line_waits_for_its_outcome(
+    served: tuple[Workspace, str],
+) -> None:
+    done = served[0].cli("trigger", "gated", "--input", "n=9", "--dry-run", "--wait", "--json")
+    assert json.loads(done.stdout)["outcome"] == "dry_run"
 
 
 def test_metrics_need_the_token(served: tuple[Workspace, str]) -> None:

@@ -103,3 +103,9 @@ async def secretive(ctx: SkillContext, token: str) -> dict[str, Any]:
         "split": [token[:half], token[half:]],
         token: "as a key",
     }
+
+
+@skill("sized")
+async def sized(ctx: SkillContext, size: int = 0) -> dict[str, Any]:
+    """Return ``size`` characters of text."""
+    return {"text": "x" * size}

@@ -1,15 +1,21 @@
-"""Act: which actions a decision runs, bounded items, execution modes, flags, dry runs, rollbacks."""
+"""Act: which actions a decision runs, bounded items, execution modes, flags, dry runs, rollbacks;
+what each call returned, kept in its record and read as ``act.<action_id>.result``."""
 
 from __future__ import annotations
 
+import json
+import re
 import time
+from pathlib import Path
 
 import pytest
 
 from loopengine.contract import Outcome
+from loopengine.engine._results import MAX_RESULT_BYTES
+from loopengine.skills import Registry
 from loopengine.store import flags
 from tests.engine import skills_for_tests
-from tests.engine.conftest import Harness
+from tests.engine.conftest import Harness, open_harness
 
 pytestmark = pytest.mark.anyio
 
@@ -184,7 +190,7 @@ async def test_a_failed_dry_run_changes_nothing(harness: Harness) -> None:
 async def test_the_dry_run_option_only_dry_runs(harness: Harness) -> None:
     loop = harness.loop(_loop("    - {action_id: a, skill_id: fix, rollback_skill: undo}\n"))
     done = await harness.engine.run(loop, dry_run=True)
-    assert done.outcome is Outcome.COMPLETED
+    assert done.outcome is Outcome.DRY_RUN
     assert [c["dry_run"] for c in _fix_calls()] == [True]
 
 
@@ -199,3 +205,77 @@ async def test_a_sync_skill_runs_in_a_thread(harness: Harness) -> None:
     view = await harness.view(done)
     assert view["outcome"] == "completed"
     assert harness.phase(view, "act")["data"]["calls"][0]["skill"] == "sync_count"
+
+
+async def test_each_action_call_keeps_what_its_skill_returned(harness: Harness) -> None:
+    loop = harness.loop(_loop("    - {action_id: fix, skill_id: fix, params: {after: 3}}\n"))
+    act = harness.phase(await harness.view(await harness.engine.run(loop)), "act")
+    [call] = act["data"]["calls"]
+    assert {key: call[key] for key in ("step", "ok", "attempts", "result")} == {
+        "step": "fix",
+        "ok": True,
+        "attempts": 1,
+        "result": {"violations": {"after": 3}},
+    }
+
+
+async def test_a_result_over_16_kib_is_cut_with_a_marker(harness: Harness) -> None:
+    loop = harness.loop(_loop("    - {action_id: big, skill_id: sized, params: {size: 40000}}\n"))
+    act = harness.phase(await harness.view(await harness.engine.run(loop)), "act")
+    result = act["data"]["calls"][0]["result"]
+    assert result.startswith('{"text":"xxx')
+    assert re.search(r"… \[cut: 40,011 bytes as JSON, the first 16,\d{3} kept\]$", result)
+    assert len(json.dumps(result, ensure_ascii=False).encode()) <= MAX_RESULT_BYTES
+
+
+async def test_validate_reads_an_actions_result(harness: Harness) -> None:
+    validate = (
+        "validate:\n  assertions:\n    - {expression: 'act.fix.result.violations.after == `3`'}\n"
+    )
+    loop = harness.loop(
+        _loop("    - {action_id: fix, skill_id: fix, params: {after: 3}}\n" + validate)
+    )
+    assert (await harness.engine.run(loop)).outcome is Outcome.COMPLETED
+
+
+async def test_an_action_over_items_has_one_result_per_call(harness: Harness) -> None:
+    validate = "validate:\n  assertions:\n    - {expression: 'length(act.fix.result) == `2`'}\n"
+    loop = harness.loop(
+        _loop(
+            "    - {action_id: fix, skill_id: fix, items: pages, max_affected: 5, params: {after: 1}}\n"
+            + validate,
+            data="{pages: [1, 2]}",
+        )
+    )
+    assert (await harness.engine.run(loop)).outcome is Outcome.COMPLETED
+
+
+async def test_a_rollback_reads_what_the_action_returned(harness: Harness) -> None:
+    actions = (
+        "    - {action_id: fix, skill_id: fix, params: {after: 7}, rollback_skill: undo,"
+        " rollback_params: {item: '${ act.fix.result.violations.after }'}}\n"
+    )
+    validate = (
+        "validate:\n  assertions:\n    - {expression: 'violations.after < `5`'}\n"
+        "  auto_rollback: {enabled: true}\n"
+    )
+    done = await harness.engine.run(harness.loop(_loop(actions + validate)))
+    assert done.outcome is Outcome.ROLLED_BACK
+    assert [c["item"] for c in skills_for_tests.CALLS if c["skill"] == "undo"] == [7]
+
+
+async def test_a_secret_an_action_returns_is_masked_in_its_record(
+    tmp_path: Path, engine_registry: Registry
+) -> None:
+    canary = "act-result-canary-5f1e9b"
+    async with open_harness(tmp_path, engine_registry, environ={"ACT_TOKEN": canary}) as opened:
+        loop = opened.loop(
+            _loop(
+                "    - {action_id: tell, skill_id: secretive,"
+                " params: {token: '${ secret.ACT_TOKEN }'}}\n"
+            )
+        )
+        act = opened.phase(await opened.view(await opened.engine.run(loop)), "act")
+    result = act["data"]["calls"][0]["result"]
+    assert result["echo"] == "token=***"
+    assert canary not in json.dumps(result)

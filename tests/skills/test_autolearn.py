@@ -12,7 +12,7 @@ import pytest
 
 from loopengine.cli import main
 from loopengine.llm import MAX_ANALYSIS
-from loopengine.store import autolearn, executions, migrate
+from loopengine.store import autolearn, executions, memory, migrate
 from loopengine.testing import FakeLLMServer, raw, reply, status
 from tests.conftest import ROOT
 from tests.skills._workspace import act_note, open_store, run_json, write_config
@@ -119,6 +119,21 @@ def test_the_chat_follows_the_tuned_order_and_records_its_response(
     with open_store() as connection:
         newest = autolearn.samples_in_window(connection, 50)[-1]
     assert (newest["node"], newest["reply"], newest["success"]) == ("M1", "Paris.", True)
+
+
+def test_a_dry_run_feeds_no_sample_and_no_memory(
+    server: FakeLLMServer, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "asks.yaml").write_text(
+        "id: asks\ntrigger: {type: manual}\nanalyze:\n  analysis_steps:\n"
+        "    - {name: ask, skill_id: llm.agent, params: {message: 'Capital?', user: ada}}\n"
+    )
+    server.script("ol1", [reply("Paris.")])
+    code, record = run_json(capsys, "run", "asks.yaml", "--dry-run")
+    assert (code, record["outcome"]) == (0, "dry_run")
+    with open_store() as connection:
+        assert autolearn.samples_in_window(connection, 50) == []
+        assert memory.exchanges(connection, "ada", 10) == []
 
 
 def test_scores_json_has_each_category_and_the_routing_followed(
@@ -262,12 +277,12 @@ def test_an_analysis_node_that_fails_does_not_stop_the_cycle(
     assert (code, record["outcome"]) == (0, "completed")
 
 
-def test_a_dry_run_that_would_reorder_writes_nothing_and_completes(
+def test_a_dry_run_that_would_reorder_writes_nothing(
     server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _record([_sample("OL1", 12.0, 3.0)] * 3 + [_sample("M1", 1.0, 9.0)] * 3)
     code, record = run_json(capsys, "run", "autotune", "--dry-run")
-    assert (code, record["outcome"], record["decision"]["action"]) == (0, "completed", "reorder")
+    assert (code, record["outcome"], record["decision"]["action"]) == (0, "dry_run", "reorder")
     with open_store() as connection:
         assert autolearn.routing(connection) == {}
 

@@ -6,11 +6,12 @@ from loopengine.engine.phases._base import PhaseOutput
 from loopengine.engine.phases._decide import run_decide
 from loopengine.engine.phases._detect import run_detect
 from loopengine.engine.phases._learn import run_learn
-from loopengine.engine.phases._store import run_store
+from loopengine.engine.phases._store import ended, run_store
 from loopengine.engine.phases._validate import run_validate
 
 __all__ = [
     "PhaseOutput",
+    "ended",
     "run_act",
     "run_analyze",
     "run_decide",

@@ -7,14 +7,16 @@ from typing import Any
 import anyio.to_thread
 import sqlalchemy as sa
 
-from loopengine.contract import ArtifactType, AuditField, Store
+from loopengine.contract import ArtifactType, AuditField, Outcome, Store
 from loopengine.engine._run import Run
 from loopengine.engine._services import Services
 from loopengine.engine.phases._base import PhaseOutput
 from loopengine.errors import StorageError
 from loopengine.store import iso, records
 
-__all__ = ["audit_record", "run_store"]
+__all__ = ["audit_record", "ended", "run_store"]
+
+_WOULD_END_WELL = frozenset({Outcome.COMPLETED, Outcome.DRY_RUN})
 
 
 def _actions_taken(run: Run) -> list[str]:
@@ -66,6 +68,12 @@ def _content(kind: ArtifactType, run: Run, outcome: str, now: float) -> Any:
     return audit_record(run, list(AuditField), outcome, now)
 
 
+def ended(outcome: str, errors: list[str]) -> str:
+    """What an execution ends as once its store phase ran: a run that would have completed
+    (a dry run included) fails when its store phase did."""
+    return Outcome.FAILED if errors and outcome in _WOULD_END_WELL else outcome
+
+
 async def run_store(run: Run, services: Services, outcome: str) -> PhaseOutput:
     """Write artifacts and the audit record for an execution that ends with ``outcome``."""
     spec = run.loop.spec.store or Store()
@@ -113,7 +121,7 @@ async def run_store(run: Run, services: Services, outcome: str) -> PhaseOutput:
     output.data["artifacts"] = [
         {"name": r["name"], "storage": r["storage"], "location": r["location"]} for r in written
     ]
-    final = "failed" if output.errors and outcome == "completed" else outcome
+    final = ended(outcome, output.errors)
     if spec.audit_trail.enabled:
         entry = audit_record(run, spec.audit_trail.fields, final, now)
         loop_id, execution_id = run.loop.id, run.execution_id

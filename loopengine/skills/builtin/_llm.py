@@ -93,7 +93,8 @@ async def _converse(
     """The user's message is stored once per step, even when a resumed execution runs the step
     again; that run's rounds and reply are its own (the model may answer otherwise). Each
     stage's response is kept for scoring under ``category``, and the exchange in the memory of
-    ``user`` (a message without one has no memory: it reads none and adds to none)."""
+    ``user`` (a message without one has no memory: it reads none and adds to none); a dry run
+    feeds neither."""
     from loopengine.llm import Hooks
     from loopengine.store import autolearn, memory
 
@@ -139,7 +140,8 @@ async def _converse(
         if user and result.reply:
             memory.add_exchange(connection, user, exchange, keep, now)
 
-    await runtime.store.write(remember)
+    if not ctx.dry_run:
+        await runtime.store.write(remember)
     answered = [s for s in result.stages if s.status != "skipped"]
     chat = {
         **result.as_dict(),
