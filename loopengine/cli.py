@@ -41,7 +41,8 @@ def _common() -> argparse.ArgumentParser:
         type=Path,
         default=argparse.SUPPRESS,
         metavar="PATH",
-        help="config file (default: $LOOPENGINE_CONFIG, else ./loopengine.yaml)",
+        help="config file (default: the nearest loopengine.yaml here or above, "
+        "else $LOOPENGINE_CONFIG)",
     )
     common.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output"

@@ -21,7 +21,7 @@ async def run_flags_set(
     if state.lower() not in _ON:
         raise ContractError(f"flag state {state!r}: write on or off")
     enabled = _ON[state.lower()]
-    async with open_runtime(config) as runtime:
+    async with open_runtime(config, create=False) as runtime:
         await runtime.store.write(lambda c: flags.set_flag(c, name, enabled, time.time()))
     if as_json:
         console.json({"name": name, "enabled": enabled})
@@ -31,7 +31,7 @@ async def run_flags_set(
 
 
 async def run_flags_list(console: Console, config: Path | None, as_json: bool) -> int:
-    async with open_runtime(config) as runtime:
+    async with open_runtime(config, create=False) as runtime:
         rows = await runtime.store.read(flags.list_flags)
     if as_json:
         console.json(

@@ -160,7 +160,7 @@ async def run_pause(
     console: Console, loop_id: str, pause: bool, config: Path | None, as_json: bool
 ) -> int:
     now = time.time()
-    async with open_runtime(config) as runtime:
+    async with open_runtime(config, create=False) as runtime:
         if pause:
             changed = await runtime.store.write(lambda c: queue.pause(c, loop_id, now))
         else:
