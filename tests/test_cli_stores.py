@@ -169,3 +169,14 @@ def test_debug_names_the_config_and_the_store(
     )
     assert f"DEBUG loopengine.settings: config: {workspace / 'loopengine.yaml'}" in done.stderr
     assert f"DEBUG loopengine.settings: store: {_store(workspace)}" in done.stderr
+
+
+def test_an_emitted_secret_the_config_names_is_masked(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (workspace / "loopengine.yaml").write_text("daemon: {token: '${ secret.API_TOKEN }'}\n")
+    monkeypatch.setenv("API_TOKEN", "tok-5f1d9c0e7a2b")
+    assert main(["emit", "page.updated", "--data", '{"token": "tok-5f1d9c0e7a2b"}']) == 0
+    capsys.readouterr()
+    assert main(["events", "list", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["events"][0]["data"] == {"token": "***"}
