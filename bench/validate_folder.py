@@ -30,10 +30,12 @@ RSS_RATIO_TARGET = 1.5
 
 @dataclass(frozen=True)
 class Sample:
-    """One fresh process: its wall time and its peak resident set."""
+    """One fresh process: its wall time, its CPU time (user and system: what other processes
+    on a busy machine add to the wall time, they do not add here) and its peak resident set."""
 
     seconds: float
     peak_kib: int
+    cpu_seconds: float
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ def run_once(case: Case) -> Sample:
             output.seek(0)
             shown = " ".join(case.command)
             raise SystemExit(f"{shown} failed ({process.returncode}):\n{output.read().decode()}")
-    return Sample(seconds, usage.ru_maxrss)
+    return Sample(seconds, usage.ru_maxrss, usage.ru_utime + usage.ru_stime)
 
 
 def run_rounds(cases: list[Case], runs: int) -> dict[str, list[Sample]]:

@@ -41,7 +41,8 @@ def _common() -> argparse.ArgumentParser:
         type=Path,
         default=argparse.SUPPRESS,
         metavar="PATH",
-        help="config file (default: $LOOPENGINE_CONFIG, else ./loopengine.yaml)",
+        help="config file (default: the nearest loopengine.yaml here or above, "
+        "else $LOOPENGINE_CONFIG)",
     )
     common.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output"
@@ -229,17 +230,17 @@ def _daemon_call(args: argparse.Namespace, console: Console) -> Any:
         return partial(
             plan.run_plan, console, args.loop, args.start, args.end, args.count, config, as_json
         )
-    if command == "events":
+    if command in ("emit", "events"):
         from loopengine.commands import events
 
+        if command == "emit":
+            return partial(events.run_emit, console, args.name, args.data, config, as_json)
         return partial(events.run_events_list, console, args.name, args.limit, config, as_json)
     from loopengine.commands import control
 
     if command == "trigger":
         given = (args.loop, args.input, args.wait, config, as_json, args.dry_run)
         return partial(control.run_trigger, console, *given)
-    if command == "emit":
-        return partial(control.run_emit, console, args.name, args.data, config, as_json)
     pause = command == "pause"
     return partial(control.run_pause, console, args.loop_id, pause, config, as_json)
 
@@ -251,7 +252,7 @@ _DAEMON_COMMANDS = frozenset(
 
 def _runtime_call(args: argparse.Namespace, console: Console) -> Any:
     """The call of a run-time command (a coroutine, or a plain function for those that only
-    read); only that command's module is imported."""
+    read or add one row); only that command's module is imported."""
     config: Path | None = getattr(args, "config", None)
     as_json: bool = getattr(args, "json", False)
     command = args.command
@@ -300,17 +301,18 @@ def _runtime_call(args: argparse.Namespace, console: Console) -> Any:
         from loopengine.commands import autolearn
 
         return partial(autolearn.run_autolearn, console, args.what, config, as_json, args.user)
-    if command == "metrics" and args.metrics_command == "list":
+    if command == "metrics":
         from loopengine.commands import metrics
 
+        if args.metrics_command == "record":
+            point = (args.name, args.value, args.label, config, as_json)
+            return partial(metrics.run_metric, console, *point)
         return partial(metrics.run_metrics_list, console, args.name, args.limit, config, as_json)
     from loopengine.commands import admin
 
-    if command == "flags" and args.flags_command == "set":
+    if args.flags_command == "set":
         return partial(admin.run_flags_set, console, args.name, args.state, config, as_json)
-    if command == "flags":
-        return partial(admin.run_flags_list, console, config, as_json)
-    return partial(admin.run_metric, console, args.name, args.value, args.label, config, as_json)
+    return partial(admin.run_flags_list, console, config, as_json)
 
 
 def _dispatch(args: argparse.Namespace, console: Console) -> int:
@@ -331,7 +333,7 @@ def _dispatch(args: argparse.Namespace, console: Console) -> int:
     import inspect  # loaded by then (dataclasses needs it): free here, ~9 ms for --help
 
     call = _runtime_call(args, console)
-    if not inspect.iscoroutinefunction(call.func):  # a command that only reads: no event loop
+    if not inspect.iscoroutinefunction(call.func):  # it reads, or adds a row: no event loop
         return int(call())
     import anyio
 

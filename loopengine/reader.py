@@ -1,8 +1,9 @@
 """Read-only access to the store for the commands that only read (``history``, ``show``…).
 
 They never write: no migration, no recovery of interrupted executions, no escalation, the
-journal mode left as it is, and a SQLite store that does not exist yet is not created (nothing
-has run, so there is nothing to read). No event loop either: they start faster without it.
+journal mode left as it is, and a store that does not exist is not created: they say where they
+looked instead (a command run from the wrong folder would read an empty store, or make one). No
+event loop either: they start faster without it.
 """
 
 from __future__ import annotations
@@ -11,20 +12,27 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from loopengine.settings import read_settings
+from loopengine.settings import Settings, read_settings
 from loopengine.store import Reader, open_read_only
 
-__all__ = ["open_reader"]
+__all__ = ["open_reader", "read_store"]
 
 
 @contextmanager
-def open_reader(config: Path | None) -> Iterator[Reader | None]:
-    """The store, opened read-only; None when nothing was ever recorded there (no SQLite file,
-    or a database never migrated)."""
-    settings = read_settings(config)
+def read_store(settings: Settings) -> Iterator[Reader]:
+    """The store of ``settings``, opened read-only; ``ContractError`` naming where it was looked
+    for when nothing was ever recorded there (no SQLite file, or a database never migrated)."""
     file = settings.sqlite_file
-    if file is not None and not file.expanduser().is_file():
-        yield None
-        return
+    if file is not None and not file.is_file():
+        raise settings.no_store()
     with open_read_only(settings.database_url) as reader:
-        yield reader if reader.schema_version else None
+        if not reader.schema_version:
+            raise settings.no_store()
+        yield reader
+
+
+@contextmanager
+def open_reader(config: Path | None) -> Iterator[Reader]:
+    """The store of the config ``config`` names (or the one found), opened as ``read_store``."""
+    with read_store(read_settings(config)) as reader:
+        yield reader

@@ -12,6 +12,7 @@ from typing import Any
 from loopengine._startup import settle
 from loopengine.contract import Loop, LoopLoader
 from loopengine.engine import Engine, PhaseListener, Services, escalate_overdue, recover_interrupted
+from loopengine.reader import read_store
 from loopengine.skills import Progress
 from loopengine.store import Store
 from loopengine.workspace import Workspace, load_workspace
@@ -61,9 +62,16 @@ async def open_runtime(
     config: Path | None,
     listener: PhaseListener | None = None,
     progress: Progress | None = None,
+    *,
+    create: bool = True,
 ) -> AsyncIterator[Runtime]:
-    """Open the store, recover executions a dead process left, escalate overdue approvals."""
+    """Open the store (without ``create``, ``ContractError`` when there is none: only the
+    commands that run loops or feed them make one), recover executions a dead process left,
+    escalate overdue approvals."""
     workspace = load_workspace(config)
+    if not create:
+        with read_store(workspace.settings):
+            pass
     async with Store.open(workspace.settings.database_url) as store:
         services = Services(
             workspace.registry,

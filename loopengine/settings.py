@@ -6,6 +6,7 @@ commands that only read start without pydantic.
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from functools import cached_property
@@ -42,6 +43,7 @@ CONFIG_NAME = "loopengine.yaml"
 CONFIG_ENV = "LOOPENGINE_CONFIG"
 DATABASE_ENV = "LOOPENGINE_DATABASE"
 _STORAGE_SCHEMES = frozenset({"file", "sqlite", "postgresql", "postgres", "redis", "rediss"})
+_LOG = logging.getLogger("loopengine.settings")
 
 
 @dataclass(frozen=True)
@@ -58,20 +60,33 @@ class Settings:
         """The config's model with its semantic checks, built on first use."""
         return _built(self.document)
 
-    @property
+    @cached_property
     def database_url(self) -> str:
         """``$LOOPENGINE_DATABASE``, else the config's; a relative SQLite path starts at the
-        config's folder."""
+        config's folder. The debug log names the store when a command first asks for it."""
         url = os.environ.get(DATABASE_ENV) or self._database()
         parsed, path = _sqlite_path(url)
-        if path is None or path.is_absolute():
-            return url
-        return str(parsed.set(database=str(self.base / path)).render_as_string(hide_password=False))
+        if path is not None and not path.is_absolute():
+            path = self.base / path
+            url = str(parsed.set(database=str(path)).render_as_string(hide_password=False))
+        _LOG.debug("store: %s", _shown(parsed, path))
+        return url
 
     @property
     def sqlite_file(self) -> Path | None:
         """The database file when the store is a SQLite file."""
         return _sqlite_path(self.database_url)[1]
+
+    @property
+    def store(self) -> str:
+        """The store as a person names it: its SQLite file, else its URL without the password."""
+        return _shown(*_sqlite_path(self.database_url))
+
+    def no_store(self) -> ContractError:
+        """What a command that creates no store says when there is none where it looks."""
+        return ContractError(
+            f"no store at {self.store}; run from the project folder or pass --config"
+        )
 
     @property
     def private(self) -> tuple[Path, ...]:
@@ -114,6 +129,10 @@ def _sqlite_path(url: str) -> tuple[Any, Path | None]:
     return parsed, Path(str(parsed.database)).expanduser()
 
 
+def _shown(parsed: Any, path: Path | None) -> str:
+    return str(path) if path is not None else str(parsed.render_as_string(hide_password=True))
+
+
 def private_paths(base: Path, config: Path | None, store: Path | None) -> tuple[Path, ...]:
     """What the LLM tools never read, list nor search, whatever their root: the config file (it
     may hold passwords), ``.loopengine/`` (the default store, artifacts) and the SQLite store's
@@ -133,12 +152,11 @@ def private_paths(base: Path, config: Path | None, store: Path | None) -> tuple[
 
 
 def find_config(explicit: Path | None = None, start: Path | None = None) -> Path | None:
-    """``--config``, else ``$LOOPENGINE_CONFIG``, else the nearest ``loopengine.yaml`` from
-    ``start`` (default: the working directory) upwards."""
+    """The config a command uses, found as git finds ``.git``: ``--config``, else the nearest
+    ``loopengine.yaml`` from ``start`` (default: the working directory) upwards, else
+    ``$LOOPENGINE_CONFIG``; None: defaults."""
     if explicit is not None:
         return explicit
-    if from_env := os.environ.get(CONFIG_ENV):
-        return Path(from_env)
     folder = start or Path()
     candidates = [folder, *folder.parents]
     if not folder.is_absolute():  # relative paths stay relative, as the user wrote them
@@ -146,7 +164,8 @@ def find_config(explicit: Path | None = None, start: Path | None = None) -> Path
     for candidate in candidates:
         if (candidate / CONFIG_NAME).is_file():
             return candidate / CONFIG_NAME
-    return None
+    from_env = os.environ.get(CONFIG_ENV)
+    return Path(from_env) if from_env else None
 
 
 def _semantic(document: YamlDocument) -> list[Diagnostic]:
@@ -190,26 +209,31 @@ def _semantic(document: YamlDocument) -> list[Diagnostic]:
 
 def _built(document: YamlDocument | None) -> Config:
     from loopengine.contract import Config, build_model
-    from loopengine.expr import remember_secrets
 
     if document is None or document.data is None:
         return Config()
     config, problems = build_model(Config, document)
     if problems or config is None:
         raise ContractError(problems[0].format() if problems else document.file, problems)
-    remember_secrets(document.data, os.environ)
     return config
 
 
 def read_settings(config_file: Path | None = None) -> Settings:
     """The settings, the config file checked against its schema (defaults when there is none),
-    without loading any skill."""
+    without loading any skill; the secrets it names are known from then on (masked wherever
+    they are written), and the debug log names it."""
     file = find_config(config_file)
+    _LOG.debug("config: %s", "none (defaults)" if file is None else file.resolve())
     if file is None:
         return Settings(Path.cwd(), None)
-    document = parse_yaml(read_source(file), str(file))
+    text = read_source(file)
+    document = parse_yaml(text, str(file))
     if document.data is not None:
         problems = schema_check(config_validator(), document) or _semantic(document)
         if problems:
             raise ContractError(problems[0].format(), problems)
+        if "secret" in text:  # the expression language loads only for a config that needs it
+            from loopengine.expr import remember_secrets
+
+            remember_secrets(document.data, os.environ)
     return Settings(file.resolve().parent, file, document)

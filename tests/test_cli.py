@@ -330,15 +330,14 @@ def test_every_command_imports_cleanly_in_a_fresh_process(
     assert result.returncode == 0, result.stderr
 
 
-def _loaded_by(command: list[str], example: str, watched: tuple[str, ...]) -> list[Any]:
-    """The exit code of ``command`` run in a fresh interpreter in ``examples/example``, and which
-    of the ``watched`` modules it loaded."""
+def _loaded_by(command: list[str], folder: Path, watched: tuple[str, ...]) -> list[Any]:
+    """The exit code of ``command`` run in a fresh interpreter in ``folder``, and which of the
+    ``watched`` modules it loaded."""
     code = (
         "import json, sys\nfrom loopengine.cli import main\n"
         f"code = main({command!r})\n"
         f"print(json.dumps([code, [m for m in {watched!r} if m in sys.modules]]))"
     )
-    folder = SEED_DIR.parent / example
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=folder, capture_output=True, text=True, check=True
     )
@@ -348,14 +347,14 @@ def _loaded_by(command: list[str], example: str, watched: tuple[str, ...]) -> li
 
 @pytest.mark.parametrize("command", [["validate", "seo_audit_loop.yaml"], ["schema"], ["skills"]])
 def test_read_commands_load_no_database_or_http_layer(command: list[str]) -> None:
-    assert _loaded_by(command, "seo_audit", ("sqlalchemy", "httpx")) == [0, []]
+    assert _loaded_by(command, SEED_DIR, ("sqlalchemy", "httpx")) == [0, []]
 
 
 def test_validate_checks_without_building_what_only_running_needs() -> None:
     """The checks find every error the models would; the loop models, anyio and croniter (for
     a plain cron expression) are for running."""
     watched = ("loopengine.contract._loop", "anyio", "croniter")
-    assert _loaded_by(["validate", "seo_audit_loop.yaml"], "seo_audit", watched) == [0, []]
+    assert _loaded_by(["validate", "seo_audit_loop.yaml"], SEED_DIR, watched) == [0, []]
 
 
 @pytest.mark.parametrize("flags", [[], ["--dry-run"]], ids=["run", "dry-run"])
@@ -388,4 +387,28 @@ def test_each_loop_is_validated_with_the_config_nearest_to_it(
 def test_plain_params_are_checked_without_jsonschema() -> None:
     """``type``, bounds and a default that fits need no meta-schema (a third of ``run``'s
     start-up); the quickstart's params are such."""
-    assert _loaded_by(["validate", "cache_cleanup.yaml"], "quickstart", ("jsonschema",)) == [0, []]
+    quickstart = SEED_DIR.parent / "quickstart"
+    assert _loaded_by(["validate", "cache_cleanup.yaml"], quickstart, ("jsonschema",)) == [0, []]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["emit", "cache.swept", "--data", '{"files": 3}'], ["metrics", "record", "cpu.load", "0.9"]],
+    ids=" ".join,
+)
+def test_feeding_the_store_builds_no_loop_model_nor_runtime(
+    command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scripts call ``emit`` and ``metrics record`` in loops: a row needs the config's store
+    URL, not the models, the schema checker, the skills, the engine nor an event loop."""
+    shutil.copytree(SEED_DIR.parent / "quickstart", tmp_path / "quickstart")
+    monkeypatch.delenv("LOOPENGINE_DATABASE", raising=False)
+    watched = (
+        "pydantic",
+        "jsonschema",
+        "loopengine.contract._loop",
+        "loopengine.skills",
+        "loopengine.engine",
+        "anyio",
+    )
+    assert _loaded_by(command, tmp_path / "quickstart", watched) == [0, []]

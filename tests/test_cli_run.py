@@ -124,6 +124,8 @@ def test_history_and_show(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_show_an_unknown_execution(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "counter.yaml"]) == 0
+    capsys.readouterr()
     assert main(["show", "nope"]) == 1
     assert "no execution 'nope'" in capsys.readouterr().err
 
@@ -259,12 +261,12 @@ def test_resume_refuses_a_finished_execution(capsys: pytest.CaptureFixture[str])
 
 
 def test_flags_and_metrics(capsys: pytest.CaptureFixture[str]) -> None:
+    code, point = _json(capsys, "metrics", "record", "queue.depth", "7", "--label", "node=a")
+    assert (code, point["value"], point["labels"]) == (0, 7.0, {"node": "a"})
     assert main(["flags", "set", "beta", "on"]) == 0
     assert capsys.readouterr().out.strip() == "flag beta is on"
     _, flags = _json(capsys, "flags", "list")
     assert [(f["name"], f["enabled"]) for f in flags["flags"]] == [("beta", True)]
-    code, point = _json(capsys, "metrics", "record", "queue.depth", "7", "--label", "node=a")
-    assert (code, point["value"], point["labels"]) == (0, 7.0, {"node": "a"})
 
 
 def test_a_bad_flag_state_is_one_clear_line(capsys: pytest.CaptureFixture[str]) -> None:

@@ -39,14 +39,27 @@ def test_config_is_found_in_a_parent_folder(
     assert find_config() == tmp_path / "loopengine.yaml"
 
 
-def test_environment_variable_names_the_config(
+def test_environment_variable_names_the_config_where_none_is_found(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(CONFIG_ENV, str(tmp_path / "other.yaml"))
     assert find_config() == tmp_path / "other.yaml"
 
 
+def test_the_nearest_config_wins_over_the_environment_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "loopengine.yaml").write_text("tools_root: data\n")
+    (tmp_path / "loops").mkdir()
+    monkeypatch.chdir(tmp_path / "loops")
+    monkeypatch.setenv(CONFIG_ENV, str(tmp_path / "other.yaml"))
+    assert find_config() == tmp_path / "loopengine.yaml"
+
+
 def test_explicit_path_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "loopengine.yaml").write_text("tools_root: data\n")
+    monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(CONFIG_ENV, "elsewhere.yaml")
     assert find_config(tmp_path / "mine.yaml") == tmp_path / "mine.yaml"
 

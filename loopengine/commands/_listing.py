@@ -24,7 +24,7 @@ Query = Callable[[sa.Connection, Callable[[str], bool], int], list[dict[str, Any
 def listed(
     config: Path | None, pattern: str | None, limit: int, query: Query
 ) -> list[dict[str, Any]]:
-    """At most ``limit`` rows whose name matches ``pattern``; none when nothing was recorded."""
+    """At most ``limit`` rows whose name matches ``pattern``."""
     if not 1 <= limit <= MAX_LISTED:
         raise ContractError(f"--limit {limit}: write a whole number from 1 to {MAX_LISTED}")
 
@@ -32,4 +32,4 @@ def listed(
         return pattern is None or fnmatchcase(name, pattern)
 
     with open_reader(config) as reader:
-        return [] if reader is None else reader.read(lambda c: query(c, wanted, limit))
+        return reader.read(lambda c: query(c, wanted, limit))

@@ -25,18 +25,18 @@ _VALUE_WIDTH = 100
 """Most of a value (an action's result, a step's analysis, params, items) a line shows, as JSON."""
 
 
-def execution_named(connection: sa.Connection | None, given: str) -> str:
+def execution_named(connection: sa.Connection, given: str) -> str:
     """The execution id ``given`` names, whole or as a unique prefix (like git's short hashes),
-    in the store behind ``connection`` (None: nothing recorded yet); ``NotResumable`` when none
-    or several match, listing them."""
-    if connection is not None and MIN_PREFIX <= len(given) < 32:
+    in the store behind ``connection``; ``NotResumable`` when none or several match, listing
+    them."""
+    if MIN_PREFIX <= len(given) < 32:
         found = executions.ids_starting_with(connection, given, 6)
         if len(found) == 1:
             return found[0]
         if found:
             shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
             raise NotResumable(f"{given!r} names several executions ({shown}): give more of it")
-    if connection is None or not executions.get_execution(connection, given):
+    if not executions.get_execution(connection, given):
         raise NotResumable(f"no execution {given!r} (see `loopengine history`)")
     return given
 

@@ -1,4 +1,4 @@
-"""``flags set|list`` and ``metrics record``: the switches and signals loops read."""
+"""``flags set|list``: the switches that gate actions."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 from loopengine.commands._console import Console
 from loopengine.errors import ContractError
 from loopengine.runtime import open_runtime
-from loopengine.store import flags, iso, signals
+from loopengine.store import flags, iso
 
-__all__ = ["run_flags_list", "run_flags_set", "run_metric"]
+__all__ = ["run_flags_list", "run_flags_set"]
 
 _ON = {"on": True, "true": True, "1": True, "off": False, "false": False, "0": False}
 
@@ -21,7 +21,7 @@ async def run_flags_set(
     if state.lower() not in _ON:
         raise ContractError(f"flag state {state!r}: write on or off")
     enabled = _ON[state.lower()]
-    async with open_runtime(config) as runtime:
+    async with open_runtime(config, create=False) as runtime:
         await runtime.store.write(lambda c: flags.set_flag(c, name, enabled, time.time()))
     if as_json:
         console.json({"name": name, "enabled": enabled})
@@ -31,7 +31,7 @@ async def run_flags_set(
 
 
 async def run_flags_list(console: Console, config: Path | None, as_json: bool) -> int:
-    async with open_runtime(config) as runtime:
+    async with open_runtime(config, create=False) as runtime:
         rows = await runtime.store.read(flags.list_flags)
     if as_json:
         console.json(
@@ -44,32 +44,4 @@ async def run_flags_list(console: Console, config: Path | None, as_json: bool) -
             [(n, "on" if e else "off", str(iso(at))) for n, e, at in rows],
             (("bold",), (), ("dim",)),
         )
-    return 0
-
-
-def _labels(pairs: list[str]) -> dict[str, str]:
-    labels = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ContractError(f"--label {pair!r}: write KEY=VALUE")
-        labels[key] = value
-    return labels
-
-
-async def run_metric(
-    console: Console, name: str, value: str, pairs: list[str], config: Path | None, as_json: bool
-) -> int:
-    try:
-        number = float(value)
-    except ValueError:
-        raise ContractError(f"metric value {value!r} is not a number") from None
-    labels = _labels(pairs)
-    now = time.time()
-    async with open_runtime(config) as runtime:
-        await runtime.store.write(lambda c: signals.insert_metric(c, name, number, now, labels))
-    if as_json:
-        console.json({"name": name, "value": number, "labels": labels, "recorded_at": iso(now)})
-    else:
-        console.print(f"recorded {name} = {number:g}")
     return 0

@@ -10,13 +10,12 @@ from loopengine.commands._console import Console
 from loopengine.llm import (
     history_view,
     memory_view,
-    nothing_learned,
     read_learned,
     read_memory,
     scores_view,
     status_view,
 )
-from loopengine.reader import open_reader
+from loopengine.reader import open_reader, read_store
 from loopengine.settings import read_settings
 from loopengine.store import autolearn
 
@@ -24,10 +23,9 @@ __all__ = ["run_autolearn"]
 
 
 def _learned(config: Path | None) -> dict[str, Any]:
-    window = read_settings(config).config.autolearn.window
-    with open_reader(config) as reader:
-        if reader is None:
-            return nothing_learned()
+    settings = read_settings(config)
+    window = settings.config.autolearn.window
+    with read_store(settings) as reader:
         return reader.read(lambda c: read_learned(c, window))
 
 
@@ -67,7 +65,7 @@ def _show_scores(
 
 def _show_history(console: Console, config: Path | None, as_json: bool) -> None:
     with open_reader(config) as reader:
-        entries = history_view(reader.read(autolearn.history) if reader else [])
+        entries = history_view(reader.read(autolearn.history))
     if as_json:
         console.json({"history": entries})
     elif not entries:
@@ -100,7 +98,7 @@ def _show_status(console: Console, learned: dict[str, Any], as_json: bool) -> No
 
 def _show_memory(console: Console, config: Path | None, user: str | None, as_json: bool) -> None:
     with open_reader(config) as reader:
-        users = memory_view(reader.read(lambda c: read_memory(c, user)) if reader else [])
+        users = memory_view(reader.read(lambda c: read_memory(c, user)))
     if as_json:
         console.json({"users": users})
     elif not users:

@@ -1,31 +1,23 @@
-"""``trigger``, ``emit``, ``pause``/``unpause``: what users tell a daemon through the store,
-whether or not one runs (nothing is lost while it is down)."""
+"""``trigger``, ``pause``/``unpause``: what users tell a daemon through the store, whether or
+not one runs (nothing is lost while it is down)."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 import anyio
 
-from loopengine._json import NonFiniteNumber, loads
 from loopengine.commands._console import Console
 from loopengine.commands._inputs import parse_inputs
 from loopengine.commands._report import show_record
 from loopengine.contract import Loop, LoopLoader, Outcome, find_loop_files
 from loopengine.errors import ContractError
 from loopengine.runtime import open_runtime
-from loopengine.store import Store, executions, iso, new_id, queue, signals
-from loopengine.triggers import MAX_EVENT_BYTES, MAX_EVENT_DEPTH, event_problem, nesting
+from loopengine.store import Store, executions, new_id, queue
 from loopengine.workspace import Workspace
 
-__all__ = [
-    "find_loop",
-    "run_emit",
-    "run_pause",
-    "run_trigger",
-]
+__all__ = ["find_loop", "run_pause", "run_trigger"]
 
 _WAIT_POLL_S = 0.2
 
@@ -119,50 +111,11 @@ async def _wait_for(console: Console, store: Store, job_id: str, as_json: bool) 
     return 0 if Outcome(job["outcome"]).succeeded else 1
 
 
-def _event_data(text: str | None) -> Any:
-    if text is None:
-        return {}
-    if len(text.encode()) > MAX_EVENT_BYTES:
-        raise ContractError(f"--data is over {MAX_EVENT_BYTES} bytes: send a reference instead")
-    too_deep = ContractError(f"--data is nested more than {MAX_EVENT_DEPTH} levels: flatten it")
-    try:
-        data = loads(text, root="--data")
-    except RecursionError:
-        raise too_deep from None
-    except NonFiniteNumber as exc:
-        raise ContractError(str(exc)) from None
-    except ValueError as exc:
-        raise ContractError(
-            f"--data is not JSON ({exc}): write e.g. --data '{{\"page\": 1}}'"
-        ) from None
-    if nesting(data) > MAX_EVENT_DEPTH:
-        raise too_deep
-    return data
-
-
-async def run_emit(
-    console: Console, name: str, data_text: str | None, config: Path | None, as_json: bool
-) -> int:
-    if problem := event_problem(name):
-        raise ContractError(problem)
-    data = _event_data(data_text)
-    now = time.time()
-    async with open_runtime(config) as runtime:
-        event_id = await runtime.store.write(
-            lambda c: signals.insert_event(c, name, "cli", data, now)
-        )
-    if as_json:
-        console.json({"id": event_id, "name": name, "data": data, "created_at": iso(now)})
-    else:
-        console.print(f"emitted {name} (event {event_id})")
-    return 0
-
-
 async def run_pause(
     console: Console, loop_id: str, pause: bool, config: Path | None, as_json: bool
 ) -> int:
     now = time.time()
-    async with open_runtime(config) as runtime:
+    async with open_runtime(config, create=False) as runtime:
         if pause:
             changed = await runtime.store.write(lambda c: queue.pause(c, loop_id, now))
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from contextlib import redirect_stderr, redirect_stdout
@@ -10,7 +11,7 @@ from typing import Any
 
 from loopengine._secrets import MaskedStream
 from loopengine.commands._console import Console
-from loopengine.reader import open_reader
+from loopengine.reader import read_store
 from loopengine.settings import read_settings
 from loopengine.store import status
 
@@ -39,14 +40,22 @@ def _trigger_name(trigger: dict[str, Any]) -> str:
     return str(trigger["type"]) if same else f"{trigger['type']}:{trigger['id']}"
 
 
+def _near(path: Path | str) -> str:
+    """``path`` from the working directory when it is below it, else as it is."""
+    return os.path.relpath(path) if Path(path).is_relative_to(Path.cwd()) else str(path)
+
+
 def run_status(console: Console, config: Path | None, as_json: bool) -> int:
-    lease_s = read_settings(config).config.daemon.lease_s
-    with open_reader(config) as reader:
-        since = time.time() - lease_s
-        view = status.EMPTY if reader is None else reader.read(lambda c: status.view(c, since))
+    settings = read_settings(config)
+    with read_store(settings) as reader:
+        since = time.time() - settings.config.daemon.lease_s
+        view = reader.read(lambda c: status.view(c, since))
+    file = None if settings.file is None else str(settings.file.resolve())
     if as_json:
-        console.json(view)
+        console.json({"config": file, "store": settings.store, **view})
         return 0
+    console.print(f"config: {'none (defaults)' if file is None else _near(file)}")
+    console.print(f"store: {_near(settings.store)}")
     if not view["daemons"]:
         console.print("No daemon is running: start one with `loopengine daemon`.")
     for daemon in view["daemons"]:

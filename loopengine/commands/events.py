@@ -1,16 +1,62 @@
-"""``events list``: the event log, newest first, read-only."""
+"""``emit`` and ``events list``: the event log, appended to and read newest first.
+
+``emit`` writes its row without an event loop, the engine or the loop models: scripts call it
+in loops, and its start-up is most of its cost.
+"""
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
+from loopengine._json import NonFiniteNumber, loads
 from loopengine.commands._console import Console
 from loopengine.commands._listing import listed
-from loopengine.store import iso, signals
+from loopengine.errors import ContractError
+from loopengine.settings import read_settings
+from loopengine.store import iso, signals, write_once
+from loopengine.triggers import MAX_EVENT_BYTES, MAX_EVENT_DEPTH, event_problem, nesting
 
-__all__ = ["run_events_list"]
+__all__ = ["run_emit", "run_events_list"]
+
+
+def _event_data(text: str | None) -> Any:
+    if text is None:
+        return {}
+    if len(text.encode()) > MAX_EVENT_BYTES:
+        raise ContractError(f"--data is over {MAX_EVENT_BYTES} bytes: send a reference instead")
+    too_deep = ContractError(f"--data is nested more than {MAX_EVENT_DEPTH} levels: flatten it")
+    try:
+        data = loads(text, root="--data")
+    except RecursionError:
+        raise too_deep from None
+    except NonFiniteNumber as exc:
+        raise ContractError(str(exc)) from None
+    except ValueError as exc:
+        raise ContractError(
+            f"--data is not JSON ({exc}): write e.g. --data '{{\"page\": 1}}'"
+        ) from None
+    if nesting(data) > MAX_EVENT_DEPTH:
+        raise too_deep
+    return data
+
+
+def run_emit(
+    console: Console, name: str, data_text: str | None, config: Path | None, as_json: bool
+) -> int:
+    if problem := event_problem(name):
+        raise ContractError(problem)
+    data = _event_data(data_text)
+    now = time.time()
+    url = read_settings(config).database_url
+    event_id = write_once(url, lambda c: signals.insert_event(c, name, "cli", data, now))
+    if as_json:
+        console.json({"id": event_id, "name": name, "data": data, "created_at": iso(now)})
+    else:
+        console.print(f"emitted {name} (event {event_id})")
+    return 0
 
 
 def run_events_list(

@@ -34,7 +34,7 @@ async def run_answer(
     as_json: bool,
 ) -> int:
     live = LivePhases(console, as_json)
-    async with open_runtime(config, live, live.progress) as runtime:
+    async with open_runtime(config, live, live.progress, create=False) as runtime:
         execution_id = await runtime.store.read(lambda c: execution_named(c, execution_id))
         done = await answer_approval(runtime.engine, runtime.load_loop, execution_id, approve, note)
         await _show(runtime, live, execution_id, as_json)
@@ -45,7 +45,7 @@ async def run_resume(
     console: Console, execution_id: str, config: Path | None, as_json: bool
 ) -> int:
     live = LivePhases(console, as_json)
-    async with open_runtime(config, live, live.progress) as runtime:
+    async with open_runtime(config, live, live.progress, create=False) as runtime:
         execution_id = await runtime.store.read(lambda c: execution_named(c, execution_id))
         done = await resume(runtime.engine, runtime.load_loop, execution_id)
         await _show(runtime, live, execution_id, as_json)

@@ -41,14 +41,8 @@ def run_history(
 ) -> int:
     _check_filters(limit, outcome)
     with open_reader(config) as reader:
-        rows = (
-            []
-            if reader is None
-            else reader.read(
-                lambda c: executions.list_executions(
-                    c, loop_id=loop_id, outcome=outcome, limit=limit
-                )
-            )
+        rows = reader.read(
+            lambda c: executions.list_executions(c, loop_id=loop_id, outcome=outcome, limit=limit)
         )
     views = [row.summary() for row in rows]
     if as_json:
@@ -81,9 +75,6 @@ def run_history(
 
 def run_show(console: Console, given: str, config: Path | None, as_json: bool) -> int:
     with open_reader(config) as reader:
-        if reader is None:
-            execution_named(None, given)
-        assert reader is not None
         execution_id = reader.read(lambda c: execution_named(c, given))
         record = reader.read(lambda c: executions.read_record(c, execution_id))
     if record is None:

@@ -1,14 +1,50 @@
-"""``metrics list``: the metric series that sources and threshold triggers read, read-only."""
+"""``metrics record`` and ``metrics list``: the metric series that sources and threshold
+triggers read, fed a point at a time and listed.
+
+``metrics record`` writes its row without an event loop, the engine or the loop models: scripts
+call it in loops, and its start-up is most of its cost.
+"""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from loopengine.commands._console import Console
 from loopengine.commands._listing import listed
-from loopengine.store import iso, signals
+from loopengine.errors import ContractError
+from loopengine.settings import read_settings
+from loopengine.store import iso, signals, write_once
 
-__all__ = ["run_metrics_list"]
+__all__ = ["run_metric", "run_metrics_list"]
+
+
+def _labels(pairs: list[str]) -> dict[str, str]:
+    labels = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ContractError(f"--label {pair!r}: write KEY=VALUE")
+        labels[key] = value
+    return labels
+
+
+def run_metric(
+    console: Console, name: str, value: str, pairs: list[str], config: Path | None, as_json: bool
+) -> int:
+    try:
+        number = float(value)
+    except ValueError:
+        raise ContractError(f"metric value {value!r} is not a number") from None
+    labels = _labels(pairs)
+    now = time.time()
+    url = read_settings(config).database_url
+    write_once(url, lambda c: signals.insert_metric(c, name, number, now, labels))
+    if as_json:
+        console.json({"name": name, "value": number, "labels": labels, "recorded_at": iso(now)})
+    else:
+        console.print(f"recorded {name} = {number:g}")
+    return 0
 
 
 def run_metrics_list(

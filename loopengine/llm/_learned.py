@@ -19,7 +19,6 @@ __all__ = [
     "followed_routing",
     "history_view",
     "memory_view",
-    "nothing_learned",
     "read_learned",
     "read_memory",
     "scores_view",
@@ -29,17 +28,6 @@ __all__ = [
 AutolearnLoop = Literal["autotune", "autoreview", "memory"]
 """The shipped autolearn loops."""
 AUTOLEARN_LOOPS: tuple[AutolearnLoop, ...] = get_args(AutolearnLoop)
-
-
-def nothing_learned() -> dict[str, Any]:
-    """What a store that never recorded anything holds."""
-    return {
-        "samples": [],
-        "routing": {},
-        "prompts": {},
-        "remembered": (0, 0),
-        "last": {loop: [] for loop in AUTOLEARN_LOOPS},
-    }
 
 
 def read_learned(connection: sa.Connection, window: int) -> dict[str, Any]:

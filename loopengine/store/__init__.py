@@ -1,6 +1,6 @@
 """Persistence: SQLAlchemy Core tables, migrations, one flusher per store, and the repositories
 (``executions``, ``signals``…: functions of a connection, run through ``Store.read``/``write``,
-or ``Reader.read`` for the commands that only read).
+``Reader.read`` for the commands that only read, or ``write_once`` for those that add one row).
 
 ``Store`` loads with the async machinery on first use: the commands that only read never do.
 """
@@ -24,6 +24,7 @@ from loopengine.store._record import (
     new_envelope,
     new_id,
 )
+from loopengine.store._writing import write_once
 
 if TYPE_CHECKING:
     from loopengine.store._store import Pending, Store, impatient
@@ -68,6 +69,7 @@ __all__ = [
     "status",
     "threads",
     "webhooks",
+    "write_once",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

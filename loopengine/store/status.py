@@ -10,15 +10,7 @@ import sqlalchemy as sa
 from loopengine.store import executions, queue
 from loopengine.store._record import iso
 
-__all__ = ["EMPTY", "next_fire", "served", "view"]
-
-EMPTY: dict[str, Any] = {
-    "daemons": [],
-    "loops": [],
-    "running": [],
-    "queue": {"queued": 0, "running": 0},
-}
-"""The view of a store where nothing ever ran."""
+__all__ = ["next_fire", "served", "view"]
 
 
 def view(connection: sa.Connection, since: float) -> dict[str, Any]:

@@ -75,6 +75,7 @@ def test_status_shows_the_daemon_its_loops_and_their_next_fire_after_now(
 
 def test_a_paused_loop_records_its_slots_as_paused(workspace: Workspace) -> None:
     (workspace.root / "loops" / "tick.yaml").write_text(TICK.format(catchup="latest"))
+    workspace.cli("emit", "deploy.started")  # pause, unlike emit, makes no store
     workspace.cli("pause", "tick")
     daemon = workspace.start()
     line = daemon.wait_for(lambda line: line.get("kind") == "skip")
