@@ -55,7 +55,7 @@ def test_two_daemons_on_one_database_run_each_slot_and_event_once(
     (loops / "on_event.yaml").write_text(ON_EVENT)
     (loops / "by_hand.yaml").write_text(BY_HAND)
     first, second = on_postgres.start("first.log"), on_postgres.start("second.log")
-    contested = _count(database, SLOTS) + 2
+    contested = max(_count(database, SLOTS) + 2, 3)
     for page in range(1, 6):
         on_postgres.cli("emit", "seo.page.updated", "--data", f'{{"page": {page}}}')
     assert (

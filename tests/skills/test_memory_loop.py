@@ -108,7 +108,8 @@ def test_the_memory_command_reads_without_writing(
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("LOOPENGINE_CONFIG", raising=False)
     monkeypatch.delenv("LOOPENGINE_DATABASE", raising=False)
-    assert run_json(capsys, "autolearn", "memory") == (0, {"users": []})
+    assert main(["autolearn", "memory"]) == 2
+    assert "error: no store at " in capsys.readouterr().err
     assert not (tmp_path / ".loopengine").exists()
 
 
