@@ -18,7 +18,7 @@ from loopengine.contract import Outcome, input_problems
 from loopengine.daemon._api_context import ApiContext, queue_firing, queued_job
 from loopengine.daemon._intake import Firing
 from loopengine.engine import answer_approval
-from loopengine.errors import ContractError, LoopEngineError
+from loopengine.errors import ContractError, LoopEngineError, StoreUnavailable
 from loopengine.store import approvals, executions, new_id, queue, signals, status
 from loopengine.triggers import MAX_EVENT_BYTES, MAX_EVENT_DEPTH, event_problem, nesting
 
@@ -252,6 +252,8 @@ def _add_approvals(app: FastAPI, context: ApiContext) -> None:
             await answer_approval(
                 runtime.engine, runtime.load_loop, execution_id, approve, answer.note
             )
+        except StoreUnavailable:
+            raise
         except LoopEngineError as exc:
             raise HTTPException(409, str(exc)) from None
         record = await context.store.read(lambda c: executions.read_record(c, execution_id))

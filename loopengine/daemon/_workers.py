@@ -143,16 +143,17 @@ class Workers:
         fails this job alone, with its message; the worker goes on."""
         scope = anyio.CancelScope()
         self.running[lease.job_id] = scope
+        self.lost.discard(lease.job_id)
         outcome, execution_id, error = "cancelled", None, None
         fields: dict[str, Any] = {"loop": job.get("loop_id"), "job": lease.job_id}
+        unrecorded: StoreUnavailable | None = None
         try:
             with scope:
                 outcome, execution_id, error = await self._run(job, lease)
         except LeaseLost:
             self.lost.add(lease.job_id)
         except StoreUnavailable as exc:
-            self.log.line("error", f"{exc}: the job is queued again, to resume", **fields)
-            return await self._give_back(lease)
+            unrecorded = exc
         except LoopEngineError as exc:
             outcome, error = "failed", str(exc)
         except Exception as exc:
@@ -161,6 +162,9 @@ class Workers:
         finally:
             self.running.pop(lease.job_id, None)
             self._idle.set()
+        if unrecorded is not None:
+            self.log.line("error", f"{unrecorded}: the job is queued again, to resume", **fields)
+            return await self._give_back(lease)
         fields["execution"] = execution_id
         if lease.job_id in self.lost:
             self.lost.discard(lease.job_id)
@@ -247,18 +251,18 @@ class Workers:
 
     async def _give_back(self, lease: queue.Lease) -> None:
         """Queue a job again whose execution or end could not be recorded: it is claimed again
-        and its execution resumed from its last commit (tried for ``lease_s``, after which the
-        lease lapses and another daemon takes it over)."""
-        with anyio.move_on_after(self.lease_s):
-            while True:
-                try:
-                    await self.store.write(lambda c: queue.requeue(c, lease, self.clock()))
-                    return
-                except Exception as exc:
-                    self.log.line(
-                        "error", f"cannot queue job {lease.job_id} again: {describe(exc)}"
-                    )
-                    await anyio.sleep(1.0)
+        (by this daemon too) and its execution resumed from its last commit. Tried until the
+        store takes it (or the lease is found lost), as long as the daemon runs."""
+        pause = 1.0
+        while True:
+            try:
+                await self.store.write(lambda c: queue.requeue(c, lease, self.clock()))
+                return
+            except Exception as exc:
+                text = f"cannot queue job {lease.job_id} again: {describe(exc)}"
+                self.log.line("error", f"{text}; retrying in {pause:g} s")
+                await anyio.sleep(pause)
+                pause = min(pause * 2, BACKOFF_MAX_S)
 
     async def _heartbeat(self) -> None:
         while True:
@@ -276,7 +280,7 @@ class Workers:
         cancel, lost = await self.store.write(
             partial(queue.renew_leases, owner=self.owner, job_ids=ids, lease_until=until)
         )
-        for job_id in lost:
+        for job_id in lost & set(self.running):
             self.lost.add(job_id)
             self.engine.abandon(job_id)
         for job_id in cancel | lost:

@@ -36,6 +36,12 @@ __all__ = [
 ]
 
 WRITER = "loopengine_writer"
+CONNECT_TIMEOUT_S = 10
+"""How long a PostgreSQL connection may take to open (a host that drops packets hangs for minutes
+without it)."""
+_PG_UNAVAILABLE = ("08", "53", "57P01", "57P02", "57P03")
+"""PostgreSQL's SQLSTATE prefixes that say "not now": connection exceptions, insufficient
+resources (disk full, out of memory, too many connections), shutdowns and a server starting."""
 BUSY_TIMEOUT_MS = 10_000
 _SYNCHRONOUS = ("off", "normal", "full", "extra")
 _INLINE = frozenset({"OFF", "NORMAL"})
@@ -148,7 +154,9 @@ def create_engine(url: str, *, read_only: bool = False) -> sa.Engine:
         return _sqlite_engine(parsed.set(drivername="sqlite"), read_only)
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")
-    options = {"options": "-c default_transaction_read_only=on"} if read_only else {}
+    options: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT_S}
+    if read_only:
+        options["options"] = "-c default_transaction_read_only=on"
     try:
         return sa.create_engine(
             parsed, json_serializer=dumps, pool_pre_ping=True, connect_args=options
@@ -173,17 +181,20 @@ def translated(
 
 def _is_unavailable(exc: BaseException, cause: BaseException) -> bool:
     """Whether the database failed for a while rather than for this statement: the connection
-    dropped, PostgreSQL's operational errors (shutdown, starting up, disk full, deadlock),
-    SQLite busy, locked, out of space or failing to read or write its files."""
+    dropped (or never opened: no SQLSTATE), PostgreSQL's ``_PG_UNAVAILABLE`` states, SQLite
+    busy, locked, out of space or failing to read or write its files."""
     if isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated:
         return True
     code = getattr(cause, "sqlite_errorcode", None)
     if isinstance(code, int):
         return code & 0xFF in _SQLITE_TRANSIENT
     kind = type(cause)
-    return kind.__module__.startswith("psycopg") and any(
-        base.__name__ == "OperationalError" for base in kind.__mro__
-    )
+    if not kind.__module__.startswith("psycopg"):
+        return False
+    state = getattr(cause, "sqlstate", None)
+    if state is None:
+        return any(base.__name__ == "OperationalError" for base in kind.__mro__)
+    return str(state).startswith(_PG_UNAVAILABLE)
 
 
 def _first_line(cause: BaseException) -> str:

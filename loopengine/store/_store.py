@@ -220,7 +220,7 @@ class Store:
                     outcomes = self._run_inline(group) if inline else None
                     if outcomes is None:
                         outcomes = await self._run_patiently(group)
-                    else:
+                    elif group[0].writer:
                         self._available()
                     self._remembering = len(group) == 1
                     for pending, (value, error) in zip(group, outcomes, strict=True):
@@ -248,7 +248,7 @@ class Store:
                 for i, (_, error) in zip(todo, tried, strict=True)
                 if isinstance(error, StoreUnavailable)
             ]
-            if len(down) < len(tried):
+            if len(down) < len(tried) and group[0].writer:
                 self._available()
             waiting = bool(down) and self._wait_out(down[0][1])
             todo = [i for i, _ in down if waiting and group[i].patient]
@@ -278,16 +278,20 @@ class Store:
                 pending._settle(None, error)
 
     def _available(self) -> None:
+        """A write committed: the outage, if any, is over (reads may pass on a full disk)."""
         if self.unavailable_since is not None:
             self.unavailable_since, self.outage = None, None
             if self.on_outage is not None:
                 self.on_outage(None)
 
     def _next_group(self) -> list[Pending[Any]]:
-        """The next operation, with the writes queued right behind it when it is a write."""
-        group = [self._queue.popleft()]
-        while group[0].writer and self._queue and self._queue[0].writer:
-            if len(group) == _GROUP_LIMIT:
+        """The next operation, with the writes queued right behind it when it is a write (as
+        patient as it: an impatient one must not wait out an outage in a patient group)."""
+        first = self._queue.popleft()
+        group = [first]
+        while first.writer and self._queue and len(group) < _GROUP_LIMIT:
+            following = self._queue[0]
+            if not following.writer or following.patient != first.patient:
                 break
             group.append(self._queue.popleft())
         return group

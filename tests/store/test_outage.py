@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from loopengine.errors import StoreUnavailable
-from loopengine.store import Store, queue
+from loopengine.store import Pending, Store, impatient, queue
 from tests.postgres import PostgresServer, postgres_cluster
 from tests.store.test_queue_races import _job
 
@@ -80,3 +80,30 @@ def test_without_patience_an_outage_fails_at_once_and_the_next_write_reconnects(
     assert message.startswith("the database is unavailable: ")
     assert "\n" not in message
     assert won is True
+
+
+def test_a_request_queued_behind_a_waiting_write_fails_without_waiting_for_it(
+    server: PostgresServer,
+) -> None:
+    async def main() -> tuple[bool, bool]:
+        async with Store.open(server.url) as store:
+            store.outage_s = 120.0
+            server.stop()
+            patient = store.submit(lambda c: queue.insert_job(c, _job("patient")))
+            with impatient():
+                hurried = store.submit(lambda c: queue.insert_job(c, _job("hurried")))
+            try:
+                with pytest.raises(StoreUnavailable):
+                    await hurried.wait()
+                waiting = patient.error is None and not _settled(patient)
+            finally:
+                server.start()
+            return waiting, await patient.wait()
+
+    waiting, won = anyio.run(main)
+    assert waiting
+    assert won is True
+
+
+def _settled(pending: Pending[bool]) -> bool:
+    return pending._done.is_set()
