@@ -39,9 +39,14 @@ WRITER = "loopengine_writer"
 CONNECT_TIMEOUT_S = 10
 """How long a PostgreSQL connection may take to open (a host that drops packets hangs for minutes
 without it)."""
-_PG_UNAVAILABLE = ("08", "53", "57P01", "57P02", "57P03")
-"""PostgreSQL's SQLSTATE prefixes that say "not now": connection exceptions, insufficient
-resources (disk full, out of memory, too many connections), shutdowns and a server starting."""
+IDLE_IN_TRANSACTION_MS = 10_000
+"""PostgreSQL ends a session idle inside a transaction this long: a process paused mid-transaction
+(a VM paused, a SIGSTOP) releases its row locks, so another daemon can take its jobs over (the
+store never waits inside a transaction: each runs whole in one thread hop)."""
+_PG_UNAVAILABLE = ("08", "25P03", "53", "57P01", "57P02", "57P03")
+"""PostgreSQL's SQLSTATE prefixes that say "not now": connection exceptions, a session ended for
+idling in a transaction, insufficient resources (disk full, out of memory, too many
+connections), shutdowns and a server starting."""
 BUSY_TIMEOUT_MS = 10_000
 _SYNCHRONOUS = ("off", "normal", "full", "extra")
 _INLINE = frozenset({"OFF", "NORMAL"})
@@ -154,9 +159,10 @@ def create_engine(url: str, *, read_only: bool = False) -> sa.Engine:
         return _sqlite_engine(parsed.set(drivername="sqlite"), read_only)
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")
-    options: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT_S}
+    settings = f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}"
     if read_only:
-        options["options"] = "-c default_transaction_read_only=on"
+        settings += " -c default_transaction_read_only=on"
+    options = {"connect_timeout": CONNECT_TIMEOUT_S, "options": settings}
     try:
         return sa.create_engine(
             parsed, json_serializer=dumps, pool_pre_ping=True, connect_args=options

@@ -13,9 +13,11 @@ import pytest
 import sqlalchemy as sa
 
 from loopengine.errors import StoreUnavailable
-from loopengine.store import Pending, Store, impatient, queue
+from loopengine.store import Pending, Store, create_engine, impatient, migrate, queue
+from loopengine.store._database import IDLE_IN_TRANSACTION_MS, translated
 from tests.postgres import PostgresServer, postgres_cluster
 from tests.store.test_queue_races import _job
+from tests.waiting import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -107,3 +109,56 @@ def test_a_request_queued_behind_a_waiting_write_fails_without_waiting_for_it(
 
 def _settled(pending: Pending[bool]) -> bool:
     return pending._done.is_set()
+
+
+def test_a_session_paused_inside_a_transaction_lets_its_row_locks_go(
+    server: PostgresServer,
+) -> None:
+    """A daemon paused (SIGSTOP, a VM pause) while its transaction holds a job's row must not
+    keep other daemons from taking the job over: PostgreSQL ends the idle transaction."""
+    engine = create_engine(server.url)
+    try:
+        with engine.begin() as connection:
+            migrate(connection)
+            queue.insert_job(connection, _job("held"))
+        paused = engine.connect()
+        paused.begin()
+        key = sa.text("SELECT id FROM jobs WHERE idempotency_key = 'held' FOR UPDATE")
+        job_id = paused.execute(key).scalar_one()
+
+        def claimable() -> bool:
+            with engine.begin() as other:
+                found = queue.claimable(other, 1e12, 10, owner="other", loop_ids=["tick"])
+                return job_id in {job["id"] for job in found}
+
+        assert not claimable()
+        wait_until(claimable, "the paused session kept its row lock")
+        with pytest.raises(sa.exc.DBAPIError) as ended:
+            paused.execute(sa.text("SELECT 1"))
+        assert isinstance(translated(ended.value), StoreUnavailable)
+        paused.invalidate()
+        paused.close()
+    finally:
+        engine.dispose()
+
+
+def test_a_store_whose_transaction_was_ended_while_paused_carries_on(
+    server: PostgresServer,
+) -> None:
+    """The store's own session, ended for idling in a transaction (its process was paused), is
+    replaced: the operation runs again on a new session."""
+    paused: list[bool] = []
+
+    def insert_after_a_pause(connection: sa.Connection) -> bool:
+        if not paused:
+            paused.append(True)
+            connection.execute(sa.text("SELECT 1"))
+            time.sleep(IDLE_IN_TRANSACTION_MS / 1000 + 1)
+        return queue.insert_job(connection, _job("after-a-pause"))
+
+    async def main() -> bool:
+        async with Store.open(server.url) as store:
+            store.outage_s = 60.0
+            return await store.write(insert_after_a_pause)
+
+    assert anyio.run(main) is True
