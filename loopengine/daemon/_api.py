@@ -225,12 +225,24 @@ class _Faults:
             )
             if answered:
                 return
-            if isinstance(exc, StoreUnavailable):
-                await _unavailable(exc)(scope, receive, send)
+            if (outage := _outage_in(exc)) is not None:
+                await _unavailable(outage)(scope, receive, send)
                 return
             message = f"internal error: {type(exc).__name__} (request {request_id})"
             body = {"error": {"code": "internal", "message": message}}
             await JSONResponse(body, status_code=500)(scope, receive, send)
+
+
+def _outage_in(exc: BaseException) -> StoreUnavailable | None:
+    """``exc`` when the store was unavailable, also from inside a task group's exception group
+    (every error of which is an outage)."""
+    if isinstance(exc, StoreUnavailable):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        found = [_outage_in(inner) for inner in exc.exceptions]
+        if found and all(found):
+            return found[0]
+    return None
 
 
 def _unavailable(exc: StoreUnavailable) -> JSONResponse:
