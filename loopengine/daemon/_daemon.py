@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import sqlalchemy as sa
 
-from loopengine._faults import describe
+from loopengine._faults import describe, next_pause
 from loopengine._resources import shipped_loop
 from loopengine._secrets import remember
 from loopengine.contract import Config, Loop
@@ -28,7 +28,7 @@ from loopengine.daemon._log import DaemonLog
 from loopengine.daemon._loops import Changes, LoopFolder, reason, triggers_of
 from loopengine.daemon._scheduler import Scheduler
 from loopengine.daemon._thresholds import ThresholdWatcher
-from loopengine.daemon._workers import BACKOFF_MAX_S, Workers
+from loopengine.daemon._workers import Workers
 from loopengine.engine import escalate_overdue, owner_died
 from loopengine.errors import ContractError, LoopEngineError, StoreUnavailable
 from loopengine.expr import compile_template
@@ -251,7 +251,7 @@ async def _supervised(log: DaemonLog, task: Callable[[], Awaitable[None]]) -> No
     """Run ``task`` for as long as the daemon runs: a failure (the store unreachable, a bug in a
     loop's expression, a bug of loopengine's own) is logged and the task starts again, a second
     later, then up to ``BACKOFF_MAX_S`` later while it keeps failing at once."""
-    pause = 1.0
+    pause = next_pause(None)
     while True:
         started = time.monotonic()
         try:
@@ -262,7 +262,7 @@ async def _supervised(log: DaemonLog, task: Callable[[], Awaitable[None]]) -> No
             log.line("error", f"{text}; retrying in {pause:g} s", task=name)
         await anyio.sleep(pause)
         failing_fast = time.monotonic() - started < 2 * pause
-        pause = min(pause * 2, BACKOFF_MAX_S) if failing_fast else 1.0
+        pause = next_pause(pause) if failing_fast else next_pause(None)
 
 
 def _wait_out_outages(runtime: Runtime, outage_s: float, log: DaemonLog) -> None:

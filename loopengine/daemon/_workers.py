@@ -16,21 +16,18 @@ from typing import Any
 import anyio
 import sqlalchemy as sa
 
-from loopengine._faults import describe
+from loopengine._faults import describe, next_pause
 from loopengine.contract import Loop
 from loopengine.daemon._log import DaemonLog
 from loopengine.engine import Engine, resume
 from loopengine.errors import LeaseLost, LoopEngineError, StoreUnavailable
 from loopengine.store import JobEnvelope, Store, executions, jobs, queue
 
-__all__ = ["BACKOFF_MAX_S", "MAX_CLAIMS", "Workers"]
+__all__ = ["MAX_CLAIMS", "Workers"]
 
 MAX_CLAIMS = 10
 """A job claimed this many times without an end (its daemon died running it each time: a skill
 that crashes the process) fails instead of taking down the next daemon too."""
-
-BACKOFF_MAX_S = 30.0
-"""The longest pause between two tries of a task that keeps failing (claims, supervised tasks)."""
 
 
 class Workers:
@@ -100,19 +97,18 @@ class Workers:
         return not self.running
 
     async def _work(self) -> None:
-        failures = 0
+        pause: float | None = None
         while self.accepting:
             try:
                 claimed = await self.store.write(self._claim)
             except Exception as exc:
-                pause = min(2.0**failures, BACKOFF_MAX_S)
-                failures += 1
+                pause = next_pause(pause)
                 self.log.line(
                     "error", f"cannot claim a job: {describe(exc)}; retrying in {pause:g} s"
                 )
                 await anyio.sleep(pause)
                 continue
-            failures = 0
+            pause = None
             if claimed is None:
                 self._wake = anyio.Event()
                 with anyio.move_on_after(self.poll_s):
@@ -253,16 +249,16 @@ class Workers:
         """Queue a job again whose execution or end could not be recorded: it is claimed again
         (by this daemon too) and its execution resumed from its last commit. Tried until the
         store takes it (or the lease is found lost), as long as the daemon runs."""
-        pause = 1.0
+        pause: float | None = None
         while True:
             try:
                 await self.store.write(lambda c: queue.requeue(c, lease, self.clock()))
                 return
             except Exception as exc:
+                pause = next_pause(pause)
                 text = f"cannot queue job {lease.job_id} again: {describe(exc)}"
                 self.log.line("error", f"{text}; retrying in {pause:g} s")
                 await anyio.sleep(pause)
-                pause = min(pause * 2, BACKOFF_MAX_S)
 
     async def _heartbeat(self) -> None:
         while True:
