@@ -11,9 +11,13 @@ __all__ = ["Identifier", "Name", "Strict"]
 
 
 class Strict(BaseModel):
-    """Base of every contract model: unknown keys are errors and instances are immutable."""
+    """Base of every contract model: unknown keys are errors and instances are immutable.
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    Validators are built on first use, so a command that reads no loop builds none; a default
+    that is a model is made with ``model_construct()`` to keep importing from building one.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, defer_build=True)
 
 
 Identifier = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$")]

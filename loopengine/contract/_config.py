@@ -177,7 +177,9 @@ class Config(Strict):
         description="Hosts `http_get` may reach although they are loopback or private "
         "(names or addresses, e.g. `127.0.0.1`).",
     )
-    cluster: Cluster = Field(Cluster(), description="OpenAI-compatible chat endpoints.")
+    cluster: Cluster = Field(
+        Cluster.model_construct(), description="OpenAI-compatible chat endpoints."
+    )
     databases: dict[str, str] = Field(
         default_factory=dict,
         description="SQL databases that `database` sources read, by name; `default` unless a "
@@ -188,6 +190,9 @@ class Config(Strict):
         description="Artifact storage names → URLs (`file://`, `sqlite://`, `postgresql://`, `redis://`).",
     )
     daemon: DaemonSettings = Field(
-        DaemonSettings(), description="The daemon: address, loops folder, workers, API token."
+        DaemonSettings.model_construct(),
+        description="The daemon: address, loops folder, workers, API token.",
     )
-    autolearn: Autolearn = Field(Autolearn(), description="Scoring and tuning of the chat.")
+    autolearn: Autolearn = Field(
+        Autolearn.model_construct(), description="Scoring and tuning of the chat."
+    )

@@ -62,7 +62,8 @@ class LoopSpec(Strict):
     )
     budget: Budget | None = Field(None, description="Token, LLM-call and wall-time limits.")
     concurrency: Concurrency = Field(
-        Concurrency(), description="Overlap policy when a trigger fires during an execution."
+        Concurrency.model_construct(),
+        description="Overlap policy when a trigger fires during an execution.",
     )
     detect: Detect | None = Field(None, description="Phase 1: observe and detect.")
     analyze: Analyze | None = Field(None, description="Phase 2: analyze the context.")

@@ -338,10 +338,12 @@ class Learn(PhaseSettings):
         default_factory=list, description="Learned values; `state.score` is always learned."
     )
     learning_config: LearningConfig = Field(
-        LearningConfig(), description="Rate, cap, samples and cooldown of the adjustments."
+        LearningConfig.model_construct(),
+        description="Rate, cap, samples and cooldown of the adjustments.",
     )
     anti_hallucination: AntiHallucination = Field(
-        AntiHallucination(), description="Confidence floor and review threshold of learning."
+        AntiHallucination.model_construct(),
+        description="Confidence floor and review threshold of learning.",
     )
 
 
@@ -368,7 +370,9 @@ class Store(PhaseSettings):
     """Phase 7: persist artifacts and the audit trail."""
 
     artifacts: list[Artifact] = Field(default_factory=list, description="Records written.")
-    audit_trail: AuditTrail = Field(AuditTrail(), description="Whether and what the audit records.")
+    audit_trail: AuditTrail = Field(
+        AuditTrail.model_construct(), description="Whether and what the audit records."
+    )
     retention_days: float | None = Field(
         None,
         gt=0,

@@ -167,7 +167,9 @@ class ManualTrigger(Strict):
 
     type: Literal["manual"] = _TYPE
     id: Identifier | None = _ID
-    config: ManualConfig = Field(ManualConfig(), description="None: only the CLI or API fires it.")
+    config: ManualConfig = Field(
+        ManualConfig.model_construct(), description="None: only the CLI or API fires it."
+    )
 
 
 Trigger = Annotated[
