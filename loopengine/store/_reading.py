@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Concatenate, ParamSpec, TypeVar
 
 import sqlalchemy as sa
 
@@ -17,6 +17,7 @@ from loopengine.store._migrations import MIGRATIONS, check_readable
 __all__ = ["Reader", "open_read_only"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class Reader:
@@ -28,12 +29,17 @@ class Reader:
         self.schema_version = schema_version
         """What the database holds: 0 when it was never migrated (nothing recorded yet)."""
 
-    def read(self, operation: Callable[[sa.Connection], T]) -> T:
-        """Run ``operation`` in a read transaction (repositories may use the driver's cursor:
-        its errors are translated too)."""
+    def read(
+        self,
+        operation: Callable[Concatenate[sa.Connection, P], T],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """Run ``operation(connection, *args, **kwargs)`` in a read transaction (repositories
+        may use the driver's cursor: its errors are translated too)."""
         try:
             with self._connection.begin():
-                return operation(self._connection)
+                return operation(self._connection, *args, **kwargs)
         except (sa.exc.SQLAlchemyError, self._driver_error) as exc:
             found = translated(exc, self._driver_error)
             latest = MIGRATIONS[-1].version

@@ -1,10 +1,13 @@
 """The store: one flusher task owns the connection, so transactions never interleave.
 
-Every operation is a plain function of a SQLAlchemy ``Connection``, queued in submission order and
-run in a transaction (``BEGIN IMMEDIATE`` on SQLite) in a worker thread, one batch per thread hop;
-on SQLite, reads, and writes that do not wait for the disk (in memory, or ``synchronous``
-off/normal: tens of microseconds against ~150 for a thread hop), run in the event loop, and go to
-the thread only when another process holds the lock they need.
+Every operation is a repository function whose first parameter is a SQLAlchemy ``Connection``,
+handed over with its other arguments (``store.read(executions.read_record, execution_id)``, as
+``anyio.to_thread.run_sync`` takes them), so no caller outside the store holds a connection. It
+is queued in submission order and run in a transaction (``BEGIN IMMEDIATE`` on SQLite) in a
+worker thread, one batch per thread hop; on SQLite, reads, and writes that do not wait for the
+disk (in memory, or ``synchronous`` off/normal: tens of microseconds against ~150 for a thread
+hop), run in the event loop, and go to the thread only when another process holds the lock they
+need.
 Writes that queue up while a batch runs are committed together (group commit: one fsync for many
 executions' phase rows); should the group fail, each write is retried alone so only the faulty one
 fails. A read sees every write submitted before it. A cancelled caller does not cancel a write
@@ -32,7 +35,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Hashable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
-from typing import Any, Generic, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -53,6 +56,7 @@ __all__ = ["Pending", "Store", "impatient"]
 
 _LOG = logging.getLogger("loopengine.store")
 T = TypeVar("T")
+P = ParamSpec("P")
 Outcome = tuple[Any, BaseException | None]
 _GROUP_LIMIT = 64
 _PATIENT: ContextVar[bool] = ContextVar("loopengine_store_patient", default=True)
@@ -156,8 +160,17 @@ class Store:
         self._connection.close()
         self.engine.dispose()
 
-    def submit(self, operation: Callable[[sa.Connection], T], *, writer: bool = True) -> Pending[T]:
-        """Queue ``operation``; it runs in the order submitted, whether or not anyone waits."""
+    def submit(
+        self,
+        operation: Callable[Concatenate[sa.Connection, P], T],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> Pending[T]:
+        """Queue a write of ``operation(connection, *args, **kwargs)``; it runs in the order
+        submitted, whether or not anyone waits."""
+        return self._queued(_bound(operation, *args, **kwargs), writer=True)
+
+    def _queued(self, operation: Callable[[sa.Connection], T], writer: bool) -> Pending[T]:
         if self._closing:
             raise StorageError("the store is closed")
         if writer:
@@ -175,13 +188,24 @@ class Store:
         to it keeps the order of submission)."""
         return bool(self._queue) and self._queue[-1] is pending
 
-    async def write(self, operation: Callable[[sa.Connection], T]) -> T:
-        """Run ``operation`` in a write transaction; committed when this returns."""
-        return await self.submit(operation).wait()
+    async def write(
+        self,
+        operation: Callable[Concatenate[sa.Connection, P], T],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """Run ``operation(connection, *args, **kwargs)`` in a write transaction; committed when
+        this returns."""
+        return await self._queued(_bound(operation, *args, **kwargs), writer=True).wait()
 
-    async def read(self, operation: Callable[[sa.Connection], T]) -> T:
-        """Run ``operation`` in a read transaction."""
-        return await self.submit(operation, writer=False).wait()
+    async def read(
+        self,
+        operation: Callable[Concatenate[sa.Connection, P], T],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """Run ``operation(connection, *args, **kwargs)`` in a read transaction."""
+        return await self._queued(_bound(operation, *args, **kwargs), writer=False).wait()
 
     def data_version(self) -> int | None:
         """SQLite's ``data_version``, which changes when another connection (another process)
@@ -336,6 +360,12 @@ class Store:
             if len(group) == 1:
                 return [(None, translated(exc, self._driver_error))]
             return [self._run_group([pending])[0] for pending in group]
+
+
+def _bound(
+    operation: Callable[Concatenate[sa.Connection, P], T], *args: P.args, **kwargs: P.kwargs
+) -> Callable[[sa.Connection], T]:
+    return lambda connection: operation(connection, *args, **kwargs)
 
 
 @contextmanager

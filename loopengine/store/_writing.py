@@ -5,7 +5,7 @@ engine or the loop models, which a single row does not need."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Concatenate, ParamSpec, TypeVar
 
 import sqlalchemy as sa
 
@@ -15,12 +15,18 @@ from loopengine.store._migrations import migrate
 __all__ = ["write_once"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
-def write_once(url: str, operation: Callable[[sa.Connection], T]) -> T:
-    """Run ``operation`` in one write transaction of the store at ``url``, created or migrated
-    first as ``Store.open`` does; another process's write lock is waited for as the store's
-    worker thread waits for it."""
+def write_once(
+    url: str,
+    operation: Callable[Concatenate[sa.Connection, P], T],
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> T:
+    """Run ``operation(connection, *args, **kwargs)`` in one write transaction of the store at
+    ``url``, created or migrated first as ``Store.open`` does; another process's write lock is
+    waited for as the store's worker thread waits for it."""
     engine = create_engine(url)
     driver_error: type[BaseException] = engine.dialect.loaded_dbapi.Error
     try:
@@ -32,7 +38,7 @@ def write_once(url: str, operation: Callable[[sa.Connection], T]) -> T:
                 driver.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             with connection.begin():
                 migrate(connection)
-                return operation(connection)
+                return operation(connection, *args, **kwargs)
     except (sa.exc.SQLAlchemyError, driver_error) as exc:  # BEGIN IMMEDIATE runs on the driver
         raise translated(exc, driver_error) from None
     finally:

@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from loopengine.errors import StorageError
-from loopengine.store import Store, flags
+from loopengine.store import Store, flags, open_read_only, write_once
 
 pytestmark = pytest.mark.anyio
 
@@ -48,11 +48,21 @@ async def test_a_failing_write_in_a_group_fails_alone(tmp_path: Path) -> None:
     assert names == ["a", "b"]
 
 
+async def test_an_operation_is_handed_over_with_its_arguments(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    async with Store.open(url) as store:
+        await store.write(flags.set_flag, "async", True, at=1.0)
+        assert await store.read(flags.flag_enabled, "async")
+    write_once(url, flags.set_flag, name="once", enabled=True, at=2.0)
+    with open_read_only(url) as reader:
+        assert reader.read(flags.flag_enabled, name="once")
+
+
 async def test_operations_run_in_the_order_submitted(tmp_path: Path) -> None:
     async with Store.open(f"sqlite:///{tmp_path / 'o.db'}") as store:
         seen: list[int] = []
         pending = [store.submit(lambda c, i=i: seen.append(i)) for i in range(20)]
-        pending.append(store.submit(lambda c: seen.append(99), writer=False))
+        await store.read(lambda c: seen.append(99))
         for each in pending:
             await each.wait()
     assert seen == [*range(20), 99]
