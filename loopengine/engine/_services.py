@@ -149,7 +149,7 @@ class Services:
             data=run.data,
             dry_run=dry_run or run.dry_run,
             logger=_LOGGER,
-            llm=self.llm(),
+            llm_runtime=self.llm,
             spend=partial(_spend, run),
             progress=self.progress,
             store=self.store,

@@ -43,8 +43,8 @@ class SkillContext:
     """A dry run: the execution's, or an action's ``dry_run_first`` call; a skill of any phase
     then changes nothing (an action's skill also gets ``dry_run: true``)."""
     logger: logging.Logger = field(default_factory=lambda: _LOGGER)
-    llm: Any = None
-    """The engine's LLM runtime (cluster, tools, threads), for LLM skills; None without one."""
+    llm_runtime: Callable[[], Any] | None = None
+    """Gives the engine's LLM runtime, built on its first call (see ``llm``)."""
     spend: Spend | None = None
     progress: Progress | None = None
     """Tell a live display what a long skill is doing (event name, fields); None if none listens."""
@@ -56,6 +56,12 @@ class SkillContext:
     scope: Mapping[str, Any] = field(default_factory=dict)
     """The job's bounded scope (``limit``…)."""
     clock: Callable[[], float] = time.time
+
+    @property
+    def llm(self) -> Any:
+        """The engine's LLM runtime (cluster, tools, threads), for LLM skills; None without one.
+        Built when a skill first asks: the HTTP client costs ~0.3 s that other skills never pay."""
+        return None if self.llm_runtime is None else self.llm_runtime()
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,7 +42,7 @@ def _ctx(runtime: LLMRuntime, execution: str = "e1") -> SkillContext:
         phase="act",
         step="answer",
         idempotency_key=f"{execution}:act:answer",
-        llm=runtime,
+        llm_runtime=lambda: runtime,
     )
 
 

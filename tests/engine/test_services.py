@@ -1,0 +1,49 @@
+"""What the engine's services give skills, and what they cost only the skills that use it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopengine.contract import Config, Outcome
+from loopengine.engine import Engine, Services
+from loopengine.skills import Registry
+from loopengine.store import Store
+from tests.engine.conftest import Harness
+
+pytestmark = pytest.mark.anyio
+
+CLUSTER = Config.model_validate(
+    {"cluster": {"nodes": {"OL1": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}}}}
+)
+
+
+class CountingServices(Services):
+    """Services that count how often the LLM runtime is asked for."""
+
+    asked = 0
+
+    def llm(self) -> Any:
+        CountingServices.asked += 1
+        return super().llm()
+
+
+async def test_skills_that_use_no_model_never_build_the_cluster_clients(
+    tmp_path: Path, engine_registry: Registry
+) -> None:
+    CountingServices.asked = 0
+    async with Store.open(f"sqlite:///{tmp_path / 'loopengine.db'}") as store:
+        services = CountingServices(engine_registry, store, CLUSTER, tmp_path)
+        try:
+            harness = Harness(tmp_path, engine_registry, store, Engine(services), CLUSTER)
+            loop = harness.loop(
+                "id: plain\ntrigger: {type: manual}\nanalyze:\n  analysis_steps:\n"
+                "    - {name: look, skill_id: report, params: {values: {seen: 1}}}\n"
+            )
+            done = await harness.engine.run(loop)
+        finally:
+            await services.aclose()
+    assert done.outcome is Outcome.COMPLETED
+    assert CountingServices.asked == 0
