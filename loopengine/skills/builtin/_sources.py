@@ -113,17 +113,12 @@ async def alert_source(ctx: SkillContext, name: str) -> dict[str, Any]:
 
 
 def _select(url: str, table: str, where: str | None, limit: int) -> list[dict[str, Any]]:
-    from loopengine.store import read_only_query
+    from loopengine.store import select_from
 
     if where and ";" in where:
         raise SkillError("database source: the filter must be one WHERE clause (no ';')")
-
-    def statement(dialect: Any) -> str:
-        quoted = dialect.identifier_preparer.quote(table)
-        return f"SELECT * FROM {quoted}" + (f" WHERE {where}" if where else "") + f" LIMIT {limit}"
-
     try:
-        return read_only_query(url, statement, limit)[1]
+        return select_from(url, table, where, limit)
     except StorageError as exc:
         raise SkillError(f"database source {table!r}: {exc}") from None
 
