@@ -24,10 +24,11 @@ from loopengine.contract import (
     schema_check,
     shipped_schema,
 )
-from loopengine.errors import ContractError, StorageError
+from loopengine.errors import ContractError
 
 if TYPE_CHECKING:
     from loopengine.contract import Config
+    from loopengine.store.urls import StoreUrl
 
 __all__ = [
     "CONFIG_ENV",
@@ -61,26 +62,30 @@ class Settings:
         return _built(self.document)
 
     @cached_property
-    def database_url(self) -> str:
+    def _store_url(self) -> StoreUrl:
         """``$LOOPENGINE_DATABASE``, else the config's; a relative SQLite path starts at the
-        config's folder. The debug log names the store when a command first asks for it."""
-        url = os.environ.get(DATABASE_ENV) or self._database()
-        parsed, path = _sqlite_path(url)
-        if path is not None and not path.is_absolute():
-            path = self.base / path
-            url = str(parsed.set(database=str(path)).render_as_string(hide_password=False))
-        _LOG.debug("store: %s", _shown(parsed, path))
-        return url
+        config's folder. The debug log names the store when a command first asks for it. The
+        store parses it: every caller opens the store right after, which loads it anyway."""
+        from loopengine.store.urls import store_url
+
+        found = store_url(os.environ.get(DATABASE_ENV) or self._database(), self.base)
+        _LOG.debug("store: %s", found.shown)
+        return found
+
+    @property
+    def database_url(self) -> str:
+        """The store's URL as this process opens it (``_store_url``)."""
+        return self._store_url.url
 
     @property
     def sqlite_file(self) -> Path | None:
         """The database file when the store is a SQLite file."""
-        return _sqlite_path(self.database_url)[1]
+        return self._store_url.file
 
     @property
     def store(self) -> str:
         """The store as a person names it: its SQLite file, else its URL without the password."""
-        return _shown(*_sqlite_path(self.database_url))
+        return self._store_url.shown
 
     def no_store(self) -> ContractError:
         """What a command that creates no store says when there is none where it looks."""
@@ -113,24 +118,6 @@ class Settings:
         if isinstance(data, dict) and key in data:
             return data[key]
         return shipped_schema("config")["$defs"]["Config"]["properties"][key].get("default")
-
-
-def _sqlite_path(url: str) -> tuple[Any, Path | None]:
-    """The parsed ``url``, and its file when it names a SQLite file. SQLAlchemy parses it: both
-    callers open the store right after, which loads SQLAlchemy anyway."""
-    import sqlalchemy as sa
-
-    try:
-        parsed = sa.make_url(url)
-    except sa.exc.ArgumentError as exc:
-        raise StorageError(f"invalid database URL {url!r}: {exc}") from None
-    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
-        return parsed, None
-    return parsed, Path(str(parsed.database)).expanduser()
-
-
-def _shown(parsed: Any, path: Path | None) -> str:
-    return str(path) if path is not None else str(parsed.render_as_string(hide_password=True))
 
 
 def private_paths(base: Path, config: Path | None, store: Path | None) -> tuple[Path, ...]:

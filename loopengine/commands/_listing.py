@@ -1,35 +1,25 @@
 """What the listing commands share (``events list``, ``metrics list``): a name glob and a bound,
-read from the store without writing anything."""
+checked before the store is read."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from fnmatch import fnmatchcase
-from pathlib import Path
-from typing import Any
-
-import sqlalchemy as sa
 
 from loopengine.errors import ContractError
-from loopengine.reader import open_reader
 
-__all__ = ["MAX_LISTED", "Query", "listed"]
+__all__ = ["MAX_LISTED", "name_filter"]
 
 MAX_LISTED = 10_000
 
-Query = Callable[[sa.Connection, Callable[[str], bool], int], list[dict[str, Any]]]
-"""A repository function: the first ``limit`` rows whose name the predicate accepts."""
 
-
-def listed(
-    config: Path | None, pattern: str | None, limit: int, query: Query
-) -> list[dict[str, Any]]:
-    """At most ``limit`` rows whose name matches ``pattern``."""
+def name_filter(pattern: str | None, limit: int) -> Callable[[str], bool]:
+    """Whether a name matches ``pattern`` (any name without one), once ``limit`` is checked:
+    what a listing passes to its repository function with ``limit``."""
     if not 1 <= limit <= MAX_LISTED:
         raise ContractError(f"--limit {limit}: write a whole number from 1 to {MAX_LISTED}")
 
     def wanted(name: str) -> bool:
         return pattern is None or fnmatchcase(name, pattern)
 
-    with open_reader(config) as reader:
-        return reader.read(lambda c: query(c, wanted, limit))
+    return wanted

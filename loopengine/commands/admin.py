@@ -22,7 +22,7 @@ async def run_flags_set(
         raise ContractError(f"flag state {state!r}: write on or off")
     enabled = _ON[state.lower()]
     async with open_runtime(config, create=False) as runtime:
-        await runtime.store.write(lambda c: flags.set_flag(c, name, enabled, time.time()))
+        await runtime.store.write(flags.set_flag, name, enabled, time.time())
     if as_json:
         console.json({"name": name, "enabled": enabled})
     else:
@@ -34,14 +34,12 @@ async def run_flags_list(console: Console, config: Path | None, as_json: bool) -
     async with open_runtime(config, create=False) as runtime:
         rows = await runtime.store.read(flags.list_flags)
     if as_json:
-        console.json(
-            {"flags": [{"name": n, "enabled": e, "updated_at": iso(at)} for n, e, at in rows]}
-        )
+        console.json({"flags": [flag.as_json() for flag in rows]})
     elif not rows:
         console.print("No flags set: `loopengine flags set NAME on`.")
     else:
         console.table(
-            [(n, "on" if e else "off", str(iso(at))) for n, e, at in rows],
+            [(f.name, "on" if f.enabled else "off", str(iso(f.updated_at))) for f in rows],
             (("bold",), (), ("dim",)),
         )
     return 0

@@ -36,7 +36,7 @@ def run_approvals(console: Console, limit: int, config: Path | None, as_json: bo
         )
     now = time.time()
     with open_reader(config) as reader:
-        found = [] if reader is None else reader.read(lambda c: approvals.waiting(c, now, limit))
+        found = reader.read(approvals.waiting, now, limit)
     if as_json:
         console.json({"approvals": found})
         return 0

@@ -13,8 +13,9 @@ from typing import Any
 
 from loopengine._json import NonFiniteNumber, loads
 from loopengine.commands._console import Console
-from loopengine.commands._listing import listed
+from loopengine.commands._listing import name_filter
 from loopengine.errors import ContractError
+from loopengine.reader import open_reader
 from loopengine.settings import read_settings
 from loopengine.store import iso, signals, write_once
 from loopengine.triggers import MAX_EVENT_BYTES, MAX_EVENT_DEPTH, event_problem, nesting
@@ -51,7 +52,7 @@ def run_emit(
     data = _event_data(data_text)
     now = time.time()
     url = read_settings(config).database_url
-    event_id = write_once(url, lambda c: signals.insert_event(c, name, "cli", data, now))
+    event_id = write_once(url, signals.insert_event, name, "cli", data, now)
     if as_json:
         console.json({"id": event_id, "name": name, "data": data, "created_at": iso(now)})
     else:
@@ -62,7 +63,9 @@ def run_emit(
 def run_events_list(
     console: Console, pattern: str | None, limit: int, config: Path | None, as_json: bool
 ) -> int:
-    rows = listed(config, pattern, limit, signals.list_events)
+    wanted = name_filter(pattern, limit)
+    with open_reader(config) as reader:
+        rows = reader.read(signals.list_events, wanted, limit)
     views = [
         {
             "id": row["id"],

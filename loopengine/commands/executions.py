@@ -6,7 +6,7 @@ from pathlib import Path
 
 from loopengine.commands._console import Console
 from loopengine.commands._progress import LivePhases
-from loopengine.commands._report import execution_named, show_record
+from loopengine.commands._report import MIN_PREFIX, NAMED, execution_named, show_record
 from loopengine.engine import ExecutionDone, answer_approval, resume
 from loopengine.runtime import Runtime, open_runtime
 from loopengine.store import executions
@@ -14,8 +14,14 @@ from loopengine.store import executions
 __all__ = ["run_answer", "run_resume"]
 
 
+async def _named(runtime: Runtime, given: str) -> str:
+    return execution_named(
+        given, await runtime.store.read(executions.ids_named, given, MIN_PREFIX, NAMED)
+    )
+
+
 async def _show(runtime: Runtime, live: LivePhases, execution_id: str, as_json: bool) -> None:
-    record = await runtime.store.read(lambda c: executions.read_record(c, execution_id))
+    record = await runtime.store.read(executions.read_record, execution_id)
     assert record is not None
     live.finish()
     show_record(live.console, record, as_json, phases=not live.live)
@@ -35,7 +41,7 @@ async def run_answer(
 ) -> int:
     live = LivePhases(console, as_json)
     async with open_runtime(config, live, live.progress, create=False) as runtime:
-        execution_id = await runtime.store.read(lambda c: execution_named(c, execution_id))
+        execution_id = await _named(runtime, execution_id)
         done = await answer_approval(runtime.engine, runtime.load_loop, execution_id, approve, note)
         await _show(runtime, live, execution_id, as_json)
     return _code(done) if approve else 0
@@ -46,7 +52,7 @@ async def run_resume(
 ) -> int:
     live = LivePhases(console, as_json)
     async with open_runtime(config, live, live.progress, create=False) as runtime:
-        execution_id = await runtime.store.read(lambda c: execution_named(c, execution_id))
+        execution_id = await _named(runtime, execution_id)
         done = await resume(runtime.engine, runtime.load_loop, execution_id)
         await _show(runtime, live, execution_id, as_json)
     return _code(done)

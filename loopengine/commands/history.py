@@ -6,7 +6,7 @@ from pathlib import Path
 
 from loopengine._suggestions import did_you_mean
 from loopengine.commands._console import Console
-from loopengine.commands._report import execution_named, show_record
+from loopengine.commands._report import MIN_PREFIX, NAMED, execution_named, show_record
 from loopengine.errors import ContractError, LoopEngineError
 from loopengine.reader import open_reader
 from loopengine.store import executions
@@ -42,7 +42,7 @@ def run_history(
     _check_filters(limit, outcome)
     with open_reader(config) as reader:
         rows = reader.read(
-            lambda c: executions.list_executions(c, loop_id=loop_id, outcome=outcome, limit=limit)
+            executions.list_executions, loop_id=loop_id, outcome=outcome, limit=limit
         )
     views = [row.summary() for row in rows]
     if as_json:
@@ -75,8 +75,9 @@ def run_history(
 
 def run_show(console: Console, given: str, config: Path | None, as_json: bool) -> int:
     with open_reader(config) as reader:
-        execution_id = reader.read(lambda c: execution_named(c, given))
-        record = reader.read(lambda c: executions.read_record(c, execution_id))
+        found = reader.read(executions.ids_named, given, MIN_PREFIX, NAMED)
+        execution_id = execution_named(given, found)
+        record = reader.read(executions.read_record, execution_id)
     if record is None:
         raise LoopEngineError(f"no execution {execution_id!r} (see `loopengine history`)")
     show_record(console, record, as_json)

@@ -11,8 +11,9 @@ import time
 from pathlib import Path
 
 from loopengine.commands._console import Console
-from loopengine.commands._listing import listed
+from loopengine.commands._listing import name_filter
 from loopengine.errors import ContractError
+from loopengine.reader import open_reader
 from loopengine.settings import read_settings
 from loopengine.store import iso, signals, write_once
 
@@ -39,7 +40,7 @@ def run_metric(
     labels = _labels(pairs)
     now = time.time()
     url = read_settings(config).database_url
-    write_once(url, lambda c: signals.insert_metric(c, name, number, now, labels))
+    write_once(url, signals.insert_metric, name, number, now, labels)
     if as_json:
         console.json({"name": name, "value": number, "labels": labels, "recorded_at": iso(now)})
     else:
@@ -50,7 +51,9 @@ def run_metric(
 def run_metrics_list(
     console: Console, pattern: str | None, limit: int, config: Path | None, as_json: bool
 ) -> int:
-    series = listed(config, pattern, limit, signals.metric_series)
+    wanted = name_filter(pattern, limit)
+    with open_reader(config) as reader:
+        series = reader.read(signals.metric_series, wanted, limit)
     if as_json:
         console.json({"metrics": [{**s, "recorded_at": iso(s["recorded_at"])} for s in series]})
     elif not series:

@@ -13,7 +13,7 @@ from loopengine.store._database import create_engine
 from loopengine.store._fastpath import Encoded
 from loopengine.store._migrations import MIGRATIONS, migrate
 from loopengine.store._reading import Reader, open_read_only
-from loopengine.store._readonly import read_only_query
+from loopengine.store._readonly import read_only_query, select_from
 from loopengine.store._record import (
     ExecutionRecord,
     ExecutionRow,
@@ -65,6 +65,7 @@ __all__ = [
     "prompts",
     "read_only_query",
     "records",
+    "select_from",
     "signals",
     "status",
     "threads",

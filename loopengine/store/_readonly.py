@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from loopengine.errors import StorageError
 from loopengine.store._database import create_engine
 
-__all__ = ["read_only_query"]
+__all__ = ["read_only_query", "select_from"]
 
 
 def _deadline(connection: sa.Connection, timeout_s: float) -> None:
@@ -43,3 +43,14 @@ def read_only_query(
     finally:
         engine.dispose()
     return columns, rows
+
+
+def select_from(url: str, table: str, where: str | None, limit: int) -> list[dict[str, Any]]:
+    """At most ``limit`` rows of ``table`` (quoted as its database quotes a name) that match the
+    clause ``where``, read as ``read_only_query`` reads."""
+
+    def statement(dialect: sa.Dialect) -> str:
+        quoted = dialect.identifier_preparer.quote(table)
+        return f"SELECT * FROM {quoted}" + (f" WHERE {where}" if where else "") + f" LIMIT {limit}"
+
+    return read_only_query(url, statement, limit)[1]

@@ -23,6 +23,7 @@ __all__ = [
     "claim_execution",
     "fail_left_running",
     "get_execution",
+    "ids_named",
     "ids_starting_with",
     "insert_execution",
     "insert_phases",
@@ -244,3 +245,11 @@ def read_record(connection: sa.Connection, execution_id: str) -> ExecutionRecord
         approvals.get_approval(connection, execution_id),
         tuple(records.artifacts_of(connection, execution_id)),
     )
+
+
+def ids_named(connection: sa.Connection, given: str, shortest: int, limit: int) -> list[str]:
+    """The ids of the executions ``given`` may name, in one read: those it starts (at most
+    ``limit``) when it is a prefix of ``shortest`` to 31 characters, else itself if it exists."""
+    if shortest <= len(given) < 32 and (found := ids_starting_with(connection, given, limit)):
+        return found
+    return [given] if get_execution(connection, given) is not None else []

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from loopengine.errors import StorageError
-from loopengine.store import create_engine, read_only_query
+from loopengine.store import create_engine, read_only_query, select_from
 
 _LEVELS = {"off": 0, "normal": 1, "full": 2, "extra": 3}
 
@@ -69,3 +69,12 @@ def test_a_runaway_read_only_query_is_stopped_at_its_deadline(tmp_path: Path) ->
     )
     with pytest.raises(StorageError, match="interrupted"):
         read_only_query(f"sqlite:///{tmp_path / 'x.db'}", lambda _: runaway, 10, timeout_s=0.2)
+
+
+def test_a_select_from_a_table_quotes_its_name_and_keeps_the_limit(tmp_path: Path) -> None:
+    with sqlite3.connect(tmp_path / "site.db") as db:
+        db.execute('create table "odd ""name""" (n integer)')
+        db.executemany('insert into "odd ""name""" values (?)', [(1,), (2,), (3,)])
+    url = f"sqlite:///{tmp_path / 'site.db'}"
+    assert select_from(url, 'odd "name"', "n > 1", 1) == [{"n": 2}]
+    assert select_from(url, 'odd "name"', None, 5) == [{"n": 1}, {"n": 2}, {"n": 3}]

@@ -44,7 +44,7 @@ async def test_a_failing_write_in_a_group_fails_alone(tmp_path: Path) -> None:
         await last.wait()
         with pytest.raises(StorageError, match="no such table"):
             await broken.wait()
-        names = await store.read(lambda c: [n for n, _, _ in flags.list_flags(c)])
+        names = await store.read(lambda c: [flag.name for flag in flags.list_flags(c)])
     assert names == ["a", "b"]
 
 

@@ -20,9 +20,7 @@ async def _announce(ctx: SkillContext, name: str, data: dict[str, Any], dry_run:
 
     body = {**data, "loop_id": ctx.loop_id, "execution_id": ctx.execution_id}
     now = ctx.clock()
-    await ctx.store.write(
-        lambda c: signals.insert_event(c, name, ctx.loop_id, body, now, ctx.execution_id)
-    )
+    await ctx.store.write(signals.insert_event, name, ctx.loop_id, body, now, ctx.execution_id)
     return True
 
 

@@ -42,7 +42,7 @@ async def metric_source(
     from loopengine.store import signals
 
     since = _since(ctx, freshness_hours, None)
-    points = await _store(ctx).read(lambda c: signals.metric_points(c, name, since))
+    points = await _store(ctx).read(signals.metric_points, name, since)
     values = [p["value"] for p in reversed(points)]
     return {
         "name": name,
@@ -64,7 +64,7 @@ async def event_source(
     from loopengine.store import signals
 
     since = _since(ctx, freshness_hours, _DEFAULT_WINDOW_S) or 0.0
-    recent = await _store(ctx).read(lambda c: signals.recent_events(c, since))
+    recent = await _store(ctx).read(signals.recent_events, since)
     found = [e for e in recent if matches(name, e["name"])]
     return {
         "events": found,
@@ -84,8 +84,7 @@ async def log_source(ctx: SkillContext, name: str, filter: str | None = None) ->
     if name == "audit":
         from loopengine.store import records
 
-        loop_id = ctx.loop_id
-        rows = await _store(ctx).read(lambda c: records.audit_of(c, loop_id, _MAX_LINES))
+        rows = await _store(ctx).read(records.audit_of, ctx.loop_id, _MAX_LINES)
         entries = [r for r in rows if not filter or filter in str(r["record"])]
         latest = max((r["created_at"] for r in entries), default=None)
         return {"lines": entries, "count": len(entries), "latest_at": latest}
@@ -114,17 +113,12 @@ async def alert_source(ctx: SkillContext, name: str) -> dict[str, Any]:
 
 
 def _select(url: str, table: str, where: str | None, limit: int) -> list[dict[str, Any]]:
-    from loopengine.store import read_only_query
+    from loopengine.store import select_from
 
     if where and ";" in where:
         raise SkillError("database source: the filter must be one WHERE clause (no ';')")
-
-    def statement(dialect: Any) -> str:
-        quoted = dialect.identifier_preparer.quote(table)
-        return f"SELECT * FROM {quoted}" + (f" WHERE {where}" if where else "") + f" LIMIT {limit}"
-
     try:
-        return read_only_query(url, statement, limit)[1]
+        return select_from(url, table, where, limit)
     except StorageError as exc:
         raise SkillError(f"database source {table!r}: {exc}") from None
 
