@@ -13,7 +13,7 @@ from loopengine._secrets import MaskedStream
 from loopengine.commands._console import Console
 from loopengine.reader import read_store
 from loopengine.settings import read_settings
-from loopengine.store import status
+from loopengine.store import iso, status
 
 __all__ = ["run_daemon_command", "run_status"]
 
@@ -49,28 +49,28 @@ def run_status(console: Console, config: Path | None, as_json: bool) -> int:
     settings = read_settings(config)
     with read_store(settings) as reader:
         since = time.time() - settings.config.daemon.lease_s
-        view = reader.read(lambda c: status.view(c, since))
+        view = reader.read(status.view, since)
     file = None if settings.file is None else str(settings.file.resolve())
     if as_json:
-        console.json({"config": file, "store": settings.store, **view})
+        console.json({"config": file, "store": settings.store, **view.as_json()})
         return 0
     console.print(f"config: {'none (defaults)' if file is None else _near(file)}")
     console.print(f"store: {_near(settings.store)}")
-    if not view["daemons"]:
+    if not view.daemons:
         console.print("No daemon is running: start one with `loopengine daemon`.")
-    for daemon in view["daemons"]:
+    for daemon in view.daemons:
         console.print(
-            f"daemon {daemon['id']}  up since {daemon['started_at']}  "
-            f"heartbeat {daemon['heartbeat_at']}"
+            f"daemon {daemon.id}  up since {iso(daemon.started_at)}  "
+            f"heartbeat {iso(daemon.heartbeat_at)}"
         )
-    if view["loops"]:
+    if view.loops:
         table = [("loop", "trigger", "next fire", "state")]
-        for loop in view["loops"]:
-            state = "paused" if loop["paused"] else "active"
-            for trigger in loop["triggers"] or [{"id": "-", "type": "-", "next_fire": None}]:
+        for loop in view.loops:
+            state = "active" if loop.paused_at is None else "paused"
+            for trigger in loop.triggers or [{"id": "-", "type": "-", "next_fire": None}]:
                 table.append(
                     (
-                        loop["loop_id"],
+                        loop.loop_id,
                         _trigger_name(trigger),
                         str(trigger["next_fire"] or "-"),
                         state,
@@ -78,10 +78,10 @@ def run_status(console: Console, config: Path | None, as_json: bool) -> int:
                 )
         console.print()
         console.table(table, (("bold",), (), ("dim",), ()))
-    depth = view["queue"]
+    depth = view.depth
     console.print()
     console.print(
         f"queue: {depth['queued']} queued, {depth['running']} running; "
-        f"{len(view['running'])} executions running"
+        f"{len(view.running)} executions running"
     )
     return 0

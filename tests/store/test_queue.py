@@ -25,18 +25,17 @@ def scenario(steps: Callable[[Store], Any]) -> Any:
     return asyncio.run(main())
 
 
-def job(job_id: str, loop_id: str = "tick", created_at: float = 0.0) -> dict[str, Any]:
-    return {
-        "id": job_id,
-        "loop_id": loop_id,
-        "trigger": {"type": "manual"},
-        "envelope": {},
-        "idempotency_key": job_id,
-        "status": queue.QUEUED,
-        "attempts": 0,
-        "not_before": created_at,
-        "created_at": created_at,
-    }
+def job(job_id: str, loop_id: str = "tick", created_at: float = 0.0) -> queue.Job:
+    return queue.Job(
+        id=job_id,
+        loop_id=loop_id,
+        trigger={"type": "manual"},
+        envelope={},
+        idempotency_key=job_id,
+        status=queue.QUEUED,
+        not_before=created_at,
+        created_at=created_at,
+    )
 
 
 def test_a_lease_taken_over_is_reported_lost_and_cannot_be_finished() -> None:
@@ -51,7 +50,7 @@ def test_a_lease_taken_over_is_reported_lost_and_cannot_be_finished() -> None:
         finished = await store.write(
             lambda c: queue.finish_job(c, first, outcome="completed", execution_id=None, now=12.0)
         )
-        return [j["id"] for j in stale], (first, second), renewed, finished
+        return [j.id for j in stale], (first, second), renewed, finished
 
     stale, leases, renewed, finished = scenario(steps)
     assert stale == ["j1"]
@@ -77,7 +76,7 @@ def test_a_lease_taken_over_fails_its_holders_checks() -> None:
 
 
 def test_an_owner_does_not_claim_its_own_expired_lease() -> None:
-    async def steps(store: Store) -> list[dict[str, Any]]:
+    async def steps(store: Store) -> list[queue.Job]:
         await store.write(lambda c: queue.insert_job(c, job("j1")))
         await store.write(lambda c: queue.claim_job(c, job("j1"), "a", 10.0))
         return await store.write(
@@ -117,16 +116,7 @@ def test_retention_prunes_old_finished_work_and_keeps_the_rest() -> None:
             )
         for slot in (now - 30 * DAY, now - 20 * DAY):
             queue.insert_tick(
-                connection,
-                {
-                    "loop_id": "tick",
-                    "trigger_id": "cron",
-                    "scheduled_for": slot,
-                    "status": "missed",
-                    "reason": "r",
-                    "job_id": None,
-                    "recorded_at": slot,
-                },
+                connection, queue.Tick("tick", "cron", slot, "missed", "r", None, slot)
             )
 
     async def steps(store: Store) -> tuple[Any, ...]:
