@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from loopengine.errors import LeaseLost
-from loopengine.store import ExecutionRow, PhaseResult, Store, executions, queue
+from loopengine.store import ExecutionRow, PhaseResult, Store, executions, queue, signals
 from loopengine.testing import memory_store
 
 DAY = 86_400.0
@@ -136,3 +136,45 @@ def test_retention_prunes_old_finished_work_and_keeps_the_rest() -> None:
     assert ids == ["old_running", "recent"]
     assert phases == 2
     assert slots == [now - 20 * DAY]
+
+
+def test_a_claim_takes_no_queued_job_of_a_loop_at_its_limit_but_takes_over_a_stale_one() -> None:
+    async def steps(store: Store) -> tuple[Any, ...]:
+        for job_id in ("running", "waiting"):
+            await store.write(queue.insert_job, job(job_id))
+        await store.write(queue.claim_next, {"tick": 1}, "a", 1.0, 10.0)
+        blocked = await store.write(queue.claim_next, {"tick": 1}, "b", 5.0, 10.0)
+        taken = await store.write(queue.claim_next, {"tick": 1}, "b", 20.0, 10.0)
+        return blocked, taken
+
+    blocked, (taken, lease) = scenario(steps)
+    assert blocked is None
+    assert (taken.id, lease) == ("running", queue.Lease("running", "b", 2))
+
+
+def test_a_failed_job_ends_the_execution_it_left_running_unless_its_lease_was_lost() -> None:
+    async def steps(store: Store) -> tuple[Any, ...]:
+        await store.write(queue.insert_job, job("j1"))
+        await store.write(executions.insert_execution, _execution("j1", 1.0, "running"))
+        first = await store.write(queue.claim_job, job("j1"), "a", 10.0)
+        lost = queue.Lease("j1", "a", 2)
+        ended = [
+            await store.write(queue.end_job, lease, "failed", None, "boom", 5.0)
+            for lease in (lost, first)
+        ]
+        execution = await store.read(executions.get_execution, "j1")
+        return ended, execution
+
+    ended, execution = scenario(steps)
+    assert ended == [False, True]
+    assert (execution.status, execution.outcome, execution.error) == ("finished", "failed", "boom")
+
+
+def test_the_latest_point_of_each_metric_is_read() -> None:
+    async def steps(store: Store) -> dict[str, queue.Point]:
+        for name, value, at in (("cpu", 1.0, 1.0), ("cpu", 2.0, 2.0), ("mem", 3.0, 1.0)):
+            await store.write(signals.insert_metric, name, value, at, {})
+        return await store.read(queue.latest_points, ["cpu", "mem", "disk"])
+
+    latest = scenario(steps)
+    assert {name: point.value for name, point in latest.items()} == {"cpu": 2.0, "mem": 3.0}
