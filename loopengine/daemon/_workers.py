@@ -244,9 +244,7 @@ class Workers:
     async def _renew(self) -> None:
         until = self.clock() + self.lease_s
         ids = list(self.running)
-        cancel, lost = await self.store.write(
-            partial(queue.renew_leases, owner=self.owner, job_ids=ids, lease_until=until)
-        )
+        cancel, lost = await self.store.write(queue.renew_leases, self.owner, ids, until)
         for job_id in lost & set(self.running):
             self.lost.add(job_id)
             self.engine.abandon(job_id)
