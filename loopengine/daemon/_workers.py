@@ -100,7 +100,7 @@ class Workers:
         while self.accepting:
             try:
                 claimed = await self.store.write(
-                    queue.claim_next, self.limits(), self.owner, self.clock(), self.lease_s
+                    queue.claim_next, self.limits(), self.owner, self.clock, self.lease_s
                 )
             except Exception as exc:
                 pause = next_pause(pause)

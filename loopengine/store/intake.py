@@ -121,11 +121,6 @@ def enqueue(
     return Intake(queue.QUEUED, job.id)
 
 
-def _move(connection: sa.Connection, cursor: Cursor | None, now: float) -> None:
-    if cursor is not None:
-        queue.move_cursor(connection, *cursor, now)
-
-
 def enqueue_all(
     connection: sa.Connection, arrivals: Sequence[Arrival], now: float, cursor: Cursor | None = None
 ) -> list[Intake]:
@@ -135,7 +130,8 @@ def enqueue_all(
     done = [
         enqueue(connection, arrival, now, paused=arrival.loop_id in paused) for arrival in arrivals
     ]
-    _move(connection, cursor, now)
+    if cursor is not None:
+        queue.move_cursor(connection, *cursor, now)
     return done
 
 

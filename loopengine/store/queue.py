@@ -8,7 +8,7 @@ say whether they won.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Self
 
@@ -339,11 +339,17 @@ def claim_job(connection: sa.Connection, job: Job, owner: str, lease_until: floa
 
 
 def claim_next(
-    connection: sa.Connection, limits: Mapping[str, int], owner: str, now: float, lease_s: float
+    connection: sa.Connection,
+    limits: Mapping[str, int],
+    owner: str,
+    clock: Callable[[], float],
+    lease_s: float,
 ) -> tuple[Job, Lease] | None:
     """Claim for ``lease_s`` the oldest job ``owner`` may run now: of a loop of ``limits``, below
     that loop's limit of running jobs (``concurrency.max``; a job whose daemon died holds its
-    slot already, and is taken over)."""
+    slot already, and is taken over). Now is read from ``clock`` as the transaction runs: a
+    claim that waited out an outage is not leased from before it."""
+    now = clock()
     running = running_by_loop(connection)
     free = [loop_id for loop_id, most in limits.items() if running.get(loop_id, 0) < most]
     busy = [loop_id for loop_id in limits if loop_id not in free]

@@ -142,9 +142,9 @@ def test_a_claim_takes_no_queued_job_of_a_loop_at_its_limit_but_takes_over_a_sta
     async def steps(store: Store) -> tuple[Any, ...]:
         for job_id in ("running", "waiting"):
             await store.write(queue.insert_job, job(job_id))
-        await store.write(queue.claim_next, {"tick": 1}, "a", 1.0, 10.0)
-        blocked = await store.write(queue.claim_next, {"tick": 1}, "b", 5.0, 10.0)
-        taken = await store.write(queue.claim_next, {"tick": 1}, "b", 20.0, 10.0)
+        await store.write(queue.claim_next, {"tick": 1}, "a", lambda: 1.0, 10.0)
+        blocked = await store.write(queue.claim_next, {"tick": 1}, "b", lambda: 5.0, 10.0)
+        taken = await store.write(queue.claim_next, {"tick": 1}, "b", lambda: 20.0, 10.0)
         return blocked, taken
 
     blocked, (taken, lease) = scenario(steps)
