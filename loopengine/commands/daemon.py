@@ -7,7 +7,6 @@ import sys
 import time
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-from typing import Any
 
 from loopengine._secrets import MaskedStream
 from loopengine.commands._console import Console
@@ -35,9 +34,8 @@ async def run_daemon_command(
         return await run_daemon(config, folder, log)
 
 
-def _trigger_name(trigger: dict[str, Any]) -> str:
-    same = trigger["id"] == trigger["type"]
-    return str(trigger["type"]) if same else f"{trigger['type']}:{trigger['id']}"
+def _trigger_name(trigger: status.ShownTrigger) -> str:
+    return trigger.type if trigger.id == trigger.type else f"{trigger.type}:{trigger.id}"
 
 
 def _near(path: Path | str) -> str:
@@ -67,14 +65,9 @@ def run_status(console: Console, config: Path | None, as_json: bool) -> int:
         table = [("loop", "trigger", "next fire", "state")]
         for loop in view.loops:
             state = "active" if loop.paused_at is None else "paused"
-            for trigger in loop.triggers or [{"id": "-", "type": "-", "next_fire": None}]:
+            for trigger in loop.triggers or (status.ShownTrigger("-", "-", None),):
                 table.append(
-                    (
-                        loop.loop_id,
-                        _trigger_name(trigger),
-                        str(trigger["next_fire"] or "-"),
-                        state,
-                    )
+                    (loop.loop_id, _trigger_name(trigger), iso(trigger.next_fire) or "-", state)
                 )
         console.print()
         console.table(table, (("bold",), (), ("dim",), ()))

@@ -156,21 +156,19 @@ class _Daemon:
 
     def status_row(self) -> queue.Daemon:
         fires = self.scheduler.next_fires(time.time() + self.settings.lease_s)
-        loops = [
-            {
-                "loop_id": loop.id,
-                "file": loop.file,
-                "triggers": [
-                    {
-                        "id": trigger_id,
-                        "type": trigger.type,
-                        "next_fires": fires.get((loop.id, trigger_id), []),
-                    }
+        loops = tuple(
+            queue.Served(
+                loop.id,
+                loop.file,
+                tuple(
+                    queue.Slots(
+                        trigger_id, trigger.type, tuple(fires.get((loop.id, trigger_id), ()))
+                    )
                     for trigger_id, trigger in triggers_of(loop)
-                ],
-            }
+                ),
+            )
             for loop in self.folder.loops.values()
-        ]
+        )
         return queue.Daemon(
             self.owner, socket.gethostname(), os.getpid(), self.started_at, time.time(), None, loops
         )

@@ -9,7 +9,7 @@ say whether they won.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Self
 
 import sqlalchemy as sa
@@ -40,6 +40,8 @@ __all__ = [
     "Job",
     "Lease",
     "Point",
+    "Served",
+    "Slots",
     "Tick",
     "TriggerState",
     "active_daemons",
@@ -175,6 +177,24 @@ class TriggerState(_Row):
 
 
 @dataclass(frozen=True, slots=True)
+class Slots:
+    """A trigger a daemon serves, and its upcoming slots (a cron's; none for other kinds)."""
+
+    id: str
+    type: str
+    next_fires: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """A loop a daemon serves: its file and its triggers."""
+
+    loop_id: str
+    file: str
+    triggers: tuple[Slots, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Daemon(_Row):
     """A daemon's row: its heartbeat, and each loop it serves with its triggers' next fires."""
 
@@ -184,7 +204,25 @@ class Daemon(_Row):
     started_at: float
     heartbeat_at: float
     stopped_at: float | None = None
-    loops: list[dict[str, Any]] = field(default_factory=list)
+    loops: tuple[Served, ...] = ()
+
+    @classmethod
+    def from_row(cls, row: Mapping[Any, Any]) -> Self:
+        loops = tuple(
+            Served(
+                loop["loop_id"],
+                loop["file"],
+                tuple(
+                    Slots(t["id"], t["type"], tuple(t.get("next_fires") or ()))
+                    for t in loop["triggers"]
+                ),
+            )
+            for loop in row["loops"]
+        )
+        return super(Daemon, cls).from_row({**row, "loops": loops})
+
+    def row(self) -> dict[str, Any]:
+        return {**super(Daemon, self).row(), "loops": [asdict(loop) for loop in self.loops]}
 
 
 @dataclass(frozen=True, slots=True)

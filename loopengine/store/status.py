@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,17 +12,30 @@ import sqlalchemy as sa
 from loopengine.store import executions, queue
 from loopengine.store._record import ExecutionRow, iso
 
-__all__ = ["ServedLoop", "View", "next_fire", "served", "view"]
+__all__ = ["ServedLoop", "ShownTrigger", "View", "next_fire", "served", "view"]
+
+
+@dataclass(frozen=True, slots=True)
+class ShownTrigger:
+    """A served trigger as ``status`` shows it: its next fire after now, not its upcoming
+    slots."""
+
+    id: str
+    type: str
+    next_fire: float | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"id": self.id, "type": self.type, "next_fire": iso(self.next_fire)}
 
 
 @dataclass(frozen=True, slots=True)
 class ServedLoop:
-    """A loop a running daemon serves: its file, its triggers with their next fire after now
-    (``id``, ``type``, ``next_fire``), and since when it is paused, if it is."""
+    """A loop a running daemon serves: its file, its triggers, and since when it is paused, if
+    it is."""
 
     loop_id: str
     file: str
-    triggers: list[dict[str, Any]]
+    triggers: tuple[ShownTrigger, ...]
     paused_at: float | None
 
     def as_json(self) -> dict[str, Any]:
@@ -29,7 +43,7 @@ class ServedLoop:
         return {
             "loop_id": self.loop_id,
             "file": self.file,
-            "triggers": self.triggers,
+            "triggers": [trigger.as_json() for trigger in self.triggers],
             "paused": self.paused_at is not None,
             "paused_at": iso(self.paused_at),
         }
@@ -90,30 +104,24 @@ def served(connection: sa.Connection, since: float) -> list[ServedLoop]:
     return _loops(connection, queue.active_daemons(connection, since))
 
 
-def next_fire(slots: list[float], now: float) -> float | None:
+def next_fire(slots: Sequence[float], now: float) -> float | None:
     """The first of a trigger's upcoming ``slots`` (a daemon's row) after ``now``: the row is
     written every third of a lease, and its first slot may have passed since; the last one when
     all have (the daemon is late)."""
     return next((slot for slot in slots if slot > now), slots[-1] if slots else None)
 
 
-def _shown(trigger: dict[str, Any], now: float) -> dict[str, Any]:
-    """A trigger as ``status`` shows it: its next fire after ``now``, not its upcoming slots."""
-    shown = {key: value for key, value in trigger.items() if key != "next_fires"}
-    return {**shown, "next_fire": iso(next_fire(trigger.get("next_fires") or [], now))}
-
-
 def _loops(connection: sa.Connection, daemons: list[queue.Daemon]) -> list[ServedLoop]:
     paused, now = queue.paused(connection), time.time()
-    loops: dict[str, dict[str, Any]] = {}
+    loops: dict[str, queue.Served] = {}
     for daemon in daemons:
         for loop in daemon.loops:
-            loops.setdefault(loop["loop_id"], loop)
+            loops.setdefault(loop.loop_id, loop)
     return [
         ServedLoop(
             loop_id,
-            loop["file"],
-            [_shown(trigger, now) for trigger in loop["triggers"]],
+            loop.file,
+            tuple(ShownTrigger(t.id, t.type, next_fire(t.next_fires, now)) for t in loop.triggers),
             paused.get(loop_id),
         )
         for loop_id, loop in sorted(loops.items())

@@ -29,14 +29,10 @@ def test_a_trigger_without_slots_has_no_next_fire() -> None:
 
 def test_the_view_as_json_is_what_status_and_the_api_show() -> None:
     far = 4_000_000_000.0
-    served = [
-        {
-            "loop_id": "b",
-            "file": "b.yaml",
-            "triggers": [{"id": "c", "type": "cron", "next_fires": [far]}],
-        },
-        {"loop_id": "a", "file": "a.yaml", "triggers": []},
-    ]
+    served = (
+        queue.Served("b", "b.yaml", (queue.Slots("c", "cron", (far,)),)),
+        queue.Served("a", "a.yaml"),
+    )
 
     async def main() -> dict[str, Any]:
         async with memory_store() as store:
