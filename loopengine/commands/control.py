@@ -14,7 +14,7 @@ from loopengine.commands._report import show_record
 from loopengine.contract import Loop, LoopLoader, Outcome, find_loop_files
 from loopengine.errors import ContractError
 from loopengine.runtime import open_runtime
-from loopengine.store import Store, executions, new_id, queue
+from loopengine.store import Store, executions, intake, new_id, queue
 from loopengine.workspace import Workspace
 
 __all__ = ["find_loop", "run_pause", "run_trigger"]
@@ -48,7 +48,7 @@ def find_loop(workspace: Workspace, loader: LoopLoader, name: str) -> tuple[Loop
 
 
 async def _alive(store: Store, lease_s: float) -> bool:
-    return bool(await store.read(lambda c: queue.active_daemons(c, time.time() - lease_s)))
+    return bool(await store.read(queue.active_daemons, time.time() - lease_s))
 
 
 async def run_trigger(
@@ -60,7 +60,7 @@ async def run_trigger(
     as_json: bool,
     dry_run: bool = False,
 ) -> int:
-    from loopengine.daemon import Firing, enqueue
+    from loopengine.daemon import Firing
 
     async with open_runtime(config) as runtime:
         loop, served = find_loop(runtime.workspace, runtime.loader, name)
@@ -68,12 +68,10 @@ async def run_trigger(
         key, constraints = f"manual:{new_id()}", {"dry_run": True} if dry_run else None
         firing = Firing(loop, {"type": "manual", "id": "cli"}, key, inputs, constraints=constraints)
         now = time.time()
-        intake = await runtime.store.write(
-            lambda c: enqueue(c, firing, now, paused=loop.id in queue.paused(c))
-        )
+        [taken] = await runtime.store.write(intake.enqueue_all, [firing.arrival(now)], now)
         lease_s = runtime.workspace.config.daemon.lease_s
-        if intake.status != queue.QUEUED:
-            raise ContractError(f"loop '{loop.id}' did not queue the job: {intake.reason}")
+        if taken.status != queue.QUEUED:
+            raise ContractError(f"loop '{loop.id}' did not queue the job: {taken.reason}")
         if not served:
             folder = runtime.workspace.base / runtime.workspace.config.daemon.loops
             console.problem(
@@ -87,28 +85,27 @@ async def run_trigger(
             )
         if not wait:
             if as_json:
-                console.json({"job_id": intake.job_id, "loop_id": loop.id, "status": "queued"})
+                console.json({"job_id": taken.job_id, "loop_id": loop.id, "status": "queued"})
             else:
-                console.print(f"queued job {intake.job_id} for {loop.id}")
+                console.print(f"queued job {taken.job_id} for {loop.id}")
             return 0
-        return await _wait_for(console, runtime.store, str(intake.job_id), as_json)
+        return await _wait_for(console, runtime.store, str(taken.job_id), as_json)
 
 
 async def _wait_for(console: Console, store: Store, job_id: str, as_json: bool) -> int:
     """Wait for the job's outcome, then print its execution as ``run`` does."""
     while True:
-        job = await store.read(lambda c: queue.get_job(c, job_id))
-        if job is not None and job["status"] in (queue.DONE, queue.SKIPPED):
+        job = await store.read(queue.get_job, job_id)
+        if job is not None and job.status in (queue.DONE, queue.SKIPPED):
             break
         await anyio.sleep(_WAIT_POLL_S)
-    execution_id = job["execution_id"]
     record = None
-    if execution_id is not None:
-        record = await store.read(lambda c: executions.read_record(c, execution_id))
+    if job.execution_id is not None:
+        record = await store.read(executions.read_record, job.execution_id)
     if record is None:
-        raise ContractError(f"job {job_id} ended without an execution: {job['reason']}")
+        raise ContractError(f"job {job_id} ended without an execution: {job.reason}")
     show_record(console, record, as_json)
-    return 0 if Outcome(job["outcome"]).succeeded else 1
+    return 0 if Outcome(str(job.outcome)).succeeded else 1
 
 
 async def run_pause(
@@ -117,9 +114,9 @@ async def run_pause(
     now = time.time()
     async with open_runtime(config, create=False) as runtime:
         if pause:
-            changed = await runtime.store.write(lambda c: queue.pause(c, loop_id, now))
+            changed = await runtime.store.write(queue.pause, loop_id, now)
         else:
-            changed = await runtime.store.write(lambda c: queue.unpause(c, loop_id))
+            changed = await runtime.store.write(queue.unpause, loop_id)
     state = "paused" if pause else "active"
     if as_json:
         console.json({"loop_id": loop_id, "state": state, "changed": changed})

@@ -7,13 +7,12 @@ import sys
 import time
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-from typing import Any
 
 from loopengine._secrets import MaskedStream
 from loopengine.commands._console import Console
 from loopengine.reader import read_store
 from loopengine.settings import read_settings
-from loopengine.store import status
+from loopengine.store import iso, status
 
 __all__ = ["run_daemon_command", "run_status"]
 
@@ -35,9 +34,8 @@ async def run_daemon_command(
         return await run_daemon(config, folder, log)
 
 
-def _trigger_name(trigger: dict[str, Any]) -> str:
-    same = trigger["id"] == trigger["type"]
-    return str(trigger["type"]) if same else f"{trigger['type']}:{trigger['id']}"
+def _trigger_name(trigger: status.ShownTrigger) -> str:
+    return trigger.type if trigger.id == trigger.type else f"{trigger.type}:{trigger.id}"
 
 
 def _near(path: Path | str) -> str:
@@ -49,39 +47,34 @@ def run_status(console: Console, config: Path | None, as_json: bool) -> int:
     settings = read_settings(config)
     with read_store(settings) as reader:
         since = time.time() - settings.config.daemon.lease_s
-        view = reader.read(lambda c: status.view(c, since))
+        view = reader.read(status.view, since)
     file = None if settings.file is None else str(settings.file.resolve())
     if as_json:
-        console.json({"config": file, "store": settings.store, **view})
+        console.json({"config": file, "store": settings.store, **view.as_json()})
         return 0
     console.print(f"config: {'none (defaults)' if file is None else _near(file)}")
     console.print(f"store: {_near(settings.store)}")
-    if not view["daemons"]:
+    if not view.daemons:
         console.print("No daemon is running: start one with `loopengine daemon`.")
-    for daemon in view["daemons"]:
+    for daemon in view.daemons:
         console.print(
-            f"daemon {daemon['id']}  up since {daemon['started_at']}  "
-            f"heartbeat {daemon['heartbeat_at']}"
+            f"daemon {daemon.id}  up since {iso(daemon.started_at)}  "
+            f"heartbeat {iso(daemon.heartbeat_at)}"
         )
-    if view["loops"]:
+    if view.loops:
         table = [("loop", "trigger", "next fire", "state")]
-        for loop in view["loops"]:
-            state = "paused" if loop["paused"] else "active"
-            for trigger in loop["triggers"] or [{"id": "-", "type": "-", "next_fire": None}]:
+        for loop in view.loops:
+            state = "active" if loop.paused_at is None else "paused"
+            for trigger in loop.triggers or (status.ShownTrigger("-", "-", None),):
                 table.append(
-                    (
-                        loop["loop_id"],
-                        _trigger_name(trigger),
-                        str(trigger["next_fire"] or "-"),
-                        state,
-                    )
+                    (loop.loop_id, _trigger_name(trigger), iso(trigger.next_fire) or "-", state)
                 )
         console.print()
         console.table(table, (("bold",), (), ("dim",), ()))
-    depth = view["queue"]
+    depth = view.depth
     console.print()
     console.print(
         f"queue: {depth['queued']} queued, {depth['running']} running; "
-        f"{len(view['running'])} executions running"
+        f"{len(view.running)} executions running"
     )
     return 0

@@ -13,11 +13,11 @@ from starlette.exceptions import HTTPException
 
 from loopengine.contract import Loop
 from loopengine.daemon._hooks import HookRoute
-from loopengine.daemon._intake import Firing, Intake, enqueue_keyed
+from loopengine.daemon._intake import Firing
 from loopengine.daemon._log import DaemonLog
 from loopengine.daemon._metrics import DaemonMetrics
 from loopengine.runtime import Runtime
-from loopengine.store import Store, queue
+from loopengine.store import Store, intake, queue
 
 __all__ = [
     "ERRORS",
@@ -82,7 +82,7 @@ class ApiContext:
     owner: str
     lease_s: float
     token: str | None
-    matching: Callable[[dict[str, Any]], list[str]]
+    matching: Callable[[queue.Event], list[str]]
     wake: Callable[[], None]
     loop: Callable[[str], Loop | None]
     """The loop the daemon serves under an id."""
@@ -96,20 +96,22 @@ class ApiContext:
     metrics: DaemonMetrics
 
 
-async def queue_firing(context: ApiContext, firing: Firing) -> tuple[Intake, dict[str, Any] | None]:
-    """Queue a client's firing (``enqueue_keyed``): what became of it, and its job (the first
-    one, for a ``duplicate``)."""
+async def queue_firing(
+    context: ApiContext, firing: Firing
+) -> tuple[intake.Intake, queue.Job | None]:
+    """Queue a client's firing (``intake.enqueue_keyed``): what became of it, and its job (the
+    first one, for a ``duplicate``)."""
     now = time.time()
-    return await context.store.write(lambda c: enqueue_keyed(c, firing, now))
+    return await context.store.write(intake.enqueue_keyed, firing.arrival(now), now)
 
 
-def queued_job(firing: Firing, intake: Intake, job: dict[str, Any] | None) -> dict[str, Any]:
-    """The job a client's firing queued (the first one, for a ``duplicate``); 409 with the
-    reason when it does not run."""
-    if job is None or intake.status not in (queue.QUEUED, "duplicate"):
-        reason = intake.reason or (job["reason"] if job else intake.status)
+def queued_job(firing: Firing, taken: intake.Intake, job: queue.Job | None) -> dict[str, Any]:
+    """The job a client's firing queued (the first one, for a ``duplicate``), as its row; 409
+    with the reason when it does not run."""
+    if job is None or taken.status not in (queue.QUEUED, "duplicate"):
+        reason = taken.reason or (job.reason if job else taken.status)
         raise HTTPException(409, f"loop {firing.loop.id!r} did not queue the job: {reason}")
-    return job
+    return job.row()
 
 
 def error_response(

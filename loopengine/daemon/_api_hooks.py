@@ -11,7 +11,6 @@ import os
 import time
 from typing import Annotated, Any, NoReturn
 
-import sqlalchemy as sa
 from fastapi import FastAPI, Path, Request
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
@@ -21,10 +20,10 @@ from loopengine._json import NonFiniteNumber, loads
 from loopengine._secrets import remember
 from loopengine.daemon._api_context import ApiContext, queue_firing, queued_job
 from loopengine.daemon._hooks import HookRoute
-from loopengine.daemon._intake import Firing, Intake, enqueue_keyed, log_intake
+from loopengine.daemon._intake import Firing, log_intake
 from loopengine.errors import ExpressionError, TriggerError
 from loopengine.expr import compile_template
-from loopengine.store import new_id, queue, webhooks
+from loopengine.store import intake, new_id, queue
 from loopengine.triggers import (
     MAX_EVENT_DEPTH,
     delivery_of,
@@ -66,42 +65,35 @@ def add_hook_routes(app: FastAPI, context: ApiContext) -> None:
         delivery = _delivery(context, route, key, request, body)
         firing = _firing(route, delivery, _payload(body))
         replayable = replay_digest(route.trigger.config.style, body) if key else None
-        intake, queued = await _queued(context, route, firing, replayable)
-        _log(context, route, delivery, intake)
-        job = queued_job(firing, intake, queued)
-        if intake.status == "duplicate":
+        taken, queued = await _queued(context, route, firing, replayable)
+        _log(context, route, delivery, taken)
+        job = queued_job(firing, taken, queued)
+        if taken.status == "duplicate":
             response.status_code = 200
         return HookAccepted(
-            job_id=job["id"], loop_id=route.loop.id, delivery_id=delivery, status=intake.status
+            job_id=job["id"], loop_id=route.loop.id, delivery_id=delivery, status=taken.status
         )
 
 
 async def _queued(
     context: ApiContext, route: HookRoute, firing: Firing, replayable: str | None
-) -> tuple[Intake, dict[str, Any] | None]:
+) -> tuple[intake.Intake, queue.Job | None]:
     """Queue ``firing`` (``queue_firing``), unless the body ``replayable`` names was sent by
     another delivery within the hook's tolerance: then a ``duplicate`` of that one's job."""
     if replayable is None:
         return await queue_firing(context, firing)
-    body, mine = _named(route, replayable), firing.idempotency_key
     now = time.time()
     until = now + route.trigger.config.tolerance_s
-
-    def write(connection: sa.Connection) -> tuple[Intake, dict[str, Any] | None]:
-        holder = webhooks.hold_body(connection, body, mine, now, until)
-        if holder != mine:
-            return Intake("duplicate"), queue.job_keyed(connection, holder)
-        return enqueue_keyed(connection, firing, now)
-
-    return await context.store.write(write)
+    body = _named(route, replayable)
+    return await context.store.write(intake.enqueue_body, body, firing.arrival(now), now, until)
 
 
-def _log(context: ApiContext, route: HookRoute, delivery: str, intake: Intake) -> None:
+def _log(context: ApiContext, route: HookRoute, delivery: str, taken: intake.Intake) -> None:
     """One line per delivery (a replay too); the workers are woken when a job was queued."""
     fields = {"loop": route.loop.id, "trigger": route.trigger_id, "delivery": delivery}
-    if intake.status == "duplicate":
+    if taken.status == "duplicate":
         context.log.line("skip", "a delivery seen before: not run again", **fields)
-    elif log_intake(context.log, intake, **fields):
+    elif log_intake(context.log, taken, **fields):
         context.queued()
 
 

@@ -99,20 +99,18 @@ def _add_reads(app: FastAPI, context: ApiContext, release: str) -> None:
         """Daemons alive, loops with their next fires and pause state, running executions,
         queue depth: what ``loopengine status --json`` prints."""
         since = time.time() - context.lease_s
-        view: dict[str, Any] = await context.store.read(lambda c: status.view(c, since))
-        return view
+        return (await context.store.read(status.view, since)).as_json()
 
     @app.get("/loops")
     async def loops() -> dict[str, Any]:
         """The loops the running daemons serve, each with its triggers' next fires and pause
         state."""
-        return {"loops": await _loops(context)}
+        return {"loops": [served.as_json() for served in await _loops(context)]}
 
     @app.get("/loops/{loop_id}")
     async def loop(loop_id: str) -> dict[str, Any]:
         """One served loop."""
-        found: dict[str, Any] = await _served(context, loop_id)
-        return found
+        return (await _served(context, loop_id)).as_json()
 
     @app.get("/executions")
     async def execution_list(
@@ -126,9 +124,11 @@ def _add_reads(app: FastAPI, context: ApiContext, release: str) -> None:
         wanted = outcome.value if outcome is not None else None
         try:
             page = await context.store.read(
-                lambda c: executions.page_of_executions(
-                    c, loop_id=loop_id, outcome=wanted, limit=limit, cursor=cursor
-                )
+                executions.page_of_executions,
+                loop_id=loop_id,
+                outcome=wanted,
+                limit=limit,
+                cursor=cursor,
             )
         except ContractError as exc:
             raise HTTPException(422, f"cursor: {exc}") from None
@@ -138,7 +138,7 @@ def _add_reads(app: FastAPI, context: ApiContext, release: str) -> None:
     @app.get("/executions/{execution_id}")
     async def execution(execution_id: str) -> dict[str, Any]:
         """One execution's record: what ``loopengine show --json`` prints."""
-        record = await context.store.read(lambda c: executions.read_record(c, execution_id))
+        record = await context.store.read(executions.read_record, execution_id)
         if record is None:
             raise HTTPException(404, f"no execution {execution_id!r}")
         view: dict[str, Any] = record.view()
@@ -154,14 +154,14 @@ def _add_controls(app: FastAPI, context: ApiContext) -> None:
         pause``."""
         await _served(context, loop_id)
         now = time.time()
-        changed = await context.store.write(lambda c: queue.pause(c, loop_id, now))
+        changed = await context.store.write(queue.pause, loop_id, now)
         return {"loop_id": loop_id, "state": "paused", "changed": changed}
 
     @app.post("/loops/{loop_id}/unpause")
     async def unpause(loop_id: str) -> dict[str, Any]:
         """Restart the loop's triggers: as ``loopengine unpause``."""
         await _served(context, loop_id)
-        changed = await context.store.write(lambda c: queue.unpause(c, loop_id))
+        changed = await context.store.write(queue.unpause, loop_id)
         return {"loop_id": loop_id, "state": "active", "changed": changed}
 
     @app.post("/loops/{loop_id}/trigger", status_code=202)
@@ -189,13 +189,13 @@ def _add_controls(app: FastAPI, context: ApiContext) -> None:
         firing = Firing(
             loop, {"type": "manual", "id": "api"}, key, request.inputs, constraints=constraints
         )
-        intake, queued = await queue_firing(context, firing)
-        job = queued_job(firing, intake, queued)
-        if intake.status == "duplicate":
+        taken, queued = await queue_firing(context, firing)
+        job = queued_job(firing, taken, queued)
+        if taken.status == "duplicate":
             response.status_code = 200
         else:
             context.queued()
-        return TriggerAccepted(job_id=job["id"], loop_id=loop_id, status=intake.status)
+        return TriggerAccepted(job_id=job["id"], loop_id=loop_id, status=taken.status)
 
     @app.post("/events", status_code=202)
     async def post_event(event: EventIn) -> EventAccepted:
@@ -209,13 +209,11 @@ def _add_controls(app: FastAPI, context: ApiContext) -> None:
             raise HTTPException(413, f"data is over {MAX_EVENT_BYTES} bytes as JSON")
         now = time.time()
         event_id = await context.store.write(
-            lambda c: signals.insert_event(c, event.name, "api", event.data, now)
+            signals.insert_event, event.name, "api", event.data, now
         )
         context.wake()
-        seen = {"id": event_id, "name": event.name, "source": "api", "data": event.data}
-        return EventAccepted(
-            id=event_id, name=event.name, matched=context.matching({**seen, "created_at": now})
-        )
+        appended = queue.Event(event_id, event.name, "api", event.data, now)
+        return EventAccepted(id=event_id, name=event.name, matched=context.matching(appended))
 
 
 class Waiting(BaseModel):
@@ -235,7 +233,7 @@ def _add_approvals(app: FastAPI, context: ApiContext) -> None:
         run and the time left before it escalates: what ``loopengine approvals --json``
         prints."""
         now = time.time()
-        found = await context.store.read(lambda c: approvals.waiting(c, now, limit))
+        found = await context.store.read(approvals.waiting, now, limit)
         return Waiting(approvals=found)
 
     @app.post("/approvals/{execution_id}")
@@ -244,7 +242,7 @@ def _add_approvals(app: FastAPI, context: ApiContext) -> None:
         for approval, as ``loopengine approve`` / ``reject`` do; its record afterwards (409
         when it is not waiting, or its window closed)."""
         runtime = context.runtime
-        known = await context.store.read(lambda c: executions.get_execution(c, execution_id))
+        known = await context.store.read(executions.get_execution, execution_id)
         if known is None:
             raise HTTPException(404, f"no execution {execution_id!r}")
         approve = answer.decision == "approve"
@@ -256,20 +254,20 @@ def _add_approvals(app: FastAPI, context: ApiContext) -> None:
             raise
         except LoopEngineError as exc:
             raise HTTPException(409, str(exc)) from None
-        record = await context.store.read(lambda c: executions.read_record(c, execution_id))
+        record = await context.store.read(executions.read_record, execution_id)
         assert record is not None
         view: dict[str, Any] = record.view()
         return view
 
 
-async def _loops(context: ApiContext) -> list[dict[str, Any]]:
+async def _loops(context: ApiContext) -> list[status.ServedLoop]:
     since = time.time() - context.lease_s
-    return await context.store.read(lambda c: status.served(c, since))
+    return await context.store.read(status.served, since)
 
 
-async def _served(context: ApiContext, loop_id: str) -> dict[str, Any]:
+async def _served(context: ApiContext, loop_id: str) -> status.ServedLoop:
     """The served loop ``loop_id`` as ``/loops`` lists it; 404 when no daemon serves it."""
     for loop in await _loops(context):
-        if loop["loop_id"] == loop_id:
+        if loop.loop_id == loop_id:
             return loop
     raise HTTPException(404, f"no loop {loop_id!r} is served (see GET /loops)")

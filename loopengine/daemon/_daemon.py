@@ -10,12 +10,9 @@ import signal
 import socket
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from functools import partial
 from pathlib import Path
-from typing import Any
 
 import anyio
-import sqlalchemy as sa
 
 from loopengine._faults import describe, next_pause
 from loopengine._resources import shipped_loop
@@ -145,66 +142,49 @@ class _Daemon:
         """Forget what is past its retention: artifacts (``retention_days``), and a loop's
         executions, jobs and slots (``store.retention_days``)."""
         now = time.time()
-        for artifact in await self.store.write(lambda c: queue.prune_artifacts(c, now)):
+        for artifact in await self.store.write(queue.prune_artifacts, now):
             _remove_file(artifact)
-            self.log.line("prune", loop=artifact["loop_id"], artifact=artifact["name"])
+            self.log.line("prune", loop=artifact.loop_id, artifact=artifact.name)
         for loop in list(self.folder.loops.values()):
             days = loop.spec.store.retention_days if loop.spec.store else None
             if days is None:
                 continue
             before = now - days * 86_400
-            removed = await self.store.write(
-                partial(queue.prune_loop, loop_id=loop.id, before=before)
-            )
+            removed = await self.store.write(queue.prune_loop, loop.id, before)
             if removed:
                 self.log.line("prune", f"{removed} executions past retention", loop=loop.id)
 
-    def status_row(self) -> dict[str, Any]:
+    def status_row(self) -> queue.Daemon:
         fires = self.scheduler.next_fires(time.time() + self.settings.lease_s)
-        loops = [
-            {
-                "loop_id": loop.id,
-                "file": loop.file,
-                "triggers": [
-                    {
-                        "id": trigger_id,
-                        "type": trigger.type,
-                        "next_fires": fires.get((loop.id, trigger_id), []),
-                    }
+        loops = tuple(
+            queue.Served(
+                loop.id,
+                loop.file,
+                tuple(
+                    queue.Slots(
+                        trigger_id, trigger.type, tuple(fires.get((loop.id, trigger_id), ()))
+                    )
                     for trigger_id, trigger in triggers_of(loop)
-                ],
-            }
+                ),
+            )
             for loop in self.folder.loops.values()
-        ]
-        return {
-            "id": self.owner,
-            "host": socket.gethostname(),
-            "pid": os.getpid(),
-            "started_at": self.started_at,
-            "heartbeat_at": time.time(),
-            "stopped_at": None,
-            "loops": loops,
-        }
+        )
+        return queue.Daemon(
+            self.owner, socket.gethostname(), os.getpid(), self.started_at, time.time(), None, loops
+        )
 
     async def heartbeat(self) -> None:
         while True:
-            row = self.status_row()
-            await self.store.write(partial(queue.save_daemon, row=row))
+            await self.store.write(queue.save_daemon, self.status_row())
             await anyio.sleep(self.settings.lease_s / 3)
 
     async def hand_back(self) -> None:
         """On the way out: this daemon's running jobs are claimed again at once, and its row says
         it stopped (tried for ``RELEASE_S``: a store out of reach lets the leases lapse)."""
         self.store.outage_s = 0.0
-        now = time.time()
-
-        def finish(connection: sa.Connection) -> None:
-            queue.release_jobs(connection, self.owner)
-            queue.stop_daemon(connection, self.owner, now)
-
         try:
             with anyio.move_on_after(RELEASE_S):
-                await self.store.write(finish)
+                await self.store.write(queue.hand_back, self.owner, time.time())
         except StoreUnavailable as exc:
             self.log.line(
                 "stop", f"{exc}: this daemon's jobs are claimed again once their leases lapse"
@@ -213,19 +193,15 @@ class _Daemon:
     async def release_dead(self) -> None:
         """Free the jobs of daemons that died on this host: they are claimed again at once."""
 
-        def release(connection: sa.Connection) -> list[str]:
-            dead = [owner for owner in queue.running_owners(connection) if owner_died(owner)]
-            for owner in dead:
-                queue.release_jobs(connection, owner)
-            return dead
-
-        for owner in await self.store.write(release):
+        dead = [owner for owner in await self.store.read(queue.running_owners) if owner_died(owner)]
+        await self.store.write(queue.release_owners, dead)
+        for owner in dead:
             self.log.line("recover", "a dead daemon's jobs are claimed again", owner=owner)
 
 
-def _remove_file(artifact: dict[str, Any]) -> None:
-    if artifact["storage"] == "file":
-        Path(artifact["location"]).unlink(missing_ok=True)
+def _remove_file(artifact: queue.Artifact) -> None:
+    if artifact.storage == "file":
+        Path(artifact.location).unlink(missing_ok=True)
 
 
 class _Signals:

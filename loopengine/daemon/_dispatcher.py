@@ -15,18 +15,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import anyio
-import sqlalchemy as sa
 
 from loopengine.contract import Loop
-from loopengine.daemon._intake import Firing, Intake, enqueue, log_intake
+from loopengine.daemon._intake import Firing, log_intake
 from loopengine.daemon._log import DaemonLog
 from loopengine.daemon._loops import triggers_of
 from loopengine.errors import ContractError, LoopEngineError
-from loopengine.store import Store, iso, new_envelope, queue
+from loopengine.store import Store, intake, iso, new_envelope, queue
 from loopengine.triggers import LogFollower, PatternIndex
 
 __all__ = ["BATCH", "CURSOR", "GAP_WAIT_S", "Dispatcher"]
@@ -91,18 +89,16 @@ class Dispatcher:
         self.index = PatternIndex((r.config.event_pattern, r) for r in routes.values())
 
     async def run(self) -> None:
-        start = await self.store.read(lambda c: queue.cursor(c, CURSOR))
+        start = await self.store.read(queue.cursor, CURSOR)
         follower = LogFollower(start, GAP_WAIT_S)
         while True:
             high, saved = follower.high, follower.position
             gaps = sorted(follower.gaps)[:GAPS_READ]
-            batch = await self.store.read(
-                partial(queue.events_after, position=high, limit=BATCH, gaps=gaps)
-            )
-            fresh = set(follower.take((event["id"] for event in batch), self.clock()))
+            batch = await self.store.read(queue.events_after, high, BATCH, gaps)
+            fresh = set(follower.take((event.id for event in batch), self.clock()))
             if fresh or follower.position != saved:
-                await self._dispatch([e for e in batch if e["id"] in fresh], follower.position)
-            if sum(1 for event in batch if event["id"] > high) == BATCH:
+                await self._dispatch([e for e in batch if e.id in fresh], follower.position)
+            if sum(1 for event in batch if event.id > high) == BATCH:
                 continue
             self.wake = anyio.Event()
             with anyio.move_on_after(self.poll_s):
@@ -112,57 +108,51 @@ class Dispatcher:
         """Read the log now rather than at the next poll (an event was just appended)."""
         self.wake.set()
 
-    def matching(self, event: dict[str, Any]) -> list[str]:
+    def matching(self, event: queue.Event) -> list[str]:
         """The loops ``event`` fires: their pattern matches its name and their filter holds."""
         return sorted({firing.loop.id for firing in self._firings(event)})
 
-    def _firings(self, event: dict[str, Any]) -> list[Firing]:
-        seen = {"id": event["id"], "name": event["name"], "source": event["source"]}
-        subject = {**seen, "data": event["data"]}
+    def _firings(self, event: queue.Event) -> list[Firing]:
+        seen = {"id": event.id, "name": event.name, "source": event.source}
+        subject = {**seen, "data": event.data}
         firings = []
-        for route in self.index.match(event["name"]):
+        for route in self.index.match(event.name):
             config = route.config
             try:
                 if config.filter is not None and not config.filter.holds(subject):
                     continue
                 scope = config.scope.evaluate(subject) if config.scope is not None else None
             except LoopEngineError as exc:
-                self.log.line("error", str(exc), loop=route.loop.id, event=event["id"])
+                self.log.line("error", str(exc), loop=route.loop.id, event=event.id)
                 continue
             problem = _scope_problem(route.loop.id, scope)
             if problem is not None:
-                self.log.line("error", problem, loop=route.loop.id, event=event["id"])
+                self.log.line("error", problem, loop=route.loop.id, event=event.id)
                 continue
             trigger = {
                 "type": "event",
                 "id": route.trigger_id,
-                "event": {**seen, "data": event["data"], "created_at": iso(event["created_at"])},
+                "event": {**subject, "created_at": iso(event.created_at)},
             }
-            key = f"event:{event['id']}:{route.loop.id}:{route.trigger_id}"
+            key = f"event:{event.id}:{route.loop.id}:{route.trigger_id}"
             firings.append(Firing(route.loop, trigger, key, scope=scope))
         return firings
 
-    async def _dispatch(self, batch: list[dict[str, Any]], position: int) -> None:
+    async def _dispatch(self, batch: list[queue.Event], position: int) -> None:
         """Queue what the events of ``batch`` fire, and save ``position`` in the same
         transaction."""
         firings = [firing for event in batch for firing in self._firings(event)]
         now = self.clock()
-
-        def write(connection: sa.Connection) -> list[tuple[Firing, Intake]]:
-            paused = queue.paused(connection)
-            done = [(f, enqueue(connection, f, now, paused=f.loop.id in paused)) for f in firings]
-            queue.move_cursor(connection, CURSOR, position, now)
-            return done
-
-        results = await self.store.write(write)
+        arrivals = [firing.arrival(now) for firing in firings]
+        intakes = await self.store.write(intake.enqueue_all, arrivals, now, (CURSOR, position))
         queued = False
-        for firing, intake in results:
+        for firing, taken in zip(firings, intakes, strict=True):
             event = firing.trigger["event"]
             fields = {
                 "loop": firing.loop.id,
                 "trigger": firing.trigger["id"],
                 "event": event["name"],
             }
-            queued = log_intake(self.log, intake, **fields) or queued
+            queued = log_intake(self.log, taken, **fields) or queued
         if queued:
             self.on_queued()

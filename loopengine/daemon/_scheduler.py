@@ -16,13 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-import sqlalchemy as sa
 
 from loopengine.contract import Loop
-from loopengine.daemon._intake import Firing, Intake, enqueue, log_intake, record_slot
+from loopengine.daemon._intake import Firing, log_intake
 from loopengine.daemon._log import DaemonLog
 from loopengine.daemon._loops import triggers_of
-from loopengine.store import Store, iso, queue
+from loopengine.store import Store, intake, iso, queue
 from loopengine.triggers import CronSchedule, catch_up, jittered
 
 __all__ = ["MAX_SHOWN", "MAX_SLOTS", "Scheduler"]
@@ -91,9 +90,7 @@ class Scheduler:
         ]
         if wanted:
             lasts = await self.store.read(
-                lambda c: {
-                    (loop.id, tid): queue.last_tick(c, loop.id, tid) for loop, tid, _ in wanted
-                }
+                queue.last_ticks, [(loop.id, trigger_id) for loop, trigger_id, _ in wanted]
             )
             now = self.clock()
             for loop, trigger_id, config in wanted:
@@ -206,24 +203,13 @@ class Scheduler:
             lasts[entry.key] = max([entry.last, *decided_run, *(slot for slot, _ in not_run)])
         if not firings:
             return
-
-        def write(connection: sa.Connection) -> list[tuple[_Entry, Firing, Intake]]:
-            paused = queue.paused(connection)
-            results = []
-            for entry, firing, why in firings:
-                if why is not None:
-                    intake = record_slot(connection, firing, why.split(":", 1)[0], why, now)
-                else:
-                    intake = enqueue(connection, firing, now, paused=entry.loop.id in paused)
-                results.append((entry, firing, intake))
-            return results
-
-        results = await self.store.write(write)
+        slots = [(firing.arrival(now), why) for _, firing, why in firings]
+        intakes = await self.store.write(intake.record_slots, slots, now)
         for entry in entries:
             entry.last = lasts[entry.key]
         queued = False
-        for entry, firing, intake in results:
+        for (entry, firing, _), taken in zip(firings, intakes, strict=True):
             fields = {"loop": entry.loop.id, "trigger": entry.trigger_id, "slot": iso(firing.slot)}
-            queued = log_intake(self.log, intake, **fields) or queued
+            queued = log_intake(self.log, taken, **fields) or queued
         if queued:
             self.on_queued()

@@ -14,13 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-import sqlalchemy as sa
 
 from loopengine.contract import Loop
-from loopengine.daemon._intake import Firing, Intake, enqueue, log_intake
+from loopengine.daemon._intake import Firing, log_intake
 from loopengine.daemon._log import DaemonLog
 from loopengine.daemon._loops import triggers_of
-from loopengine.store import Store, iso, queue, signals
+from loopengine.store import Store, intake, iso, queue
 from loopengine.triggers import ThresholdRule, ThresholdState, evaluate
 
 __all__ = ["CURSOR", "STALE_AFTER_S", "ThresholdWatcher"]
@@ -60,14 +59,14 @@ def _rule(config: Any) -> ThresholdRule:
     )
 
 
-def _state_row(watch: _Watch, state: ThresholdState, now: float) -> dict[str, Any]:
-    return {
-        "loop_id": watch.loop.id,
-        "trigger_id": watch.trigger_id,
-        "metric": watch.metric,
+def _saved(watch: _Watch, state: ThresholdState, now: float) -> queue.TriggerState:
+    return queue.TriggerState(
+        loop_id=watch.loop.id,
+        trigger_id=watch.trigger_id,
+        metric=watch.metric,
         **state.as_dict(),
-        "evaluated_at": now,
-    }
+        evaluated_at=now,
+    )
 
 
 class ThresholdWatcher:
@@ -100,8 +99,8 @@ class ThresholdWatcher:
                     continue
                 config = trigger.config
                 row = saved.get((loop.id, trigger_id))
-                state = ThresholdState.from_dict(row) if row else None
-                horizon = float(row["evaluated_at"]) if row else now
+                state = ThresholdState.from_dict(row.row()) if row else None
+                horizon = row.evaluated_at if row else now
                 watch = _Watch(
                     loop,
                     trigger_id,
@@ -115,7 +114,7 @@ class ThresholdWatcher:
                 self.watches[watch.key] = watch
 
     async def run(self) -> None:
-        position = await self.store.read(lambda c: queue.cursor(c, CURSOR))
+        position = await self.store.read(queue.cursor, CURSOR)
         while True:
             position = await self._new_points(position)
             await self._periodic()
@@ -127,18 +126,15 @@ class ThresholdWatcher:
         by_metric: dict[str, list[_Watch]] = {}
         for watch in self.watches.values():
             by_metric.setdefault(watch.metric, []).append(watch)
-        points = await self.store.read(
-            lambda c: queue.metric_points_after(c, position, by_metric, 1000)
-        )
+        points = await self.store.read(queue.metric_points_after, position, by_metric, 1000)
         if not points:
             return position
         steps: list[tuple[_Watch, float | None, float]] = []
         for point in points:
-            at = float(point["recorded_at"])
-            for watch in by_metric.get(point["name"], ()):
-                if at >= watch.horizon:
-                    steps.append((watch, float(point["value"]), at))
-        last = int(points[-1]["id"])
+            for watch in by_metric.get(point.name, ()):
+                if point.recorded_at >= watch.horizon:
+                    steps.append((watch, point.value, point.recorded_at))
+        last = points[-1].id
         await self._apply(steps, last)
         return last
 
@@ -147,25 +143,15 @@ class ThresholdWatcher:
         due = [w for w in self.watches.values() if w.next_check <= now]
         if not due:
             return
-        names = {w.metric for w in due}
-
-        def latest(connection: sa.Connection) -> dict[str, dict[str, Any]]:
-            found = {}
-            for name in names:
-                points = signals.metric_points(connection, name, None, limit=1)
-                if points:
-                    found[name] = points[0]
-            return found
-
-        points = await self.store.read(latest)
+        points = await self.store.read(queue.latest_points, {w.metric for w in due})
         steps: list[tuple[_Watch, float | None, float]] = []
         for watch in due:
             watch.next_check = now + watch.every
             point = points.get(watch.metric)
-            fresh = point is not None and now - point["recorded_at"] <= max(
+            fresh = point is not None and now - point.recorded_at <= max(
                 STALE_AFTER_S, 2 * watch.every
             )
-            steps.append((watch, float(point["value"]) if fresh and point else None, now))
+            steps.append((watch, point.value if fresh and point else None, now))
         await self._apply(steps, None)
 
     async def _apply(
@@ -173,13 +159,13 @@ class ThresholdWatcher:
     ) -> None:
         """Evaluate each step in order; save changed states, queue fires, move the cursor, all in
         one transaction."""
-        changed: dict[tuple[str, str], tuple[_Watch, ThresholdState, float]] = {}
+        changed: dict[tuple[str, str], queue.TriggerState] = {}
         firings: list[Firing] = []
         for watch, value, at in steps:
             before = watch.state
             state, fired = evaluate(watch.rule, before, value, at)
             if state != before:
-                changed[watch.key] = (watch, state, at)
+                changed[watch.key] = _saved(watch, state, at)
             watch.state = state
             if fired:
                 trigger = {
@@ -193,31 +179,17 @@ class ThresholdWatcher:
         if not changed and not firings and position is None:
             return
         now = self.clock()
-
-        def write(connection: sa.Connection) -> list[tuple[Firing, Intake]]:
-            # Another daemon on this store may have fired the same episode: it saved "firing".
-            already = {
-                key
-                for key in {(f.loop.id, str(f.trigger["id"])) for f in firings}
-                if queue.trigger_state_of(connection, *key) == "firing"
-            }
-            for watch, state, at in changed.values():
-                queue.save_trigger_state(connection, _state_row(watch, state, at))
-            paused = queue.paused(connection)
-            done = [
-                (f, enqueue(connection, f, now, paused=f.loop.id in paused))
-                for f in firings
-                if (f.loop.id, str(f.trigger["id"])) not in already
-            ]
-            if position is not None:
-                queue.move_cursor(connection, CURSOR, position, now)
-            return done
-
-        for firing, intake in await self.store.write(write):
+        cursor = None if position is None else (CURSOR, position)
+        arrivals = [firing.arrival(now) for firing in firings]
+        done = await self.store.write(
+            intake.fire_thresholds, list(changed.values()), arrivals, now, cursor
+        )
+        for arrival, taken in done:
+            metric = arrival.job.trigger["metric"]
             fields = {
-                "loop": firing.loop.id,
-                "trigger": firing.trigger["id"],
-                "metric": firing.trigger["metric"]["name"],
+                "loop": arrival.loop_id,
+                "trigger": arrival.trigger_id,
+                "metric": metric["name"],
             }
-            if log_intake(self.log, intake, **fields, value=firing.trigger["metric"]["value"]):
+            if log_intake(self.log, taken, **fields, value=metric["value"]):
                 self.on_queued()

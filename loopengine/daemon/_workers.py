@@ -14,7 +14,6 @@ from functools import partial
 from typing import Any
 
 import anyio
-import sqlalchemy as sa
 
 from loopengine._faults import describe, next_pause
 from loopengine.contract import Loop
@@ -100,7 +99,9 @@ class Workers:
         pause: float | None = None
         while self.accepting:
             try:
-                claimed = await self.store.write(self._claim)
+                claimed = await self.store.write(
+                    queue.claim_next, self.limits(), self.owner, self.clock, self.lease_s
+                )
             except Exception as exc:
                 pause = next_pause(pause)
                 self.log.line(
@@ -116,32 +117,18 @@ class Workers:
                 continue
             await self._execute(*claimed)
 
-    def _claim(self, connection: sa.Connection) -> tuple[dict[str, Any], queue.Lease] | None:
-        """The oldest job this daemon may run now: of a loop it serves, below that loop's
-        ``concurrency.max`` (a job whose daemon died holds its slot already)."""
-        now = self.clock()
-        running = queue.running_by_loop(connection)
-        free: list[str] = []
-        busy: list[str] = []
-        for loop_id, loop in self.loops.items():
-            at_max = running.get(loop_id, 0) >= loop.spec.concurrency.max
-            (busy if at_max else free).append(loop_id)
-        found = queue.claimable(connection, now, 1, owner=self.owner, loop_ids=free)
-        found = found or queue.claimable(
-            connection, now, 1, owner=self.owner, loop_ids=busy, stale_only=True
-        )
-        if not found:
-            return None
-        return found[0], queue.claim_job(connection, found[0], self.owner, now + self.lease_s)
+    def limits(self) -> dict[str, int]:
+        """The ``concurrency.max`` of each loop this daemon serves: the loops it claims jobs of."""
+        return {loop_id: loop.spec.concurrency.max for loop_id, loop in self.loops.items()}
 
-    async def _execute(self, job: dict[str, Any], lease: queue.Lease) -> None:
+    async def _execute(self, job: queue.Job, lease: queue.Lease) -> None:
         """Run one claimed job to its end and record it: whatever fails here (a bug, a bad row)
         fails this job alone, with its message; the worker goes on."""
         scope = anyio.CancelScope()
         self.running[lease.job_id] = scope
         self.lost.discard(lease.job_id)
         outcome, execution_id, error = "cancelled", None, None
-        fields: dict[str, Any] = {"loop": job.get("loop_id"), "job": lease.job_id}
+        fields: dict[str, Any] = {"loop": job.loop_id, "job": lease.job_id}
         unrecorded: StoreUnavailable | None = None
         try:
             with scope:
@@ -178,34 +165,31 @@ class Workers:
             self.log.line("lost", "the lease passed to another daemon", **fields)
         return None
 
-    async def _run(
-        self, job: dict[str, Any], lease: queue.Lease
-    ) -> tuple[str, str | None, str | None]:
+    async def _run(self, job: queue.Job, lease: queue.Lease) -> tuple[str, str | None, str | None]:
         """Run the job's execution, or resume it when a dead daemon left it part-way."""
         if lease.generation > MAX_CLAIMS:
             raise LoopEngineError(
                 f"claimed {MAX_CLAIMS} times without an end (its daemon died running it each "
                 "time): not run again"
             )
-        loop = self.loops[job["loop_id"]]
-        envelope = JobEnvelope.from_row(job["envelope"])
-        late = round(max(0.0, self.clock() - job["not_before"]), 3)
-        trigger = job["trigger"].get("type")
+        loop = self.loops[job.loop_id]
+        envelope = JobEnvelope.from_row(job.envelope)
+        late = round(max(0.0, self.clock() - job.not_before), 3)
+        trigger = job.trigger.get("type")
         self.log.line("start", loop=loop.id, job=lease.job_id, trigger=trigger, late_s=late)
-        known = await self.store.read(lambda c: jobs.execution_of_key(c, envelope.idempotency_key))
+        known = await self.store.read(jobs.execution_of_key, envelope.idempotency_key)
         if known is None:
             done = await self.engine.run(
-                loop, envelope=envelope, trigger=dict(job["trigger"]), lease=lease
+                loop, envelope=envelope, trigger=dict(job.trigger), lease=lease
             )
             return done.outcome.value, done.execution_id, done.error
-        row = await self.store.read(lambda c: executions.get_execution(c, known))
+        row = await self.store.read(executions.get_execution, known)
         assert row is not None
         if row.status not in ("running", "interrupted"):
             return row.outcome or row.status, known, row.error
         if row.status == "running":
-            await self.store.write(
-                lambda c: executions.update_execution(c, known, status="interrupted")
-            )
+            interrupted = partial(executions.update_execution, status="interrupted")
+            await self.store.write(interrupted, known)
         self.log.line(
             "resume", loop=loop.id, job=lease.job_id, execution=known, after=row.last_phase
         )
@@ -223,24 +207,11 @@ class Workers:
         been left running by a failure); whether the lease still held. A database outage is
         waited out: an ending is never dropped while the daemon runs."""
         now = self.clock()
-
-        def finish(connection: sa.Connection) -> bool:
-            if not queue.finish_job(
-                connection,
-                lease,
-                outcome=outcome,
-                execution_id=execution_id,
-                now=now,
-                reason=error,
-            ):
-                return False
-            if outcome == "failed":
-                executions.fail_left_running(connection, lease.job_id, error or "failed", now)
-            return True
-
         while True:
             try:
-                return await self.store.write(finish)
+                return await self.store.write(
+                    queue.end_job, lease, outcome, execution_id, error, now
+                )
             except StoreUnavailable as exc:
                 self.log.line("error", f"{exc}: the job's end is recorded once it is back")
                 await anyio.sleep(1.0)
@@ -252,7 +223,7 @@ class Workers:
         pause: float | None = None
         while True:
             try:
-                await self.store.write(lambda c: queue.requeue(c, lease, self.clock()))
+                await self.store.write(queue.requeue, lease, self.clock())
                 return
             except Exception as exc:
                 pause = next_pause(pause)
@@ -273,9 +244,7 @@ class Workers:
     async def _renew(self) -> None:
         until = self.clock() + self.lease_s
         ids = list(self.running)
-        cancel, lost = await self.store.write(
-            partial(queue.renew_leases, owner=self.owner, job_ids=ids, lease_until=until)
-        )
+        cancel, lost = await self.store.write(queue.renew_leases, self.owner, ids, until)
         for job_id in lost & set(self.running):
             self.lost.add(job_id)
             self.engine.abandon(job_id)

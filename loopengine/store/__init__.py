@@ -54,6 +54,7 @@ __all__ = [
     "flags",
     "health",
     "impatient",
+    "intake",
     "iso",
     "jobs",
     "learning",

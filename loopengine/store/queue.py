@@ -8,9 +8,9 @@ say whether they won.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Self
 
 import sqlalchemy as sa
 
@@ -31,23 +31,38 @@ from loopengine.store._tables import (
     ticks,
     trigger_states,
 )
+from loopengine.store.executions import fail_left_running
 
 __all__ = [
+    "Artifact",
+    "Daemon",
+    "Event",
+    "Job",
     "Lease",
+    "Point",
+    "Served",
+    "Slots",
+    "Tick",
+    "TriggerState",
     "active_daemons",
     "check_lease",
     "claim_job",
+    "claim_next",
     "claimable",
     "cursor",
+    "end_job",
     "events_after",
     "finish_job",
     "get_job",
+    "hand_back",
     "insert_job",
     "insert_tick",
     "job_counts",
     "job_keyed",
     "last_tick",
+    "last_ticks",
     "latest_metric_id",
+    "latest_points",
     "load_trigger_states",
     "metric_points_after",
     "move_cursor",
@@ -58,6 +73,7 @@ __all__ = [
     "queue_depth",
     "release_jobs",
     "release_key",
+    "release_owners",
     "renew_leases",
     "replace_jobs",
     "requeue",
@@ -73,6 +89,158 @@ __all__ = [
 QUEUED, RUNNING, DONE, SKIPPED = "queued", "running", "done", "skipped"
 
 
+class _Row:
+    """A record read from a row of the same columns, and written back as one."""
+
+    __slots__ = ()
+
+    @classmethod
+    def from_row(cls, row: Mapping[Any, Any]) -> Self:
+        return cls(**{column.name: row[column.name] for column in fields(cls)})  # type: ignore[arg-type]
+
+    def row(self) -> dict[str, Any]:
+        return {column.name: getattr(self, column.name) for column in fields(self)}  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class Job(_Row):
+    """A trigger firing in the queue: a job (queued, running, done) or a non-run (``skipped``,
+    with its reason); ``attempts`` is the fencing token of its latest claim."""
+
+    id: str
+    loop_id: str
+    trigger: Mapping[str, Any]
+    envelope: Mapping[str, Any]
+    """The ``JobEnvelope`` it runs, as stored (read when it runs)."""
+    idempotency_key: str
+    status: str
+    not_before: float
+    created_at: float
+    reason: str | None = None
+    owner: str | None = None
+    lease_until: float | None = None
+    attempts: int = 0
+    cancel_requested: bool = False
+    execution_id: str | None = None
+    outcome: str | None = None
+    finished_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Tick(_Row):
+    """A cron slot, decided once: run (``queued``, with its job) or not (with why)."""
+
+    loop_id: str
+    trigger_id: str
+    scheduled_for: float
+    status: str
+    reason: str | None
+    job_id: str | None
+    recorded_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Event(_Row):
+    """An event of the log, as the dispatcher matches it."""
+
+    id: int
+    name: str
+    source: str
+    data: Any
+    created_at: float
+    execution_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Point(_Row):
+    """A metric's point, as threshold triggers read it."""
+
+    id: int
+    name: str
+    value: float
+    recorded_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class TriggerState(_Row):
+    """A threshold trigger's saved state (``ThresholdState``) and when it was last evaluated."""
+
+    loop_id: str
+    trigger_id: str
+    metric: str
+    state: str
+    value: float | None
+    since: float
+    armed: bool
+    cleared_at: float | None
+    evaluated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Slots:
+    """A trigger a daemon serves, and its upcoming slots (a cron's; none for other kinds)."""
+
+    id: str
+    type: str
+    next_fires: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """A loop a daemon serves: its file and its triggers."""
+
+    loop_id: str
+    file: str
+    triggers: tuple[Slots, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Daemon(_Row):
+    """A daemon's row: its heartbeat, and each loop it serves with its triggers' next fires."""
+
+    id: str
+    host: str
+    pid: int
+    started_at: float
+    heartbeat_at: float
+    stopped_at: float | None = None
+    loops: tuple[Served, ...] = ()
+
+    @classmethod
+    def from_row(cls, row: Mapping[Any, Any]) -> Self:
+        loops = tuple(
+            Served(
+                loop["loop_id"],
+                loop["file"],
+                tuple(
+                    Slots(t["id"], t["type"], tuple(t.get("next_fires") or ()))
+                    for t in loop["triggers"]
+                ),
+            )
+            for loop in row["loops"]
+        )
+        return super(Daemon, cls).from_row({**row, "loops": loops})
+
+    def row(self) -> dict[str, Any]:
+        return {**super(Daemon, self).row(), "loops": [asdict(loop) for loop in self.loops]}
+
+
+@dataclass(frozen=True, slots=True)
+class Artifact(_Row):
+    """An artifact's row: where its content is kept, and until when."""
+
+    id: int
+    execution_id: str
+    loop_id: str
+    name: str
+    type: str
+    storage: str
+    location: str
+    indexed: bool
+    created_at: float
+    expires_at: float | None
+
+
 def _insert_ignoring_conflict(
     connection: sa.Connection, table: sa.Table, row: Mapping[str, Any]
 ) -> bool:
@@ -83,16 +251,15 @@ def _insert_ignoring_conflict(
     return connection.execute(returned).first() is not None
 
 
-def insert_job(connection: sa.Connection, row: Mapping[str, Any]) -> bool:
+def insert_job(connection: sa.Connection, job: Job) -> bool:
     """Queue a job (or record a non-run, status ``skipped``); False when its idempotency key was
     already taken, by this or another daemon."""
-    full = {"attempts": 0, "cancel_requested": False, "owner": None, "lease_until": None, **row}
-    return _insert_ignoring_conflict(connection, jobs, full)
+    return _insert_ignoring_conflict(connection, jobs, job.row())
 
 
-def get_job(connection: sa.Connection, job_id: str) -> dict[str, Any] | None:
+def get_job(connection: sa.Connection, job_id: str) -> Job | None:
     row = connection.execute(sa.select(jobs).where(jobs.c.id == job_id)).mappings().first()
-    return dict(row) if row else None
+    return Job.from_row(row) if row else None
 
 
 def release_key(connection: sa.Connection, job_id: str) -> None:
@@ -102,11 +269,11 @@ def release_key(connection: sa.Connection, job_id: str) -> None:
     connection.execute(released.values(idempotency_key=f"released:{job_id}"))
 
 
-def job_keyed(connection: sa.Connection, idempotency_key: str) -> dict[str, Any] | None:
+def job_keyed(connection: sa.Connection, idempotency_key: str) -> Job | None:
     """The job (or recorded non-run) queued under ``idempotency_key``, if any."""
     query = sa.select(jobs).where(jobs.c.idempotency_key == idempotency_key)
     row = connection.execute(query).mappings().first()
-    return dict(row) if row else None
+    return Job.from_row(row) if row else None
 
 
 def job_counts(connection: sa.Connection, loop_id: str) -> tuple[int, int]:
@@ -164,7 +331,7 @@ def claimable(
     owner: str,
     loop_ids: Iterable[str],
     stale_only: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[Job]:
     """Jobs of ``loop_ids`` a worker may take, oldest first: queued and due, or running under an
     expired lease another owner held (its daemon died). Locked rows are skipped on PostgreSQL,
     so daemons never wait on each other; SQLite's ``BEGIN IMMEDIATE`` already serialises
@@ -182,7 +349,7 @@ def claimable(
         .limit(limit)
         .with_for_update(skip_locked=True)
     )
-    return [dict(row) for row in connection.execute(query).mappings()]
+    return [Job.from_row(row) for row in connection.execute(query).mappings()]
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,12 +362,10 @@ class Lease:
     generation: int
 
 
-def claim_job(
-    connection: sa.Connection, job: Mapping[str, Any], owner: str, lease_until: float
-) -> Lease:
+def claim_job(connection: sa.Connection, job: Job, owner: str, lease_until: float) -> Lease:
     connection.execute(
         jobs.update()
-        .where(jobs.c.id == job["id"])
+        .where(jobs.c.id == job.id)
         .values(
             status=RUNNING,
             owner=owner,
@@ -208,7 +373,29 @@ def claim_job(
             attempts=jobs.c.attempts + 1,
         )
     )
-    return Lease(str(job["id"]), owner, int(job["attempts"]) + 1)
+    return Lease(job.id, owner, job.attempts + 1)
+
+
+def claim_next(
+    connection: sa.Connection,
+    limits: Mapping[str, int],
+    owner: str,
+    clock: Callable[[], float],
+    lease_s: float,
+) -> tuple[Job, Lease] | None:
+    """Claim for ``lease_s`` the oldest job ``owner`` may run now: of a loop of ``limits``, below
+    that loop's limit of running jobs (``concurrency.max``; a job whose daemon died holds its
+    slot already, and is taken over). Now is read from ``clock`` as the transaction runs: a
+    claim that waited out an outage is not leased from before it."""
+    now = clock()
+    running = running_by_loop(connection)
+    free = [loop_id for loop_id, most in limits.items() if running.get(loop_id, 0) < most]
+    busy = [loop_id for loop_id in limits if loop_id not in free]
+    found = claimable(connection, now, 1, owner=owner, loop_ids=free)
+    found = found or claimable(connection, now, 1, owner=owner, loop_ids=busy, stale_only=True)
+    if not found:
+        return None
+    return found[0], claim_job(connection, found[0], owner, now + lease_s)
 
 
 def _held(lease: Lease) -> tuple[sa.ColumnElement[bool], ...]:
@@ -269,6 +456,25 @@ def finish_job(
     return bool(result.rowcount)
 
 
+def end_job(
+    connection: sa.Connection,
+    lease: Lease,
+    outcome: str,
+    execution_id: str | None,
+    error: str | None,
+    now: float,
+) -> bool:
+    """Record how the job of ``lease`` ended (``finish_job``) and, when it failed, end with it
+    the execution a failure left running, atomically: the two agree. False when the lease no
+    longer holds the job (nothing is written)."""
+    ended = finish_job(
+        connection, lease, outcome=outcome, execution_id=execution_id, now=now, reason=error
+    )
+    if ended and outcome == "failed":
+        fail_left_running(connection, lease.job_id, error or "failed", now)
+    return ended
+
+
 def running_owners(connection: sa.Connection) -> set[str]:
     """The owners holding running jobs (a daemon checks which of them died on its host)."""
     query = sa.select(jobs.c.owner).where(jobs.c.status == RUNNING).distinct()
@@ -284,6 +490,12 @@ def release_jobs(connection: sa.Connection, owner: str) -> int:
     return int(connection.execute(query).rowcount)
 
 
+def release_owners(connection: sa.Connection, owners: Iterable[str]) -> None:
+    """``release_jobs`` of each of ``owners`` (the dead daemons found on this host)."""
+    for owner in owners:
+        release_jobs(connection, owner)
+
+
 def requeue(connection: sa.Connection, lease: Lease, now: float) -> bool:
     """Give the job of ``lease`` back to the queue (any daemon, this one too, claims it again and
     resumes its execution); False when the lease no longer held it."""
@@ -292,9 +504,9 @@ def requeue(connection: sa.Connection, lease: Lease, now: float) -> bool:
     return bool(connection.execute(back).rowcount)
 
 
-def insert_tick(connection: sa.Connection, row: Mapping[str, Any]) -> bool:
+def insert_tick(connection: sa.Connection, tick: Tick) -> bool:
     """Record a cron slot (run or not, with its reason); False when it was already recorded."""
-    return _insert_ignoring_conflict(connection, ticks, row)
+    return _insert_ignoring_conflict(connection, ticks, tick.row())
 
 
 def last_tick(connection: sa.Connection, loop_id: str, trigger_id: str) -> float | None:
@@ -304,6 +516,13 @@ def last_tick(connection: sa.Connection, loop_id: str, trigger_id: str) -> float
     )
     value = connection.execute(query).scalar()
     return None if value is None else float(value)
+
+
+def last_ticks(
+    connection: sa.Connection, triggers: Iterable[tuple[str, str]]
+) -> dict[tuple[str, str], float | None]:
+    """``last_tick`` of each ``(loop_id, trigger_id)``, read together."""
+    return {key: last_tick(connection, *key) for key in triggers}
 
 
 def pause(connection: sa.Connection, loop_id: str, now: float) -> bool:
@@ -344,14 +563,14 @@ def move_cursor(connection: sa.Connection, name: str, position: int, now: float)
 
 def events_after(
     connection: sa.Connection, position: int, limit: int, gaps: Collection[int] = ()
-) -> list[dict[str, Any]]:
+) -> list[Event]:
     """Events appended after id ``position``, in log order, then those of ids in ``gaps`` (ids
     missing below later ones when last read: their transactions may have committed since)."""
     query = sa.select(events).where(events.c.id > position).order_by(events.c.id).limit(limit)
-    found = [dict(row) for row in connection.execute(query).mappings()]
+    found = [Event.from_row(row) for row in connection.execute(query).mappings()]
     if gaps:
         filled = sa.select(events).where(events.c.id.in_(list(gaps))).order_by(events.c.id)
-        found.extend(dict(row) for row in connection.execute(filled).mappings())
+        found.extend(Event.from_row(row) for row in connection.execute(filled).mappings())
     return found
 
 
@@ -361,7 +580,7 @@ def latest_metric_id(connection: sa.Connection) -> int:
 
 def metric_points_after(
     connection: sa.Connection, position: int, names: Iterable[str], limit: int
-) -> list[dict[str, Any]]:
+) -> list[Point]:
     """Points of the metrics ``names`` recorded after id ``position``, in recording order."""
     query = (
         sa.select(metrics.c.id, metrics.c.name, metrics.c.value, metrics.c.recorded_at)
@@ -369,12 +588,28 @@ def metric_points_after(
         .order_by(metrics.c.id)
         .limit(limit)
     )
-    return [dict(row) for row in connection.execute(query).mappings()]
+    return [Point.from_row(row) for row in connection.execute(query).mappings()]
 
 
-def load_trigger_states(connection: sa.Connection) -> dict[tuple[str, str], dict[str, Any]]:
+def latest_points(connection: sa.Connection, names: Iterable[str]) -> dict[str, Point]:
+    """The latest point of each metric of ``names`` that has one."""
+    found = {}
+    for name in names:
+        query = (
+            sa.select(metrics.c.id, metrics.c.name, metrics.c.value, metrics.c.recorded_at)
+            .where(metrics.c.name == name)
+            .order_by(metrics.c.recorded_at.desc())
+            .limit(1)
+        )
+        row = connection.execute(query).mappings().first()
+        if row is not None:
+            found[name] = Point.from_row(row)
+    return found
+
+
+def load_trigger_states(connection: sa.Connection) -> dict[tuple[str, str], TriggerState]:
     rows = connection.execute(sa.select(trigger_states)).mappings()
-    return {(row["loop_id"], row["trigger_id"]): dict(row) for row in rows}
+    return {(row["loop_id"], row["trigger_id"]): TriggerState.from_row(row) for row in rows}
 
 
 def trigger_state_of(connection: sa.Connection, loop_id: str, trigger_id: str) -> str | None:
@@ -396,27 +631,34 @@ def _upsert(connection: sa.Connection, table: sa.Table, row: Mapping[str, Any]) 
     connection.execute(statement.on_conflict_do_update(index_elements=keys, set_=changes))
 
 
-def save_trigger_state(connection: sa.Connection, row: Mapping[str, Any]) -> None:
-    _upsert(connection, trigger_states, row)
+def save_trigger_state(connection: sa.Connection, state: TriggerState) -> None:
+    _upsert(connection, trigger_states, state.row())
 
 
-def save_daemon(connection: sa.Connection, row: Mapping[str, Any]) -> None:
+def save_daemon(connection: sa.Connection, daemon: Daemon) -> None:
     """Insert or refresh this daemon's row (its heartbeat and its loops' next fires)."""
-    _upsert(connection, daemons, row)
+    _upsert(connection, daemons, daemon.row())
 
 
 def stop_daemon(connection: sa.Connection, daemon_id: str, now: float) -> None:
     connection.execute(daemons.update().where(daemons.c.id == daemon_id).values(stopped_at=now))
 
 
-def active_daemons(connection: sa.Connection, since: float) -> list[dict[str, Any]]:
+def hand_back(connection: sa.Connection, daemon_id: str, now: float) -> None:
+    """A stopping daemon's last write: its running jobs are claimed again at once
+    (``release_jobs``) and its row says it stopped, together."""
+    release_jobs(connection, daemon_id)
+    stop_daemon(connection, daemon_id, now)
+
+
+def active_daemons(connection: sa.Connection, since: float) -> list[Daemon]:
     """Daemons not stopped whose heartbeat is newer than ``since``."""
     query = (
         sa.select(daemons)
         .where(daemons.c.stopped_at.is_(None), daemons.c.heartbeat_at >= since)
         .order_by(daemons.c.started_at)
     )
-    return [dict(row) for row in connection.execute(query).mappings()]
+    return [Daemon.from_row(row) for row in connection.execute(query).mappings()]
 
 
 def prune_loop(connection: sa.Connection, loop_id: str, before: float) -> int:
@@ -458,10 +700,10 @@ def prune_loop(connection: sa.Connection, loop_id: str, before: float) -> int:
     return int(removed)
 
 
-def prune_artifacts(connection: sa.Connection, now: float) -> list[dict[str, Any]]:
+def prune_artifacts(connection: sa.Connection, now: float) -> list[Artifact]:
     """Forget artifacts past their retention; the rows removed (their files are the caller's)."""
     query = sa.select(artifacts).where(artifacts.c.expires_at < now)
-    expired = [dict(row) for row in connection.execute(query).mappings()]
+    expired = [Artifact.from_row(row) for row in connection.execute(query).mappings()]
     if expired:
-        connection.execute(artifacts.delete().where(artifacts.c.id.in_([a["id"] for a in expired])))
+        connection.execute(artifacts.delete().where(artifacts.c.id.in_([a.id for a in expired])))
     return expired

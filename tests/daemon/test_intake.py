@@ -10,9 +10,9 @@ import pytest
 
 from loopengine.contract import Config, Loop, LoopLoader
 from loopengine.contract.checks import Env
-from loopengine.daemon import Firing, Intake, enqueue
+from loopengine.daemon import Firing
 from loopengine.skills.builtin import builtin_registry
-from loopengine.store import Store, queue
+from loopengine.store import Store, intake, queue
 from loopengine.testing import memory_store
 
 
@@ -32,24 +32,32 @@ def firing(loop: Loop, key: str, slot: float | None = None) -> Firing:
     return Firing(loop, trigger, key, slot=slot)
 
 
-def run_firings(loop: Loop, count: int, running: int = 0) -> tuple[list[Intake], dict[str, Any]]:
+def enqueue(firing: Firing, now: float, *, paused: bool = False) -> Any:
+    """``intake.enqueue`` of ``firing``, for ``Store.write``."""
+    return lambda c: intake.enqueue(c, firing.arrival(now), now, paused=paused)
+
+
+def claim(job_id: str | None) -> Any:
+    """``queue.claim_job`` of the job ``job_id``, for ``Store.write``."""
+    return lambda c: queue.claim_job(c, queue.get_job(c, str(job_id)), "me", 99.0)
+
+
+def run_firings(
+    loop: Loop, count: int, running: int = 0
+) -> tuple[list[intake.Intake], dict[str, Any]]:
     """Fire ``count`` times while ``running`` jobs of the loop run; the intakes and job counts."""
 
-    async def scenario(store: Store) -> tuple[list[Intake], dict[str, Any]]:
+    async def scenario(store: Store) -> tuple[list[intake.Intake], dict[str, Any]]:
         intakes = []
         for index in range(count):
-            intake = await store.write(lambda c, i=index: enqueue(c, firing(loop, f"k{i}"), 1.0))
-            intakes.append(intake)
+            taken = await store.write(enqueue(firing(loop, f"k{index}"), 1.0))
+            intakes.append(taken)
             if index < running:
-                await store.write(
-                    lambda c, job=intake.job_id: queue.claim_job(
-                        c, {"id": job, "attempts": 0}, "me", 99.0
-                    )
-                )
+                await store.write(claim(taken.job_id))
         counts = await store.read(queue.queue_depth)
         return intakes, counts
 
-    async def main() -> tuple[list[Intake], dict[str, Any]]:
+    async def main() -> tuple[list[intake.Intake], dict[str, Any]]:
         async with memory_store() as store:
             return await scenario(store)
 
@@ -92,8 +100,7 @@ def test_a_repeated_idempotency_key_is_a_duplicate() -> None:
     async def main() -> list[str]:
         async with memory_store() as store:
             return [
-                (await store.write(lambda c: enqueue(c, firing(loop, "same"), 1.0))).status
-                for _ in range(2)
+                (await store.write(enqueue(firing(loop, "same"), 1.0))).status for _ in range(2)
             ]
 
     assert asyncio.run(main()) == ["queued", "duplicate"]
@@ -106,11 +113,7 @@ def test_a_cron_slot_is_recorded_once_run_or_not(paused: bool) -> None:
     async def main() -> tuple[list[str], list[Any]]:
         async with memory_store() as store:
             statuses = [
-                (
-                    await store.write(
-                        lambda c: enqueue(c, firing(loop, "slot", 60.0), 61.0, paused=paused)
-                    )
-                ).status
+                (await store.write(enqueue(firing(loop, "slot", 60.0), 61.0, paused=paused))).status
                 for _ in range(2)
             ]
             rows = await store.read(

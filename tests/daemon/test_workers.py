@@ -17,11 +17,11 @@ import pytest
 from loopengine.contract import Config, Loop, LoopLoader
 from loopengine.contract.checks import Env
 from loopengine.daemon import DaemonLog
-from loopengine.daemon._intake import Firing, enqueue
+from loopengine.daemon._intake import Firing
 from loopengine.daemon._workers import Workers
 from loopengine.engine import Engine, Services, resume
 from loopengine.skills.builtin import builtin_registry
-from loopengine.store import JobEnvelope, Store, jobs, queue
+from loopengine.store import JobEnvelope, Store, intake, jobs, queue
 from loopengine.testing import memory_store
 from tests.engine import skills_for_tests
 
@@ -127,7 +127,8 @@ def _run(tmp_path: Path, step: str, monkeypatch: pytest.MonkeyPatch) -> tuple[li
             STEPS[step](monkeypatch)
             for key in ("first", "second"):
                 firing = Firing(loop, {"type": "manual"}, key)
-                await store.write(lambda c, f=firing: enqueue(c, f, time.time()))
+                now = time.time()
+                await store.write(intake.enqueue, firing.arrival(now), now)
             async with anyio.create_task_group() as group:
                 group.start_soon(workers.run)
                 await _until(store, lambda d: d == {"queued": 0, "running": 0})

@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from loopengine.errors import LeaseLost
-from loopengine.store import ExecutionRow, PhaseResult, Store, executions, queue
+from loopengine.store import ExecutionRow, PhaseResult, Store, executions, queue, signals
 from loopengine.testing import memory_store
 
 DAY = 86_400.0
@@ -25,18 +25,17 @@ def scenario(steps: Callable[[Store], Any]) -> Any:
     return asyncio.run(main())
 
 
-def job(job_id: str, loop_id: str = "tick", created_at: float = 0.0) -> dict[str, Any]:
-    return {
-        "id": job_id,
-        "loop_id": loop_id,
-        "trigger": {"type": "manual"},
-        "envelope": {},
-        "idempotency_key": job_id,
-        "status": queue.QUEUED,
-        "attempts": 0,
-        "not_before": created_at,
-        "created_at": created_at,
-    }
+def job(job_id: str, loop_id: str = "tick", created_at: float = 0.0) -> queue.Job:
+    return queue.Job(
+        id=job_id,
+        loop_id=loop_id,
+        trigger={"type": "manual"},
+        envelope={},
+        idempotency_key=job_id,
+        status=queue.QUEUED,
+        not_before=created_at,
+        created_at=created_at,
+    )
 
 
 def test_a_lease_taken_over_is_reported_lost_and_cannot_be_finished() -> None:
@@ -51,7 +50,7 @@ def test_a_lease_taken_over_is_reported_lost_and_cannot_be_finished() -> None:
         finished = await store.write(
             lambda c: queue.finish_job(c, first, outcome="completed", execution_id=None, now=12.0)
         )
-        return [j["id"] for j in stale], (first, second), renewed, finished
+        return [j.id for j in stale], (first, second), renewed, finished
 
     stale, leases, renewed, finished = scenario(steps)
     assert stale == ["j1"]
@@ -77,7 +76,7 @@ def test_a_lease_taken_over_fails_its_holders_checks() -> None:
 
 
 def test_an_owner_does_not_claim_its_own_expired_lease() -> None:
-    async def steps(store: Store) -> list[dict[str, Any]]:
+    async def steps(store: Store) -> list[queue.Job]:
         await store.write(lambda c: queue.insert_job(c, job("j1")))
         await store.write(lambda c: queue.claim_job(c, job("j1"), "a", 10.0))
         return await store.write(
@@ -117,16 +116,7 @@ def test_retention_prunes_old_finished_work_and_keeps_the_rest() -> None:
             )
         for slot in (now - 30 * DAY, now - 20 * DAY):
             queue.insert_tick(
-                connection,
-                {
-                    "loop_id": "tick",
-                    "trigger_id": "cron",
-                    "scheduled_for": slot,
-                    "status": "missed",
-                    "reason": "r",
-                    "job_id": None,
-                    "recorded_at": slot,
-                },
+                connection, queue.Tick("tick", "cron", slot, "missed", "r", None, slot)
             )
 
     async def steps(store: Store) -> tuple[Any, ...]:
@@ -146,3 +136,45 @@ def test_retention_prunes_old_finished_work_and_keeps_the_rest() -> None:
     assert ids == ["old_running", "recent"]
     assert phases == 2
     assert slots == [now - 20 * DAY]
+
+
+def test_a_claim_takes_no_queued_job_of_a_loop_at_its_limit_but_takes_over_a_stale_one() -> None:
+    async def steps(store: Store) -> tuple[Any, ...]:
+        for job_id in ("running", "waiting"):
+            await store.write(queue.insert_job, job(job_id))
+        await store.write(queue.claim_next, {"tick": 1}, "a", lambda: 1.0, 10.0)
+        blocked = await store.write(queue.claim_next, {"tick": 1}, "b", lambda: 5.0, 10.0)
+        taken = await store.write(queue.claim_next, {"tick": 1}, "b", lambda: 20.0, 10.0)
+        return blocked, taken
+
+    blocked, (taken, lease) = scenario(steps)
+    assert blocked is None
+    assert (taken.id, lease) == ("running", queue.Lease("running", "b", 2))
+
+
+def test_a_failed_job_ends_the_execution_it_left_running_unless_its_lease_was_lost() -> None:
+    async def steps(store: Store) -> tuple[Any, ...]:
+        await store.write(queue.insert_job, job("j1"))
+        await store.write(executions.insert_execution, _execution("j1", 1.0, "running"))
+        first = await store.write(queue.claim_job, job("j1"), "a", 10.0)
+        lost = queue.Lease("j1", "a", 2)
+        ended = [
+            await store.write(queue.end_job, lease, "failed", None, "boom", 5.0)
+            for lease in (lost, first)
+        ]
+        execution = await store.read(executions.get_execution, "j1")
+        return ended, execution
+
+    ended, execution = scenario(steps)
+    assert ended == [False, True]
+    assert (execution.status, execution.outcome, execution.error) == ("finished", "failed", "boom")
+
+
+def test_the_latest_point_of_each_metric_is_read() -> None:
+    async def steps(store: Store) -> dict[str, queue.Point]:
+        for name, value, at in (("cpu", 1.0, 1.0), ("cpu", 2.0, 2.0), ("mem", 3.0, 1.0)):
+            await store.write(signals.insert_metric, name, value, at, {})
+        return await store.read(queue.latest_points, ["cpu", "mem", "disk"])
+
+    latest = scenario(steps)
+    assert {name: point.value for name, point in latest.items()} == {"cpu": 2.0, "mem": 3.0}

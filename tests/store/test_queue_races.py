@@ -45,17 +45,17 @@ def _twice(engine: sa.Engine, insert: Callable[[sa.Connection], bool]) -> tuple[
     return answers[0], answers[1]
 
 
-def _job(key: str) -> dict[str, object]:
-    return {
-        "id": uuid.uuid4().hex,
-        "loop_id": "tick",
-        "trigger": {"type": "manual"},
-        "envelope": {},
-        "idempotency_key": key,
-        "status": queue.QUEUED,
-        "not_before": 0.0,
-        "created_at": 0.0,
-    }
+def _job(key: str) -> queue.Job:
+    return queue.Job(
+        id=uuid.uuid4().hex,
+        loop_id="tick",
+        trigger={"type": "manual"},
+        envelope={},
+        idempotency_key=key,
+        status=queue.QUEUED,
+        not_before=0.0,
+        created_at=0.0,
+    )
 
 
 def test_a_job_key_is_won_once(engine: sa.Engine) -> None:
@@ -64,15 +64,7 @@ def test_a_job_key_is_won_once(engine: sa.Engine) -> None:
 
 
 def test_a_slot_is_won_once(engine: sa.Engine) -> None:
-    slot = {
-        "loop_id": uuid.uuid4().hex,
-        "trigger_id": "cron",
-        "scheduled_for": 60.0,
-        "status": "queued",
-        "reason": None,
-        "job_id": None,
-        "recorded_at": 0.0,
-    }
+    slot = queue.Tick(uuid.uuid4().hex, "cron", 60.0, "queued", None, None, 0.0)
     assert _twice(engine, lambda c: queue.insert_tick(c, slot)) == (True, False)
 
 
@@ -91,10 +83,10 @@ def test_a_cursor_moves_forward_only(engine: sa.Engine) -> None:
 
 
 def test_only_the_owner_finishes_a_job(engine: sa.Engine) -> None:
-    row = _job(uuid.uuid4().hex)
+    job = _job(uuid.uuid4().hex)
     with engine.begin() as connection:
-        queue.insert_job(connection, row)
-        held = queue.claim_job(connection, {**row, "attempts": 0}, "a", lease_until=10.0)
+        queue.insert_job(connection, job)
+        held = queue.claim_job(connection, job, "a", lease_until=10.0)
     finished = []
     for lease in (queue.Lease(held.job_id, "b", 1), queue.Lease(held.job_id, "a", 2), held):
         with engine.begin() as connection:

@@ -1,0 +1,195 @@
+"""A trigger firing becomes a job: the loop's overlap policy decides, in the transaction that
+writes the job (and the cron slot), so two daemons, or a daemon and ``loopengine trigger``, agree.
+
+Every firing leaves a row: a queued job, or a non-run (``skipped``, ``paused``) with its reason.
+The policy itself is a pure function of the caller's (``Arrival.admit``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import sqlalchemy as sa
+
+from loopengine.store import queue, webhooks
+
+__all__ = [
+    "Admission",
+    "Arrival",
+    "Intake",
+    "enqueue",
+    "enqueue_all",
+    "enqueue_body",
+    "enqueue_keyed",
+    "fire_thresholds",
+    "record_slots",
+]
+
+DUPLICATE = "duplicate"
+
+
+class Admission(Protocol):
+    """What the overlap policy says of a firing: ``start``, ``queue``, ``replace``, or ``skip``
+    with why."""
+
+    @property
+    def action(self) -> str: ...
+
+    @property
+    def reason(self) -> str | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """A firing as the queue takes it: its job (queued status, keyed by the firing's idempotency
+    key), the cron slot it fills, and the loop's overlap policy."""
+
+    job: queue.Job
+    trigger_id: str
+    admit: Callable[[int, int], Admission]
+    """The loop's overlap policy, pure: from its running and queued jobs, what to do."""
+    slot: float | None = None
+    """A cron slot's scheduled instant: recorded uniquely with the job."""
+
+    @property
+    def loop_id(self) -> str:
+        return self.job.loop_id
+
+
+@dataclass(frozen=True, slots=True)
+class Intake:
+    """What became of a firing: ``queued``, ``skipped``, ``paused`` or ``duplicate``."""
+
+    status: str
+    job_id: str | None = None
+    reason: str | None = None
+
+
+Cursor = tuple[str, int]
+"""A log cursor's name and the position it moves to with what was read up to there."""
+
+
+def _non_run(
+    connection: sa.Connection, arrival: Arrival, status: str, reason: str, now: float
+) -> Intake:
+    if arrival.slot is not None:
+        return _record_slot(connection, arrival, status, reason, now)
+    skipped = dataclasses.replace(arrival.job, status=queue.SKIPPED, reason=reason)
+    won = queue.insert_job(connection, skipped)
+    return Intake(status if won else DUPLICATE, skipped.id if won else None, reason)
+
+
+def _record_slot(
+    connection: sa.Connection,
+    arrival: Arrival,
+    status: str,
+    reason: str | None,
+    now: float,
+    job_id: str | None = None,
+) -> Intake:
+    """Record ``arrival``'s cron slot once, run (``queued``, with its job) or not (with why)."""
+    assert arrival.slot is not None
+    tick = queue.Tick(
+        arrival.loop_id, arrival.trigger_id, arrival.slot, status, reason, job_id, now
+    )
+    won = queue.insert_tick(connection, tick)
+    return Intake(status if won else DUPLICATE, job_id if won else None, reason)
+
+
+def enqueue(
+    connection: sa.Connection, arrival: Arrival, now: float, *, paused: bool = False
+) -> Intake:
+    """Queue ``arrival``'s job, or record why it does not run (paused, overlap)."""
+    if paused:
+        return _non_run(connection, arrival, "paused", "the loop is paused", now)
+    running, queued = queue.job_counts(connection, arrival.loop_id)
+    decision = arrival.admit(running, queued)
+    if decision.action == "skip":
+        return _non_run(connection, arrival, "skipped", decision.reason or "overlap", now)
+    job = arrival.job
+    if arrival.slot is not None:
+        intake = _record_slot(connection, arrival, queue.QUEUED, None, now, job.id)
+        if intake.status == DUPLICATE:
+            return intake
+    if decision.action == "replace":
+        queue.replace_jobs(connection, arrival.loop_id, now)
+    if not queue.insert_job(connection, job):
+        return Intake(DUPLICATE)
+    return Intake(queue.QUEUED, job.id)
+
+
+def enqueue_all(
+    connection: sa.Connection, arrivals: Sequence[Arrival], now: float, cursor: Cursor | None = None
+) -> list[Intake]:
+    """Queue each arrival (a paused loop's recorded as a non-run) and move ``cursor`` past what
+    fired them, atomically: a crash queues all and moves the cursor, or does neither."""
+    paused = queue.paused(connection)
+    done = [
+        enqueue(connection, arrival, now, paused=arrival.loop_id in paused) for arrival in arrivals
+    ]
+    if cursor is not None:
+        queue.move_cursor(connection, *cursor, now)
+    return done
+
+
+def record_slots(
+    connection: sa.Connection, slots: Sequence[tuple[Arrival, str | None]], now: float
+) -> list[Intake]:
+    """Decide cron slots together: each is queued (``None``) or recorded not run with why (its
+    status the reason's text before ``:``)."""
+    paused = queue.paused(connection)
+    return [
+        _record_slot(connection, arrival, why.split(":", 1)[0], why, now)
+        if why is not None
+        else enqueue(connection, arrival, now, paused=arrival.loop_id in paused)
+        for arrival, why in slots
+    ]
+
+
+def fire_thresholds(
+    connection: sa.Connection,
+    states: Sequence[queue.TriggerState],
+    arrivals: Sequence[Arrival],
+    now: float,
+    cursor: Cursor | None = None,
+) -> list[tuple[Arrival, Intake]]:
+    """Save threshold triggers' changed ``states``, queue what they fired and move ``cursor``,
+    atomically. A firing whose trigger another daemon already saved as ``firing`` fired there
+    (the same episode): it is left out."""
+    already = {
+        key
+        for key in {(a.loop_id, a.trigger_id) for a in arrivals}
+        if queue.trigger_state_of(connection, *key) == "firing"
+    }
+    for state in states:
+        queue.save_trigger_state(connection, state)
+    fresh = [a for a in arrivals if (a.loop_id, a.trigger_id) not in already]
+    return list(zip(fresh, enqueue_all(connection, fresh, now, cursor), strict=True))
+
+
+def enqueue_keyed(
+    connection: sa.Connection, arrival: Arrival, now: float
+) -> tuple[Intake, queue.Job | None]:
+    """Queue a firing sent by a client under its idempotency key (a paused loop recording a
+    non-run), with the job the key names. A key whose earlier firing did not run is taken
+    again: a sender retrying after a refusal gets a run, not a ``duplicate`` of nothing."""
+    key = arrival.job.idempotency_key
+    earlier = queue.job_keyed(connection, key)
+    if earlier is not None and earlier.status == queue.SKIPPED:
+        queue.release_key(connection, earlier.id)
+    [intake] = enqueue_all(connection, [arrival], now)
+    return intake, queue.job_keyed(connection, key)
+
+
+def enqueue_body(
+    connection: sa.Connection, body: str, arrival: Arrival, now: float, until: float
+) -> tuple[Intake, queue.Job | None]:
+    """Queue a signed delivery (``enqueue_keyed``) unless another delivery holds its body
+    ``body`` (``webhooks.hold_body``): then a ``duplicate`` of that one's job."""
+    holder = webhooks.hold_body(connection, body, arrival.job.idempotency_key, now, until)
+    if holder != arrival.job.idempotency_key:
+        return Intake(DUPLICATE), queue.job_keyed(connection, holder)
+    return enqueue_keyed(connection, arrival, now)

@@ -1,0 +1,88 @@
+"""The intake's units of work: what a firing becomes is written with what it depends on (a held
+webhook body, a threshold's saved state, the log cursor) in one transaction."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from loopengine.store import Store, intake, queue
+from loopengine.testing import memory_store
+
+
+@dataclass(frozen=True)
+class Start:
+    action: str = "start"
+    reason: str | None = None
+
+
+def arrival(key: str, loop_id: str = "tick", trigger_id: str = "t") -> intake.Arrival:
+    job = queue.Job(
+        id=uuid.uuid4().hex,
+        loop_id=loop_id,
+        trigger={"type": "manual", "id": trigger_id},
+        envelope={},
+        idempotency_key=key,
+        status=queue.QUEUED,
+        not_before=1.0,
+        created_at=1.0,
+    )
+    return intake.Arrival(job, trigger_id, lambda running, queued: Start())
+
+
+def scenario(steps: Callable[[Store], Any]) -> Any:
+    async def main() -> Any:
+        async with memory_store() as store:
+            return await steps(store)
+
+    return asyncio.run(main())
+
+
+def test_a_body_held_by_another_delivery_answers_with_that_ones_job() -> None:
+    async def steps(store: Store) -> tuple[Any, ...]:
+        first = await store.write(intake.enqueue_body, "body", arrival("a"), 1.0, 300.0)
+        second = await store.write(intake.enqueue_body, "body", arrival("b"), 2.0, 300.0)
+        return first, second, await store.read(queue.queue_depth)
+
+    (first, first_job), (second, second_job), depth = scenario(steps)
+    assert (first.status, second.status) == ("queued", "duplicate")
+    assert first_job == second_job
+    assert depth["queued"] == 1
+
+
+def test_a_threshold_another_daemon_saved_as_firing_is_not_queued_again() -> None:
+    firing = queue.TriggerState("tick", "t", "cpu", "firing", 0.9, 1.0, True, None, 1.0)
+
+    async def steps(store: Store) -> tuple[Any, ...]:
+        await store.write(queue.save_trigger_state, firing)
+        done = await store.write(intake.fire_thresholds, [], [arrival("a")], 2.0, ("m", 7))
+        return done, await store.read(queue.queue_depth), await store.read(queue.cursor, "m")
+
+    done, depth, position = scenario(steps)
+    assert done == []
+    assert depth["queued"] == 0
+    assert position == 7
+
+
+def test_the_cursor_moves_with_the_jobs_its_events_queued() -> None:
+    async def steps(store: Store) -> tuple[Any, ...]:
+        intakes = await store.write(intake.enqueue_all, [arrival("a")], 1.0, ("events", 3))
+        return intakes, await store.read(queue.cursor, "events")
+
+    intakes, position = scenario(steps)
+    assert [i.status for i in intakes] == ["queued"]
+    assert position == 3
+
+
+def test_a_key_refused_while_paused_is_taken_again_once_unpaused() -> None:
+    async def steps(store: Store) -> list[str | None]:
+        await store.write(queue.pause, "tick", 1.0)
+        refused, _ = await store.write(intake.enqueue_keyed, arrival("k"), 1.0)
+        await store.write(queue.unpause, "tick")
+        taken, job = await store.write(intake.enqueue_keyed, arrival("k"), 2.0)
+        return [refused.status, taken.status, job and job.status]
+
+    assert scenario(steps) == ["paused", "queued", "queued"]
