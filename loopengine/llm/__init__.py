@@ -68,14 +68,7 @@ from loopengine.llm._runtime import ChatContext, LLMRuntime
 from loopengine.llm._scores import NodeScore, Sample, Tuning, parse_grade, score_nodes, tune
 from loopengine.llm._stats import LATENCY_BUCKETS_S, NodeStats
 from loopengine.llm._stream import Assembly, event_data, token_usage
-from loopengine.llm._threads import (
-    append_batch,
-    load_thread,
-    mask_pii,
-    prune,
-    thread_version,
-    with_fresh_call_ids,
-)
+from loopengine.llm._threads import mask_pii, new_batch, prune, with_fresh_call_ids
 from loopengine.llm._toolcalls import new_call_id, parse_arguments, parse_reply
 from loopengine.llm._tools import (
     MAX_READ,
@@ -127,7 +120,6 @@ __all__ = [
     "Vote",
     "Weak",
     "answer_messages",
-    "append_batch",
     "builtin_tools",
     "call_key",
     "canonical",
@@ -143,11 +135,11 @@ __all__ = [
     "history_view",
     "judge_version",
     "judged_grade",
-    "load_thread",
     "mask_pii",
     "memory_context",
     "memory_view",
     "message_category",
+    "new_batch",
     "new_call_id",
     "offered_tools",
     "parse_arguments",
@@ -169,7 +161,6 @@ __all__ = [
     "scores_view",
     "status_view",
     "summary_messages",
-    "thread_version",
     "token_usage",
     "trend_messages",
     "trends",
