@@ -24,8 +24,6 @@ from loopengine.llm._learned import (
     followed_routing,
     history_view,
     memory_view,
-    read_learned,
-    read_memory,
     scores_view,
     status_view,
 )
@@ -150,8 +148,6 @@ __all__ = [
     "pattern_size",
     "prune",
     "reaches_inside",
-    "read_learned",
-    "read_memory",
     "read_summary",
     "review_messages",
     "run_agent",

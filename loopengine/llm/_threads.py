@@ -18,7 +18,7 @@ from typing import Any
 
 from loopengine.errors import ThreadError
 from loopengine.llm._toolcalls import new_call_id
-from loopengine.store.threads import Batch, BatchState
+from loopengine.store import Batch, BatchState
 
 __all__ = [
     "call_ids",

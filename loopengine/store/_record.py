@@ -23,6 +23,7 @@ __all__ = [
     "JobEnvelope",
     "PhaseResult",
     "Usage",
+    "fields_of",
     "iso",
     "new_envelope",
     "new_id",
@@ -290,3 +291,8 @@ class ExecutionRecord:
                 "note": gate["note"],
             }
         return view
+
+
+def fields_of(record: Any, row: Mapping[Any, Any]) -> dict[str, Any]:
+    """The values of ``row`` a record class has fields for (a row may hold more columns)."""
+    return {name: row[name] for name in record.__dataclass_fields__}

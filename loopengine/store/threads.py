@@ -205,7 +205,7 @@ class Message:
     duration_ms: float | None
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Message:
+    def from_row(cls, row: Mapping[Any, Any]) -> Message:
         success = row["success"]
         values = {name: row[name] for name in cls.__dataclass_fields__}
         return cls(**{**values, "success": None if success is None else bool(success)})
