@@ -10,7 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from loopengine.store import executions, memory, prompts
-from loopengine.store._record import ExecutionRow, fields_of, iso
+from loopengine.store._record import ExecutionRow, FromRow, iso
 from loopengine.store._tables import autolearn_history, chat_scores, routing_orders, score_history
 from loopengine.store.memory import UserMemory
 from loopengine.store.prompts import PromptVersion
@@ -56,7 +56,7 @@ HISTORY_KEPT = 200
 
 
 @dataclass(frozen=True, slots=True)
-class ChatSample:
+class ChatSample(FromRow):
     """One chat response kept for scoring: which node answered, how fast, whether it worked,
     under which instructions (``prompt_version``), and the grader's 1–10 once graded."""
 
@@ -77,13 +77,9 @@ class ChatSample:
     prompt_version: int
     claimed_until: float | None
 
-    @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> ChatSample:
-        return cls(**fields_of(cls, row))
-
 
 @dataclass(frozen=True, slots=True)
-class RoutingOrder:
+class RoutingOrder(FromRow):
     """A category's tuned routing order, its version and why it changed."""
 
     category: str
@@ -93,13 +89,9 @@ class RoutingOrder:
     execution_id: str | None
     updated_at: float
 
-    @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> RoutingOrder:
-        return cls(**fields_of(cls, row))
-
 
 @dataclass(frozen=True, slots=True)
-class HistoryEntry:
+class HistoryEntry(FromRow):
     """One change an autolearn loop made (``routing``, ``prompt``, ``rollback``…)."""
 
     id: int
@@ -108,10 +100,6 @@ class HistoryEntry:
     detail: dict[str, Any]
     execution_id: str | None
     created_at: float
-
-    @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> HistoryEntry:
-        return cls(**fields_of(cls, row))
 
     def as_json(self) -> dict[str, Any]:
         """The entry as ``GET /autolearn/history`` and ``autolearn history --json`` show it."""

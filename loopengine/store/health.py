@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine.store._record import fields_of
+from loopengine.store._record import FromRow
 from loopengine.store._tables import node_health
 
 __all__ = ["NodeHealthRow", "load_health", "save_health"]
 
 
 @dataclass(frozen=True, slots=True)
-class NodeHealthRow:
+class NodeHealthRow(FromRow):
     """A node's consecutive failures, until when it is cooled down, and its last error."""
 
     node: str
@@ -23,10 +22,6 @@ class NodeHealthRow:
     cooled_until: float
     last_error: str | None
     updated_at: float
-
-    @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> NodeHealthRow:
-        return cls(**fields_of(cls, row))
 
 
 def load_health(connection: sa.Connection) -> list[NodeHealthRow]:

@@ -3,14 +3,13 @@ and the profile and deep summary the memory loop derives from them."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
 from loopengine.store._dialect import dialect_insert
-from loopengine.store._record import fields_of
+from loopengine.store._record import FromRow
 from loopengine.store._tables import memory_exchanges, memory_profiles
 
 __all__ = [
@@ -37,7 +36,7 @@ EXCHANGE_TEXT = 2000
 
 
 @dataclass(frozen=True, slots=True)
-class MemoryExchange:
+class MemoryExchange(FromRow):
     """One exchange of a user kept for their memory (texts cut to ``EXCHANGE_TEXT``)."""
 
     id: int
@@ -48,13 +47,9 @@ class MemoryExchange:
     reply: str
     created_at: float
 
-    @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> MemoryExchange:
-        return cls(**fields_of(cls, row))
-
 
 @dataclass(frozen=True, slots=True)
-class UserMemory:
+class UserMemory(FromRow):
     """What the chat remembers of a user: exchanges made, the profile detected up to the
     ``profiled_at``-th, the deep summary ``summary_node`` wrote up to the ``summarized_at``-th."""
 
@@ -66,10 +61,6 @@ class UserMemory:
     summary_node: str | None
     summarized_at: int
     updated_at: float
-
-    @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> UserMemory:
-        return cls(**fields_of(cls, row))
 
 
 def add_exchange(

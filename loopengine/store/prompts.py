@@ -8,13 +8,12 @@ Version 0 of every category is "no instructions" and has no row. A version's ``s
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine.store._record import fields_of
+from loopengine.store._record import FromRow
 from loopengine.store._tables import chat_prompts
 
 __all__ = [
@@ -33,7 +32,7 @@ ACTIVE = ("watched", "confirmed")
 
 
 @dataclass(frozen=True, slots=True)
-class PromptVersion:
+class PromptVersion(FromRow):
     """A version of a category's instructions: its state, the version it replaced (``parent``),
     the mean grade before it (``baseline``), the cycles that judged it and through which sample
     (``watched``, ``judged_id``)."""
@@ -49,10 +48,6 @@ class PromptVersion:
     reason: str
     execution_id: str | None
     created_at: float
-
-    @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> PromptVersion:
-        return cls(**fields_of(cls, row))
 
 
 def active(connection: sa.Connection, category: str | None = None) -> dict[str, PromptVersion]:
