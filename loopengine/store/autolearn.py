@@ -23,6 +23,7 @@ __all__ = [
     "ChatSample",
     "HistoryEntry",
     "Learned",
+    "Rollback",
     "RoutingOrder",
     "add_history",
     "apply_prompt",
@@ -390,21 +391,38 @@ def apply_prompt(
     return version
 
 
+@dataclass(frozen=True, slots=True)
+class Rollback:
+    """A category's watched ``version`` rolled back to ``restored``, and why."""
+
+    category: str
+    version: int
+    restored: int
+    reason: str
+
+    def as_json(self) -> dict[str, Any]:
+        """The rollback as the history keeps it, with its category."""
+        return {"category": self.category, **self.detail}
+
+    @property
+    def detail(self) -> dict[str, Any]:
+        return {"from": self.version, "to": self.restored, "reason": self.reason}
+
+
 def roll_back_prompts(
     connection: sa.Connection,
     rollbacks: Sequence[tuple[str, int, str]],
     execution_id: str | None,
     now: float,
-) -> list[dict[str, Any]]:
+) -> list[Rollback]:
     """Roll back each (category, version, reason) still active (``prompts.roll_back``), each in
-    the history; what was rolled back, as the history keeps it, with its category."""
+    the history; those rolled back."""
     done = []
     for category, version, reason in rollbacks:
         restored = prompts.roll_back(connection, category, version)
         if restored is not None:
-            detail = {"from": version, "to": restored, "reason": reason}
-            add_history(connection, "rollback", category, detail, execution_id, now)
-            done.append({"category": category, **detail})
+            done.append(Rollback(category, version, restored, reason))
+            add_history(connection, "rollback", category, done[-1].detail, execution_id, now)
     return done
 
 

@@ -127,3 +127,47 @@ def test_the_last_recorded_score_of_each_node_starts_the_next_trend(
         autolearn.record_scores(connection, first, None, now=1.0)
         autolearn.record_scores(connection, second, None, now=2.0)
     assert autolearn.last_scores(connection) == {("code", "M1"): 6.5}
+
+
+def test_applied_instructions_and_their_rollback_are_kept_in_the_history(
+    connection: sa.Connection,
+) -> None:
+    with connection.begin():
+        version = autolearn.apply_prompt(
+            connection, "code", "Be brief.", parent=0, baseline=6.0, reason="better",
+            execution_id=None, now=1.0,
+        )  # fmt: skip
+        asked = [("code", 1, "worse"), ("chat", 1, "")]
+        rolled = autolearn.roll_back_prompts(connection, asked, None, 2.0)
+    assert version == 1
+    assert [r.as_json() for r in rolled] == [
+        {"category": "code", "from": 1, "to": 0, "reason": "worse"}
+    ]
+    kinds = [(entry.kind, entry.detail["to"]) for entry in autolearn.history(connection)]
+    assert kinds == [("rollback", 0), ("prompt", 1)]
+
+
+def test_instructions_on_a_version_no_longer_active_leave_no_history(
+    connection: sa.Connection,
+) -> None:
+    with connection.begin():
+        autolearn.apply_prompt(
+            connection, "code", "Be brief.", parent=0, baseline=None, reason="first",
+            execution_id=None, now=1.0,
+        )  # fmt: skip
+        late = autolearn.apply_prompt(
+            connection, "code", "Show code.", parent=0, baseline=None, reason="late",
+            execution_id=None, now=2.0,
+        )  # fmt: skip
+    assert late is None
+    assert [entry.detail["reason"] for entry in autolearn.history(connection)] == ["first"]
+
+
+def test_routing_changes_read_back_with_their_history(connection: sa.Connection) -> None:
+    change = {"category": "code", "from": ["OL1"], "to": ["M1", "OL1"]}
+    with connection.begin():
+        found = autolearn.put_routings(
+            connection, [("code", ["M1", "OL1"], change)], "r", None, 1.0
+        )
+    assert (found["code"].nodes, found["code"].version) == (["M1", "OL1"], 1)
+    assert [entry.detail for entry in autolearn.history(connection)] == [change]

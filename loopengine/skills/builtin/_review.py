@@ -339,7 +339,8 @@ async def autolearn_rollback_prompt(
         return {"log": {"message": "would roll back " + "; ".join(lines)}}
     asked = [(str(r["category"]), int(r["version"]), r["reason"]) for r in rollbacks]
     store, now = store_of(ctx), ctx.clock()
-    done = await store.write(autolearn.roll_back_prompts, asked, ctx.execution_id, now)
+    rolled = await store.write(autolearn.roll_back_prompts, asked, ctx.execution_id, now)
+    done = [rollback.as_json() for rollback in rolled]
     said = [f"{d['category']}: v{d['from']} → v{d['to']} ({d['reason']})" for d in done]
     message = "rolled back " + "; ".join(said) if said else "nothing to roll back any more"
     return {"log": {"message": message}, "rollbacks": done}
