@@ -79,7 +79,7 @@ class LLMRuntime:
         (``autolearn.explore`` of its messages), its active instructions and ``user``'s memory;
         a value per message, so concurrent messages do not share it."""
         settings = self.autolearn
-        nodes = list(self.cluster.config.nodes)
+        nodes = list(self.cluster.config.nodes)  # which are routed depends on the orders read
         read = await self.store.read(
             autolearn.chat_reading, category, nodes, settings.min_samples, user
         )
