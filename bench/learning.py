@@ -124,7 +124,7 @@ async def _cycles(
             )
             graded = int(row.context["data"]["grading"]["graded"])
             orders = await runtime.store.read(autolearn.routing)
-            routing = list(orders["default"]["nodes"]) if "default" in orders else ["M1", "M2"]
+            routing = list(orders["default"].nodes) if "default" in orders else ["M1", "M2"]
             action = str(row.context["data"]["decision"]["action"])
             done.append(Cycle(routing, graded, elapsed, action, chat_s))
     return done
@@ -200,22 +200,18 @@ def rollback_scenario(messages: int, cycles: int) -> dict[str, Any]:
 
         if swapped_at or index < 2:
             return
-        rows = await runtime.store.read(lambda c: autolearn.samples_in_window(c, 20))
+        rows = await runtime.store.read(autolearn.samples_in_window, 20)
         baseline = category_means(Sample.of(row) for row in rows)["default"]
-
-        def swap(connection: Any) -> None:
-            prompts.add_version(
-                connection,
-                "default",
-                world.worse,
-                parent=0,
-                baseline=baseline,
-                reason="a worse version",
-                execution_id=None,
-                now=time.time(),
-            )
-
-        await runtime.store.write(swap)
+        await runtime.store.write(
+            prompts.add_version,
+            "default",
+            world.worse,
+            parent=0,
+            baseline=baseline,
+            reason="a worse version",
+            execution_id=None,
+            now=time.time(),
+        )
         swapped_at.append(index)
 
     history = _simulate(world, messages, cycles, change, "autoreview")

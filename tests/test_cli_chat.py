@@ -187,7 +187,7 @@ def _categories() -> list[tuple[str, str]]:
     from loopengine.store import autolearn, create_engine
 
     with create_engine("sqlite:///.loopengine/loopengine.db").connect() as connection:
-        return [(s["node"], s["category"]) for s in autolearn.samples_in_window(connection, 50)]
+        return [(s.node, s.category) for s in autolearn.samples_in_window(connection, 50)]
 
 
 @pytest.mark.parametrize(

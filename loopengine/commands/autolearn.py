@@ -7,26 +7,19 @@ from pathlib import Path
 from typing import Any
 
 from loopengine.commands._console import Console
-from loopengine.llm import (
-    history_view,
-    memory_view,
-    read_learned,
-    read_memory,
-    scores_view,
-    status_view,
-)
+from loopengine.llm import AUTOLEARN_LOOPS, history_view, memory_view, scores_view, status_view
 from loopengine.reader import open_reader, read_store
 from loopengine.settings import read_settings
-from loopengine.store import autolearn
+from loopengine.store import autolearn, memory
 
 __all__ = ["run_autolearn"]
 
 
-def _learned(config: Path | None) -> dict[str, Any]:
+def _learned(config: Path | None) -> autolearn.Learned:
     settings = read_settings(config)
     window = settings.config.autolearn.window
     with read_store(settings) as reader:
-        return reader.read(lambda c: read_learned(c, window))
+        return reader.read(autolearn.learned, window, AUTOLEARN_LOOPS)
 
 
 def _print_scores(console: Console, view: dict[str, Any]) -> None:
@@ -54,7 +47,7 @@ def _print_scores(console: Console, view: dict[str, Any]) -> None:
 
 
 def _show_scores(
-    console: Console, config: Path | None, learned: dict[str, Any], as_json: bool
+    console: Console, config: Path | None, learned: autolearn.Learned, as_json: bool
 ) -> None:
     view = scores_view(read_settings(config).config, learned)
     if as_json:
@@ -75,7 +68,7 @@ def _show_history(console: Console, config: Path | None, as_json: bool) -> None:
         console.print(f"{entry['created_at']}  {entry['kind']:<8} {category}  {entry['detail']}")
 
 
-def _show_status(console: Console, learned: dict[str, Any], as_json: bool) -> None:
+def _show_status(console: Console, learned: autolearn.Learned, as_json: bool) -> None:
     status = status_view(learned)
     if as_json:
         console.json(status)
@@ -98,7 +91,7 @@ def _show_status(console: Console, learned: dict[str, Any], as_json: bool) -> No
 
 def _show_memory(console: Console, config: Path | None, user: str | None, as_json: bool) -> None:
     with open_reader(config) as reader:
-        users = memory_view(reader.read(lambda c: read_memory(c, user)))
+        users = memory_view(reader.read(memory.remembered, user))
     if as_json:
         console.json({"users": users})
     elif not users:

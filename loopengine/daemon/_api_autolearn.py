@@ -17,15 +17,14 @@ from loopengine.daemon._api_context import (
 )
 from loopengine.daemon._intake import Firing
 from loopengine.llm import (
+    AUTOLEARN_LOOPS,
     AutolearnLoop,
     history_view,
     memory_view,
-    read_learned,
-    read_memory,
     scores_view,
     status_view,
 )
-from loopengine.store import autolearn, new_id
+from loopengine.store import autolearn, memory, new_id
 
 __all__ = ["add_autolearn_routes"]
 
@@ -35,10 +34,8 @@ def add_autolearn_routes(app: FastAPI, context: ApiContext) -> None:
     ``POST /autolearn/trigger``."""
     config = context.runtime.workspace.config
 
-    async def learned() -> dict[str, Any]:
-        window = config.autolearn.window
-        found: dict[str, Any] = await context.store.read(lambda c: read_learned(c, window))
-        return found
+    async def learned() -> autolearn.Learned:
+        return await context.store.read(autolearn.learned, config.autolearn.window, AUTOLEARN_LOOPS)
 
     @app.get("/autolearn/status")
     async def autolearn_status() -> dict[str, Any]:
@@ -62,8 +59,7 @@ def add_autolearn_routes(app: FastAPI, context: ApiContext) -> None:
     ) -> dict[str, Any]:
         """What the chat remembers of each user (of ``user`` only, when given): exchanges,
         profile and deep summary; what ``loopengine autolearn memory --json`` prints."""
-        rows = await context.store.read(lambda c: read_memory(c, user))
-        return {"users": memory_view(rows)}
+        return {"users": memory_view(await context.store.read(memory.remembered, user))}
 
     @app.post("/autolearn/trigger", status_code=202)
     async def autolearn_trigger(loop: AutolearnLoop = "autotune") -> dict[str, Any]:

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
-import sqlalchemy as sa
 from fastapi import FastAPI, Header, Path
 from pydantic import BaseModel, Field, field_validator
 from starlette.exceptions import HTTPException
@@ -18,8 +16,8 @@ from starlette.responses import Response
 
 from loopengine.daemon._api_context import MAX_SESSION_ID, SESSION_ID, ApiContext
 from loopengine.errors import ThreadError
-from loopengine.llm import append_batch
-from loopengine.store import Store, threads
+from loopengine.llm import new_batch
+from loopengine.store import threads
 from loopengine.triggers import nesting
 
 __all__ = [
@@ -157,23 +155,19 @@ def _add_reads(app: FastAPI, context: ApiContext) -> None:
         """The session's messages in order; a session without any is an empty thread at version
         0 (not a 404: its ETag ``"0"`` is the ``If-Match`` of its first batch); 304 when
         ``If-None-Match`` names the current version."""
-
-        def read(connection: sa.Connection) -> tuple[int, list[dict[str, Any]] | None]:
-            version = threads.thread_version(connection, session_id)
-            if if_none_match is not None and _names(if_none_match, _etag(version)):
-                return version, None
-            return version, threads.load_thread(connection, session_id, meta=True)
-
-        version, messages = await context.store.read(read)
-        if messages is None:
-            return Response(status_code=304, headers={"ETag": _etag(version)})
-        response.headers["ETag"] = _etag(version)
-        return ThreadOut(session=SessionOut(id=session_id, version=version), messages=messages)
+        if if_none_match is not None:
+            version = await context.store.read(threads.thread_version, session_id)
+            if _names(if_none_match, _etag(version)):
+                return Response(status_code=304, headers={"ETag": _etag(version)})
+        thread = await context.store.read(threads.read_thread, session_id)
+        response.headers["ETag"] = _etag(thread.version)
+        session = SessionOut(id=session_id, version=thread.version)
+        return ThreadOut(session=session, messages=thread.as_json(meta=True))
 
     @app.head("/sessions/{session_id}/messages")
     async def thread_etag(session_id: SessionId) -> Response:
         """The thread's ``ETag`` alone: what a writer refused with 412 reads before retrying."""
-        version = await context.store.read(lambda c: threads.thread_version(c, session_id))
+        version = await context.store.read(threads.thread_version, session_id)
         return Response(headers={"ETag": _etag(version)}, media_type="application/json")
 
 
@@ -195,41 +189,28 @@ def _add_batch(app: FastAPI, context: ApiContext) -> None:
         relance = _one_of("X-Relance-Index and relance_index", x_relance_index, batch.relance_index)
         expected = _version_of(if_match)
         messages = [m.model_dump(exclude_none=True) for m in batch.messages]
-        now = time.time()
-
-        def write(connection: sa.Connection) -> tuple[bool, int, list[dict[str, Any]]]:
-            result = append_batch(
-                connection,
-                session_id,
-                messages,
-                operation_id=operation_id,
-                now=now,
-                if_match=expected,
-                require_if_match=True,
-                relance_index=relance or 0,
-            )
-            stored = threads.operation_messages(connection, session_id, operation_id)
-            return result.applied, result.version, stored
-
-        applied, version, stored = await _written(context.store, write)
-        response.headers["ETag"] = _etag(version)
-        session = SessionOut(id=session_id, version=version)
+        operation = new_batch(
+            session_id,
+            messages,
+            operation_id=operation_id,
+            now=time.time(),
+            if_match=expected,
+            require_if_match=True,
+            relance_index=relance or 0,
+        )
+        try:
+            result, stored = await context.store.write(threads.apply_batch, operation)
+        except ThreadError as exc:
+            raise HTTPException(exc.status, str(exc)) from None
+        response.headers["ETag"] = _etag(result.version)
+        session = SessionOut(id=session_id, version=result.version)
         data = BatchData(
             session=session,
-            messages=stored,
+            messages=[message.as_json(meta=True) for message in stored],
             operation_id=operation_id,
             relance_index=relance or 0,
         )
-        return BatchOut(success=True, applied=applied, data=data)
-
-
-async def _written(store: Store, operation: Callable[[sa.Connection], T]) -> T:
-    """``operation``'s result once committed; a batch the thread refuses answers the status the
-    thread names."""
-    try:
-        return await store.write(operation)
-    except ThreadError as exc:
-        raise HTTPException(exc.status, str(exc)) from None
+        return BatchOut(success=True, applied=result.applied, data=data)
 
 
 def _etag(version: int) -> str:

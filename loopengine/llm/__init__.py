@@ -24,8 +24,6 @@ from loopengine.llm._learned import (
     followed_routing,
     history_view,
     memory_view,
-    read_learned,
-    read_memory,
     scores_view,
     status_view,
 )
@@ -68,14 +66,7 @@ from loopengine.llm._runtime import ChatContext, LLMRuntime
 from loopengine.llm._scores import NodeScore, Sample, Tuning, parse_grade, score_nodes, tune
 from loopengine.llm._stats import LATENCY_BUCKETS_S, NodeStats
 from loopengine.llm._stream import Assembly, event_data, token_usage
-from loopengine.llm._threads import (
-    append_batch,
-    load_thread,
-    mask_pii,
-    prune,
-    thread_version,
-    with_fresh_call_ids,
-)
+from loopengine.llm._threads import mask_pii, new_batch, prune, with_fresh_call_ids
 from loopengine.llm._toolcalls import new_call_id, parse_arguments, parse_reply
 from loopengine.llm._tools import (
     MAX_READ,
@@ -127,7 +118,6 @@ __all__ = [
     "Vote",
     "Weak",
     "answer_messages",
-    "append_batch",
     "builtin_tools",
     "call_key",
     "canonical",
@@ -143,11 +133,11 @@ __all__ = [
     "history_view",
     "judge_version",
     "judged_grade",
-    "load_thread",
     "mask_pii",
     "memory_context",
     "memory_view",
     "message_category",
+    "new_batch",
     "new_call_id",
     "offered_tools",
     "parse_arguments",
@@ -158,8 +148,6 @@ __all__ = [
     "pattern_size",
     "prune",
     "reaches_inside",
-    "read_learned",
-    "read_memory",
     "read_summary",
     "review_messages",
     "run_agent",
@@ -169,7 +157,6 @@ __all__ = [
     "scores_view",
     "status_view",
     "summary_messages",
-    "thread_version",
     "token_usage",
     "trend_messages",
     "trends",

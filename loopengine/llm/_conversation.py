@@ -9,16 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from loopengine.llm._agent import RoundCommit
-from loopengine.llm._threads import (
-    Extended,
-    call_ids,
-    extend_thread,
-    load_thread,
-    prune,
-    thread_version,
-    with_fresh_call_ids,
-)
-from loopengine.store import Pending, Store
+from loopengine.llm._threads import call_ids, new_batch, prune, with_fresh_call_ids
+from loopengine.store import Pending, Store, threads
 
 __all__ = ["THREAD_WINDOW", "Conversation"]
 
@@ -47,10 +39,8 @@ class Conversation:
     @classmethod
     async def open(cls, store: Store, session: str, *, window: int = THREAD_WINDOW) -> Conversation:
         """The session's thread as the store holds it (empty for a new session)."""
-        version, messages = await store.read(
-            lambda c: (thread_version(c, session), load_thread(c, session))
-        )
-        return cls(store, session, messages, version, window=window)
+        thread = await store.read(threads.read_thread, session)
+        return cls(store, session, thread.as_json(), thread.version, window=window)
 
     @property
     def version(self) -> int:
@@ -71,25 +61,22 @@ class Conversation:
         self._messages = [*self._messages, *messages]
         self._version = version + 1
         now = time.time()
-        written = self.store.submit(
-            lambda c: extend_thread(
-                c, self.session, messages, operation_id=operation_id, now=now, version=version
-            )
-        )
+        batch = new_batch(self.session, messages, operation_id=operation_id, now=now)
+        written = self.store.submit(threads.extend_thread, batch, version)
         return RoundCommit(self.thread, self._settle(written))
 
     async def append(self, messages: list[dict[str, Any]], operation_id: str) -> None:
         """Append ``messages`` as one atomic batch, committed when this returns."""
         await self.commit(messages, operation_id).committed
 
-    async def _settle(self, written: Pending[Extended]) -> list[dict[str, Any]] | None:
+    async def _settle(self, written: Pending[threads.Thread | None]) -> list[dict[str, Any]] | None:
         try:
-            extended = await written.wait()
+            stored = await written.wait()
         except BaseException:
             self._version = -1  # unknown now: the next commit finds it stale and rebuilds
             raise
-        if extended.thread is None:
+        if stored is None:
             return None
-        self._messages, self._version = extended.thread, extended.version
+        self._messages, self._version = stored.as_json(), stored.version
         self._call_ids = call_ids(self._messages)
         return self.thread

@@ -18,12 +18,15 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from statistics import fmean
-from typing import Any, Literal, TypeGuard
+from typing import TYPE_CHECKING, Literal, TypeGuard
 
 from loopengine.llm._scores import Sample
+
+if TYPE_CHECKING:
+    from loopengine.store.autolearn import ChatSample
 from loopengine.llm._text import CONTROL, drop_think
 
 __all__ = [
@@ -117,15 +120,15 @@ def category_means(samples: Iterable[Sample]) -> dict[str, float]:
     return {category: fmean(found) for category, found in sorted(grades.items())}
 
 
-def weakest(rows: Iterable[Mapping[str, Any]], per_category: int) -> dict[str, list[Weak]]:
+def weakest(rows: Iterable[ChatSample], per_category: int) -> dict[str, list[Weak]]:
     """Per category, at most ``per_category`` successful responses graded below ``WEAK_BELOW``,
     lowest quality first, then newest (highest id) first; texts are whole."""
     found: dict[str, list[Weak]] = {}
     for row in rows:
-        quality = row["quality"]
-        if row["success"] and quality is not None and quality < WEAK_BELOW:
-            fields = (row["id"], row["node"], row["category"], row["message"], row["reply"])
-            found.setdefault(row["category"], []).append(Weak(*fields, float(quality)))
+        quality = row.quality
+        if row.success and quality is not None and quality < WEAK_BELOW:
+            fields = (row.id, row.node, row.category, row.message, row.reply)
+            found.setdefault(row.category, []).append(Weak(*fields, float(quality)))
     return {
         category: sorted(weak, key=lambda w: (w.quality, -w.sample_id))[: max(per_category, 0)]
         for category, weak in sorted(found.items())

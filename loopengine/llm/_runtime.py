@@ -6,9 +6,6 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
-
-import sqlalchemy as sa
 
 from loopengine.contract import Config
 from loopengine.llm._cluster import Cluster, Explore
@@ -18,15 +15,9 @@ from loopengine.llm._memory import Profile, memory_context
 from loopengine.llm._scores import explored
 from loopengine.llm._tools import Toolbox, offered_tools
 from loopengine.skills import Registry
-from loopengine.store import Store, autolearn, health, memory, prompts
+from loopengine.store import NodeHealthRow, PromptVersion, Store, UserMemory, autolearn, health
 
 __all__ = ["ChatContext", "LLMRuntime"]
-
-_Read = tuple[
-    dict[str, list[str]], tuple[dict[str, int], int], dict[str, Any] | None, dict[str, Any] | None
-]
-"""Tuned orders, a category's exploration counts with its turn, its active prompt version and
-the user's memory row."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,17 +32,14 @@ class ChatContext:
     explore: Explore | None = None
 
     @classmethod
-    def of(
-        cls, prompt: Mapping[str, Any] | None, remembered: Mapping[str, Any] | None
-    ) -> ChatContext:
-        """The context of an active prompt row and a memory row (``store.prompts``,
-        ``store.memory``), either missing."""
-        parts = [prompt["text"]] if prompt is not None and prompt["text"] else []
+    def of(cls, prompt: PromptVersion | None, remembered: UserMemory | None) -> ChatContext:
+        """The context of an active prompt version and a user's memory, either missing."""
+        parts = [prompt.text] if prompt is not None and prompt.text else []
         if remembered is not None:
-            profile = Profile.of(remembered["profile"] or {})
-            shown = memory_context(profile, remembered["summary"])
+            profile = Profile.of(remembered.profile or {})
+            shown = memory_context(profile, remembered.summary)
             parts.extend([shown] if shown else [])
-        version = int(prompt["version"]) if prompt is not None else 0
+        version = prompt.version if prompt is not None else 0
         return cls(version, "\n\n".join(parts) or None)
 
 
@@ -79,9 +67,9 @@ class LLMRuntime:
             return
         rows = await self.store.read(health.load_health)
         for row in rows:
-            if row["node"] in self.cluster.health:
-                self.cluster.health[row["node"]] = NodeHealth(
-                    row["failures"], row["cooled_until"], row["last_error"]
+            if row.node in self.cluster.health:
+                self.cluster.health[row.node] = NodeHealth(
+                    row.failures, row.cooled_until, row.last_error
                 )
         self._health_loaded = True
 
@@ -91,18 +79,14 @@ class LLMRuntime:
         (``autolearn.explore`` of its messages), its active instructions and ``user``'s memory;
         a value per message, so concurrent messages do not share it."""
         settings = self.autolearn
-
-        def read(connection: sa.Connection) -> _Read:
-            rows = autolearn.routing(connection)
-            tuned = {c: list(row["nodes"]) for c, row in rows.items()}
-            nodes = self.cluster.route(category, tuned)
-            cap = settings.min_samples
-            counts = autolearn.exploration_counts(connection, category, nodes, cap)
-            found = prompts.active(connection, category).get(category)
-            remembered = memory.profile(connection, user) if user else None
-            return tuned, counts, found, remembered
-
-        tuned, (counts, turn), prompt, remembered = await self.store.read(read)
+        nodes = list(self.cluster.config.nodes)  # which are routed depends on the orders read
+        read = await self.store.read(
+            autolearn.chat_reading, category, nodes, settings.min_samples, user
+        )
+        tuned = {c: list(order.nodes) for c, order in read.routing.items()}
+        routed = self.cluster.route(category, tuned)
+        counts = {node: read.explored[node][0] for node in routed}
+        turn = max((read.explored[node][1] for node in routed), default=0)
 
         def explore(available: list[str]) -> str | None:
             return explored(
@@ -113,21 +97,16 @@ class LLMRuntime:
                 turn=turn,
             )
 
-        return replace(ChatContext.of(prompt, remembered), tuned=tuned, explore=explore)
+        context = ChatContext.of(read.prompt, read.remembered)
+        return replace(context, tuned=tuned, explore=explore)
 
     async def save_health(self) -> None:
+        now = time.time()
         rows = [
-            {
-                "node": name,
-                "failures": h.failures,
-                "cooled_until": h.cooled_until,
-                "last_error": h.last_error,
-                "updated_at": time.time(),
-            }
+            NodeHealthRow(name, h.failures, h.cooled_until, h.last_error, now)
             for name, h in self.cluster.health.items()
         ]
-
-        await self.store.write(lambda c: health.save_health(c, rows))
+        await self.store.write(health.save_health, rows)
 
     async def conversation(self, session: str) -> Conversation:
         """The session's thread, rebuilt from the store."""

@@ -23,7 +23,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import fmean
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from loopengine.store.autolearn import ChatSample
 
 __all__ = [
     "NEUTRAL_QUALITY",
@@ -67,10 +70,9 @@ class Sample:
     """The grader's 1–10, or None when ungraded (grader down, timed out, unreadable)."""
 
     @classmethod
-    def of(cls, row: Mapping[str, Any]) -> Sample:
-        """The sample a stored row (``store.autolearn``) holds."""
-        fields = ("node", "category", "seconds", "output_tokens", "success", "quality")
-        return cls(*(row[name] for name in fields))
+    def of(cls, row: ChatSample) -> Sample:
+        """The sample a stored response holds."""
+        return cls(row.node, row.category, row.seconds, row.output_tokens, row.success, row.quality)
 
 
 @dataclass(frozen=True, slots=True)

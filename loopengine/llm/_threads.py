@@ -1,10 +1,10 @@
 """Chat threads (seed 002): messages persisted per session, tool results of one round appended as
 one atomic, idempotent batch, optimistic concurrency by version (ETag), strict session isolation.
 
-The rules live here; the rows are the store's (``loopengine.store.threads``). Functions of a
-connection (run them through ``Store.write``); errors carry the HTTP
-status the API answers with: 412 stale ``If-Match``, 428 missing when required, 422 invalid
-messages or an idempotency key reused with another body, 409 a message of another session.
+The rules live here; the rows are the store's (``loopengine.store.threads``), which appends a
+``new_batch`` in one transaction. Errors carry the HTTP status the API answers with: 412 stale
+``If-Match``, 428 missing when required, 422 invalid messages or an idempotency key reused with
+another body, 409 a message of another session.
 """
 
 from __future__ import annotations
@@ -14,26 +14,17 @@ import json
 import logging
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
-
-import sqlalchemy as sa
 
 from loopengine.errors import ThreadError
 from loopengine.llm._toolcalls import new_call_id
-from loopengine.store import threads
-from loopengine.store.threads import load_thread, thread_version
+from loopengine.store import Batch, BatchState
 
 __all__ = [
-    "BatchResult",
-    "Extended",
-    "append_batch",
     "call_ids",
-    "extend_thread",
-    "load_thread",
     "mask_pii",
+    "new_batch",
     "prune",
-    "thread_version",
     "with_fresh_call_ids",
 ]
 
@@ -42,13 +33,6 @@ _ROLES = frozenset({"system", "user", "assistant", "tool"})
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
 _SECRET = re.compile(r"(?i)\b(?:(?:sk|pk|api|key|token)[-_]|bearer\s+)[A-Za-z0-9._\-]{12,}")
 _PHONE = re.compile(r"\+?\d[\d .-]{7,}\d")
-
-
-@dataclass(frozen=True, slots=True)
-class BatchResult:
-    applied: bool
-    version: int
-    stored: int
 
 
 def mask_pii(text: str) -> str:
@@ -139,16 +123,6 @@ def _validate(messages: Sequence[Mapping[str, Any]], offered: Mapping[str, str])
             _check_result(message, index, calls, answers)
 
 
-def _call_names(messages: Iterable[Mapping[str, Any]]) -> dict[str, str]:
-    """The tool each call of ``messages`` names, by call id."""
-    return {
-        str(call["id"]): str((call.get("function") or {}).get("name"))
-        for message in messages
-        for call in message.get("tool_calls") or ()
-        if isinstance(call, Mapping) and call.get("id")
-    }
-
-
 def call_ids(messages: Iterable[Mapping[str, Any]]) -> set[str]:
     """The ids of the tool calls ``messages`` make."""
     return {
@@ -214,8 +188,7 @@ def _check_version(version: int, if_match: int | None, require_if_match: bool) -
         )
 
 
-def append_batch(
-    connection: sa.Connection,
+def new_batch(
     session_id: str,
     messages: Sequence[Mapping[str, Any]],
     *,
@@ -224,94 +197,46 @@ def append_batch(
     if_match: int | None = None,
     require_if_match: bool = False,
     relance_index: int | None = None,
-) -> BatchResult:
-    """Append ``messages`` atomically; a replayed ``operation_id`` returns ``applied=False``.
-    A tool message without its own ``relance_index`` keeps the batch's."""
+) -> Batch:
+    """``messages`` as one batch for ``store.threads.append_batch``, with the rules that admit
+    it; a tool message without its own ``relance_index`` keeps the batch's."""
     body = _hash(messages)
-    threads.hold(connection, session_id)
-    applied, version, start = threads.batch_state(connection, session_id, operation_id)
-    if applied is not None:
-        if applied != body:
-            raise ThreadError(
-                422,
-                "idempotency_conflict",
-                f"operation {operation_id!r} was already applied with another body",
-            )
-        return BatchResult(False, version, 0)
-    _check_version(version, if_match, require_if_match)
-    ids = {
+    answers = frozenset(
         str(m["tool_call_id"])
         for m in messages
         if m.get("role") == "tool" and m.get("tool_call_id")
-    }
-    _refuse_foreign(session_id, messages)
-    earlier = threads.calls_of(connection, session_id) if ids - call_ids(messages) else []
-    _validate(messages, _call_names(earlier))
-    answered = threads.answered(connection, session_id, ids)
-    fresh = [m for m in messages if m.get("role") != "tool" or m["tool_call_id"] not in answered]
-    rows = [
-        _row(session_id, start + offset, message, operation_id, now, relance_index)
-        for offset, message in enumerate(fresh, 1)
-    ]
-    threads.insert_messages(connection, rows)
-    new_version = version + 1
-    if not threads.advance(connection, session_id, version, now):
-        raise ThreadError(409, "conflict", "the thread changed meanwhile: reload it and retry")
-    threads.record_operation(connection, session_id, operation_id, body, new_version, now)
-    return BatchResult(True, new_version, len(rows))
-
-
-def _row(
-    session_id: str,
-    seq: int,
-    message: Mapping[str, Any],
-    operation_id: str,
-    now: float,
-    relance_index: int | None,
-) -> dict[str, Any]:
-    content = message.get("content")
-    if message["role"] == "tool" and message.get("relance_index") is None:
-        message = {**message, "relance_index": relance_index}
-    return {
-        "session_id": session_id,
-        "seq": seq,
-        "role": message["role"],
-        "content": content if isinstance(content, str | None) else json.dumps(content),
-        "name": message.get("name"),
-        "tool_call_id": message.get("tool_call_id"),
-        "tool_calls": message.get("tool_calls"),
-        "operation_id": operation_id,
-        "created_at": now,
-        **{column: message.get(key) for key, column in threads.META_COLUMNS.items()},
-    }
-
-
-@dataclass(frozen=True, slots=True)
-class Extended:
-    """A round committed: the session's new version, and its thread when the caller's is stale."""
-
-    version: int
-    thread: list[dict[str, Any]] | None
-
-
-def extend_thread(
-    connection: sa.Connection,
-    session_id: str,
-    messages: Sequence[Mapping[str, Any]],
-    *,
-    operation_id: str,
-    now: float,
-    version: int,
-) -> Extended:
-    """Append a round to a thread the caller holds at ``version``; it is rebuilt from the store
-    only when the result is not that thread plus ``messages`` (another writer came in between,
-    or the round was there already), since every applied batch bumps the version by one."""
-    result = append_batch(connection, session_id, messages, operation_id=operation_id, now=now)
-    if result.applied and result.version == version + 1 and result.stored == len(messages):
-        return Extended(result.version, None)
-    return Extended(
-        threads.thread_version(connection, session_id), threads.load_thread(connection, session_id)
     )
+
+    def admit(state: BatchState) -> bool:
+        if state.applied is not None:
+            if state.applied != body:
+                raise ThreadError(
+                    422,
+                    "idempotency_conflict",
+                    f"operation {operation_id!r} was already applied with another body",
+                )
+            return False
+        _check_version(state.version, if_match, require_if_match)
+        _refuse_foreign(session_id, messages)
+        _validate(messages, state.calls)
+        return True
+
+    return Batch(
+        session_id,
+        operation_id,
+        body,
+        [_with_relance(message, relance_index) for message in messages],
+        answers,
+        bool(answers - call_ids(messages)),
+        admit,
+        now,
+    )
+
+
+def _with_relance(message: Mapping[str, Any], relance_index: int | None) -> Mapping[str, Any]:
+    if message.get("role") == "tool" and message.get("relance_index") is None:
+        return {**message, "relance_index": relance_index}
+    return message
 
 
 def prune(messages: Sequence[dict[str, Any]], keep: int) -> list[dict[str, Any]]:

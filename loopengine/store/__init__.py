@@ -28,25 +28,43 @@ from loopengine.store._writing import write_once
 
 if TYPE_CHECKING:
     from loopengine.store._store import Pending, Store, impatient
+    from loopengine.store.health import NodeHealthRow
+    from loopengine.store.memory import UserMemory
+    from loopengine.store.prompts import PromptVersion
+    from loopengine.store.threads import Batch, BatchState, Message, Thread
 
 _EXPORTS = {
     "Pending": "loopengine.store._store",
     "Store": "loopengine.store._store",
     "impatient": "loopengine.store._store",
+    "Batch": "loopengine.store.threads",
+    "BatchState": "loopengine.store.threads",
+    "Message": "loopengine.store.threads",
+    "NodeHealthRow": "loopengine.store.health",
+    "PromptVersion": "loopengine.store.prompts",
+    "Thread": "loopengine.store.threads",
+    "UserMemory": "loopengine.store.memory",
 }
 
 __all__ = [
     "MIGRATIONS",
     "ArtifactWriter",
+    "Batch",
+    "BatchState",
     "Encoded",
     "ExecutionRecord",
     "ExecutionRow",
     "JobEnvelope",
+    "Message",
+    "NodeHealthRow",
     "Pending",
     "PhaseResult",
+    "PromptVersion",
     "Reader",
     "Store",
+    "Thread",
     "Usage",
+    "UserMemory",
     "approvals",
     "autolearn",
     "create_engine",

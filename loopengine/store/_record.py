@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar, Self, cast
 
 from loopengine.errors import ContractError
 
@@ -20,9 +20,11 @@ __all__ = [
     "MAX_LIMIT",
     "ExecutionRecord",
     "ExecutionRow",
+    "FromRow",
     "JobEnvelope",
     "PhaseResult",
     "Usage",
+    "fields_of",
     "iso",
     "new_envelope",
     "new_id",
@@ -290,3 +292,19 @@ class ExecutionRecord:
                 "note": gate["note"],
             }
         return view
+
+
+def fields_of(record: Any, row: Mapping[Any, Any]) -> dict[str, Any]:
+    """The values of ``row`` a record class has fields for (a row may hold more columns)."""
+    return {name: row[name] for name in record.__dataclass_fields__}
+
+
+class FromRow:
+    """A record whose fields are columns of the same names."""
+
+    __slots__ = ()
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @classmethod
+    def from_row(cls, row: Mapping[Any, Any]) -> Self:
+        return cast(Self, cast(Any, cls)(**fields_of(cls, row)))

@@ -4,17 +4,30 @@ order per category the chat follows over the config's, and the history of every 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
+from loopengine.store import executions, memory, prompts
+from loopengine.store._record import ExecutionRow, FromRow, iso
 from loopengine.store._tables import autolearn_history, chat_scores, routing_orders, score_history
+from loopengine.store.memory import UserMemory
+from loopengine.store.prompts import PromptVersion
 
 __all__ = [
     "HISTORY_KEPT",
     "MAX_TEXT",
     "SCORES_KEPT",
+    "ChatReading",
+    "ChatSample",
+    "HistoryEntry",
+    "Learned",
+    "Rollback",
+    "RoutingOrder",
     "add_history",
+    "apply_prompt",
+    "chat_reading",
     "claim_ungraded",
     "count_ungraded",
     "exploration_counts",
@@ -22,12 +35,17 @@ __all__ = [
     "history",
     "insert_samples",
     "last_scores",
+    "learned",
     "prune_samples",
     "put_routing",
+    "put_routings",
     "record_scores",
     "release",
+    "review_window",
+    "roll_back_prompts",
     "routing",
     "samples_in_window",
+    "scoring_window",
 ]
 
 MAX_TEXT = 4000
@@ -36,6 +54,57 @@ SCORES_KEPT = 288
 """Cycles of scores kept per node and category (a day of 5-minute cycles)."""
 HISTORY_KEPT = 200
 """Newest history entries kept; older ones are dropped as new ones come (seed 003's rotation)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChatSample(FromRow):
+    """One chat response kept for scoring: which node answered, how fast, whether it worked,
+    under which instructions (``prompt_version``), and the grader's 1–10 once graded."""
+
+    id: int
+    execution_id: str
+    session_id: str | None
+    node: str
+    category: str
+    mode: str
+    seconds: float
+    output_tokens: int
+    success: bool
+    message: str
+    reply: str
+    quality: float | None
+    graded_at: float | None
+    created_at: float
+    prompt_version: int
+    claimed_until: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class RoutingOrder(FromRow):
+    """A category's tuned routing order, its version and why it changed."""
+
+    category: str
+    nodes: list[str]
+    version: int
+    reason: str
+    execution_id: str | None
+    updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry(FromRow):
+    """One change an autolearn loop made (``routing``, ``prompt``, ``rollback``…)."""
+
+    id: int
+    kind: str
+    category: str | None
+    detail: dict[str, Any]
+    execution_id: str | None
+    created_at: float
+
+    def as_json(self) -> dict[str, Any]:
+        """The entry as ``GET /autolearn/history`` and ``autolearn history --json`` show it."""
+        return {**asdict(self), "created_at": iso(self.created_at)}
 
 
 def insert_samples(connection: sa.Connection, rows: Sequence[Mapping[str, Any]]) -> None:
@@ -50,11 +119,11 @@ def insert_samples(connection: sa.Connection, rows: Sequence[Mapping[str, Any]])
 
 def exploration_counts(
     connection: sa.Connection, category: str, nodes: Sequence[str], cap: int
-) -> tuple[dict[str, int], int]:
+) -> dict[str, tuple[int, int]]:
     """Each node's responses in ``category``, counted up to ``cap`` (what exploration needs to
-    know: whether a node has enough), and the newest response id of these nodes in the
-    category; each read through the index, however many responses there are."""
-    counts, last = {}, 0
+    know: whether a node has enough), and its newest response id in the category; each read
+    through the index, however many responses there are."""
+    found = {}
     for node in nodes:
         newest = (
             sa.select(chat_scores.c.id)
@@ -62,21 +131,19 @@ def exploration_counts(
             .limit(cap)
             .subquery()
         )
-        counts[node] = int(
-            connection.execute(sa.select(sa.func.count()).select_from(newest)).scalar() or 0
-        )
+        count = connection.execute(sa.select(sa.func.count()).select_from(newest)).scalar()
         newest_id = sa.select(sa.func.max(chat_scores.c.id)).where(
             chat_scores.c.category == category, chat_scores.c.node == node
         )
-        last = max(last, int(connection.execute(newest_id).scalar() or 0))
-    return counts, last
+        found[node] = int(count or 0), int(connection.execute(newest_id).scalar() or 0)
+    return found
 
 
-def samples_in_window(connection: sa.Connection, window: int) -> list[dict[str, Any]]:
+def samples_in_window(connection: sa.Connection, window: int) -> list[ChatSample]:
     """The newest ``window`` samples of each node × category, oldest first."""
     ranked = _ranked(chat_scores)
     query = sa.select(ranked).where(ranked.c.newest <= window).order_by(ranked.c.id)
-    return [dict(row) for row in connection.execute(query).mappings()]
+    return [ChatSample.from_row(row) for row in connection.execute(query).mappings()]
 
 
 def _ranked(table: sa.Table, *columns: Any) -> sa.Subquery:
@@ -134,10 +201,10 @@ def last_scores(connection: sa.Connection) -> dict[tuple[str, str], float]:
     return {(r.category, r.node): float(r.score) for r in connection.execute(query)}
 
 
-def routing(connection: sa.Connection) -> dict[str, dict[str, Any]]:
+def routing(connection: sa.Connection) -> dict[str, RoutingOrder]:
     """The routing order of each tuned category, with its version and why it changed."""
     rows = connection.execute(sa.select(routing_orders)).mappings()
-    return {row["category"]: dict(row) for row in rows}
+    return {row["category"]: RoutingOrder.from_row(row) for row in rows}
 
 
 def put_routing(
@@ -193,15 +260,15 @@ def add_history(
         connection.execute(autolearn_history.delete().where(autolearn_history.c.id <= oldest_kept))
 
 
-def history(connection: sa.Connection, limit: int = HISTORY_KEPT) -> list[dict[str, Any]]:
+def history(connection: sa.Connection, limit: int = HISTORY_KEPT) -> list[HistoryEntry]:
     """The newest changes first."""
     query = sa.select(autolearn_history).order_by(autolearn_history.c.id.desc()).limit(limit)
-    return [dict(row) for row in connection.execute(query).mappings()]
+    return [HistoryEntry.from_row(row) for row in connection.execute(query).mappings()]
 
 
 def claim_ungraded(
     connection: sa.Connection, limit: int, now: float, until: float
-) -> list[dict[str, Any]]:
+) -> list[ChatSample]:
     """Take the newest answered responses never sent to the grader, at most ``limit``, claimed
     until ``until`` so that another cycle does not grade them too. A claim past its ``until``
     (its process died while grading) is given back first; failed responses are never graded."""
@@ -218,9 +285,9 @@ def claim_ungraded(
     )
     if connection.dialect.name == "postgresql":  # SQLite's writes are one at a time already
         newest = newest.with_for_update(skip_locked=True)
-    rows = [dict(row) for row in connection.execute(newest).mappings()]
+    rows = [ChatSample.from_row(row) for row in connection.execute(newest).mappings()]
     if rows:
-        ids = [row["id"] for row in rows]
+        ids = [row.id for row in rows]
         connection.execute(
             chat_scores.update()
             .where(chat_scores.c.id.in_(ids))
@@ -261,4 +328,148 @@ def grade(connection: sa.Connection, sample_id: int, quality: float | None) -> N
         chat_scores.update()
         .where(chat_scores.c.id == sample_id)
         .values(quality=quality, claimed_until=None)
+    )
+
+
+def scoring_window(
+    connection: sa.Connection, window: int
+) -> tuple[list[ChatSample], dict[tuple[str, str], float]]:
+    """Read together: the samples a tuning cycle scores (``samples_in_window``) and the scores of
+    the last cycle (``last_scores``), its trends' start."""
+    return samples_in_window(connection, window), last_scores(connection)
+
+
+def review_window(
+    connection: sa.Connection, window: int
+) -> tuple[dict[str, PromptVersion], list[ChatSample]]:
+    """Read together: each category's active instructions and the samples they are judged on."""
+    return prompts.active(connection), samples_in_window(connection, window)
+
+
+def put_routings(
+    connection: sa.Connection,
+    changes: Sequence[tuple[str, list[str], Mapping[str, Any]]],
+    reason: str,
+    execution_id: str | None,
+    now: float,
+) -> dict[str, RoutingOrder]:
+    """Replace the order of each category ``changes`` names (category, nodes, the change as the
+    history keeps it), each change in the history with it; the orders as they read after."""
+    for category, nodes, change in changes:
+        put_routing(connection, category, nodes, reason, execution_id, now)
+        add_history(connection, "routing", category, change, execution_id, now)
+    return routing(connection)
+
+
+def apply_prompt(
+    connection: sa.Connection,
+    category: str,
+    text: str,
+    *,
+    parent: int,
+    baseline: float | None,
+    reason: str,
+    execution_id: str | None,
+    now: float,
+) -> int | None:
+    """``prompts.add_version``, and the change in the history when it is made: the new version,
+    or None when ``parent`` is no longer the active one."""
+    version = prompts.add_version(
+        connection,
+        category,
+        text,
+        parent=parent,
+        baseline=baseline,
+        reason=reason,
+        execution_id=execution_id,
+        now=now,
+    )
+    if version is not None:
+        detail = {"from": parent, "to": version, "reason": reason, "baseline": baseline,
+                  "text": text}  # fmt: skip
+        add_history(connection, "prompt", category, detail, execution_id, now)
+    return version
+
+
+@dataclass(frozen=True, slots=True)
+class Rollback:
+    """A category's watched ``version`` rolled back to ``restored``, and why."""
+
+    category: str
+    version: int
+    restored: int
+    reason: str
+
+    def as_json(self) -> dict[str, Any]:
+        """The rollback as the history keeps it, with its category."""
+        return {"category": self.category, **self.detail}
+
+    @property
+    def detail(self) -> dict[str, Any]:
+        return {"from": self.version, "to": self.restored, "reason": self.reason}
+
+
+def roll_back_prompts(
+    connection: sa.Connection,
+    rollbacks: Sequence[tuple[str, int, str]],
+    execution_id: str | None,
+    now: float,
+) -> list[Rollback]:
+    """Roll back each (category, version, reason) still active (``prompts.roll_back``), each in
+    the history; those rolled back."""
+    done = []
+    for category, version, reason in rollbacks:
+        restored = prompts.roll_back(connection, category, version)
+        if restored is not None:
+            done.append(Rollback(category, version, restored, reason))
+            add_history(connection, "rollback", category, done[-1].detail, execution_id, now)
+    return done
+
+
+@dataclass(frozen=True, slots=True)
+class Learned:
+    """What the autolearn loops learned, read in one transaction: samples in the window, tuned
+    orders, active instructions, users remembered (and summarized), each loop's last
+    executions."""
+
+    samples: list[ChatSample]
+    routing: dict[str, RoutingOrder]
+    prompts: dict[str, PromptVersion]
+    remembered: tuple[int, int]
+    last: dict[str, list[ExecutionRow]]
+
+
+def learned(connection: sa.Connection, window: int, loops: Sequence[str]) -> Learned:
+    """What the autolearn loops learned, the last execution of each of ``loops``."""
+    return Learned(
+        samples_in_window(connection, window),
+        routing(connection),
+        prompts.active(connection),
+        memory.counts(connection),
+        {loop: executions.list_executions(connection, loop_id=loop, limit=1) for loop in loops},
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ChatReading:
+    """What a chat message is answered with of what the autolearn loops wrote: the tuned orders,
+    each node's responses in its category and newest response id (``exploration_counts``), the
+    category's active instructions and the user's memory."""
+
+    routing: dict[str, RoutingOrder]
+    explored: dict[str, tuple[int, int]]
+    prompt: PromptVersion | None
+    remembered: UserMemory | None
+
+
+def chat_reading(
+    connection: sa.Connection, category: str, nodes: Sequence[str], cap: int, user: str | None
+) -> ChatReading:
+    """What the autolearn loops wrote that a message of ``category`` from ``user`` is answered
+    with, ``nodes`` counted up to ``cap``."""
+    return ChatReading(
+        routing(connection),
+        exploration_counts(connection, category, nodes, cap),
+        prompts.active(connection, category).get(category),
+        memory.profile(connection, user) if user else None,
     )

@@ -3,22 +3,35 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import asdict, dataclass
 
 import sqlalchemy as sa
 
+from loopengine.store._record import FromRow
 from loopengine.store._tables import node_health
 
-__all__ = ["load_health", "save_health"]
+__all__ = ["NodeHealthRow", "load_health", "save_health"]
 
 
-def load_health(connection: sa.Connection) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class NodeHealthRow(FromRow):
+    """A node's consecutive failures, until when it is cooled down, and its last error."""
+
+    node: str
+    failures: int
+    cooled_until: float
+    last_error: str | None
+    updated_at: float
+
+
+def load_health(connection: sa.Connection) -> list[NodeHealthRow]:
     """Every node's failures, cooldown and last error."""
-    return [dict(row) for row in connection.execute(sa.select(node_health)).mappings()]
+    rows = connection.execute(sa.select(node_health)).mappings()
+    return [NodeHealthRow.from_row(row) for row in rows]
 
 
-def save_health(connection: sa.Connection, rows: Sequence[dict[str, Any]]) -> None:
+def save_health(connection: sa.Connection, rows: Sequence[NodeHealthRow]) -> None:
     """Replace the recorded health with ``rows`` (one per node)."""
     connection.execute(node_health.delete())
     if rows:
-        connection.execute(node_health.insert(), list(rows))
+        connection.execute(node_health.insert(), [asdict(row) for row in rows])

@@ -3,15 +3,19 @@ and the profile and deep summary the memory loop derives from them."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
 from loopengine.store._dialect import dialect_insert
+from loopengine.store._record import FromRow
 from loopengine.store._tables import memory_exchanges, memory_profiles
 
 __all__ = [
     "EXCHANGE_TEXT",
+    "MemoryExchange",
+    "UserMemory",
     "add_exchange",
     "counts",
     "due_summaries",
@@ -21,12 +25,42 @@ __all__ = [
     "profiles",
     "put_profile",
     "put_summary",
+    "remembered",
     "stale_profiles",
+    "summaries_due",
 ]
 
 EXCHANGE_TEXT = 2000
 """Characters of a message and of its reply kept per exchange (so a user's memory is bounded:
 ``memory_keep`` × 2 × this)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryExchange(FromRow):
+    """One exchange of a user kept for their memory (texts cut to ``EXCHANGE_TEXT``)."""
+
+    id: int
+    user_id: str
+    session_id: str | None
+    category: str
+    message: str
+    reply: str
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class UserMemory(FromRow):
+    """What the chat remembers of a user: exchanges made, the profile detected up to the
+    ``profiled_at``-th, the deep summary ``summary_node`` wrote up to the ``summarized_at``-th."""
+
+    user_id: str
+    exchanges: int
+    profile: dict[str, Any] | None
+    profiled_at: int
+    summary: str | None
+    summary_node: str | None
+    summarized_at: int
+    updated_at: float
 
 
 def add_exchange(
@@ -68,7 +102,7 @@ def add_exchange(
     )
 
 
-def exchanges(connection: sa.Connection, user_id: str, limit: int) -> list[dict[str, Any]]:
+def exchanges(connection: sa.Connection, user_id: str, limit: int) -> list[MemoryExchange]:
     """The user's newest ``limit`` exchanges, oldest first."""
     newest = (
         sa.select(memory_exchanges)
@@ -76,21 +110,22 @@ def exchanges(connection: sa.Connection, user_id: str, limit: int) -> list[dict[
         .order_by(memory_exchanges.c.id.desc())
         .limit(limit)
     )
-    return [dict(row) for row in reversed(connection.execute(newest).mappings().all())]
+    rows = reversed(connection.execute(newest).mappings().all())
+    return [MemoryExchange.from_row(row) for row in rows]
 
 
-def profile(connection: sa.Connection, user_id: str) -> dict[str, Any] | None:
+def profile(connection: sa.Connection, user_id: str) -> UserMemory | None:
     """The user's memory row: exchange count, profile, summary and when each was made."""
     query = sa.select(memory_profiles).where(memory_profiles.c.user_id == user_id)
     found = connection.execute(query).mappings().first()
-    return dict(found) if found is not None else None
+    return UserMemory.from_row(found) if found is not None else None
 
 
-def profiles(connection: sa.Connection, limit: int = 100) -> list[dict[str, Any]]:
+def profiles(connection: sa.Connection, limit: int = 100) -> list[UserMemory]:
     """The memory rows changed most recently (an exchange, a profile, a summary), newest
     first."""
     query = sa.select(memory_profiles).order_by(memory_profiles.c.updated_at.desc()).limit(limit)
-    return [dict(row) for row in connection.execute(query).mappings()]
+    return [UserMemory.from_row(row) for row in connection.execute(query).mappings()]
 
 
 def counts(connection: sa.Connection) -> tuple[int, int]:
@@ -100,7 +135,7 @@ def counts(connection: sa.Connection) -> tuple[int, int]:
     return int(users), int(summarized)
 
 
-def stale_profiles(connection: sa.Connection, limit: int) -> list[dict[str, Any]]:
+def stale_profiles(connection: sa.Connection, limit: int) -> list[UserMemory]:
     """Users with exchanges their profile has not read yet, those waiting longest first."""
     query = (
         sa.select(memory_profiles)
@@ -108,10 +143,10 @@ def stale_profiles(connection: sa.Connection, limit: int) -> list[dict[str, Any]
         .order_by(memory_profiles.c.updated_at)
         .limit(limit)
     )
-    return [dict(row) for row in connection.execute(query).mappings()]
+    return [UserMemory.from_row(row) for row in connection.execute(query).mappings()]
 
 
-def due_summaries(connection: sa.Connection, every: int, limit: int) -> list[dict[str, Any]]:
+def due_summaries(connection: sa.Connection, every: int, limit: int) -> list[UserMemory]:
     """Users with ``every`` exchanges or more since their last deep summary, most first."""
     pending = memory_profiles.c.exchanges - memory_profiles.c.summarized_at
     query = (
@@ -120,7 +155,7 @@ def due_summaries(connection: sa.Connection, every: int, limit: int) -> list[dic
         .order_by(pending.desc(), memory_profiles.c.user_id)
         .limit(limit)
     )
-    return [dict(row) for row in connection.execute(query).mappings()]
+    return [UserMemory.from_row(row) for row in connection.execute(query).mappings()]
 
 
 def most_pending(connection: sa.Connection) -> int:
@@ -149,3 +184,20 @@ def put_summary(
         .where(memory_profiles.c.user_id == user_id)
         .values(summary=summary, summary_node=node, summarized_at=at, updated_at=now)
     )
+
+
+def summaries_due(
+    connection: sa.Connection, every: int, limit: int
+) -> tuple[list[UserMemory], int]:
+    """Read together: the users due for a deep summary (``due_summaries``) and the most
+    exchanges any user made since their last one (``most_pending``)."""
+    return due_summaries(connection, every, limit), most_pending(connection)
+
+
+def remembered(connection: sa.Connection, user_id: str | None) -> list[UserMemory]:
+    """What the chat remembers of ``user_id`` (none when it knows nothing of them), or of the
+    users seen most recently."""
+    if user_id is None:
+        return profiles(connection)
+    found = profile(connection, user_id)
+    return [found] if found is not None else []

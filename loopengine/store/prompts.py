@@ -8,14 +8,17 @@ Version 0 of every category is "no instructions" and has no row. A version's ``s
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
+from loopengine.store._record import FromRow
 from loopengine.store._tables import chat_prompts
 
 __all__ = [
     "ACTIVE",
+    "PromptVersion",
     "active",
     "add_version",
     "judged",
@@ -28,12 +31,32 @@ __all__ = [
 ACTIVE = ("watched", "confirmed")
 
 
-def active(connection: sa.Connection, category: str | None = None) -> dict[str, dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class PromptVersion(FromRow):
+    """A version of a category's instructions: its state, the version it replaced (``parent``),
+    the mean grade before it (``baseline``), the cycles that judged it and through which sample
+    (``watched``, ``judged_id``)."""
+
+    category: str
+    version: int
+    text: str
+    state: str
+    parent: int
+    baseline: float | None
+    watched: int
+    judged_id: int
+    reason: str
+    execution_id: str | None
+    created_at: float
+
+
+def active(connection: sa.Connection, category: str | None = None) -> dict[str, PromptVersion]:
     """The active version of each category (of ``category`` only, when given)."""
     query = sa.select(chat_prompts).where(chat_prompts.c.state.in_(ACTIVE))
     if category is not None:
         query = query.where(chat_prompts.c.category == category)
-    return {row["category"]: dict(row) for row in connection.execute(query).mappings()}
+    rows = connection.execute(query).mappings()
+    return {row["category"]: PromptVersion.from_row(row) for row in rows}
 
 
 def rolled_back_texts(connection: sa.Connection, category: str) -> set[str]:
@@ -50,14 +73,14 @@ def plain(text: str) -> str:
     return " ".join("".join(c if c.isalnum() else " " for c in text.casefold()).split())
 
 
-def versions(connection: sa.Connection, category: str) -> list[dict[str, Any]]:
+def versions(connection: sa.Connection, category: str) -> list[PromptVersion]:
     """Every version of ``category`` kept, newest first."""
     query = (
         sa.select(chat_prompts)
         .where(chat_prompts.c.category == category)
         .order_by(chat_prompts.c.version.desc())
     )
-    return [dict(row) for row in connection.execute(query).mappings()]
+    return [PromptVersion.from_row(row) for row in connection.execute(query).mappings()]
 
 
 def add_version(
@@ -159,10 +182,10 @@ def roll_back(connection: sa.Connection, category: str, version: int) -> int | N
     ``version`` is no longer active."""
     if not _leave(connection, category, version, "rolled_back"):
         return None
-    lineage = {row["version"]: row for row in versions(connection, category)}
-    restored = int(lineage[version]["parent"])
-    while restored and lineage[restored]["state"] == "rolled_back":
-        restored = int(lineage[restored]["parent"])
+    lineage = {found.version: found for found in versions(connection, category)}
+    restored = lineage[version].parent
+    while restored and lineage[restored].state == "rolled_back":
+        restored = lineage[restored].parent
     connection.execute(
         chat_prompts.update()
         .where(chat_prompts.c.category == category, chat_prompts.c.version == restored)

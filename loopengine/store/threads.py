@@ -6,24 +6,36 @@ reads and writes it is made of, on the hot path's prebuilt statements.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
 import loopengine.store._fastpath as fastpath
+from loopengine.errors import ThreadError
 from loopengine.store._tables import chat_messages, chat_operations, chat_sessions
 
 __all__ = [
     "META_COLUMNS",
+    "Batch",
+    "BatchResult",
+    "BatchState",
+    "Message",
+    "Thread",
     "advance",
     "answered",
+    "append_batch",
+    "apply_batch",
     "batch_state",
     "calls_of",
+    "extend_thread",
     "hold",
     "insert_messages",
     "load_thread",
     "operation_messages",
+    "read_thread",
     "record_operation",
     "thread_version",
 ]
@@ -104,9 +116,15 @@ def batch_state(
     return row["applied"], int(row["version"]), int(row["seq"])
 
 
-def calls_of(connection: sa.Connection, session_id: str) -> list[dict[str, Any]]:
-    """The session's messages that make tool calls (their ``tool_calls`` only)."""
-    return fastpath.fetch_all(connection, _CALLS, {"sid": session_id})
+def calls_of(connection: sa.Connection, session_id: str) -> dict[str, str]:
+    """The tool each call the session's thread makes names, by call id."""
+    rows = fastpath.fetch_all(connection, _CALLS, {"sid": session_id})
+    return {
+        str(call["id"]): str((call.get("function") or {}).get("name"))
+        for row in rows
+        for call in row["tool_calls"] or ()
+        if isinstance(call, Mapping) and call.get("id")
+    }
 
 
 def answered(connection: sa.Connection, session_id: str, call_ids: set[str]) -> set[str]:
@@ -153,29 +171,157 @@ def record_operation(
     fastpath.execute(connection, _INSERT_OPERATION, operation)
 
 
-def load_thread(
-    connection: sa.Connection, session_id: str, *, meta: bool = False
-) -> list[dict[str, Any]]:
-    """The session's messages in order, in OpenAI shape (nothing from another session), with
-    what each said of a tool's run (``META_COLUMNS``) when ``meta``: a model is sent none."""
+def load_thread(connection: sa.Connection, session_id: str) -> list[Message]:
+    """The session's messages in order (nothing from another session)."""
     rows = fastpath.fetch_all(connection, _THREAD, {"sid": session_id})
-    return [_message(row, meta) for row in rows]
+    return [Message.from_row(row) for row in rows]
 
 
 def operation_messages(
     connection: sa.Connection, session_id: str, operation_id: str
-) -> list[dict[str, Any]]:
-    """The messages ``operation_id`` put in the session's thread, in order, as ``load_thread``
-    shows them with ``meta``: none when it was never applied or all its results were there
-    already."""
+) -> list[Message]:
+    """The messages ``operation_id`` put in the session's thread, in order: none when it was
+    never applied or all its results were there already."""
     params = {"sid": session_id, "op": operation_id}
-    return [_message(row, True) for row in fastpath.fetch_all(connection, _OPERATION, params)]
+    return [Message.from_row(row) for row in fastpath.fetch_all(connection, _OPERATION, params)]
 
 
-def _message(row: Mapping[str, Any], meta: bool) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": row["role"], "content": row["content"]}
-    keys = {"name": "name", "tool_call_id": "tool_call_id", "tool_calls": "tool_calls"}
-    for key, column in (keys | META_COLUMNS if meta else keys).items():
-        if row[column] is not None:
-            message[key] = row[column]
-    return message
+_KEYS = {"name": "name", "tool_call_id": "tool_call_id", "tool_calls": "tool_calls"}
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message of a thread as stored, with what it said of a tool's run (``META_COLUMNS``)."""
+
+    role: str
+    content: str | None
+    name: str | None
+    tool_call_id: str | None
+    tool_calls: list[dict[str, Any]] | None
+    sent_at: str | None
+    relance_index: int | None
+    success: bool | None
+    error: str | None
+    duration_ms: float | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[Any, Any]) -> Message:
+        success = row["success"]
+        values = {name: row[name] for name in cls.__dataclass_fields__}
+        return cls(**{**values, "success": None if success is None else bool(success)})
+
+    def as_json(self, *, meta: bool = False) -> dict[str, Any]:
+        """The message in OpenAI shape, with what it said of a tool's run when ``meta`` (a model
+        is sent none of it)."""
+        message: dict[str, Any] = {"role": self.role, "content": self.content}
+        for key, column in (_KEYS | META_COLUMNS if meta else _KEYS).items():
+            if (value := getattr(self, column)) is not None:
+                message[key] = value
+        return message
+
+
+@dataclass(frozen=True, slots=True)
+class Thread:
+    """A session's messages at its version (its ETag)."""
+
+    version: int
+    messages: list[Message]
+
+    def as_json(self, *, meta: bool = False) -> list[dict[str, Any]]:
+        return [message.as_json(meta=meta) for message in self.messages]
+
+
+def read_thread(connection: sa.Connection, session_id: str) -> Thread:
+    """The session's thread and its version, read together."""
+    return Thread(thread_version(connection, session_id), load_thread(connection, session_id))
+
+
+@dataclass(frozen=True, slots=True)
+class BatchState:
+    """What a batch's rules read of its thread, in the transaction that appends it."""
+
+    applied: str | None
+    """The body hash the batch's operation was applied with; None when it was not."""
+    version: int
+    calls: Mapping[str, str]
+    """The tool each earlier call names, by id (read only when the batch answers a call it does
+    not make)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """A round of messages appended as one operation, with the rules that admit it: ``admit``
+    raises ``ThreadError`` for a batch refused, and says False for a replay (nothing written)."""
+
+    session_id: str
+    operation_id: str
+    body_hash: str
+    messages: Sequence[Mapping[str, Any]]
+    answers: frozenset[str]
+    """The calls its tool messages answer."""
+    answers_earlier: bool
+    """Whether one of them answers a call the batch does not make."""
+    admit: Callable[[BatchState], bool]
+    now: float
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    applied: bool
+    version: int
+    stored: int
+
+
+def append_batch(connection: sa.Connection, batch: Batch) -> BatchResult:
+    """Append the batch's messages as one operation, each result of a call answered already left
+    out, if its rules admit it; the version moves by one (``applied=False`` for a replay)."""
+    session_id = batch.session_id
+    hold(connection, session_id)
+    applied, version, start = batch_state(connection, session_id, batch.operation_id)
+    earlier = calls_of(connection, session_id) if batch.answers_earlier else {}
+    if not batch.admit(BatchState(applied, version, earlier)):
+        return BatchResult(False, version, 0)
+    done = answered(connection, session_id, set(batch.answers))
+    fresh = [m for m in batch.messages if m.get("role") != "tool" or m["tool_call_id"] not in done]
+    rows = [_row(batch, start + offset, message) for offset, message in enumerate(fresh, 1)]
+    insert_messages(connection, rows)
+    if not advance(connection, session_id, version, batch.now):
+        raise ThreadError(409, "conflict", "the thread changed meanwhile: reload it and retry")
+    new_version = version + 1
+    record_operation(
+        connection, session_id, batch.operation_id, batch.body_hash, new_version, batch.now
+    )
+    return BatchResult(True, new_version, len(rows))
+
+
+def _row(batch: Batch, seq: int, message: Mapping[str, Any]) -> dict[str, Any]:
+    content = message.get("content")
+    return {
+        "session_id": batch.session_id,
+        "seq": seq,
+        "role": message["role"],
+        "content": content if isinstance(content, str | None) else json.dumps(content),
+        "name": message.get("name"),
+        "tool_call_id": message.get("tool_call_id"),
+        "tool_calls": message.get("tool_calls"),
+        "operation_id": batch.operation_id,
+        "created_at": batch.now,
+        **{column: message.get(key) for key, column in META_COLUMNS.items()},
+    }
+
+
+def apply_batch(connection: sa.Connection, batch: Batch) -> tuple[BatchResult, list[Message]]:
+    """Append the batch, and read the messages its operation put in the thread (a replay's: those
+    it put when first applied)."""
+    result = append_batch(connection, batch)
+    return result, operation_messages(connection, batch.session_id, batch.operation_id)
+
+
+def extend_thread(connection: sa.Connection, batch: Batch, version: int) -> Thread | None:
+    """Append a round to a thread the caller holds at ``version``: None when the thread is now
+    that one plus the batch, else the thread as stored (another writer came in between, or the
+    round was there already), since every applied batch moves the version by one."""
+    result = append_batch(connection, batch)
+    if result.applied and result.version == version + 1 and result.stored == len(batch.messages):
+        return None
+    return read_thread(connection, batch.session_id)

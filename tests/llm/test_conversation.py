@@ -20,11 +20,10 @@ from loopengine.llm import (
     RoundCommit,
     Toolbox,
     builtin_tools,
-    load_thread,
     run_agent,
 )
 from loopengine.skills import ATTRIBUTE, tool
-from loopengine.store import Store
+from loopengine.store import Store, threads
 from loopengine.testing import FakeLLMServer, Response, reply, tool_call
 
 pytestmark = pytest.mark.anyio
@@ -57,7 +56,7 @@ def _numbered_call(name: str) -> Response:
 
 
 async def _stored(store: Store, session: str) -> list[dict[str, Any]]:
-    return await store.read(lambda c: load_thread(c, session))
+    return [m.as_json() for m in await store.read(threads.load_thread, session)]
 
 
 async def _asked(store: Store) -> Conversation:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -27,6 +27,7 @@ from loopengine.llm._review import (
     worth_replaying,
 )
 from loopengine.llm._scores import Sample, parse_grade
+from loopengine.store.autolearn import ChatSample
 
 # judged_grade and category_means
 
@@ -56,16 +57,27 @@ def test_category_means_skip_ungraded_responses_and_empty_categories() -> None:
 # weakest
 
 
-def _row(id: int, quality: float | None, category: str = "code", success: bool = True) -> Any:
-    return {
-        "id": id,
-        "node": "OL1",
-        "category": category,
-        "message": f"question {id}",
-        "reply": f"answer {id}",
-        "quality": quality,
-        "success": success,
-    }
+def _row(
+    id: int, quality: float | None, category: str = "code", success: bool = True
+) -> ChatSample:
+    return ChatSample(
+        id=id,
+        execution_id="e1",
+        session_id=None,
+        node="OL1",
+        category=category,
+        mode="simple",
+        seconds=1.0,
+        output_tokens=10,
+        success=success,
+        message=f"question {id}",
+        reply=f"answer {id}",
+        quality=quality,
+        graded_at=None,
+        created_at=0.0,
+        prompt_version=0,
+        claimed_until=None,
+    )
 
 
 def test_weak_responses_come_lowest_quality_first() -> None:
@@ -89,7 +101,7 @@ def test_graded_seven_ungraded_or_failed_responses_are_not_weak() -> None:
 
 
 def test_a_weak_response_keeps_its_whole_texts() -> None:
-    row = {**_row(1, 2.0), "reply": "x" * 5000}
+    row = replace(_row(1, 2.0), reply="x" * 5000)
     assert weakest([row], 1)["code"][0] == Weak(1, "OL1", "code", "question 1", "x" * 5000, 2.0)
 
 

@@ -10,6 +10,7 @@ from loopengine.contract import Cluster as ClusterConfig
 from loopengine.contract import Config
 from loopengine.llm import followed_routing, message_category
 from loopengine.llm._routing import route_order
+from loopengine.store.autolearn import RoutingOrder
 
 NODE = {"base_url": "http://127.0.0.1:9/v1", "model": "m"}
 CLUSTER = ClusterConfig.model_validate(
@@ -64,7 +65,10 @@ def test_the_views_show_the_order_the_chat_follows_and_where_it_comes_from() -> 
     config = Config.model_validate(
         {"cluster": CLUSTER.model_dump(), "autolearn": {"grader": "OL1"}}
     )
-    tuned = {"code": {"nodes": ["M1", "GONE"]}, "chat": {"nodes": ["M2"]}}
+    tuned = {
+        category: RoutingOrder(category, nodes, 1, "tuned", None, 0.0)
+        for category, nodes in (("code", ["M1", "GONE"]), ("chat", ["M2"]))
+    }
     assert followed_routing(config, tuned) == {
         "code": {"nodes": ["M1", "OL1"], "order": "tuned"},
         "chat": {"nodes": ["M2", "M1"], "order": "tuned"},

@@ -10,7 +10,8 @@ import pytest
 import sqlalchemy as sa
 
 from loopengine.errors import ThreadError
-from loopengine.llm import append_batch, load_thread
+from loopengine.llm import new_batch
+from loopengine.store import threads
 from tests.postgres import migrated_engine
 from tests.waiting import wait_until_blocked
 
@@ -23,9 +24,8 @@ def engine() -> Iterator[sa.Engine]:
 
 def _say(connection: sa.Connection, session: str, text: str, version: int) -> int:
     message = [{"role": "user", "content": text}]
-    result = append_batch(
-        connection, session, message, operation_id=text, now=1.0, if_match=version
-    )
+    batch = new_batch(session, message, operation_id=text, now=1.0, if_match=version)
+    result = threads.append_batch(connection, batch)
     return result.version
 
 
@@ -58,4 +58,4 @@ def test_a_batch_racing_another_on_the_same_version_is_412(
     assert isinstance(refused, ThreadError), refused
     assert refused.status == 412
     with engine.connect() as connection:
-        assert [m["content"] for m in load_thread(connection, session)] == [*earlier, "first"]
+        assert [m.content for m in threads.load_thread(connection, session)] == [*earlier, "first"]

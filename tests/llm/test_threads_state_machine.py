@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from loopengine.errors import ThreadError
-from loopengine.llm import append_batch, load_thread, thread_version
-from loopengine.store import create_engine, migrate
+from loopengine.llm import new_batch
+from loopengine.store import create_engine, migrate, threads
 
 SESSION = "s"
 
@@ -44,18 +44,12 @@ class Threads(RuleBasedStateMachine):
 
     def _append(self, operation: str, messages: list[dict[str, Any]], if_match: int | None) -> Any:
         with self.connection.begin():
-            return append_batch(
-                self.connection,
-                SESSION,
-                messages,
-                operation_id=operation,
-                now=1.0,
-                if_match=if_match,
-            )
+            batch = new_batch(SESSION, messages, operation_id=operation, now=1.0, if_match=if_match)
+            return threads.append_batch(self.connection, batch)
 
     def _version(self) -> int:
         with self.connection.begin():
-            return thread_version(self.connection, SESSION)
+            return threads.thread_version(self.connection, SESSION)
 
     @rule()
     def new_round(self) -> None:
@@ -102,9 +96,9 @@ class Threads(RuleBasedStateMachine):
     @invariant()
     def one_row_per_unique_call(self) -> None:
         with self.connection.begin():
-            thread = load_thread(self.connection, SESSION)
-            version = thread_version(self.connection, SESSION)
-        tool_ids = [m["tool_call_id"] for m in thread if m["role"] == "tool"]
+            thread = threads.load_thread(self.connection, SESSION)
+            version = threads.thread_version(self.connection, SESSION)
+        tool_ids = [m.tool_call_id for m in thread if m.role == "tool"]
         assert sorted(tool_ids) == sorted(self.applied_calls)
         assert version == self.applied_batches
         with self.connection.begin():

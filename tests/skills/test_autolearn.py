@@ -102,8 +102,8 @@ def test_a_node_that_earns_it_moves_up_once(
     assert (code, record["decision"]["action"]) == (0, "reorder")
     assert act_note(record) == "routing reordered (default: M1, OL1)"
     with open_store() as connection:
-        assert autolearn.routing(connection)["default"]["nodes"] == ["M1", "OL1"]
-        assert [entry["kind"] for entry in autolearn.history(connection)] == ["routing"]
+        assert autolearn.routing(connection)["default"].nodes == ["M1", "OL1"]
+        assert [entry.kind for entry in autolearn.history(connection)] == ["routing"]
     _, again = run_json(capsys, "run", "autotune")
     assert act_note(again).startswith("routing unchanged")
 
@@ -118,7 +118,7 @@ def test_the_chat_follows_the_tuned_order_and_records_its_response(
     assert (code, [stage["node"] for stage in answer["chain"]]) == (0, ["M1"])
     with open_store() as connection:
         newest = autolearn.samples_in_window(connection, 50)[-1]
-    assert (newest["node"], newest["reply"], newest["success"]) == ("M1", "Paris.", True)
+    assert (newest.node, newest.reply, newest.success) == ("M1", "Paris.", True)
 
 
 def test_a_dry_run_feeds_no_sample_and_no_memory(
@@ -201,7 +201,7 @@ def test_the_grader_grades_each_new_response_once_newest_first(
     code, _ = run_json(capsys, "run", "autotune")
     assert code == 0
     with open_store() as connection:
-        qualities = [s["quality"] for s in autolearn.samples_in_window(connection, 50)]
+        qualities = [s.quality for s in autolearn.samples_in_window(connection, 50)]
     assert qualities == [6.0, 8.0]
     run_json(capsys, "run", "autotune")
     assert len(server.requests_for("ol1")) == 2
@@ -217,7 +217,7 @@ def test_a_grader_that_fails_leaves_the_response_ungraded_for_good(
     with open_store() as connection:
         [sample] = autolearn.samples_in_window(connection, 50)
         assert autolearn.claim_ungraded(connection, 10, now=0.0, until=1.0) == []
-    assert sample["quality"] is None
+    assert sample.quality is None
 
 
 def test_a_grade_after_thinking_is_read_and_a_null_message_is_no_grade(
@@ -229,7 +229,7 @@ def test_a_grade_after_thinking_is_read_and_a_null_message_is_no_grade(
     code, _ = run_json(capsys, "run", "autotune")
     assert code == 0
     with open_store() as connection:
-        qualities = [s["quality"] for s in autolearn.samples_in_window(connection, 50)]
+        qualities = [s.quality for s in autolearn.samples_in_window(connection, 50)]
     assert qualities == [7.0, None]
 
 
@@ -245,7 +245,7 @@ def test_the_chain_scores_the_reply_the_user_got(
     assert code == 0
     with open_store() as connection:
         samples = autolearn.samples_in_window(connection, 50)
-    assert [(s["node"], s["success"], s["graded_at"]) for s in samples] == [("M2", True, None)]
+    assert [(s.node, s.success, s.graded_at) for s in samples] == [("M2", True, None)]
 
 
 def _a_cycle_then_a_drop(capsys: pytest.CaptureFixture[str]) -> None:

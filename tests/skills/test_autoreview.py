@@ -92,8 +92,8 @@ def test_better_instructions_are_applied_and_the_next_message_follows_them(
     with open_store() as connection:
         [entry] = autolearn.history(connection)
         newest = autolearn.samples_in_window(connection, 50)[-1]
-    assert (entry["kind"], entry["detail"]["to"], newest["prompt_version"]) == ("prompt", 1, 1)
-    assert entry["detail"]["baseline"] == 4.0  # the mean grade under the instructions replaced
+    assert (entry.kind, entry.detail["to"], newest.prompt_version) == ("prompt", 1, 1)
+    assert entry.detail["baseline"] == 4.0  # the mean grade under the instructions replaced
 
 
 def test_a_validation_of_0_7_is_not_enough_and_no_vote_is_asked(

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from loopengine.contract import Config
-from loopengine.llm import LLMRuntime, load_thread
+from loopengine.llm import LLMRuntime
 from loopengine.skills import Registry, SkillContext
 from loopengine.skills.builtin import builtin_registry
-from loopengine.store import Store
+from loopengine.store import Store, threads
 from loopengine.testing import FakeLLMServer, reply, tool_call
 
 pytestmark = pytest.mark.anyio
@@ -52,7 +52,7 @@ async def _agent(ctx: SkillContext, **params: Any) -> Any:
 
 async def _thread(runtime: LLMRuntime, session: str) -> list[dict[str, Any]]:
     assert runtime.store is not None
-    return await runtime.store.read(lambda c: load_thread(c, session))
+    return [m.as_json() for m in await runtime.store.read(threads.load_thread, session)]
 
 
 async def test_a_step_run_again_stores_the_message_once_and_answers_anew(

@@ -51,9 +51,9 @@ def test_each_exchange_is_kept_for_its_user_and_rotated(
     with open_store() as connection:
         kept = memory.exchanges(connection, "ada", 100)
         row = memory.profile(connection, "ada")
-    assert (len(kept), kept[-1]["reply"]) == (20, "Avec pool_size.")
+    assert (len(kept), kept[-1].reply) == (20, "Avec pool_size.")
     assert row is not None
-    assert row["exchanges"] == 25
+    assert row.exchanges == 25
 
 
 def test_the_loop_profiles_users_and_the_analysis_node_summarizes(
@@ -123,7 +123,7 @@ def test_a_dry_run_profiles_and_summarizes_nobody(
     with open_store() as connection:
         row = memory.profile(connection, "ada")
     assert row is not None
-    assert (row["profile"], row["summary"]) == (None, None)
+    assert (row.profile, row.summary) == (None, None)
     assert server.requests_for("m1") == []
 
 

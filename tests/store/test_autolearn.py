@@ -30,15 +30,15 @@ def test_texts_are_cut_and_each_node_keeps_its_newest_window(connection: sa.Conn
     with connection.begin():
         autolearn.insert_samples(connection, [_sample("OL1")] * 8 + [_sample("M1")] * 2)
     window = autolearn.samples_in_window(connection, 3)
-    assert [row["node"] for row in window] == ["OL1"] * 3 + ["M1"] * 2
-    assert {len(row["message"]) for row in window} == {autolearn.MAX_TEXT}
+    assert [row.node for row in window] == ["OL1"] * 3 + ["M1"] * 2
+    assert {len(row.message) for row in window} == {autolearn.MAX_TEXT}
 
 
 def test_exploration_counts_stop_at_their_cap(connection: sa.Connection) -> None:
     with connection.begin():
         autolearn.insert_samples(connection, [_sample("OL1")] * 9 + [_sample("M1", "other")])
-    counts, last = autolearn.exploration_counts(connection, "code", ["OL1", "M1"], cap=5)
-    assert (counts, last) == ({"OL1": 5, "M1": 0}, 9)
+    found = autolearn.exploration_counts(connection, "code", ["OL1", "M1"], cap=5)
+    assert found == {"OL1": (5, 9), "M1": (0, 0)}
 
 
 def test_a_routing_order_is_replaced_whole_with_a_new_version(connection: sa.Connection) -> None:
@@ -46,7 +46,7 @@ def test_a_routing_order_is_replaced_whole_with_a_new_version(connection: sa.Con
         autolearn.put_routing(connection, "code", ["OL1", "M1"], "first", None, 1.0)
         version = autolearn.put_routing(connection, "code", ["M1", "OL1"], "swap", None, 2.0)
     row = autolearn.routing(connection)["code"]
-    assert (version, row["nodes"], row["reason"]) == (2, ["M1", "OL1"], "swap")
+    assert (version, row.nodes, row.reason) == (2, ["M1", "OL1"], "swap")
 
 
 def test_history_keeps_the_newest_two_hundred(connection: sa.Connection) -> None:
@@ -55,7 +55,7 @@ def test_history_keeps_the_newest_two_hundred(connection: sa.Connection) -> None
             autolearn.add_history(connection, "routing", "code", {"n": n}, None, float(n))
     kept = autolearn.history(connection)
     assert len(kept) == autolearn.HISTORY_KEPT
-    assert kept[0]["detail"] == {"n": autolearn.HISTORY_KEPT + 29}
+    assert kept[0].detail == {"n": autolearn.HISTORY_KEPT + 29}
 
 
 def test_grading_claims_the_newest_answered_responses_once(connection: sa.Connection) -> None:
@@ -65,8 +65,8 @@ def test_grading_claims_the_newest_answered_responses_once(connection: sa.Connec
         first = autolearn.claim_ungraded(connection, 2, now=5.0, until=100.0)
         second = autolearn.claim_ungraded(connection, 2, now=6.0, until=100.0)
         third = autolearn.claim_ungraded(connection, 2, now=7.0, until=100.0)
-    assert [row["id"] for row in first] == [3, 2]
-    assert [row["id"] for row in second] == [1]
+    assert [row.id for row in first] == [3, 2]
+    assert [row.id for row in second] == [1]
     assert third == []
 
 
@@ -76,10 +76,10 @@ def test_released_responses_are_claimed_again_but_graded_ones_are_not(
     with connection.begin():
         autolearn.insert_samples(connection, [_sample("OL1")] * 2)
         claimed = autolearn.claim_ungraded(connection, 2, now=5.0, until=100.0)
-        autolearn.grade(connection, claimed[0]["id"], 8.0)
-        autolearn.release(connection, [row["id"] for row in claimed], until=100.0)
+        autolearn.grade(connection, claimed[0].id, 8.0)
+        autolearn.release(connection, [row.id for row in claimed], until=100.0)
         again = autolearn.claim_ungraded(connection, 2, now=6.0, until=100.0)
-    assert [row["id"] for row in again] == [claimed[1]["id"]]
+    assert [row.id for row in again] == [claimed[1].id]
 
 
 def test_a_claim_whose_process_died_is_taken_again_once_it_lapses(
@@ -88,11 +88,11 @@ def test_a_claim_whose_process_died_is_taken_again_once_it_lapses(
     with connection.begin():
         autolearn.insert_samples(connection, [_sample("OL1")] * 2)
         newest, oldest = autolearn.claim_ungraded(connection, 2, now=5.0, until=10.0)
-        autolearn.grade(connection, newest["id"], None)  # the grader gave none: done
+        autolearn.grade(connection, newest.id, None)  # the grader gave none: done
         before = autolearn.claim_ungraded(connection, 2, now=9.0, until=20.0)
         after = autolearn.claim_ungraded(connection, 2, now=11.0, until=20.0)
     assert before == []
-    assert [row["id"] for row in after] == [oldest["id"]]
+    assert [row.id for row in after] == [oldest.id]
 
 
 def test_a_cycle_whose_claim_lapsed_gives_back_nothing_another_claimed(
@@ -102,9 +102,9 @@ def test_a_cycle_whose_claim_lapsed_gives_back_nothing_another_claimed(
         autolearn.insert_samples(connection, [_sample("OL1")])
         [slow] = autolearn.claim_ungraded(connection, 1, now=5.0, until=10.0)
         [taken] = autolearn.claim_ungraded(connection, 1, now=11.0, until=20.0)
-        autolearn.release(connection, [slow["id"]], until=10.0)
+        autolearn.release(connection, [slow.id], until=10.0)
         again = autolearn.claim_ungraded(connection, 1, now=12.0, until=30.0)
-    assert (taken["id"], again) == (slow["id"], [])
+    assert (taken.id, again) == (slow.id, [])
 
 
 def test_pruning_keeps_each_node_and_categorys_newest_samples(connection: sa.Connection) -> None:
@@ -112,7 +112,7 @@ def test_pruning_keeps_each_node_and_categorys_newest_samples(connection: sa.Con
         autolearn.insert_samples(connection, [_sample("OL1")] * 5 + [_sample("M1", "other")] * 2)
         assert autolearn.prune_samples(connection, keep=3) == 2
     kept = autolearn.samples_in_window(connection, 50)
-    assert [(row["node"], row["id"]) for row in kept] == [
+    assert [(row.node, row.id) for row in kept] == [
         ("OL1", 3), ("OL1", 4), ("OL1", 5), ("M1", 6), ("M1", 7),
     ]  # fmt: skip
 
@@ -127,3 +127,47 @@ def test_the_last_recorded_score_of_each_node_starts_the_next_trend(
         autolearn.record_scores(connection, first, None, now=1.0)
         autolearn.record_scores(connection, second, None, now=2.0)
     assert autolearn.last_scores(connection) == {("code", "M1"): 6.5}
+
+
+def test_applied_instructions_and_their_rollback_are_kept_in_the_history(
+    connection: sa.Connection,
+) -> None:
+    with connection.begin():
+        version = autolearn.apply_prompt(
+            connection, "code", "Be brief.", parent=0, baseline=6.0, reason="better",
+            execution_id=None, now=1.0,
+        )  # fmt: skip
+        asked = [("code", 1, "worse"), ("chat", 1, "")]
+        rolled = autolearn.roll_back_prompts(connection, asked, None, 2.0)
+    assert version == 1
+    assert [r.as_json() for r in rolled] == [
+        {"category": "code", "from": 1, "to": 0, "reason": "worse"}
+    ]
+    kinds = [(entry.kind, entry.detail["to"]) for entry in autolearn.history(connection)]
+    assert kinds == [("rollback", 0), ("prompt", 1)]
+
+
+def test_instructions_on_a_version_no_longer_active_leave_no_history(
+    connection: sa.Connection,
+) -> None:
+    with connection.begin():
+        autolearn.apply_prompt(
+            connection, "code", "Be brief.", parent=0, baseline=None, reason="first",
+            execution_id=None, now=1.0,
+        )  # fmt: skip
+        late = autolearn.apply_prompt(
+            connection, "code", "Show code.", parent=0, baseline=None, reason="late",
+            execution_id=None, now=2.0,
+        )  # fmt: skip
+    assert late is None
+    assert [entry.detail["reason"] for entry in autolearn.history(connection)] == ["first"]
+
+
+def test_routing_changes_read_back_with_their_history(connection: sa.Connection) -> None:
+    change = {"category": "code", "from": ["OL1"], "to": ["M1", "OL1"]}
+    with connection.begin():
+        found = autolearn.put_routings(
+            connection, [("code", ["M1", "OL1"], change)], "r", None, 1.0
+        )
+    assert (found["code"].nodes, found["code"].version) == (["M1", "OL1"], 1)
+    assert [entry.detail for entry in autolearn.history(connection)] == [change]

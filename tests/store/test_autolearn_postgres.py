@@ -31,7 +31,7 @@ def test_a_second_cycle_claims_only_what_the_first_does_not_hold(engine: sa.Engi
         with second.begin():
             rest = autolearn.claim_ungraded(second, 2, now=2.0, until=100.0)
     assert len(held) == 2
-    assert [row["id"] for row in rest] == [min(row["id"] for row in held) - 1]
+    assert [row.id for row in rest] == [min(row.id for row in held) - 1]
 
 
 def test_a_users_exchanges_are_counted_on_one_row(engine: sa.Engine) -> None:
@@ -42,7 +42,7 @@ def test_a_users_exchanges_are_counted_on_one_row(engine: sa.Engine) -> None:
     with engine.connect() as connection:
         row = memory.profile(connection, "ada")
     assert row is not None
-    assert row["exchanges"] == 2
+    assert row.exchanges == 2
 
 
 def test_a_version_another_writer_took_first_is_lost_without_an_error(engine: sa.Engine) -> None:
@@ -67,4 +67,4 @@ def test_a_version_another_writer_took_first_is_lost_without_an_error(engine: sa
         racing.join(timeout=30)
     assert (found["first"], found["second"]) == (1, None)
     with engine.connect() as connection:
-        assert prompts.active(connection, "race")["race"]["text"] == "Be brief."
+        assert prompts.active(connection, "race")["race"].text == "Be brief."

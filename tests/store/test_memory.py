@@ -21,15 +21,15 @@ def _remember(connection: sa.Connection, user: str, count: int, keep: int = 50) 
 def test_a_user_keeps_only_the_newest_exchanges(connection: sa.Connection) -> None:
     _remember(connection, "ada", 7, keep=3)
     kept = memory.exchanges(connection, "ada", 50)
-    assert [row["message"] for row in kept] == ["message 4", "message 5", "message 6"]
+    assert [row.message for row in kept] == ["message 4", "message 5", "message 6"]
 
 
 def test_texts_are_cut_and_every_exchange_is_counted(connection: sa.Connection) -> None:
     _remember(connection, "ada", 4, keep=2)
     row = memory.profile(connection, "ada")
     assert row is not None
-    assert row["exchanges"] == 4
-    assert len(memory.exchanges(connection, "ada", 1)[0]["reply"]) == memory.EXCHANGE_TEXT
+    assert row.exchanges == 4
+    assert len(memory.exchanges(connection, "ada", 1)[0].reply) == memory.EXCHANGE_TEXT
 
 
 def test_rotation_of_one_user_leaves_the_others_alone(connection: sa.Connection) -> None:
@@ -40,7 +40,7 @@ def test_rotation_of_one_user_leaves_the_others_alone(connection: sa.Connection)
 
 def test_a_profile_is_stale_until_it_has_read_every_exchange(connection: sa.Connection) -> None:
     _remember(connection, "ada", 3)
-    assert [row["user_id"] for row in memory.stale_profiles(connection, 10)] == ["ada"]
+    assert [row.user_id for row in memory.stale_profiles(connection, 10)] == ["ada"]
     memory.put_profile(connection, "ada", {"language": "en"}, at=3, now=9.0)
     assert memory.stale_profiles(connection, 10) == []
 
@@ -48,7 +48,7 @@ def test_a_profile_is_stale_until_it_has_read_every_exchange(connection: sa.Conn
 def test_a_summary_is_due_after_enough_new_exchanges(connection: sa.Connection) -> None:
     _remember(connection, "ada", 12)
     _remember(connection, "bob", 4)
-    assert [row["user_id"] for row in memory.due_summaries(connection, 10, 5)] == ["ada"]
+    assert [row.user_id for row in memory.due_summaries(connection, 10, 5)] == ["ada"]
     memory.put_summary(connection, "ada", "Builds a compiler.", "M1", at=12, now=20.0)
     assert memory.due_summaries(connection, 10, 5) == []
     assert memory.most_pending(connection) == 4

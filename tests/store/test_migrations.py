@@ -140,7 +140,7 @@ def test_version_11_keeps_the_messages_and_what_tool_messages_say_of_their_run(
         row = {"session_id": "s", "seq": 2, "role": "tool", "content": "{}", "name": None}
         row |= {"tool_call_id": "c", "tool_calls": None, "operation_id": "op-2", "created_at": 1.0}
         threads.insert_messages(connection, [{**row, **said, "error": None, "duration_ms": 1.5}])
-    assert threads.load_thread(connection, "s", meta=True) == [
+    assert [m.as_json(meta=True) for m in threads.load_thread(connection, "s")] == [
         {"role": "user", "content": "hi"},
         {
             "role": "tool",

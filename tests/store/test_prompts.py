@@ -27,14 +27,14 @@ def test_a_new_version_is_the_only_active_one_and_is_watched(connection: sa.Conn
     assert _add(connection, "Be brief.", 0) == 1
     assert _add(connection, "Be briefer.", 1) == 2
     active = prompts.active(connection)
-    assert (active["code"]["version"], active["code"]["state"]) == (2, "watched")
-    assert [row["state"] for row in prompts.versions(connection, "code")] == ["watched", "retired"]
+    assert (active["code"].version, active["code"].state) == (2, "watched")
+    assert [row.state for row in prompts.versions(connection, "code")] == ["watched", "retired"]
 
 
 def test_a_proposal_made_against_an_older_version_is_dropped(connection: sa.Connection) -> None:
     _add(connection, "Be brief.", 0)
     assert _add(connection, "Show code.", 0) is None
-    assert prompts.active(connection)["code"]["text"] == "Be brief."
+    assert prompts.active(connection)["code"].text == "Be brief."
 
 
 def test_a_rollback_restores_the_version_it_replaced(connection: sa.Connection) -> None:
@@ -44,7 +44,7 @@ def test_a_rollback_restores_the_version_it_replaced(connection: sa.Connection) 
         assert prompts.roll_back(connection, "code", 2) == 1
         assert prompts.roll_back(connection, "code", 2) is None
     active = prompts.active(connection)["code"]
-    assert (active["version"], active["state"]) == (1, "confirmed")
+    assert (active.version, active.state) == (1, "confirmed")
 
 
 def test_rolling_back_the_first_version_leaves_no_instructions(connection: sa.Connection) -> None:
@@ -61,7 +61,7 @@ def test_judging_counts_watched_cycles_until_confirmed(connection: sa.Connection
         prompts.judged(connection, "code", 1, 12, confirm=True)
         prompts.judged(connection, "code", 1, 14, confirm=True)
     row = prompts.active(connection)["code"]
-    assert (row["watched"], row["judged_id"], row["state"]) == (2, 12, "confirmed")
+    assert (row.watched, row.judged_id, row.state) == (2, 12, "confirmed")
 
 
 def test_a_rollback_skips_versions_rolled_back_already(connection: sa.Connection) -> None:
@@ -90,4 +90,4 @@ def test_a_proposal_against_a_version_another_writer_replaced_writes_nothing(
             )
         )  # fmt: skip
     assert _add(connection, "Show code.", 1) is None
-    assert [row["version"] for row in prompts.versions(connection, "code")] == [2, 1]
+    assert [row.version for row in prompts.versions(connection, "code")] == [2, 1]

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 
-from loopengine.llm import append_batch
+from loopengine.llm import new_batch
 from loopengine.store import Store, threads
 
 pytestmark = pytest.mark.anyio
@@ -19,13 +18,13 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 async def store(tmp_path: Path) -> AsyncIterator[Store]:
     async with Store.open(f"sqlite:///{tmp_path / 'threads.db'}") as opened:
-        await opened.write(_append(_round("call_a"), "op-1"))
-        await opened.write(_append(_round("call_b"), "op-2"))
+        await opened.write(threads.append_batch, _append(_round("call_a"), "op-1"))
+        await opened.write(threads.append_batch, _append(_round("call_b"), "op-2"))
         yield opened
 
 
-def _append(messages: list[dict[str, Any]], operation: str) -> Callable[[sa.Connection], Any]:
-    return lambda c: append_batch(c, "s1", messages, operation_id=operation, now=1.0)
+def _append(messages: list[dict[str, Any]], operation: str) -> threads.Batch:
+    return new_batch("s1", messages, operation_id=operation, now=1.0)
 
 
 def _round(call_id: str) -> list[dict[str, Any]]:
@@ -37,18 +36,18 @@ def _round(call_id: str) -> list[dict[str, Any]]:
 
 
 async def test_an_operation_s_messages_are_its_own_in_order(store: Store) -> None:
-    thread = await store.read(lambda c: threads.load_thread(c, "s1"))
-    second = await store.read(lambda c: threads.operation_messages(c, "s1", "op-2"))
+    thread = await store.read(threads.load_thread, "s1")
+    second = await store.read(threads.operation_messages, "s1", "op-2")
     assert second == thread[2:]
 
 
 async def test_an_operation_that_added_nothing_has_no_messages(store: Store) -> None:
-    await store.write(_append(_round("call_a")[1:], "op-3"))
-    assert await store.read(lambda c: threads.operation_messages(c, "s1", "op-3")) == []
+    await store.write(threads.append_batch, _append(_round("call_a")[1:], "op-3"))
+    assert await store.read(threads.operation_messages, "s1", "op-3") == []
 
 
 @pytest.mark.parametrize(("session", "operation"), [("s1", "op-9"), ("s2", "op-1")])
 async def test_an_operation_of_no_thread_has_no_messages(
     store: Store, session: str, operation: str
 ) -> None:
-    assert await store.read(lambda c: threads.operation_messages(c, session, operation)) == []
+    assert await store.read(threads.operation_messages, session, operation) == []

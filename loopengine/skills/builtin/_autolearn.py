@@ -6,12 +6,15 @@ store; no file is ever changed."""
 
 from __future__ import annotations
 
-from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loopengine.errors import SkillError
 from loopengine.skills._context import SkillContext
 from loopengine.skills._definition import skill
+
+if TYPE_CHECKING:
+    from loopengine.store import Store
+    from loopengine.store.autolearn import ChatSample
 
 __all__ = [
     "GRADE_TIMEOUT_S",
@@ -44,7 +47,7 @@ GRADING_PROMPT = (
 )
 
 
-def store_of(ctx: SkillContext) -> Any:
+def store_of(ctx: SkillContext) -> Store:
     """The engine's store (the autolearn skills keep everything there)."""
     if ctx.store is None:
         raise SkillError("autolearn skills need the engine's store")
@@ -115,22 +118,22 @@ async def autolearn_grade(ctx: SkillContext, limit: int = 20) -> dict[str, Any]:
 
     store = store_of(ctx)
     if ctx.dry_run:
-        waiting = await store.read(partial(autolearn.count_ungraded, limit=limit))
+        waiting = await store.read(autolearn.count_ungraded, limit)
         return {"grading": {"graded": 0, "would_grade": waiting, "grader": grader}}
     now = ctx.clock()
     until = now + 2 * limit * GRADE_TIMEOUT_S  # twice the longest the grader may take
-    rows = await store.write(lambda c: autolearn.claim_ungraded(c, limit, now, until))
-    left = [int(row["id"]) for row in rows]
+    rows = await store.write(autolearn.claim_ungraded, limit, now, until)
+    left = [row.id for row in rows]
     try:
         return {"grading": await _grade_claimed(store, runtime, grader, rows, left)}
     finally:
         if left:  # cancelled, or the grader went down: the rest waits for a later cycle
             with anyio.CancelScope(shield=True):
-                await store.write(partial(autolearn.release, sample_ids=left, until=until))
+                await store.write(autolearn.release, left, until)
 
 
 async def _grade_claimed(
-    store: Any, runtime: Any, grader: str, rows: list[dict[str, Any]], left: list[int]
+    store: Store, runtime: Any, grader: str, rows: list[ChatSample], left: list[int]
 ) -> dict[str, Any]:
     """Grade the claimed ``rows`` in order, taking each id out of ``left`` once graded; stops
     when the grader cools down."""
@@ -141,10 +144,10 @@ async def _grade_claimed(
         if (down := runtime.cluster.available(grader)) is not None:
             done = len(rows) - len(left)
             return {"graded": graded, "ungraded": done - graded, "left": len(left), "reason": down}
-        quality = await grade_reply(runtime, grader, row["message"], row["reply"])
+        quality = await grade_reply(runtime, grader, row.message, row.reply)
         graded += quality is not None
-        left.remove(int(row["id"]))
-        await store.write(partial(autolearn.grade, sample_id=row["id"], quality=quality))
+        left.remove(row.id)
+        await store.write(autolearn.grade, row.id, quality)
     return {"graded": graded, "ungraded": len(rows) - graded, "grader": grader}
 
 
@@ -160,13 +163,8 @@ async def autolearn_scores(ctx: SkillContext) -> dict[str, Any]:
 
     settings, store = ctx.config.autolearn, store_of(ctx)
     if not ctx.dry_run:
-        await store.write(partial(autolearn.prune_samples, keep=KEPT_WINDOWS * settings.window))
-
-    def read(connection: Any) -> tuple[list[dict[str, Any]], dict[tuple[str, str], float]]:
-        window = autolearn.samples_in_window(connection, settings.window)
-        return window, autolearn.last_scores(connection)
-
-    rows, previous = await store.read(read)
+        await store.write(autolearn.prune_samples, KEPT_WINDOWS * settings.window)
+    rows, previous = await store.read(autolearn.scoring_window, settings.window)
     samples = [Sample.of(row) for row in rows]
     found = tune(
         samples,
@@ -206,21 +204,14 @@ async def autolearn_route(
 
     if dry_run or ctx.dry_run:
         return {"log": {"message": f"would write: {reason}"}}
-    now = ctx.clock()
-
-    def write(connection: Any) -> list[str]:
-        for change in changes:
-            category, nodes = str(change["category"]), [str(n) for n in change["to"]]
-            autolearn.put_routing(connection, category, nodes, reason, ctx.execution_id, now)
-            autolearn.add_history(connection, "routing", category, change, ctx.execution_id, now)
-        found = autolearn.routing(connection)
-        return [
-            str(change["category"])
-            for change in changes
-            if found.get(str(change["category"]), {}).get("nodes") == list(change["to"])
-        ]
-
-    written = await store_of(ctx).write(write)
+    orders = [(str(c["category"]), [str(n) for n in c["to"]], c) for c in changes]
+    store, now = store_of(ctx), ctx.clock()
+    found = await store.write(autolearn.put_routings, orders, reason, ctx.execution_id, now)
+    written = [
+        category
+        for category, _, change in orders
+        if category in found and found[category].nodes == list(change["to"])
+    ]
     return {"log": {"message": reason}, "routing": changes, "written": written}
 
 
@@ -257,6 +248,6 @@ async def autolearn_record_scores(
 
     count = sum(len(nodes) for nodes in categories.values())
     if not (dry_run or ctx.dry_run):
-        write = partial(autolearn.record_scores, categories=categories, now=ctx.clock())
-        await store_of(ctx).write(partial(write, execution_id=ctx.execution_id))
+        store, now = store_of(ctx), ctx.clock()
+        await store.write(autolearn.record_scores, categories, ctx.execution_id, now)
     return {"scores_recorded": count}

@@ -4,7 +4,6 @@ analysis node (the research node when it cannot). The chat reads both at each me
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 from loopengine.skills._context import SkillContext
@@ -29,22 +28,17 @@ async def autolearn_profile(ctx: SkillContext, limit: int = 100) -> dict[str, An
 
     store, settings = store_of(ctx), ctx.config.autolearn
     keep = settings.memory_keep
-    stale = await store.read(lambda c: memory.stale_profiles(c, limit))
+    stale = await store.read(memory.stale_profiles, limit)
     for row in stale:
-        user = row["user_id"]
-        rows = await store.read(partial(memory.exchanges, user_id=user, limit=keep))
-        found = detect_profile([Exchange(r["message"], r["reply"], r["category"]) for r in rows])
+        user = row.user_id
+        rows = await store.read(memory.exchanges, user, keep)
+        found = detect_profile([Exchange(r.message, r.reply, r.category) for r in rows])
         if not ctx.dry_run:
-            at, now = int(row["exchanges"]), ctx.clock()
-            put = partial(memory.put_profile, user_id=user, detected=found.as_dict())
-            await store.write(partial(put, at=at, now=now))
+            detected, now = found.as_dict(), ctx.clock()
+            await store.write(memory.put_profile, user, detected, row.exchanges, now)
     every = settings.summary_every
-
-    def read_due(connection: Any) -> tuple[list[dict[str, Any]], int]:
-        return memory.due_summaries(connection, every, limit), memory.most_pending(connection)
-
-    due, most = await store.read(read_due)
-    users = [row["user_id"] for row in due]
+    due, most = await store.read(memory.summaries_due, every, limit)
+    users = [row.user_id for row in due]
     if users:
         verdict = f"{len(users)} user{'s' * (len(users) != 1)} due for a deep summary"
     else:
@@ -71,21 +65,21 @@ async def autolearn_summarize(
         return {"log": {"message": f"would summarize {', '.join(users[:limit])}"}}
     summarized, failed = [], []
     for user in users[:limit]:
-        row = await store.read(partial(memory.profile, user_id=user))
+        row = await store.read(memory.profile, user)
         if row is None:
             continue
-        rows = await store.read(partial(memory.exchanges, user_id=user, limit=settings.memory_keep))
+        rows = await store.read(memory.exchanges, user, settings.memory_keep)
         messages = summary_messages(
-            [Exchange(r["message"], r["reply"], r["category"]) for r in rows],
-            row["summary"],
-            Profile.of(row["profile"] or {}),
+            [Exchange(r.message, r.reply, r.category) for r in rows],
+            row.summary,
+            Profile.of(row.profile or {}),
         )
         for node in nodes:
             answer = await ask(ctx.llm, node, messages, SUMMARY_TIMEOUT_S) if ctx.llm else None
             summary = read_summary(answer) if answer is not None else None
             if summary is not None:
-                put = partial(memory.put_summary, user_id=user, summary=summary, node=node)
-                await store.write(partial(put, at=int(row["exchanges"]), now=ctx.clock()))
+                now = ctx.clock()
+                await store.write(memory.put_summary, user, summary, node, row.exchanges, now)
                 summarized.append({"user": user, "node": node})
                 break
         else:

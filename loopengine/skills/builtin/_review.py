@@ -6,8 +6,7 @@ rule: the candidate must score strictly better). Versions live in the store; no 
 
 from __future__ import annotations
 
-from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loopengine.skills._context import SkillContext
 from loopengine.skills._definition import skill
@@ -19,6 +18,10 @@ from loopengine.skills.builtin._autolearn import (
     grader_of,
     store_of,
 )
+
+if TYPE_CHECKING:
+    from loopengine.store import PromptVersion
+    from loopengine.store.autolearn import ChatSample
 
 __all__ = [
     "PER_CATEGORY",
@@ -42,7 +45,7 @@ PER_CATEGORY = 3
 
 
 def _judgements(
-    active: dict[str, dict[str, Any]], rows: list[dict[str, Any]], min_samples: int
+    active: dict[str, PromptVersion], rows: list[ChatSample], min_samples: int
 ) -> list[dict[str, Any]]:
     """How each watched version fares against the mean grade before it (``judge_version``);
     a version with no response since it was last judged waits (a cycle counts on new evidence
@@ -50,56 +53,55 @@ def _judgements(
     from loopengine.llm import Sample, judge_version, judged_grade
 
     found = []
-    for category, row in sorted(active.items()):
-        if row["state"] != "watched":
+    for category, prompt in sorted(active.items()):
+        if prompt.state != "watched":
             continue
         under = [
-            (int(r["id"]), grade)
+            (r.id, grade)
             for r in rows
-            if r["category"] == category and r["prompt_version"] == row["version"]
+            if r.category == category and r.prompt_version == prompt.version
             if (grade := judged_grade(Sample.of(r))) is not None
         ]
         through = max((sample_id for sample_id, _ in under), default=0)
-        if through and through <= row["judged_id"]:
+        if through and through <= prompt.judged_id:
             verdict, reason = "wait", "no graded response since the last judgement"
         else:
             verdict, reason = judge_version(
-                row["baseline"],
+                prompt.baseline,
                 [grade for _, grade in under],
-                cycles_watched=int(row["watched"]),
+                cycles_watched=prompt.watched,
                 min_samples=min_samples,
             )
         found.append(
-            {"category": category, "version": row["version"], "to": row["parent"],
+            {"category": category, "version": prompt.version, "to": prompt.parent,
              "judgement": verdict, "reason": reason, "through": through}
         )  # fmt: skip
     return found
 
 
 def _weakest_category(
-    active: dict[str, dict[str, Any]], rows: list[dict[str, Any]], min_samples: int
+    active: dict[str, PromptVersion], rows: list[ChatSample], min_samples: int
 ) -> tuple[dict[str, Any] | None, str]:
     """The category to review (the lowest mean grade among those with weak responses under a
     version no longer watched), and one line saying why."""
     from loopengine.llm import Sample, category_means, judged_grade, weakest
 
-    def current(row: dict[str, Any]) -> bool:
-        found = active.get(row["category"])
-        return bool(row["prompt_version"] == (found["version"] if found else 0))
+    def settled(row: ChatSample) -> bool:
+        """Answered under the category's current instructions, no longer watched."""
+        found = active.get(row.category)
+        if found is None:
+            return row.prompt_version == 0
+        return row.prompt_version == found.version and found.state != "watched"
 
-    settled = [
-        row
-        for row in rows
-        if current(row) and active.get(row["category"], {}).get("state") != "watched"
-    ]
+    kept = [row for row in rows if settled(row)]
     graded: dict[str, int] = {}
-    for row in settled:
+    for row in kept:
         if judged_grade(Sample.of(row)) is not None:
-            graded[row["category"]] = graded.get(row["category"], 0) + 1
+            graded[row.category] = graded.get(row.category, 0) + 1
     enough = {c for c, n in graded.items() if n >= min_samples}
     if not enough:
         return None, f"not enough samples ({max(graded.values(), default=0)}/{min_samples})"
-    kept = [row for row in settled if row["category"] in enough]
+    kept = [row for row in kept if row.category in enough]
     means = category_means(Sample.of(row) for row in kept)
     weak = weakest(kept, PER_CATEGORY)
     if not weak:
@@ -108,8 +110,8 @@ def _weakest_category(
     prompt = active.get(category)
     chosen = {
         "category": category,
-        "version": prompt["version"] if prompt else 0,
-        "text": prompt["text"] if prompt else "",
+        "version": prompt.version if prompt else 0,
+        "text": prompt.text if prompt else "",
         "mean": round(means[category], 3) if category in means else None,
         "weak": [
             {"id": w.sample_id, "node": w.node, "message": w.message, "reply": w.reply,
@@ -130,20 +132,16 @@ async def autolearn_watch(ctx: SkillContext) -> dict[str, Any]:
     from loopengine.store import autolearn, prompts
 
     settings = ctx.config.autolearn
-
-    def read(connection: Any) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
-        return prompts.active(connection), autolearn.samples_in_window(connection, settings.window)
-
     store = store_of(ctx)
-    active, rows = await store.read(read)
+    active, rows = await store.read(autolearn.review_window, settings.window)
     judged = _judgements(active, rows, settings.min_samples)
     rollbacks = [j for j in judged if j["judgement"] == "rollback"]
     if not ctx.dry_run:
         for j in judged:
             if j["judgement"] in ("keep", "confirm"):
-                mark = partial(prompts.judged, category=j["category"], version=j["version"])
-                counted = partial(mark, through=j["through"])
-                await store.write(partial(counted, confirm=j["judgement"] == "confirm"))
+                confirm = j["judgement"] == "confirm"
+                mark = (j["category"], j["version"], j["through"])
+                await store.write(prompts.judged, *mark, confirm=confirm)
     if rollbacks:
         verdict = "; ".join(f"{j['category']} v{j['version']}: {j['reason']}" for j in rollbacks)
         return {"review": {"rollbacks": rollbacks, "judged": judged, "chosen": None,
@@ -183,8 +181,7 @@ async def autolearn_propose(ctx: SkillContext, chosen: dict[str, Any] | None) ->
     messages = review_messages(chosen["category"], chosen["text"], _weak_of(chosen))
     answer = await ask(runtime, node, messages, REVIEW_TIMEOUT_S)
     candidate = parse_proposal(answer) if answer is not None else None
-    rolled_back = partial(prompts.rolled_back_texts, category=chosen["category"])
-    refused = await store_of(ctx).read(rolled_back)
+    refused = await store_of(ctx).read(prompts.rolled_back_texts, chosen["category"])
     why = "no answer" if answer is None else "no usable proposal" if candidate is None else None
     tried = {prompts.plain(chosen["text"]), *refused}
     if candidate is not None and prompts.plain(candidate) in tried:
@@ -305,31 +302,21 @@ async def autolearn_apply_prompt(
     reason: str,
     dry_run: bool = False,
 ) -> dict[str, Any]:
-    from loopengine.store import autolearn, prompts
+    from loopengine.store import autolearn
 
     category = chosen["category"]
     if dry_run or ctx.dry_run:
         return {"log": {"message": f"would apply new instructions to {category}: {reason}"}}
-    now = ctx.clock()
-
-    def write(connection: Any) -> int | None:
-        version = prompts.add_version(
-            connection,
-            category,
-            proposal["candidate"],
-            parent=int(proposal["parent"]),
-            baseline=chosen["mean"],
-            reason=reason,
-            execution_id=ctx.execution_id,
-            now=now,
-        )
-        if version is not None:
-            detail = {"from": proposal["parent"], "to": version, "reason": reason,
-                      "baseline": chosen["mean"], "text": proposal["candidate"]}  # fmt: skip
-            autolearn.add_history(connection, "prompt", category, detail, ctx.execution_id, now)
-        return version
-
-    version = await store_of(ctx).write(write)
+    version = await store_of(ctx).write(
+        autolearn.apply_prompt,
+        category,
+        proposal["candidate"],
+        parent=int(proposal["parent"]),
+        baseline=chosen["mean"],
+        reason=reason,
+        execution_id=ctx.execution_id,
+        now=ctx.clock(),
+    )
     if version is None:
         message = f"{category}: its instructions changed meanwhile; the proposal is dropped"
         return {"log": {"message": message}, "prompt": None}
@@ -345,27 +332,15 @@ async def autolearn_apply_prompt(
 async def autolearn_rollback_prompt(
     ctx: SkillContext, rollbacks: list[dict[str, Any]], dry_run: bool = False
 ) -> dict[str, Any]:
-    from loopengine.store import autolearn, prompts
+    from loopengine.store import autolearn
 
     lines = [f"{r['category']}: v{r['version']} → v{r['to']} ({r['reason']})" for r in rollbacks]
     if dry_run or ctx.dry_run:
         return {"log": {"message": "would roll back " + "; ".join(lines)}}
-    now = ctx.clock()
-
-    def write(connection: Any) -> list[dict[str, Any]]:
-        done = []
-        for rollback in rollbacks:
-            category, version = str(rollback["category"]), int(rollback["version"])
-            restored = prompts.roll_back(connection, category, version)
-            if restored is not None:
-                detail = {"from": version, "to": restored, "reason": rollback["reason"]}
-                autolearn.add_history(
-                    connection, "rollback", category, detail, ctx.execution_id, now
-                )
-                done.append({"category": category, **detail})
-        return done
-
-    done = await store_of(ctx).write(write)
+    asked = [(str(r["category"]), int(r["version"]), r["reason"]) for r in rollbacks]
+    store, now = store_of(ctx), ctx.clock()
+    rolled = await store.write(autolearn.roll_back_prompts, asked, ctx.execution_id, now)
+    done = [rollback.as_json() for rollback in rolled]
     said = [f"{d['category']}: v{d['from']} → v{d['to']} ({d['reason']})" for d in done]
     message = "rolled back " + "; ".join(said) if said else "nothing to roll back any more"
     return {"log": {"message": message}, "rollbacks": done}
