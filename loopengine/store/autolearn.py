@@ -473,3 +473,17 @@ def chat_reading(
         prompts.active(connection, category).get(category),
         memory.profile(connection, user) if user else None,
     )
+
+
+def record_answer(
+    connection: sa.Connection,
+    samples: Sequence[Mapping[str, Any]],
+    remembered: tuple[str, dict[str, Any], int] | None,
+    now: float,
+) -> None:
+    """Record an answered message's responses to score and, for a known user, the exchange
+    (``(user, exchange, keep)``) in their memory, together."""
+    insert_samples(connection, samples)
+    if remembered is not None:
+        user, exchange, keep = remembered
+        memory.add_exchange(connection, user, exchange, keep, now)

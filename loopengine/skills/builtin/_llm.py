@@ -96,7 +96,7 @@ async def _converse(
     ``user`` (a message without one has no memory: it reads none and adds to none); a dry run
     feeds neither."""
     from loopengine.llm import Hooks
-    from loopengine.store import autolearn, memory
+    from loopengine.store import autolearn
 
     runtime = _runtime(ctx)
     await runtime.load_health()
@@ -133,15 +133,10 @@ async def _converse(
         "message": message,
         "reply": result.reply,
     }
-    keep, now = ctx.config.autolearn.memory_keep, ctx.clock()
-
-    def remember(connection: Any) -> None:
-        autolearn.insert_samples(connection, samples)
-        if user and result.reply:
-            memory.add_exchange(connection, user, exchange, keep, now)
-
+    keep = ctx.config.autolearn.memory_keep
+    remembered = (user, exchange, keep) if user and result.reply else None
     if not ctx.dry_run:
-        await runtime.store.write(remember)
+        await runtime.store.write(autolearn.record_answer, samples, remembered, ctx.clock())
     answered = [s for s in result.stages if s.status != "skipped"]
     chat = {
         **result.as_dict(),
