@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 import sqlalchemy as sa
 
@@ -17,13 +17,12 @@ __all__ = ["MAX_LISTED", "Query", "listed"]
 
 MAX_LISTED = 10_000
 
-Query = Callable[[sa.Connection, Callable[[str], bool], int], list[dict[str, Any]]]
-"""A repository function: the first ``limit`` rows whose name the predicate accepts."""
+R = TypeVar("R")
+Query = Callable[[sa.Connection, Callable[[str], bool], int], list[R]]
+"""A repository function: the first ``limit`` records whose name the predicate accepts."""
 
 
-def listed(
-    config: Path | None, pattern: str | None, limit: int, query: Query
-) -> list[dict[str, Any]]:
+def listed(config: Path | None, pattern: str | None, limit: int, query: Query[R]) -> list[R]:
     """At most ``limit`` rows whose name matches ``pattern``."""
     if not 1 <= limit <= MAX_LISTED:
         raise ContractError(f"--limit {limit}: write a whole number from 1 to {MAX_LISTED}")

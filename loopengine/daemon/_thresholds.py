@@ -20,7 +20,7 @@ from loopengine.contract import Loop
 from loopengine.daemon._intake import Firing, Intake, enqueue, log_intake
 from loopengine.daemon._log import DaemonLog
 from loopengine.daemon._loops import triggers_of
-from loopengine.store import Store, iso, queue, signals
+from loopengine.store import Sample, Store, iso, queue, signals
 from loopengine.triggers import ThresholdRule, ThresholdState, evaluate
 
 __all__ = ["CURSOR", "STALE_AFTER_S", "ThresholdWatcher"]
@@ -149,7 +149,7 @@ class ThresholdWatcher:
             return
         names = {w.metric for w in due}
 
-        def latest(connection: sa.Connection) -> dict[str, dict[str, Any]]:
+        def latest(connection: sa.Connection) -> dict[str, Sample]:
             found = {}
             for name in names:
                 points = signals.metric_points(connection, name, None, limit=1)
@@ -162,10 +162,10 @@ class ThresholdWatcher:
         for watch in due:
             watch.next_check = now + watch.every
             point = points.get(watch.metric)
-            fresh = point is not None and now - point["recorded_at"] <= max(
+            fresh = point is not None and now - point.recorded_at <= max(
                 STALE_AFTER_S, 2 * watch.every
             )
-            steps.append((watch, float(point["value"]) if fresh and point else None, now))
+            steps.append((watch, float(point.value) if fresh and point else None, now))
         await self._apply(steps, None)
 
     async def _apply(

@@ -28,8 +28,43 @@ from loopengine.store._writing import write_once
 
 if TYPE_CHECKING:
     from loopengine.store._store import Pending, Store, impatient
+    from loopengine.store.approvals import Approval
+    from loopengine.store.effects import (
+        AppendEvent,
+        AuditEntry,
+        Effect,
+        ExecutionCommit,
+        IndexArtifacts,
+        PutState,
+        QueueReview,
+        RecordMetric,
+        RequestApproval,
+    )
+    from loopengine.store.executions import LastRun, Start
+    from loopengine.store.learning import LearnedState
+    from loopengine.store.records import Artifact, AuditRecord
+    from loopengine.store.signals import Alert, Event, Sample, Series
 
 _EXPORTS = {
+    "Approval": "loopengine.store.approvals",
+    "AppendEvent": "loopengine.store.effects",
+    "AuditEntry": "loopengine.store.effects",
+    "Effect": "loopengine.store.effects",
+    "ExecutionCommit": "loopengine.store.effects",
+    "IndexArtifacts": "loopengine.store.effects",
+    "PutState": "loopengine.store.effects",
+    "QueueReview": "loopengine.store.effects",
+    "RecordMetric": "loopengine.store.effects",
+    "RequestApproval": "loopengine.store.effects",
+    "LastRun": "loopengine.store.executions",
+    "Start": "loopengine.store.executions",
+    "LearnedState": "loopengine.store.learning",
+    "Artifact": "loopengine.store.records",
+    "AuditRecord": "loopengine.store.records",
+    "Alert": "loopengine.store.signals",
+    "Event": "loopengine.store.signals",
+    "Sample": "loopengine.store.signals",
+    "Series": "loopengine.store.signals",
     "Pending": "loopengine.store._store",
     "Store": "loopengine.store._store",
     "impatient": "loopengine.store._store",
@@ -37,19 +72,39 @@ _EXPORTS = {
 
 __all__ = [
     "MIGRATIONS",
+    "Alert",
+    "AppendEvent",
+    "Approval",
+    "Artifact",
     "ArtifactWriter",
+    "AuditEntry",
+    "AuditRecord",
+    "Effect",
     "Encoded",
+    "Event",
+    "ExecutionCommit",
     "ExecutionRecord",
     "ExecutionRow",
+    "IndexArtifacts",
     "JobEnvelope",
+    "LastRun",
+    "LearnedState",
     "Pending",
     "PhaseResult",
+    "PutState",
+    "QueueReview",
     "Reader",
+    "RecordMetric",
+    "RequestApproval",
+    "Sample",
+    "Series",
+    "Start",
     "Store",
     "Usage",
     "approvals",
     "autolearn",
     "create_engine",
+    "effects",
     "executions",
     "flags",
     "health",

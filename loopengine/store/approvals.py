@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine.store._record import iso
+from loopengine.store._record import Record, iso
 from loopengine.store._tables import approvals, phase_results
 
 __all__ = [
     "MAX_WAITING",
+    "Approval",
     "decide_approval",
     "get_approval",
     "insert_approval",
@@ -23,14 +25,29 @@ MAX_WAITING = 10_000
 """Most waiting executions one listing returns."""
 
 
-def insert_approval(connection: sa.Connection, row: dict[str, Any]) -> None:
-    connection.execute(approvals.insert(), [row])
+@dataclass(frozen=True, slots=True)
+class Approval(Record):
+    """The gate an execution waits at for a person: ``pending`` until it is approved, rejected
+    or escalated (at ``decided_at``), or past its ``deadline``."""
+
+    execution_id: str
+    loop_id: str
+    action: str
+    status: str
+    requested_at: float
+    deadline: float
+    decided_at: float | None = None
+    note: str | None = None
 
 
-def get_approval(connection: sa.Connection, execution_id: str) -> dict[str, Any] | None:
+def insert_approval(connection: sa.Connection, approval: Approval) -> None:
+    connection.execute(approvals.insert(), [approval.row()])
+
+
+def get_approval(connection: sa.Connection, execution_id: str) -> Approval | None:
     query = sa.select(approvals).where(approvals.c.execution_id == execution_id)
     row = connection.execute(query).mappings().first()
-    return dict(row) if row else None
+    return Approval.from_row(row) if row else None
 
 
 def decide_approval(
@@ -45,9 +62,9 @@ def decide_approval(
     return result.rowcount == 1
 
 
-def pending_approvals(connection: sa.Connection) -> list[dict[str, Any]]:
+def pending_approvals(connection: sa.Connection) -> list[Approval]:
     query = sa.select(approvals).where(approvals.c.status == "pending")
-    return [dict(row) for row in connection.execute(query).mappings()]
+    return [Approval.from_row(row) for row in connection.execute(query).mappings()]
 
 
 _WAITING = (

@@ -186,9 +186,9 @@ async def test_learn_moves_state_toward_the_score_after_min_samples(harness: Har
     second = await harness.view(await harness.engine.run(loop))
     update = harness.phase(second, "learn")["data"]["update"]
     assert update["threshold"] == {"from": 0.0, "to": 0.2, "target": 10}
-    state = await harness.store.read(lambda c: learning.get_state(c, "learner"))
+    state = await harness.store.read(learning.get_state, "learner")
     assert state is not None
-    assert state["values"]["threshold"] == 0.2
+    assert state.values["threshold"] == 0.2
 
 
 async def test_low_confidence_never_teaches_and_is_queued_for_review(harness: Harness) -> None:
@@ -268,8 +268,8 @@ async def test_emitted_events_are_stored_on_matching_outcomes(harness: Harness) 
         "  - {on: [failed], event: emitter.failed}\n"
     )
     done = await harness.engine.run(loop)
-    events = await harness.store.read(lambda c: signals.recent_events(c, 0))
-    assert [(e["name"], e["data"]) for e in events] == [
+    events = await harness.store.read(signals.recent_events, 0)
+    assert [(e.name, e.data) for e in events] == [
         (
             "emitter.done",
             {"loop": "emitter", "execution_id": done.execution_id, "outcome": "completed"},
@@ -285,5 +285,5 @@ async def test_learn_records_metric_points_with_labels(harness: Harness) -> None
         "    - {metric: llm.missing, value: chat.nothing}\n"
     )
     await harness.engine.run(loop)
-    points = await harness.store.read(lambda c: signals.metric_points(c, "llm.latency_ms", None))
-    assert [(p["value"], p["labels"]) for p in points] == [(120.0, {"node": "OL1"})]
+    points = await harness.store.read(signals.metric_points, "llm.latency_ms", None)
+    assert [(p.value, p.labels) for p in points] == [(120.0, {"node": "OL1"})]
