@@ -235,8 +235,8 @@ def _add_approvals(app: FastAPI, context: ApiContext) -> None:
         run and the time left before it escalates: what ``loopengine approvals --json``
         prints."""
         now = time.time()
-        found = await context.store.read(lambda c: approvals.waiting(c, now, limit))
-        return Waiting(approvals=found)
+        found = await context.store.read(approvals.waiting, now, limit)
+        return Waiting(approvals=[gate.as_json() for gate in found])
 
     @app.post("/approvals/{execution_id}")
     async def answer(execution_id: str, answer: AnswerIn) -> dict[str, Any]:

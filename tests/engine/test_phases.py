@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from loopengine.contract import Outcome
-from loopengine.store import learning, signals
+from loopengine.store import learning, queue, signals
 from tests.engine import skills_for_tests
 from tests.engine.conftest import Harness
 
@@ -62,6 +62,50 @@ async def test_a_skill_source_merges_into_the_root_and_as_names_it(harness: Harn
         "    - {skill: report, name: pages, as: found, params: {values: {count: 3}}}\n"
         "  conditions:\n    - {expression: 'found.count == `3`'}\n"
     )
+    assert (await harness.engine.run(loop)).outcome is Outcome.COMPLETED
+
+
+async def test_alert_source_reads_the_firing_thresholds_whose_metric_matches(
+    harness: Harness,
+) -> None:
+    state = {"state": "firing", "value": 97.0, "since": 5.0, "armed": True}
+    for trigger_id, metric in (("hot", "cpu.load"), ("full", "disk.used")):
+        row = {"loop_id": "watch", "trigger_id": trigger_id, "metric": metric, **state}
+        await harness.store.write(
+            queue.save_trigger_state, {**row, "cleared_at": None, "evaluated_at": 6.0}
+        )
+    loop = harness.loop(
+        "id: alerted\ntrigger: {type: manual}\ndetect:\n  sources:\n"
+        "    - {type: alert, name: 'cpu.*', as: hot}\n"
+        "  conditions:\n    - {expression: 'hot.count == `1`'}\n"
+    )
+    done = await harness.engine.run(loop)
+    alerts = harness.phase(await harness.view(done), "detect")["data"]["sources"]["hot"]["alerts"]
+    assert alerts == [
+        {
+            "loop_id": "watch",
+            "trigger_id": "hot",
+            "metric": "cpu.load",
+            "state": "firing",
+            "value": 97.0,
+            "since": 5.0,
+            "armed": True,
+            "cleared_at": None,
+            "evaluated_at": 6.0,
+        }
+    ]
+
+
+async def test_the_audit_log_source_reads_the_loops_audit_records(harness: Harness) -> None:
+    loop = harness.loop(
+        "id: audited\ntrigger: {type: manual}\ndetect:\n  sources:\n"
+        "    - {type: log, name: audit, as: trail}\n"
+        "  conditions:\n    - expression: >-\n"
+        "        length(trail.lines) == `1` && trail.latest_at == trail.lines[0].created_at\n"
+        "        && trail.lines[0].record == {outcome: 'nothing_detected'}\n"
+        "store:\n  audit_trail: {fields: [outcome]}\n"
+    )
+    assert (await harness.engine.run(loop)).outcome is Outcome.NOTHING_DETECTED
     assert (await harness.engine.run(loop)).outcome is Outcome.COMPLETED
 
 
