@@ -111,8 +111,7 @@ async def _start_over(
     trigger = {**row.trigger, "type": row.trigger_type, "fired_at": row.started_at}
     run = engine.new_run(loop, envelope, trigger, row.dry_run)
     run.execution_id, run.started_at = row.id, row.started_at
-    _, last, state = await recorder.starting_point(loop.id)
-    engine.prelude(run, last, state)
+    engine.prelude(run, *await recorder.starting_point(loop.id))
     if row.loop_version != loop.version:
         await engine.services.store.write(
             executions.update_execution, row.id, loop_version=loop.version

@@ -163,9 +163,9 @@ class Journal:
     async def begin(self, run: Run) -> Start:
         return None, None, None
 
-    async def starting_point(self, loop_id: str) -> Start:
+    async def starting_point(self, loop_id: str) -> tuple[LastRun | None, LearnedState | None]:
         """The loop's last finished execution and its learned state, read now."""
-        return None, None, None
+        return None, None
 
     def resume_at(self, seq: int) -> None:
         return None
@@ -245,7 +245,7 @@ class Recorder(Journal):
             last, state = known
             return None, last, state
         if fresh_key:
-            return await self.store.read(executions.starting_point, loop_id)
+            return None, *await self.store.read(executions.starting_point, loop_id)
         try:
             start = await self.store.write(
                 executions.claim_key, run.envelope, _execution_row(run), self.lease
@@ -258,7 +258,7 @@ class Recorder(Journal):
         self.inserted = start[0] is None
         return start
 
-    async def starting_point(self, loop_id: str) -> Start:
+    async def starting_point(self, loop_id: str) -> tuple[LastRun | None, LearnedState | None]:
         return await self.store.read(executions.starting_point, loop_id)
 
     def resume_at(self, seq: int) -> None:

@@ -277,9 +277,11 @@ Start = tuple[str | None, LastRun | None, LearnedState | None]
 does not run), else the loop's last finished execution and its learned state."""
 
 
-def starting_point(connection: sa.Connection, loop_id: str) -> Start:
+def starting_point(
+    connection: sa.Connection, loop_id: str
+) -> tuple[LastRun | None, LearnedState | None]:
     """The loop's last finished execution and its learned state, read in one transaction."""
-    return None, last_finished(connection, loop_id), get_state(connection, loop_id)
+    return last_finished(connection, loop_id), get_state(connection, loop_id)
 
 
 def claim_key(
@@ -298,7 +300,7 @@ def claim_key(
         return existing, None, None
     insert_envelope(connection, envelope, row.id, row.started_at)
     insert_execution(connection, row)
-    return starting_point(connection, row.loop_id)
+    return None, *starting_point(connection, row.loop_id)
 
 
 def resume_point(
