@@ -83,7 +83,7 @@ async def chat(
         raise ContractError(f"{loop.id}: {'; '.join(problems)}")
     with listening(progress):
         done = await runtime.engine.run(loop, envelope=new_envelope(loop.id, inputs))
-    row = await runtime.store.read(lambda c: executions.get_execution(c, done.execution_id))
+    row = await runtime.store.read(executions.get_execution, done.execution_id)
     found = row.context.get("data", {}).get("chat") if row is not None else None
     if row is None or not isinstance(found, dict):
         raise LoopEngineError(f"chat ended as {done.outcome}: {done.error or 'no reply'}")

@@ -38,18 +38,18 @@ def run_approvals(console: Console, limit: int, config: Path | None, as_json: bo
     with open_reader(config) as reader:
         found = reader.read(approvals.waiting, now, limit)
     if as_json:
-        console.json({"approvals": found})
+        console.json({"approvals": [gate.as_json() for gate in found]})
         return 0
     if not found:
         console.print("Nothing waits for approval.")
     for gate in found:
-        left = time_left(gate["time_left_s"], gate["overdue"])
+        left = time_left(gate.time_left_s, gate.overdue)
         console.print(
-            f"{console.style(gate['loop_id'], 'bold')}  {gate['execution_id']}  "
-            f"{gate['action']}  {console.style(left, 'red' if gate['overdue'] else 'yellow')}"
+            f"{console.style(gate.loop_id, 'bold')}  {gate.execution_id}  "
+            f"{gate.action}  {console.style(left, 'red' if gate.overdue else 'yellow')}"
         )
-        decision = gate["decision"] or {}
+        decision = gate.decision or {}
         console.print(f"  decision: {decision.get('action')} ({decision.get('reason')})")
-        for line in plan_lines(gate["plan"] or []):
+        for line in plan_lines(gate.plan or []):
             console.print(line)
     return 0

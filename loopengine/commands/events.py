@@ -68,12 +68,12 @@ def run_events_list(
         rows = reader.read(signals.list_events, wanted, limit)
     views = [
         {
-            "id": row["id"],
-            "name": row["name"],
-            "source": row["source"],
-            "data": row["data"],
-            "execution_id": row["execution_id"],
-            "created_at": iso(row["created_at"]),
+            "id": row.id,
+            "name": row.name,
+            "source": row.source,
+            "data": row.data,
+            "execution_id": row.execution_id,
+            "created_at": iso(row.created_at),
         }
         for row in rows
     ]

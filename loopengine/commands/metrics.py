@@ -8,6 +8,7 @@ call it in loops, and its start-up is most of its cost.
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from loopengine.commands._console import Console
@@ -55,14 +56,13 @@ def run_metrics_list(
     with open_reader(config) as reader:
         series = reader.read(signals.metric_series, wanted, limit)
     if as_json:
-        console.json({"metrics": [{**s, "recorded_at": iso(s["recorded_at"])} for s in series]})
+        console.json(
+            {"metrics": [{**asdict(s), "recorded_at": iso(s.recorded_at)} for s in series]}
+        )
     elif not series:
         console.print("No metrics yet: `loopengine metrics record NAME VALUE`.")
     else:
         rows = [("metric", "latest", "points", "recorded")]
-        rows += [
-            (s["name"], f"{s['value']:g}", str(s["points"]), str(iso(s["recorded_at"])))
-            for s in series
-        ]
+        rows += [(s.name, f"{s.value:g}", str(s.points), str(iso(s.recorded_at))) for s in series]
         console.table(rows, (("bold",), (), ("dim",), ("dim",)))
     return 0

@@ -234,7 +234,7 @@ def _add_approvals(app: FastAPI, context: ApiContext) -> None:
         prints."""
         now = time.time()
         found = await context.store.read(approvals.waiting, now, limit)
-        return Waiting(approvals=found)
+        return Waiting(approvals=[gate.as_json() for gate in found])
 
     @app.post("/approvals/{execution_id}")
     async def answer(execution_id: str, answer: AnswerIn) -> dict[str, Any]:

@@ -6,8 +6,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import sqlalchemy as sa
-
 from loopengine.contract import Loop, Outcome
 from loopengine.engine._persistence import OWNER, Journal, owner_died
 from loopengine.engine._run import Rollback, Run
@@ -15,6 +13,8 @@ from loopengine.engine._runner import ORDER, Engine, ExecutionDone
 from loopengine.engine._services import NO_PARAMS
 from loopengine.errors import LoopEngineError, NotResumable
 from loopengine.store import (
+    AppendEvent,
+    Approval,
     ExecutionRecord,
     ExecutionRow,
     JobEnvelope,
@@ -22,7 +22,6 @@ from loopengine.store import (
     approvals,
     executions,
     queue,
-    signals,
 )
 
 __all__ = ["answer_approval", "escalate_overdue", "recover_interrupted", "resume"]
@@ -39,9 +38,7 @@ def _rollback_template(loop: Loop, action_id: str) -> Any:
 
 async def _load(engine: Engine, execution_id: str) -> tuple[ExecutionRecord, int]:
     """The execution's record and the number of its last phase row (the next one follows it)."""
-    record, last = await engine.services.store.read(
-        lambda c: (executions.read_record(c, execution_id), executions.last_seq(c, execution_id))
-    )
+    record, last = await engine.services.store.read(executions.resume_point, execution_id)
     if record is None or record.envelope is None:
         raise NotResumable(f"no execution {execution_id!r} (see `loopengine history`)")
     return record, last
@@ -117,7 +114,7 @@ async def _start_over(
     engine.prelude(run, *await recorder.starting_point(loop.id))
     if row.loop_version != loop.version:
         await engine.services.store.write(
-            lambda c: executions.update_execution(c, row.id, loop_version=loop.version)
+            executions.update_execution, row.id, loop_version=loop.version
         )
     return run
 
@@ -138,10 +135,8 @@ async def resume(
     claim found; a restore that refuses gives it back. With a job's ``lease``, it stops
     (``LeaseLost``) once another daemon took the job."""
     store = engine.services.store
-    if not await store.write(
-        lambda c: executions.claim_execution(c, execution_id, "interrupted", OWNER)
-    ):
-        row = await store.read(lambda c: executions.get_execution(c, execution_id))
+    if not await store.write(executions.claim_execution, execution_id, "interrupted", OWNER):
+        row = await store.read(executions.get_execution, execution_id)
         if row is None:
             raise NotResumable(f"no execution {execution_id!r} (see `loopengine history`)")
         if row.status == "running":
@@ -152,22 +147,20 @@ async def resume(
     try:
         run, recorder, _ = await _restore(engine, load_loop, execution_id, lease=lease)
     except LoopEngineError:
-        await store.write(
-            lambda c: executions.update_execution(c, execution_id, status="interrupted")
-        )
+        await store.write(executions.update_execution, execution_id, status="interrupted")
         raise
     return await engine.drive(run, recorder, _next_index(run))
 
 
-async def _pending(engine: Engine, execution_id: str) -> dict[str, Any]:
+async def _pending(engine: Engine, execution_id: str) -> Approval:
     store = engine.services.store
-    gate = await store.read(lambda c: approvals.get_approval(c, execution_id))
+    gate = await store.read(approvals.get_approval, execution_id)
     if gate is None:
-        if await store.read(lambda c: executions.get_execution(c, execution_id)) is None:
+        if await store.read(executions.get_execution, execution_id) is None:
             raise NotResumable(f"no execution {execution_id!r} (see `loopengine history`)")
         raise NotResumable(f"execution {execution_id} has no approval gate")
-    if gate["status"] != "pending":
-        raise NotResumable(f"execution {execution_id} was already {gate['status']}")
+    if gate.status != "pending":
+        raise NotResumable(f"execution {execution_id} was already {gate.status}")
     return gate
 
 
@@ -177,48 +170,35 @@ async def answer_approval(
     """Approve (the gated action runs now) or reject (the execution ends as ``rejected``)."""
     gate = await _pending(engine, execution_id)
     now = engine.services.clock()
-    if now > gate["deadline"]:
+    if now > gate.deadline:
         await escalate_overdue(engine, load_loop)
         raise NotResumable(f"the approval window of {execution_id} closed: it was escalated")
     run, recorder, _ = await _restore(engine, load_loop, execution_id, to_run=approve)
     store = engine.services.store
     status = "approved" if approve else "rejected"
-    if not await store.write(
-        lambda c: approvals.decide_approval(c, execution_id, status, now, note)
-    ):
+    if not await store.write(approvals.decide_approval, execution_id, status, now, note):
         raise NotResumable(f"execution {execution_id} was answered meanwhile")
     run.data["approval"] = {"status": status, "note": note}
     if approve:
         await store.write(
-            lambda c: executions.update_execution(
-                c, execution_id, status="running", outcome=None, owner=OWNER
-            )
+            executions.update_execution, execution_id, status="running", outcome=None, owner=OWNER
         )
         return await engine.drive(run, recorder, _next_index(run))
     skipped = [engine.skipped(run, phase, "rejected") for phase, _ in ORDER[_next_index(run) :]]
     return await engine.finish(run, recorder, Outcome.REJECTED, skipped, note)
 
 
-async def _escalate(
-    engine: Engine, load_loop: LoopLoader, gate: dict[str, Any], now: float
-) -> bool:
+async def _escalate(engine: Engine, load_loop: LoopLoader, gate: Approval, now: float) -> bool:
     store = engine.services.store
-    execution_id = gate["execution_id"]
-
-    def close(connection: sa.Connection) -> bool:
-        return approvals.decide_approval(connection, execution_id, "escalated", now, None)
-
-    if not await store.write(close):
+    execution_id = gate.execution_id
+    if not await store.write(approvals.decide_approval, execution_id, "escalated", now, None):
         return False
     run, recorder, _ = await _restore(engine, load_loop, execution_id, to_run=False)
     decide = run.loop.spec.decide
     target = decide.human_approval.escalation_target if decide and decide.human_approval else None
-    event = {"execution_id": execution_id, "loop_id": run.loop.id, "action": gate["action"]}
-    name, source = target or "loop.escalated", run.loop.id
-
-    def emit(connection: sa.Connection) -> None:
-        signals.insert_event(connection, name, source, event, now, execution_id)
-
+    event = {"execution_id": execution_id, "loop_id": run.loop.id, "action": gate.action}
+    name = target or "loop.escalated"
+    emit = AppendEvent(name, run.loop.id, event, now, execution_id)
     skipped = [engine.skipped(run, phase, "escalated") for phase, _ in ORDER[_next_index(run) :]]
     reason = f"no answer within the approval window; escalated to {name}"
     await engine.finish(run, recorder, Outcome.ESCALATED, skipped, reason, [emit])
@@ -229,8 +209,8 @@ async def escalate_overdue(engine: Engine, load_loop: LoopLoader) -> list[str]:
     """End every approval wait past its deadline as ``escalated`` and emit the escalation event."""
     store = engine.services.store
     now = engine.services.clock()
-    overdue = [g for g in await store.read(approvals.pending_approvals) if g["deadline"] < now]
-    return [g["execution_id"] for g in overdue if await _escalate(engine, load_loop, g, now)]
+    overdue = [g for g in await store.read(approvals.pending_approvals) if g.deadline < now]
+    return [g.execution_id for g in overdue if await _escalate(engine, load_loop, g, now)]
 
 
 async def recover_interrupted(engine: Engine) -> list[str]:
@@ -238,13 +218,4 @@ async def recover_interrupted(engine: Engine) -> list[str]:
     store = engine.services.store
     rows = await store.read(executions.running_executions)
     dead = [(row.id, row.owner) for row in rows if row.owner and owner_died(row.owner)]
-    now = time.time()
-
-    def mark(connection: sa.Connection) -> list[str]:
-        return [
-            execution_id
-            for execution_id, owner in dead
-            if executions.mark_interrupted(connection, execution_id, owner, now)
-        ]
-
-    return await store.write(mark) if dead else []
+    return await store.write(executions.mark_all_interrupted, dead, time.time()) if dead else []

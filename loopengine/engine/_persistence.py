@@ -5,28 +5,31 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from functools import partial
 from typing import Any
 
 import anyio
-import sqlalchemy as sa
 
 from loopengine.contract import Durability, Phase
 from loopengine.engine._run import Run
 from loopengine.errors import StorageError
 from loopengine.store import (
+    Effect,
     Encoded,
+    ExecutionCommit,
     ExecutionRow,
+    LastRun,
+    LearnedState,
     Pending,
     PhaseResult,
+    RequestApproval,
+    Start,
     Store,
+    effects,
     executions,
     jobs,
-    learning,
     queue,
 )
-from loopengine.store import approvals as approval_rows
 
 __all__ = [
     "EXISTING_POLL_S",
@@ -35,11 +38,9 @@ __all__ = [
     "CommitListener",
     "Journal",
     "Recorder",
-    "Write",
     "owner_died",
 ]
 
-Write = Callable[[sa.Connection], None]
 CommitListener = Callable[[str, str], None]
 """Told ``(execution_id, what)`` once a commit is durable: started, a phase, waiting, finished."""
 OWNER = f"{socket.gethostname()}:{os.getpid()}"
@@ -121,24 +122,22 @@ class _Commit:
     hands over is encoded at once: the run goes on changing, the record must not.
     """
 
-    __slots__ = ("done", "fresh", "learned", "lease", "memo", "rows", "run", "values", "writes")
+    __slots__ = ("done", "learned", "memo", "record", "run")
 
     def __init__(self, run: Run, fresh: bool, lease: queue.Lease | None) -> None:
         self.run = run
-        self.fresh = fresh
-        self.lease = lease
-        self.rows: list[dict[str, Any]] = []
-        self.writes: list[Write] = []
+        first = (run.envelope, _execution_row(run)) if fresh else None
+        self.record = ExecutionCommit(run.execution_id, lease, first)
         self.done: list[str] = []
-        self.values: dict[str, Any] = {}
         self.memo: tuple[Any, Any] | None = None
         self.learned = False
         """Whether this transaction writes the loop's learned state."""
 
     def add(
-        self, held: list[tuple[int, PhaseResult]], writes: list[Write], what: str, **end: Any
+        self, held: list[tuple[int, PhaseResult]], effects: list[Effect], what: str, **end: Any
     ) -> None:
-        """Take ``held`` phase rows, ``writes`` and the run as it is now (``end``: the outcome)."""
+        """Take ``held`` phase rows, ``effects`` and the run as it is now (``end``: the
+        outcome)."""
         run = self.run
         try:
             values = {
@@ -150,38 +149,21 @@ class _Commit:
             rows = [_phase_row(run.execution_id, seq, result) for seq, result in held]
         except (TypeError, ValueError) as exc:
             raise StorageError(f"cannot record {what} of {run.execution_id}: {exc}") from None
-        self.values.update(values)
-        self.rows.extend(rows)
-        self.writes.extend(writes)
+        record = self.record
+        record.values.update(values)
+        record.phases.extend(rows)
+        record.effects.extend(effects)
         self.done.append(what)
-
-    def __call__(self, connection: sa.Connection) -> None:
-        run = self.run
-        if self.lease is not None:
-            queue.check_lease(connection, self.lease)
-        if self.fresh:
-            jobs.insert_envelope(connection, run.envelope, run.execution_id, run.started_at)
-            executions.insert_execution(connection, replace(_execution_row(run), **self.values))
-        else:
-            executions.update_execution(connection, run.execution_id, **self.values)
-        executions.insert_phases(connection, self.rows)
-        for write in self.writes:
-            write(connection)
-
-
-Prelude = tuple[str | None, dict[str, Any] | None, dict[str, Any] | None]
-"""What an execution starts from: the execution that already took its idempotency key (then it
-does not run), else the loop's last finished execution and its learned state."""
 
 
 class Journal:
     """Where an execution's progress goes; this one keeps nothing (an engine that only runs
     loops: tests, benchmarks, experiments), ``Recorder`` commits it to the store."""
 
-    async def begin(self, run: Run) -> Prelude:
+    async def begin(self, run: Run) -> Start:
         return None, None, None
 
-    async def starting_point(self, loop_id: str) -> tuple[Any, Any]:
+    async def starting_point(self, loop_id: str) -> tuple[LastRun | None, LearnedState | None]:
         """The loop's last finished execution and its learned state, read now."""
         return None, None
 
@@ -197,10 +179,10 @@ class Journal:
     async def started(self, run: Run) -> None:
         return None
 
-    async def phase(self, run: Run, record: PhaseResult, writes: Sequence[Write]) -> None:
+    async def phase(self, run: Run, record: PhaseResult, effects: Sequence[Effect]) -> None:
         return None
 
-    async def suspended(self, run: Run, approval: dict[str, Any]) -> None:
+    async def suspended(self, run: Run, approval: RequestApproval) -> None:
         return None
 
     async def finished(
@@ -209,37 +191,25 @@ class Journal:
         skipped: Sequence[PhaseResult],
         outcome: str,
         completed_at: float,
-        writes: Sequence[Write],
+        effects: Sequence[Effect],
         error: str | None,
     ) -> None:
         return None
 
 
-def _start_of_next(run: Run, end: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _start_of_next(run: Run, end: dict[str, Any]) -> tuple[LastRun, LearnedState]:
     """What the loop's next execution starts from once this one's last commit is in: its end,
     and the learned state its learn phase writes in that commit."""
-    last = {
-        "outcome": end["outcome"],
-        "completed_at": end["completed_at"],
-        "started_at": run.started_at,
-    }
-    state = {
-        "values": dict(run.data.get("state") or {}),
-        "samples": run.samples,
-        "last_adjusted_at": run.last_adjusted_at,
-    }
+    last = LastRun(end["outcome"], end["completed_at"], run.started_at)
+    state = LearnedState(dict(run.data.get("state") or {}), run.samples, run.last_adjusted_at)
     return last, state
-
-
-def _starting_point(connection: sa.Connection, loop_id: str) -> tuple[Any, Any]:
-    return executions.last_finished(connection, loop_id), learning.get_state(connection, loop_id)
 
 
 class Recorder(Journal):
     """Commits an execution's rows; with ``durability: execution`` everything waits for the end.
 
     Each commit is one transaction in one store hop: the execution row (inserted the first time,
-    updated after), its new phase rows in one ``executemany``, and the phases' own writes.
+    updated after), its new phase rows in one ``executemany``, and the phases' effects.
     """
 
     def __init__(
@@ -261,11 +231,11 @@ class Recorder(Journal):
         self.holds_state = False
         self.seq = 0
         self.held: list[tuple[int, PhaseResult]] = []
-        self.writes: list[Write] = []
+        self.effects: list[Effect] = []
         self.open: tuple[_Commit, Pending[None]] | None = None
         self.inflight: list[Pending[None]] = []
 
-    async def begin(self, run: Run) -> Prelude:
+    async def begin(self, run: Run) -> Start:
         """The idempotency check and what the execution starts from, in one read; none at all
         when the store still holds what this process wrote at the loop's last finish."""
         key, loop_id = run.envelope.idempotency_key, run.loop.id
@@ -274,44 +244,29 @@ class Recorder(Journal):
         if known is not None:
             last, state = known
             return None, last, state
-
-        def read(connection: sa.Connection) -> Prelude:
-            return None, *_starting_point(connection, loop_id)
-
         if fresh_key:
-            return await self.store.read(read)
-
-        def claim(connection: sa.Connection) -> Prelude:
-            # A key given by a caller is taken before anything runs: of several processes
-            # starting with it at once, one runs and the others return its execution.
-            if self.lease is not None:
-                queue.check_lease(connection, self.lease)
-            existing = jobs.execution_of_key(connection, key)
-            if existing is not None:
-                return existing, None, None
-            jobs.insert_envelope(connection, run.envelope, run.execution_id, run.started_at)
-            executions.insert_execution(connection, _execution_row(run))
-            return read(connection)
-
+            return None, *await self.store.read(executions.starting_point, loop_id)
         try:
-            prelude = await self.store.write(claim)
+            start = await self.store.write(
+                executions.claim_key, run.envelope, _execution_row(run), self.lease
+            )
         except StorageError:  # PostgreSQL: another process inserted the key meanwhile
-            taken = await self.store.read(lambda c: jobs.execution_of_key(c, key))
+            taken = await self.store.read(jobs.execution_of_key, key)
             if taken is None:
                 raise
             return taken, None, None
-        self.inserted = prelude[0] is None
-        return prelude
+        self.inserted = start[0] is None
+        return start
 
-    async def starting_point(self, loop_id: str) -> tuple[Any, Any]:
-        return await self.store.read(partial(_starting_point, loop_id=loop_id))
+    async def starting_point(self, loop_id: str) -> tuple[LastRun | None, LearnedState | None]:
+        return await self.store.read(executions.starting_point, loop_id)
 
     def resume_at(self, seq: int) -> None:
         self.seq = seq
 
     async def fence(self) -> None:
         if (lease := self.lease) is not None:
-            await self.store.write(lambda c: queue.check_lease(c, lease))
+            await self.store.write(queue.check_lease, lease)
 
     def hold(self, run: Run, record: PhaseResult) -> None:
         """Queue a phase row for the next commit (rows stay in phase order)."""
@@ -319,24 +274,24 @@ class Recorder(Journal):
         self.held.append((self.seq, record))
 
     async def _commit(self, run: Run, what: str, *, wait: bool = True, **end: Any) -> None:
-        """Hand the held rows and writes to the store, joining the commit still queued if any.
+        """Hand the held rows and effects to the store, joining the commit still queued if any.
 
         Commits of phases are not waited for (the store groups them); the last one is, and it
         surfaces any failure of those before it.
         """
-        rows, writes = self.held, self.writes
-        self.held, self.writes = [], []
+        rows, handed = self.held, self.effects
+        self.held, self.effects = [], []
         if self.open is not None and self.store.is_last(self.open[1]):
             commit, pending = self.open
         else:
             commit, pending = _Commit(run, not self.inserted, self.lease), None
-        commit.add(rows, writes, what, **end)
+        commit.add(rows, handed, what, **end)
         commit.learned |= self.holds_state
         self.holds_state = False
         if end.get("status") == "finished" and commit.learned and not self.resumed:
             commit.memo = (("start", run.loop.id), _start_of_next(run, end))
         if pending is None:
-            pending = self.store.submit(commit)
+            pending = self.store.submit(effects.write_commit, commit.record)
             pending.on_done = partial(self._committed, commit)
             self.open = (commit, pending)
             self.inflight.append(pending)
@@ -366,17 +321,17 @@ class Recorder(Journal):
         if self.per_phase:
             await self._commit(run, "started", wait=False)
 
-    async def phase(self, run: Run, record: PhaseResult, writes: Sequence[Write]) -> None:
+    async def phase(self, run: Run, record: PhaseResult, effects: Sequence[Effect]) -> None:
         """Record one finished phase with the context it left (for resume)."""
         self.hold(run, record)
-        self.writes.extend(writes)
+        self.effects.extend(effects)
         self.holds_state |= record.phase == Phase.LEARN and run.learned
         if self.per_phase:
             await self._commit(run, record.phase, wait=False)
 
-    async def suspended(self, run: Run, approval: dict[str, Any]) -> None:
+    async def suspended(self, run: Run, approval: RequestApproval) -> None:
         """Persist everything and wait for a human: status ``waiting``."""
-        self.writes.append(lambda c: approval_rows.insert_approval(c, approval))
+        self.effects.append(approval)
         await self._commit(run, "waiting", status="waiting", outcome="awaiting_approval")
 
     async def finished(
@@ -385,13 +340,13 @@ class Recorder(Journal):
         skipped: Sequence[PhaseResult],
         outcome: str,
         completed_at: float,
-        writes: Sequence[Write],
+        effects: Sequence[Effect],
         error: str | None,
     ) -> None:
-        """The last commit: remaining phase rows, the outcome, and the store phase's writes."""
+        """The last commit: remaining phase rows, the outcome, and the store phase's effects."""
         for record in skipped:
             self.hold(run, record)
-        self.writes.extend(writes)
+        self.effects.extend(effects)
         await self._commit(
             run,
             "finished",

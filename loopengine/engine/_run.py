@@ -7,7 +7,7 @@ from typing import Any
 
 from loopengine.contract import Loop
 from loopengine.expr import Template
-from loopengine.store import JobEnvelope, PhaseResult, Usage
+from loopengine.store import Artifact, JobEnvelope, PhaseResult, Usage
 
 __all__ = ["Rollback", "Run"]
 
@@ -36,7 +36,7 @@ class Run:
     usage: Usage = field(default_factory=Usage)
     rollbacks: list[Rollback] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
-    artifacts: list[dict[str, Any]] = field(default_factory=list)
+    artifacts: list[Artifact] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)
     act_attempts: int = 0
     samples: int = 0

@@ -11,7 +11,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
-import sqlalchemy as sa
 
 from loopengine.contract import Act, BuiltinAction, Loop, Outcome, Phase
 from loopengine.engine._persistence import (
@@ -20,7 +19,6 @@ from loopengine.engine._persistence import (
     CommitListener,
     Journal,
     Recorder,
-    Write,
     owner_died,
 )
 from loopengine.engine._rollback import roll_back
@@ -39,14 +37,18 @@ from loopengine.engine.phases import (
 )
 from loopengine.errors import BudgetExceeded, LoopEngineError, NotResumable
 from loopengine.store import (
+    AppendEvent,
+    Effect,
     JobEnvelope,
+    LastRun,
+    LearnedState,
     PhaseResult,
+    RequestApproval,
     executions,
     iso,
     new_envelope,
     new_id,
     queue,
-    signals,
 )
 
 __all__ = ["ORDER", "Engine", "ExecutionDone", "PhaseListener"]
@@ -133,21 +135,16 @@ class Engine:
         return getattr(spec, phase)
 
     @staticmethod
-    def prelude(run: Run, last: dict[str, Any] | None, state: dict[str, Any] | None) -> None:
+    def prelude(run: Run, last: LastRun | None, state: LearnedState | None) -> None:
         """Give a starting ``run`` what it starts from: the loop's last finished execution
         (``last_run``, ``since_last_run``) and its learned state."""
         if last is not None:
-            run.data["last_run"] = {
-                "outcome": last["outcome"],
-                "completed_at": iso(last["completed_at"]),
-            }
-            run.data["since_last_run"] = run.started_at - (
-                last["completed_at"] or last["started_at"]
-            )
+            run.data["last_run"] = {"outcome": last.outcome, "completed_at": iso(last.completed_at)}
+            run.data["since_last_run"] = run.started_at - (last.completed_at or last.started_at)
         if state is not None:
-            run.data["state"] = dict(state["values"])
-            run.samples = state["samples"]
-            run.last_adjusted_at = state["last_adjusted_at"]
+            run.data["state"] = dict(state.values)
+            run.samples = state.samples
+            run.last_adjusted_at = state.last_adjusted_at
 
     def new_run(
         self,
@@ -214,7 +211,7 @@ class Engine:
         owner: str | None = None
         with anyio.move_on_after(EXISTING_WAIT_S):
             while True:
-                row = await store.read(lambda c: executions.get_execution(c, execution_id))
+                row = await store.read(executions.get_execution, execution_id)
                 assert row is not None
                 if row.status != "running" or owner_died(row.owner):
                     outcome = Outcome(row.outcome or "interrupted")
@@ -331,10 +328,10 @@ class Engine:
                 outcome = output.stop
                 error = "; ".join(output.errors) or None
             if output.stop is Outcome.AWAITING_APPROVAL:
-                await recorder.phase(run, record, output.writes)
+                await recorder.phase(run, record, output.effects)
                 await self._suspend(run, recorder)
                 return ExecutionDone(run.execution_id, Outcome.AWAITING_APPROVAL)
-            await recorder.phase(run, record, output.writes)
+            await recorder.phase(run, record, output.effects)
         ended = Outcome.DRY_RUN if run.dry_run else Outcome.COMPLETED
         return await self.finish(run, recorder, outcome or ended, [], error)
 
@@ -345,7 +342,7 @@ class Engine:
         outcome: Outcome,
         skipped: list[PhaseResult],
         error: str | None,
-        extra: list[Write] | None = None,
+        extra: list[Effect] | None = None,
     ) -> ExecutionDone:
         """Run the store phase and make the outcome durable."""
         run.finishing = True
@@ -354,9 +351,9 @@ class Engine:
         final = Outcome(ended(outcome, output.errors))
         if final is not outcome:
             error = "; ".join(output.errors)
-        writes = [*output.writes, *self._emits(run, final), *(extra or [])]
+        effects = [*output.effects, *self._emits(run, final), *(extra or [])]
         await recorder.finished(
-            run, [*skipped, record], final, self.services.clock(), writes, error
+            run, [*skipped, record], final, self.services.clock(), effects, error
         )
         return ExecutionDone(run.execution_id, final, error)
 
@@ -366,7 +363,8 @@ class Engine:
 
         return store
 
-    def _emits(self, run: Run, outcome: Outcome) -> list[Write]:
+    def _emits(self, run: Run, outcome: Outcome) -> list[AppendEvent]:
+        """The events the loop emits on ``outcome``."""
         events: list[tuple[str, dict[str, Any]]] = []
         for emit in run.loop.spec.emit:
             if outcome in emit.on:
@@ -375,13 +373,10 @@ class Engine:
                 events.append((emit.event, data))
         if not events:
             return []
-        now, source, execution_id = self.services.clock(), run.loop.id, run.execution_id
-
-        def insert(connection: sa.Connection) -> None:
-            for name, data in events:
-                signals.insert_event(connection, name, source, data, now, execution_id)
-
-        return [insert]
+        now = self.services.clock()
+        return [
+            AppendEvent(name, run.loop.id, data, now, run.execution_id) for name, data in events
+        ]
 
     async def _suspend(self, run: Run, recorder: Journal) -> None:
         decision = run.data.get("decision") or {}
@@ -390,12 +385,11 @@ class Engine:
         now = self.services.clock()
         await recorder.suspended(
             run,
-            {
-                "execution_id": run.execution_id,
-                "loop_id": run.loop.id,
-                "action": decision.get("action"),
-                "status": "pending",
-                "requested_at": now,
-                "deadline": now + gate.timeout_hours * 3600,
-            },
+            RequestApproval(
+                run.execution_id,
+                run.loop.id,
+                decision["action"],
+                now,
+                now + gate.timeout_hours * 3600,
+            ),
         )

@@ -28,12 +28,47 @@ from loopengine.store._writing import write_once
 
 if TYPE_CHECKING:
     from loopengine.store._store import Pending, Store, impatient
+    from loopengine.store.approvals import Approval
+    from loopengine.store.effects import (
+        AppendEvent,
+        AuditEntry,
+        Effect,
+        ExecutionCommit,
+        IndexArtifacts,
+        PutState,
+        QueueReview,
+        RecordMetric,
+        RequestApproval,
+    )
+    from loopengine.store.executions import LastRun, Start
     from loopengine.store.health import NodeHealthRow
+    from loopengine.store.learning import LearnedState
     from loopengine.store.memory import UserMemory
     from loopengine.store.prompts import PromptVersion
+    from loopengine.store.records import Artifact, AuditRecord
+    from loopengine.store.signals import Alert, Event, Sample, Series
     from loopengine.store.threads import Batch, BatchState, Message, Thread
 
 _EXPORTS = {
+    "Approval": "loopengine.store.approvals",
+    "AppendEvent": "loopengine.store.effects",
+    "AuditEntry": "loopengine.store.effects",
+    "Effect": "loopengine.store.effects",
+    "ExecutionCommit": "loopengine.store.effects",
+    "IndexArtifacts": "loopengine.store.effects",
+    "PutState": "loopengine.store.effects",
+    "QueueReview": "loopengine.store.effects",
+    "RecordMetric": "loopengine.store.effects",
+    "RequestApproval": "loopengine.store.effects",
+    "LastRun": "loopengine.store.executions",
+    "Start": "loopengine.store.executions",
+    "LearnedState": "loopengine.store.learning",
+    "Artifact": "loopengine.store.records",
+    "AuditRecord": "loopengine.store.records",
+    "Alert": "loopengine.store.signals",
+    "Event": "loopengine.store.signals",
+    "Sample": "loopengine.store.signals",
+    "Series": "loopengine.store.signals",
     "Pending": "loopengine.store._store",
     "Store": "loopengine.store._store",
     "impatient": "loopengine.store._store",
@@ -48,19 +83,38 @@ _EXPORTS = {
 
 __all__ = [
     "MIGRATIONS",
+    "Alert",
+    "AppendEvent",
+    "Approval",
+    "Artifact",
     "ArtifactWriter",
+    "AuditEntry",
+    "AuditRecord",
     "Batch",
     "BatchState",
+    "Effect",
     "Encoded",
+    "Event",
+    "ExecutionCommit",
     "ExecutionRecord",
     "ExecutionRow",
+    "IndexArtifacts",
     "JobEnvelope",
+    "LastRun",
+    "LearnedState",
     "Message",
     "NodeHealthRow",
     "Pending",
     "PhaseResult",
     "PromptVersion",
+    "PutState",
+    "QueueReview",
     "Reader",
+    "RecordMetric",
+    "RequestApproval",
+    "Sample",
+    "Series",
+    "Start",
     "Store",
     "Thread",
     "Usage",
@@ -68,6 +122,7 @@ __all__ = [
     "approvals",
     "autolearn",
     "create_engine",
+    "effects",
     "executions",
     "flags",
     "health",

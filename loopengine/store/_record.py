@@ -8,23 +8,26 @@ the rows and ISO 8601 UTC in the views.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Self, cast
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from loopengine.errors import ContractError
+
+if TYPE_CHECKING:
+    from loopengine.store.approvals import Approval
+    from loopengine.store.records import Artifact
 
 __all__ = [
     "DEFAULT_LIMIT",
     "MAX_LIMIT",
     "ExecutionRecord",
     "ExecutionRow",
-    "FromRow",
     "JobEnvelope",
     "PhaseResult",
+    "Record",
     "Usage",
-    "fields_of",
     "iso",
     "new_envelope",
     "new_id",
@@ -32,6 +35,22 @@ __all__ = [
 
 DEFAULT_LIMIT = 1000
 MAX_LIMIT = 100_000
+R = TypeVar("R", bound="Record")
+
+
+class Record:
+    """Base of a frozen dataclass stored as one row whose columns are named as its fields."""
+
+    __slots__ = ()
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @classmethod
+    def from_row(cls: type[R], row: Mapping[Any, Any]) -> R:
+        make: Callable[..., R] = cls
+        return make(**{name: row[name] for name in cls.__dataclass_fields__})
+
+    def row(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
 
 def iso(moment: float | None) -> str | None:
@@ -187,7 +206,7 @@ def new_envelope(
 
 
 @dataclass(frozen=True, slots=True)
-class ExecutionRow:
+class ExecutionRow(Record):
     """One execution as stored; ``context`` is what a resume needs besides the phase rows."""
 
     id: str
@@ -208,9 +227,6 @@ class ExecutionRow:
     usage: dict[str, int] = field(default_factory=dict)
     error: str | None = None
     trigger: dict[str, Any] = field(default_factory=dict)
-
-    def row(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
     @classmethod
     def from_row(cls, row: Mapping[Any, Any]) -> ExecutionRow:
@@ -244,8 +260,8 @@ class ExecutionRecord:
     execution: ExecutionRow
     phases: tuple[PhaseResult, ...]
     envelope: JobEnvelope | None
-    approval: Mapping[str, Any] | None
-    artifacts: tuple[Mapping[str, Any], ...]
+    approval: Approval | None
+    artifacts: tuple[Artifact, ...]
 
     @property
     def plan(self) -> list[dict[str, Any]] | None:
@@ -275,7 +291,7 @@ class ExecutionRecord:
             "learn": data.get("learn"),
             "phases": [phase.view() for phase in self.phases],
             "artifacts": [
-                {key: a[key] for key in ("name", "type", "storage", "location")}
+                {"name": a.name, "type": a.type, "storage": a.storage, "location": a.location}
                 for a in self.artifacts
             ],
             "usage": execution.usage,
@@ -284,27 +300,11 @@ class ExecutionRecord:
         if self.approval is not None:
             gate = self.approval
             view["approval"] = {
-                "action": gate["action"],
-                "status": gate["status"],
-                "requested_at": iso(gate["requested_at"]),
-                "deadline": iso(gate["deadline"]),
-                "decided_at": iso(gate["decided_at"]),
-                "note": gate["note"],
+                "action": gate.action,
+                "status": gate.status,
+                "requested_at": iso(gate.requested_at),
+                "deadline": iso(gate.deadline),
+                "decided_at": iso(gate.decided_at),
+                "note": gate.note,
             }
         return view
-
-
-def fields_of(record: Any, row: Mapping[Any, Any]) -> dict[str, Any]:
-    """The values of ``row`` a record class has fields for (a row may hold more columns)."""
-    return {name: row[name] for name in record.__dataclass_fields__}
-
-
-class FromRow:
-    """A record whose fields are columns of the same names."""
-
-    __slots__ = ()
-    __dataclass_fields__: ClassVar[dict[str, Any]]
-
-    @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> Self:
-        return cast(Self, cast(Any, cls)(**fields_of(cls, row)))

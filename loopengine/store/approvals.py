@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine.store._record import iso
+from loopengine.store._record import Record, iso
 from loopengine.store._tables import approvals, phase_results
 
 __all__ = [
     "MAX_WAITING",
+    "Approval",
+    "WaitingApproval",
     "decide_approval",
     "get_approval",
     "insert_approval",
@@ -23,14 +26,29 @@ MAX_WAITING = 10_000
 """Most waiting executions one listing returns."""
 
 
-def insert_approval(connection: sa.Connection, row: dict[str, Any]) -> None:
-    connection.execute(approvals.insert(), [row])
+@dataclass(frozen=True, slots=True)
+class Approval(Record):
+    """The gate an execution waits at for a person: ``pending`` until it is approved, rejected
+    or escalated (at ``decided_at``), or past its ``deadline``."""
+
+    execution_id: str
+    loop_id: str
+    action: str
+    status: str
+    requested_at: float
+    deadline: float
+    decided_at: float | None = None
+    note: str | None = None
 
 
-def get_approval(connection: sa.Connection, execution_id: str) -> dict[str, Any] | None:
+def insert_approval(connection: sa.Connection, approval: Approval) -> None:
+    connection.execute(approvals.insert(), [approval.row()])
+
+
+def get_approval(connection: sa.Connection, execution_id: str) -> Approval | None:
     query = sa.select(approvals).where(approvals.c.execution_id == execution_id)
     row = connection.execute(query).mappings().first()
-    return dict(row) if row else None
+    return Approval.from_row(row) if row else None
 
 
 def decide_approval(
@@ -45,9 +63,9 @@ def decide_approval(
     return result.rowcount == 1
 
 
-def pending_approvals(connection: sa.Connection) -> list[dict[str, Any]]:
+def pending_approvals(connection: sa.Connection) -> list[Approval]:
     query = sa.select(approvals).where(approvals.c.status == "pending")
-    return [dict(row) for row in connection.execute(query).mappings()]
+    return [Approval.from_row(row) for row in connection.execute(query).mappings()]
 
 
 _WAITING = (
@@ -65,25 +83,54 @@ _WAITING = (
 )
 
 
-def waiting(connection: sa.Connection, now: float, limit: int) -> list[dict[str, Any]]:
-    """What waits for a person, oldest first: each execution's decision, the plan it would run
-    (params, affected items) and the time left before it escalates (``overdue`` past its
-    deadline: the next command that runs loops escalates it)."""
+@dataclass(frozen=True, slots=True)
+class WaitingApproval:
+    """An execution waiting for a person: its decision, the plan it would run (params, affected
+    items) and the time left before it escalates (``overdue`` past its deadline)."""
+
+    execution_id: str
+    loop_id: str
+    action: str
+    requested_at: float
+    deadline: float
+    time_left_s: float
+    overdue: bool
+    decision: dict[str, Any] | None
+    plan: list[dict[str, Any]] | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[Any, Any], now: float) -> WaitingApproval:
+        data = row["data"] or {}
+        gate = data.get("approval") or {}
+        return cls(
+            row["execution_id"],
+            row["loop_id"],
+            row["action"],
+            row["requested_at"],
+            row["deadline"],
+            max(0.0, round(row["deadline"] - now, 3)),
+            row["deadline"] < now,
+            data.get("decision"),
+            gate.get("plan"),
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        """What ``loopengine approvals --json`` and ``GET /approvals`` list (times in ISO)."""
+        return {
+            "execution_id": self.execution_id,
+            "loop_id": self.loop_id,
+            "action": self.action,
+            "requested_at": iso(self.requested_at),
+            "deadline": iso(self.deadline),
+            "time_left_s": self.time_left_s,
+            "overdue": self.overdue,
+            "decision": self.decision,
+            "plan": self.plan,
+        }
+
+
+def waiting(connection: sa.Connection, now: float, limit: int) -> list[WaitingApproval]:
+    """What waits for a person at ``now``, oldest first (an overdue one is escalated by the next
+    command that runs loops)."""
     rows = connection.execute(_WAITING.limit(limit)).mappings()
-    return [_waiting(row, now) for row in rows]
-
-
-def _waiting(row: Mapping[Any, Any], now: float) -> dict[str, Any]:
-    data = row["data"] or {}
-    gate = data.get("approval") or {}
-    return {
-        "execution_id": row["execution_id"],
-        "loop_id": row["loop_id"],
-        "action": row["action"],
-        "requested_at": iso(row["requested_at"]),
-        "deadline": iso(row["deadline"]),
-        "time_left_s": max(0.0, round(row["deadline"] - now, 3)),
-        "overdue": row["deadline"] < now,
-        "decision": data.get("decision"),
-        "plan": gate.get("plan"),
-    }
+    return [WaitingApproval.from_row(row, now) for row in rows]

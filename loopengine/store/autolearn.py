@@ -10,7 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from loopengine.store import executions, memory, prompts
-from loopengine.store._record import ExecutionRow, FromRow, iso
+from loopengine.store._record import ExecutionRow, Record, iso
 from loopengine.store._tables import autolearn_history, chat_scores, routing_orders, score_history
 from loopengine.store.memory import UserMemory
 from loopengine.store.prompts import PromptVersion
@@ -57,7 +57,7 @@ HISTORY_KEPT = 200
 
 
 @dataclass(frozen=True, slots=True)
-class ChatSample(FromRow):
+class ChatSample(Record):
     """One chat response kept for scoring: which node answered, how fast, whether it worked,
     under which instructions (``prompt_version``), and the grader's 1–10 once graded."""
 
@@ -80,7 +80,7 @@ class ChatSample(FromRow):
 
 
 @dataclass(frozen=True, slots=True)
-class RoutingOrder(FromRow):
+class RoutingOrder(Record):
     """A category's tuned routing order, its version and why it changed."""
 
     category: str
@@ -92,7 +92,7 @@ class RoutingOrder(FromRow):
 
 
 @dataclass(frozen=True, slots=True)
-class HistoryEntry(FromRow):
+class HistoryEntry(Record):
     """One change an autolearn loop made (``routing``, ``prompt``, ``rollback``…)."""
 
     id: int

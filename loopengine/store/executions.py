@@ -13,14 +13,27 @@ import sqlalchemy as sa
 
 import loopengine.store._fastpath as fastpath
 from loopengine.errors import ContractError
-from loopengine.store import approvals, jobs, records
-from loopengine.store._record import ExecutionRecord, ExecutionRow, PhaseResult
+from loopengine.store._record import (
+    ExecutionRecord,
+    ExecutionRow,
+    JobEnvelope,
+    PhaseResult,
+    Record,
+)
 from loopengine.store._tables import executions, phase_results
+from loopengine.store.approvals import get_approval
+from loopengine.store.jobs import execution_of_key, get_envelope, insert_envelope
+from loopengine.store.learning import LearnedState, get_state
+from loopengine.store.queue import Lease, check_lease
+from loopengine.store.records import artifacts_of
 
 __all__ = [
     "MAX_CURSOR",
+    "LastRun",
     "Page",
+    "Start",
     "claim_execution",
+    "claim_key",
     "fail_left_running",
     "get_execution",
     "ids_named",
@@ -30,10 +43,13 @@ __all__ = [
     "last_finished",
     "last_seq",
     "list_executions",
+    "mark_all_interrupted",
     "page_of_executions",
     "phases_of",
     "read_record",
+    "resume_point",
     "running_executions",
+    "starting_point",
     "update_execution",
 ]
 
@@ -113,7 +129,7 @@ def insert_execution(connection: sa.Connection, row: ExecutionRow) -> None:
     fastpath.execute(connection, _INSERT, row.row())
 
 
-def update_execution(connection: sa.Connection, execution_id: str, **values: Any) -> None:
+def update_execution(connection: sa.Connection, execution_id: str, /, **values: Any) -> None:
     """Set some columns of one execution (``status``, ``outcome``, ``context``…)."""
     fastpath.execute(connection, _UPDATE, {"_id": execution_id, **values})
 
@@ -226,10 +242,20 @@ def running_executions(connection: sa.Connection) -> list[ExecutionRow]:
     return [ExecutionRow.from_row(row) for row in connection.execute(query).mappings()]
 
 
-def last_finished(connection: sa.Connection, loop_id: str) -> dict[str, Any] | None:
+@dataclass(frozen=True, slots=True)
+class LastRun(Record):
+    """How and when a loop's latest finished execution ended (its next one's ``last_run``)."""
+
+    outcome: str | None
+    completed_at: float | None
+    started_at: float
+
+
+def last_finished(connection: sa.Connection, loop_id: str) -> LastRun | None:
     """Outcome and times of the loop's latest finished execution (a dry run is not a run: the
     next one's ``last_run`` and ``since_last_run`` never count it)."""
-    return fastpath.fetch_one(connection, _LAST_FINISHED, {"loop_id": loop_id})
+    row = fastpath.fetch_one(connection, _LAST_FINISHED, {"loop_id": loop_id})
+    return None if row is None else LastRun.from_row(row)
 
 
 def read_record(connection: sa.Connection, execution_id: str) -> ExecutionRecord | None:
@@ -237,13 +263,13 @@ def read_record(connection: sa.Connection, execution_id: str) -> ExecutionRecord
     execution = get_execution(connection, execution_id)
     if execution is None:
         return None
-    envelope = jobs.get_envelope(connection, execution.job_id)
+    envelope = get_envelope(connection, execution.job_id)
     return ExecutionRecord(
         execution,
         tuple(phases_of(connection, execution_id)),
         envelope,
-        approvals.get_approval(connection, execution_id),
-        tuple(records.artifacts_of(connection, execution_id)),
+        get_approval(connection, execution_id),
+        tuple(artifacts_of(connection, execution_id)),
     )
 
 
@@ -253,3 +279,53 @@ def ids_named(connection: sa.Connection, given: str, shortest: int, limit: int) 
     if shortest <= len(given) < 32 and (found := ids_starting_with(connection, given, limit)):
         return found
     return [given] if get_execution(connection, given) is not None else []
+
+
+Start = tuple[str | None, LastRun | None, LearnedState | None]
+"""What an execution starts from: the execution that already took its idempotency key (then it
+does not run), else the loop's last finished execution and its learned state."""
+
+
+def starting_point(
+    connection: sa.Connection, loop_id: str
+) -> tuple[LastRun | None, LearnedState | None]:
+    """The loop's last finished execution and its learned state, read in one transaction."""
+    return last_finished(connection, loop_id), get_state(connection, loop_id)
+
+
+def claim_key(
+    connection: sa.Connection,
+    envelope: JobEnvelope,
+    row: ExecutionRow,
+    lease: Lease | None,
+) -> Start:
+    """Take ``envelope``'s idempotency key for the execution ``row`` and insert both, with where
+    it starts from, unless an execution took the key already (then that one): of several
+    processes starting with one key at once, one runs and the others return its execution."""
+    if lease is not None:
+        check_lease(connection, lease)
+    existing = execution_of_key(connection, envelope.idempotency_key)
+    if existing is not None:
+        return existing, None, None
+    insert_envelope(connection, envelope, row.id, row.started_at)
+    insert_execution(connection, row)
+    return None, *starting_point(connection, row.loop_id)
+
+
+def resume_point(
+    connection: sa.Connection, execution_id: str
+) -> tuple[ExecutionRecord | None, int]:
+    """The execution's record and the number of its last phase row, read together."""
+    return read_record(connection, execution_id), last_seq(connection, execution_id)
+
+
+def mark_all_interrupted(
+    connection: sa.Connection, owned: Sequence[tuple[str, str]], at: float
+) -> list[str]:
+    """End as ``interrupted`` each ``(execution id, dead owner)`` still that owner's; the ids
+    ended (see ``mark_interrupted``)."""
+    return [
+        execution_id
+        for execution_id, owner in owned
+        if mark_interrupted(connection, execution_id, owner, at)
+    ]

@@ -7,14 +7,14 @@ from dataclasses import asdict, dataclass
 
 import sqlalchemy as sa
 
-from loopengine.store._record import FromRow
+from loopengine.store._record import Record
 from loopengine.store._tables import node_health
 
 __all__ = ["NodeHealthRow", "load_health", "save_health"]
 
 
 @dataclass(frozen=True, slots=True)
-class NodeHealthRow(FromRow):
+class NodeHealthRow(Record):
     """A node's consecutive failures, until when it is cooled down, and its last error."""
 
     node: str

@@ -2,22 +2,44 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
 import loopengine.store._fastpath as fastpath
+from loopengine.store._record import Record
 from loopengine.store._tables import context_cache, loop_state, reviews
 
-__all__ = ["cached_context", "get_state", "put_context", "put_state", "queue_review"]
+__all__ = [
+    "LearnedState",
+    "cached_context",
+    "get_state",
+    "put_context",
+    "put_state",
+    "queue_review",
+]
 
-_GET_STATE = sa.select(loop_state).where(loop_state.c.loop_id == sa.bindparam("loop_id"))
+_GET_STATE = sa.select(
+    loop_state.c["values"], loop_state.c.samples, loop_state.c.last_adjusted_at
+).where(loop_state.c.loop_id == sa.bindparam("loop_id"))
 _UPDATE_STATE = loop_state.update().where(loop_state.c.loop_id == sa.bindparam("_loop_id"))
 _INSERT_STATE = loop_state.insert()
 
 
-def get_state(connection: sa.Connection, loop_id: str) -> dict[str, Any] | None:
-    return fastpath.fetch_one(connection, _GET_STATE, {"loop_id": loop_id})
+@dataclass(frozen=True, slots=True)
+class LearnedState(Record):
+    """What a loop's learn phase keeps between executions: its values and how many samples and
+    when it last moved them (for the gate of the next move)."""
+
+    values: dict[str, Any]
+    samples: int
+    last_adjusted_at: float | None
+
+
+def get_state(connection: sa.Connection, loop_id: str) -> LearnedState | None:
+    row = fastpath.fetch_one(connection, _GET_STATE, {"loop_id": loop_id})
+    return None if row is None else LearnedState.from_row(row)
 
 
 def put_state(

@@ -9,7 +9,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from loopengine.store._dialect import dialect_insert
-from loopengine.store._record import FromRow
+from loopengine.store._record import Record
 from loopengine.store._tables import memory_exchanges, memory_profiles
 
 __all__ = [
@@ -36,7 +36,7 @@ EXCHANGE_TEXT = 2000
 
 
 @dataclass(frozen=True, slots=True)
-class MemoryExchange(FromRow):
+class MemoryExchange(Record):
     """One exchange of a user kept for their memory (texts cut to ``EXCHANGE_TEXT``)."""
 
     id: int
@@ -49,7 +49,7 @@ class MemoryExchange(FromRow):
 
 
 @dataclass(frozen=True, slots=True)
-class UserMemory(FromRow):
+class UserMemory(Record):
     """What the chat remembers of a user: exchanges made, the profile detected up to the
     ``profiled_at``-th, the deep summary ``summary_node`` wrote up to the ``summarized_at``-th."""
 

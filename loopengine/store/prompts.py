@@ -13,7 +13,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine.store._record import FromRow
+from loopengine.store._record import Record
 from loopengine.store._tables import chat_prompts
 
 __all__ = [
@@ -32,7 +32,7 @@ ACTIVE = ("watched", "confirmed")
 
 
 @dataclass(frozen=True, slots=True)
-class PromptVersion(FromRow):
+class PromptVersion(Record):
     """A version of a category's instructions: its state, the version it replaced (``parent``),
     the mean grade before it (``baseline``), the cycles that judged it and through which sample
     (``watched``, ``judged_id``)."""

@@ -2,17 +2,49 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
 import loopengine.store._fastpath as fastpath
+from loopengine.store._record import Record
 from loopengine.store._tables import artifacts, audit
 
-__all__ = ["artifacts_of", "audit_of", "insert_artifact", "insert_audit"]
+__all__ = [
+    "Artifact",
+    "AuditRecord",
+    "artifacts_of",
+    "audit_of",
+    "insert_artifact",
+    "insert_audit",
+]
 
 _INSERT_AUDIT = audit.insert()
 _INSERT_ARTIFACT = artifacts.insert()
+
+
+@dataclass(frozen=True, slots=True)
+class Artifact(Record):
+    """Where one artifact of an execution was stored, and until when it is kept."""
+
+    execution_id: str
+    loop_id: str
+    name: str
+    type: str
+    storage: str
+    location: str
+    indexed: bool
+    created_at: float
+    expires_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRecord(Record):
+    """One line of a loop's audit trail: the record (its fields as the loop chose) and when."""
+
+    record: dict[str, Any]
+    created_at: float
 
 
 def insert_audit(
@@ -25,11 +57,11 @@ def insert_audit(
     )
 
 
-def insert_artifact(connection: sa.Connection, row: dict[str, Any]) -> None:
-    connection.execute(_INSERT_ARTIFACT, row)
+def insert_artifact(connection: sa.Connection, artifact: Artifact) -> None:
+    connection.execute(_INSERT_ARTIFACT, artifact.row())
 
 
-def audit_of(connection: sa.Connection, loop_id: str, limit: int) -> list[dict[str, Any]]:
+def audit_of(connection: sa.Connection, loop_id: str, limit: int) -> list[AuditRecord]:
     """The newest ``limit`` audit records of ``loop_id`` (record and when it was written)."""
     query = (
         sa.select(audit.c.record, audit.c.created_at)
@@ -37,10 +69,10 @@ def audit_of(connection: sa.Connection, loop_id: str, limit: int) -> list[dict[s
         .order_by(audit.c.id.desc())
         .limit(limit)
     )
-    return [dict(row) for row in connection.execute(query).mappings()]
+    return [AuditRecord.from_row(row) for row in connection.execute(query).mappings()]
 
 
-def artifacts_of(connection: sa.Connection, execution_id: str) -> list[dict[str, Any]]:
+def artifacts_of(connection: sa.Connection, execution_id: str) -> list[Artifact]:
     """Where the artifacts of one execution were stored."""
     query = sa.select(artifacts).where(artifacts.c.execution_id == execution_id)
-    return [dict(row) for row in connection.execute(query).mappings()]
+    return [Artifact.from_row(row) for row in connection.execute(query).mappings()]

@@ -3,20 +3,74 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
+from loopengine.store._record import Record
 from loopengine.store._tables import events, metrics, trigger_states
 
 __all__ = [
+    "Alert",
+    "Event",
+    "Sample",
+    "Series",
     "firing_alerts",
     "insert_event",
     "insert_metric",
     "list_events",
     "metric_points",
+    "metric_series",
     "recent_events",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class Event(Record):
+    """One event of the log, ``id`` its place in it; ``execution_id`` names the execution that
+    emitted it, if one did."""
+
+    id: int
+    name: str
+    source: str
+    data: Any
+    execution_id: str | None
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Sample(Record):
+    """One point of a metric series."""
+
+    value: float
+    labels: dict[str, Any]
+    recorded_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Alert(Record):
+    """A threshold trigger's state: ``firing`` since ``since`` at ``value``, or not."""
+
+    loop_id: str
+    trigger_id: str
+    metric: str
+    state: str
+    value: float | None
+    since: float
+    armed: bool
+    cleared_at: float | None
+    evaluated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Series(Record):
+    """A metric series: its name, latest value and when, and how many points it holds."""
+
+    name: str
+    points: int
+    recorded_at: float
+    value: float
 
 
 def insert_event(
@@ -38,28 +92,26 @@ def insert_event(
     return int(key[0])
 
 
-def recent_events(
-    connection: sa.Connection, since: float, limit: int = 1000
-) -> list[dict[str, Any]]:
+def recent_events(connection: sa.Connection, since: float, limit: int = 1000) -> list[Event]:
     query = (
-        sa.select(events.c.name, events.c.source, events.c.data, events.c.created_at)
+        sa.select(events)
         .where(events.c.created_at >= since)
         .order_by(events.c.created_at.desc())
         .limit(limit)
     )
-    return [dict(row) for row in connection.execute(query).mappings()]
+    return [Event.from_row(row) for row in connection.execute(query).mappings()]
 
 
 def list_events(
     connection: sa.Connection, wanted: Callable[[str], bool], limit: int
-) -> list[dict[str, Any]]:
+) -> list[Event]:
     """The newest ``limit`` events whose name ``wanted`` accepts, newest first; rows are read one
     by one, so memory stays bounded."""
     query = sa.select(events).order_by(events.c.id.desc())
     found = []
     for row in connection.execute(query).mappings():
         if wanted(row["name"]):
-            found.append(dict(row))
+            found.append(Event.from_row(row))
             if len(found) == limit:
                 break
     return found
@@ -75,7 +127,7 @@ def insert_metric(
 
 def metric_points(
     connection: sa.Connection, name: str, since: float | None, limit: int = 10_000
-) -> list[dict[str, Any]]:
+) -> list[Sample]:
     query = (
         sa.select(metrics.c.value, metrics.c.labels, metrics.c.recorded_at)
         .where(metrics.c.name == name)
@@ -84,18 +136,18 @@ def metric_points(
     )
     if since is not None:
         query = query.where(metrics.c.recorded_at >= since)
-    return [dict(row) for row in connection.execute(query).mappings()]
+    return [Sample.from_row(row) for row in connection.execute(query).mappings()]
 
 
-def firing_alerts(connection: sa.Connection) -> list[dict[str, Any]]:
+def firing_alerts(connection: sa.Connection) -> list[Alert]:
     """Threshold triggers now in the ``firing`` state."""
     query = sa.select(trigger_states).where(trigger_states.c.state == "firing")
-    return [dict(row) for row in connection.execute(query).mappings()]
+    return [Alert.from_row(row) for row in connection.execute(query).mappings()]
 
 
 def metric_series(
     connection: sa.Connection, wanted: Callable[[str], bool], limit: int
-) -> list[dict[str, Any]]:
+) -> list[Series]:
     """The first ``limit`` metric series by name that ``wanted`` accepts: name, latest value,
     number of points and last time. Rows are read one by one, so memory stays bounded."""
     series = (
@@ -115,11 +167,11 @@ def metric_series(
         )
         .order_by(series.c.name)
     )
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, Series] = {}
     for row in connection.execute(query).mappings():
         if row["name"] in found or not wanted(row["name"]):
             continue
         if len(found) == limit:
             break
-        found[row["name"]] = dict(row)
+        found[row["name"]] = Series.from_row(row)
     return list(found.values())

@@ -84,14 +84,14 @@ async def test_waiting_executions_are_listed_oldest_first_with_the_time_left(
         first = await _waiting(opened)
         moment[0] += 60
         second = await _waiting(opened)
-        listed = await opened.store.read(lambda c: approvals.waiting(c, 1_003_600.0, 10))
-    assert [w["execution_id"] for w in listed] == [first["execution_id"], second["execution_id"]]
-    assert [w["time_left_s"] for w in listed] == [3600.0, 3660.0]
-    assert (listed[0]["plan"], listed[0]["decision"]) == (first["plan"], first["decision"])
+        listed = await opened.store.read(approvals.waiting, 1_003_600.0, 10)
+    assert [w.execution_id for w in listed] == [first["execution_id"], second["execution_id"]]
+    assert [w.time_left_s for w in listed] == [3600.0, 3660.0]
+    assert (listed[0].plan, listed[0].decision) == (first["plan"], first["decision"])
 
 
 async def test_an_approval_past_its_deadline_is_listed_as_overdue(harness: Harness) -> None:
     await _waiting(harness)
     later = time.time() + 3 * 3600
-    [listed] = await harness.store.read(lambda c: approvals.waiting(c, later, 10))
-    assert (listed["overdue"], listed["time_left_s"]) == (True, 0.0)
+    [listed] = await harness.store.read(approvals.waiting, later, 10)
+    assert (listed.overdue, listed.time_left_s) == (True, 0.0)

@@ -42,7 +42,7 @@ async def test_a_dry_run_feeds_no_learn_score(harness: Harness) -> None:
     done = await harness.engine.run(harness.loop(LOOP), dry_run=True)
     learn = harness.phase(await harness.view(done), "learn")
     assert learn["data"] == {"skipped": "a dry run feeds no learn score"}
-    assert await harness.store.read(lambda c: learning.get_state(c, "fixer")) is None
+    assert await harness.store.read(learning.get_state, "fixer") is None
 
 
 async def test_a_dry_run_stops_where_the_real_run_would_wait_for_approval(
@@ -55,7 +55,7 @@ async def test_a_dry_run_stops_where_the_real_run_would_wait_for_approval(
     assert decide["data"]["note"] == "would wait for approval"
     assert harness.phase(view, "act")["data"] == {"skipped": "execution ended: dry_run"}
     assert [c["skill"] for c in skills_for_tests.CALLS] == []
-    assert await harness.store.read(lambda c: approvals.get_approval(c, done.execution_id)) is None
+    assert await harness.store.read(approvals.get_approval, done.execution_id) is None
 
 
 @pytest.mark.parametrize("learns", [True, False], ids=["with learn", "without learn"])

@@ -121,9 +121,9 @@ async def test_escalated_after_the_approval_window(
         now += 3601
         assert await escalate_overdue(harness.engine, harness.load_loop) == [done.execution_id]
         view = await harness.view(done)
-        events = await harness.store.read(lambda c: signals.recent_events(c, 0))
+        events = await harness.store.read(signals.recent_events, 0)
     assert view["outcome"] == Outcome.ESCALATED
-    assert [e["name"] for e in events] == ["agent.seo.architect"]
+    assert [e.name for e in events] == ["agent.seo.architect"]
 
 
 async def test_failed_when_a_skill_raises(harness: Harness) -> None:

@@ -125,9 +125,9 @@ async def test_an_approval_survives_a_restart(tmp_path: Path, engine_registry: R
         )
         assert approved.outcome is Outcome.COMPLETED
         assert [c["skill"] for c in skills_for_tests.CALLS] == ["fix"]
-        gate = await second.store.read(lambda c: approvals.get_approval(c, done.execution_id))
+        gate = await second.store.read(approvals.get_approval, done.execution_id)
         assert gate is not None
-        assert (gate["status"], gate["note"]) == ("approved", "ok")
+        assert (gate.status, gate.note) == ("approved", "ok")
 
 
 async def test_an_answered_gate_cannot_be_answered_again(harness: Harness) -> None:
@@ -323,6 +323,6 @@ async def test_an_escalation_does_not_hand_the_next_execution_old_learned_state(
         await store.write(lambda c: c.exec_driver_sql("UPDATE approvals SET deadline = 0"))
         await escalate_overdue(engine, lambda path: loader.load_file(Path(path)).loop)
         await engine.run(loop)
-        state = await store.read(lambda c: learning.get_state(c, "counter"))
+        state = await store.read(learning.get_state, "counter")
     assert state is not None
-    assert state["values"]["x"] == pytest.approx(3.439)
+    assert state.values["x"] == pytest.approx(3.439)

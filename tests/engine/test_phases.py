@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from loopengine.contract import Outcome
-from loopengine.store import learning, signals
+from loopengine.store import learning, queue, signals
 from tests.engine import skills_for_tests
 from tests.engine.conftest import Harness
 
@@ -62,6 +62,50 @@ async def test_a_skill_source_merges_into_the_root_and_as_names_it(harness: Harn
         "    - {skill: report, name: pages, as: found, params: {values: {count: 3}}}\n"
         "  conditions:\n    - {expression: 'found.count == `3`'}\n"
     )
+    assert (await harness.engine.run(loop)).outcome is Outcome.COMPLETED
+
+
+async def test_alert_source_reads_the_firing_thresholds_whose_metric_matches(
+    harness: Harness,
+) -> None:
+    state = {"state": "firing", "value": 97.0, "since": 5.0, "armed": True}
+    for trigger_id, metric in (("hot", "cpu.load"), ("full", "disk.used")):
+        row = {"loop_id": "watch", "trigger_id": trigger_id, "metric": metric, **state}
+        await harness.store.write(
+            queue.save_trigger_state, {**row, "cleared_at": None, "evaluated_at": 6.0}
+        )
+    loop = harness.loop(
+        "id: alerted\ntrigger: {type: manual}\ndetect:\n  sources:\n"
+        "    - {type: alert, name: 'cpu.*', as: hot}\n"
+        "  conditions:\n    - {expression: 'hot.count == `1`'}\n"
+    )
+    done = await harness.engine.run(loop)
+    alerts = harness.phase(await harness.view(done), "detect")["data"]["sources"]["hot"]["alerts"]
+    assert alerts == [
+        {
+            "loop_id": "watch",
+            "trigger_id": "hot",
+            "metric": "cpu.load",
+            "state": "firing",
+            "value": 97.0,
+            "since": 5.0,
+            "armed": True,
+            "cleared_at": None,
+            "evaluated_at": 6.0,
+        }
+    ]
+
+
+async def test_the_audit_log_source_reads_the_loops_audit_records(harness: Harness) -> None:
+    loop = harness.loop(
+        "id: audited\ntrigger: {type: manual}\ndetect:\n  sources:\n"
+        "    - {type: log, name: audit, as: trail}\n"
+        "  conditions:\n    - expression: >-\n"
+        "        length(trail.lines) == `1` && trail.latest_at == trail.lines[0].created_at\n"
+        "        && trail.lines[0].record == {outcome: 'nothing_detected'}\n"
+        "store:\n  audit_trail: {fields: [outcome]}\n"
+    )
+    assert (await harness.engine.run(loop)).outcome is Outcome.NOTHING_DETECTED
     assert (await harness.engine.run(loop)).outcome is Outcome.COMPLETED
 
 
@@ -186,9 +230,9 @@ async def test_learn_moves_state_toward_the_score_after_min_samples(harness: Har
     second = await harness.view(await harness.engine.run(loop))
     update = harness.phase(second, "learn")["data"]["update"]
     assert update["threshold"] == {"from": 0.0, "to": 0.2, "target": 10}
-    state = await harness.store.read(lambda c: learning.get_state(c, "learner"))
+    state = await harness.store.read(learning.get_state, "learner")
     assert state is not None
-    assert state["values"]["threshold"] == 0.2
+    assert state.values["threshold"] == 0.2
 
 
 async def test_low_confidence_never_teaches_and_is_queued_for_review(harness: Harness) -> None:
@@ -268,8 +312,8 @@ async def test_emitted_events_are_stored_on_matching_outcomes(harness: Harness) 
         "  - {on: [failed], event: emitter.failed}\n"
     )
     done = await harness.engine.run(loop)
-    events = await harness.store.read(lambda c: signals.recent_events(c, 0))
-    assert [(e["name"], e["data"]) for e in events] == [
+    events = await harness.store.read(signals.recent_events, 0)
+    assert [(e.name, e.data) for e in events] == [
         (
             "emitter.done",
             {"loop": "emitter", "execution_id": done.execution_id, "outcome": "completed"},
@@ -285,5 +329,5 @@ async def test_learn_records_metric_points_with_labels(harness: Harness) -> None
         "    - {metric: llm.missing, value: chat.nothing}\n"
     )
     await harness.engine.run(loop)
-    points = await harness.store.read(lambda c: signals.metric_points(c, "llm.latency_ms", None))
-    assert [(p["value"], p["labels"]) for p in points] == [(120.0, {"node": "OL1"})]
+    points = await harness.store.read(signals.metric_points, "llm.latency_ms", None)
+    assert [(p.value, p.labels) for p in points] == [(120.0, {"node": "OL1"})]

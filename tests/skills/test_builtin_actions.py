@@ -32,13 +32,13 @@ def _call(name: str, **params: Any) -> Any:
     return asyncio.run(definition.fn(_ctx(), **params))
 
 
-def _events_after(name: str, *, dry_run: bool = False, **params: Any) -> list[dict[str, Any]]:
+def _events_after(name: str, *, dry_run: bool = False, **params: Any) -> list[signals.Event]:
     """The events the action appends to a fresh store's log."""
 
-    async def scenario() -> list[dict[str, Any]]:
+    async def scenario() -> list[signals.Event]:
         async with memory_store() as store:
             await builtin_registry().skill(name).fn(_ctx(store, dry_run=dry_run), **params)
-            return await store.read(lambda c: signals.list_events(c, lambda _: True, 10))
+            return await store.read(signals.list_events, lambda _: True, 10)
 
     return asyncio.run(scenario())
 
@@ -62,8 +62,8 @@ def test_notify_describes_the_notification_event() -> None:
 
 def test_notify_appends_its_event_to_the_log() -> None:
     [event] = _events_after("notify", message="3 warnings", event="seo.report")
-    assert (event["name"], event["source"], event["execution_id"]) == ("seo.report", "seo", "e1")
-    assert event["data"]["message"] == "3 warnings"
+    assert (event.name, event.source, event.execution_id) == ("seo.report", "seo", "e1")
+    assert event.data["message"] == "3 warnings"
 
 
 def test_a_dry_run_appends_no_event() -> None:
@@ -72,7 +72,7 @@ def test_a_dry_run_appends_no_event() -> None:
 
 def test_escalate_to_human_appends_an_escalation_event() -> None:
     [event] = _events_after("escalate_to_human", reason="needs a look")
-    assert (event["name"], event["data"]["reason"]) == ("loop.escalated", "needs a look")
+    assert (event.name, event.data["reason"]) == ("loop.escalated", "needs a look")
 
 
 def test_log_and_notify_does_both() -> None:

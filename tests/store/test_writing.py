@@ -21,8 +21,8 @@ def _event(connection: sa.Connection) -> int:
 
 def _names(url: str) -> list[str]:
     with open_read_only(url) as reader:
-        rows = reader.read(lambda c: signals.list_events(c, lambda _: True, 10))
-    return [row["name"] for row in rows]
+        rows = reader.read(signals.list_events, lambda _: True, 10)
+    return [row.name for row in rows]
 
 
 def test_a_fresh_store_is_made_migrated_and_holds_the_row(tmp_path: Path) -> None:

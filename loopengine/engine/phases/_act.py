@@ -153,7 +153,7 @@ async def _enabled(action: Action, services: Services) -> bool:
     if action.feature_flag is None:
         return True
     flag = action.feature_flag
-    return await services.store.read(lambda c: flags.flag_enabled(c, flag))
+    return await services.store.read(flags.flag_enabled, flag)
 
 
 async def _run_actions(

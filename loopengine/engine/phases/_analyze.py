@@ -21,7 +21,7 @@ async def _context(
     now = services.clock()
     store = services.store
     if requirement.ttl_seconds:
-        cached = await store.read(lambda c: learning.cached_context(c, key, now))
+        cached = await store.read(learning.cached_context, key, now)
         if cached is not None:
             return cached, "cache"
     if services.registry.find_skill(requirement.source) is None:
@@ -39,7 +39,7 @@ async def _context(
     )
     if requirement.ttl_seconds:
         expires = now + requirement.ttl_seconds
-        await store.write(lambda c: learning.put_context(c, key, called.data, expires))
+        await store.write(learning.put_context, key, called.data, expires)
     return called.data, "skill"
 
 

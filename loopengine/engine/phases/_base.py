@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import sqlalchemy as sa
-
 from loopengine.contract import Outcome
+from loopengine.store import Effect
 
 __all__ = ["PhaseOutput"]
 
@@ -20,8 +18,8 @@ class PhaseOutput:
     data: dict[str, Any] = field(default_factory=dict)
     stop: Outcome | None = None
     errors: list[str] = field(default_factory=list)
-    writes: list[Callable[[sa.Connection], None]] = field(default_factory=list)
-    """Store writes committed in the same transaction as this phase's record."""
+    effects: list[Effect] = field(default_factory=list)
+    """What the store writes in the same transaction as this phase's record."""
 
     @property
     def success(self) -> bool:

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
-
-import sqlalchemy as sa
 
 from loopengine.contract import FeedbackType, Learn
 from loopengine.engine._learning import Signal, gate, score, step
 from loopengine.engine._run import Run
 from loopengine.engine._services import Services
 from loopengine.engine.phases._base import PhaseOutput
-from loopengine.store import learning, signals
+from loopengine.store import PutState, QueueReview, RecordMetric, signals
 
 __all__ = ["run_learn"]
 
@@ -22,8 +19,8 @@ async def _signal_value(
 ) -> float | None:
     if kind is FeedbackType.OUTCOME:
         return 1.0 if (run.data.get("validate") or {}).get("passed", True) else 0.0
-    points = await services.store.read(lambda c: signals.metric_points(c, name, None, limit=1))
-    return float(points[0]["value"]) if points else None
+    points = await services.store.read(signals.metric_points, name, None, limit=1)
+    return float(points[0].value) if points else None
 
 
 def _clamped(value: float, low: float | None, high: float | None) -> float:
@@ -62,11 +59,6 @@ def _adjust(
     return moved
 
 
-def _insert_points(points: list[dict[str, Any]], now: float, connection: sa.Connection) -> None:
-    for point in points:
-        signals.insert_metric(connection, point["name"], point["value"], now, point["labels"])
-
-
 def _recorded(spec: Learn, run: Run, services: Services, now: float) -> list[dict[str, Any]]:
     points = []
     for record in spec.record:
@@ -96,7 +88,7 @@ async def run_learn(run: Run, services: Services) -> PhaseOutput:
     run.data["learn"] = {"score": execution_score}
     if points:
         output.data["recorded"] = points
-        output.writes.append(partial(_insert_points, points, now))
+        output.effects += [RecordMetric(p["name"], p["value"], p["labels"], now) for p in points]
     loop_id, execution_id = run.loop.id, run.execution_id
     confidence = float(run.data.get("confidence", 1.0))
     guard = spec.anti_hallucination
@@ -104,7 +96,7 @@ async def run_learn(run: Run, services: Services) -> PhaseOutput:
         reason = (
             f"confidence {confidence} below the review threshold {guard.human_review_threshold}"
         )
-        output.writes.append(lambda c: learning.queue_review(c, execution_id, loop_id, reason, now))
+        output.effects.append(QueueReview(execution_id, loop_id, reason, now))
         output.data["review_queued"] = reason
     if guard.enabled and confidence < guard.confidence_floor:
         output.data["not_learned"] = (
@@ -129,6 +121,6 @@ async def run_learn(run: Run, services: Services) -> PhaseOutput:
         output.data["not_learned"] = why_not
     samples, adjusted = run.samples, run.last_adjusted_at
     output.data["samples"] = samples
-    output.writes.append(lambda c: learning.put_state(c, loop_id, values, samples, adjusted, now))
+    output.effects.append(PutState(loop_id, values, samples, adjusted, now))
     run.learned = True
     return output

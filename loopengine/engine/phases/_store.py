@@ -5,14 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import anyio.to_thread
-import sqlalchemy as sa
 
 from loopengine.contract import ArtifactType, AuditField, Outcome, Store
 from loopengine.engine._run import Run
 from loopengine.engine._services import Services
 from loopengine.engine.phases._base import PhaseOutput
 from loopengine.errors import StorageError
-from loopengine.store import iso, records
+from loopengine.store import Artifact, AuditEntry, IndexArtifacts, iso
 
 __all__ = ["audit_record", "ended", "run_store"]
 
@@ -79,7 +78,7 @@ async def run_store(run: Run, services: Services, outcome: str) -> PhaseOutput:
     spec = run.loop.spec.store or Store()
     now = services.clock()
     output = PhaseOutput()
-    written: list[dict[str, Any]] = []
+    written: list[Artifact] = []
     for artifact in spec.artifacts:
         record = {
             "loop_id": run.loop.id,
@@ -98,33 +97,28 @@ async def run_store(run: Run, services: Services, outcome: str) -> PhaseOutput:
         expires = (
             now + artifact.retention_days * 86400 if artifact.retention_days is not None else None
         )
-        row = {
-            "execution_id": run.execution_id,
-            "loop_id": run.loop.id,
-            "name": artifact.name,
-            "type": artifact.type.value,
-            "storage": artifact.storage,
-            "location": location,
-            "indexed": artifact.indexed,
-            "created_at": now,
-            "expires_at": expires,
-        }
-        written.append(row)
-
-    def index(connection: sa.Connection) -> None:
-        for row in written:
-            records.insert_artifact(connection, row)
-
+        written.append(
+            Artifact(
+                run.execution_id,
+                run.loop.id,
+                artifact.name,
+                artifact.type.value,
+                artifact.storage,
+                location,
+                artifact.indexed,
+                now,
+                expires,
+            )
+        )
     if written:
-        output.writes.append(index)
+        output.effects.append(IndexArtifacts(tuple(written)))
     run.artifacts.extend(written)
     output.data["artifacts"] = [
-        {"name": r["name"], "storage": r["storage"], "location": r["location"]} for r in written
+        {"name": a.name, "storage": a.storage, "location": a.location} for a in written
     ]
     final = ended(outcome, output.errors)
     if spec.audit_trail.enabled:
         entry = audit_record(run, spec.audit_trail.fields, final, now)
-        loop_id, execution_id = run.loop.id, run.execution_id
-        output.writes.append(lambda c: records.insert_audit(c, execution_id, loop_id, entry, now))
+        output.effects.append(AuditEntry(run.execution_id, run.loop.id, entry, now))
         output.data["audit"] = entry
     return output

@@ -6,6 +6,7 @@ source is read, so that validating loops does not load the database layer."""
 from __future__ import annotations
 
 import statistics
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +44,7 @@ async def metric_source(
 
     since = _since(ctx, freshness_hours, None)
     points = await _store(ctx).read(signals.metric_points, name, since)
-    values = [p["value"] for p in reversed(points)]
+    values = [p.value for p in reversed(points)]
     return {
         "name": name,
         "value": values[-1] if values else None,
@@ -53,7 +54,7 @@ async def metric_source(
         "avg": statistics.fmean(values) if values else None,
         "min": min(values) if values else None,
         "max": max(values) if values else None,
-        "latest_at": points[0]["recorded_at"] if points else None,
+        "latest_at": points[0].recorded_at if points else None,
     }
 
 
@@ -65,7 +66,11 @@ async def event_source(
 
     since = _since(ctx, freshness_hours, _DEFAULT_WINDOW_S) or 0.0
     recent = await _store(ctx).read(signals.recent_events, since)
-    found = [e for e in recent if matches(name, e["name"])]
+    found = [
+        {"name": e.name, "source": e.source, "data": e.data, "created_at": e.created_at}
+        for e in recent
+        if matches(name, e.name)
+    ]
     return {
         "events": found,
         "count": len(found),
@@ -85,7 +90,7 @@ async def log_source(ctx: SkillContext, name: str, filter: str | None = None) ->
         from loopengine.store import records
 
         rows = await _store(ctx).read(records.audit_of, ctx.loop_id, _MAX_LINES)
-        entries = [r for r in rows if not filter or filter in str(r["record"])]
+        entries = [asdict(r) for r in rows if not filter or filter in str(r.record)]
         latest = max((r["created_at"] for r in entries), default=None)
         return {"lines": entries, "count": len(entries), "latest_at": latest}
     path = (ctx.base / name).resolve()
@@ -107,7 +112,7 @@ async def alert_source(ctx: SkillContext, name: str) -> dict[str, Any]:
     from loopengine.store import signals
 
     rows = await _store(ctx).read(signals.firing_alerts)
-    firing = [r for r in rows if matches(name, r["metric"])]
+    firing = [asdict(r) for r in rows if matches(name, r.metric)]
     latest = max((r["since"] for r in firing), default=None)
     return {"alerts": firing, "count": len(firing), "latest_at": latest}
 

@@ -1,0 +1,182 @@
+"""What an execution's commit writes besides its own rows, as values (``AuditEntry``,
+``PutState``…), and the unit of work that writes one commit (``write_commit``).
+
+Phases and the recorder build these values; only ``write_commit`` turns them into rows, in the
+transaction of the execution's row and phase rows, so they are kept exactly when those are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import sqlalchemy as sa
+
+from loopengine.store._record import ExecutionRow, JobEnvelope
+from loopengine.store.approvals import Approval, insert_approval
+from loopengine.store.executions import insert_execution, insert_phases, update_execution
+from loopengine.store.jobs import insert_envelope
+from loopengine.store.learning import put_state, queue_review
+from loopengine.store.queue import Lease, check_lease
+from loopengine.store.records import Artifact, insert_artifact, insert_audit
+from loopengine.store.signals import insert_event, insert_metric
+
+__all__ = [
+    "AppendEvent",
+    "AuditEntry",
+    "Effect",
+    "ExecutionCommit",
+    "IndexArtifacts",
+    "PutState",
+    "QueueReview",
+    "RecordMetric",
+    "RequestApproval",
+    "write_commit",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """The execution's audit record, with the fields its loop chose."""
+
+    execution_id: str
+    loop_id: str
+    record: dict[str, Any]
+    at: float
+
+    def apply(self, connection: sa.Connection) -> None:
+        insert_audit(connection, self.execution_id, self.loop_id, self.record, self.at)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexArtifacts:
+    """Where the store phase wrote the execution's artifacts."""
+
+    artifacts: tuple[Artifact, ...]
+
+    def apply(self, connection: sa.Connection) -> None:
+        for artifact in self.artifacts:
+            insert_artifact(connection, artifact)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordMetric:
+    """A metric point the learn phase records."""
+
+    name: str
+    value: float
+    labels: dict[str, Any]
+    at: float
+
+    def apply(self, connection: sa.Connection) -> None:
+        insert_metric(connection, self.name, self.value, self.at, self.labels)
+
+
+@dataclass(frozen=True, slots=True)
+class QueueReview:
+    """An execution a person should look at (its confidence was below the review threshold)."""
+
+    execution_id: str
+    loop_id: str
+    reason: str
+    at: float
+
+    def apply(self, connection: sa.Connection) -> None:
+        queue_review(connection, self.execution_id, self.loop_id, self.reason, self.at)
+
+
+@dataclass(frozen=True, slots=True)
+class PutState:
+    """The loop's learned state as the learn phase left it."""
+
+    loop_id: str
+    values: dict[str, Any]
+    samples: int
+    last_adjusted_at: float | None
+    at: float
+
+    def apply(self, connection: sa.Connection) -> None:
+        put_state(
+            connection, self.loop_id, self.values, self.samples, self.last_adjusted_at, self.at
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AppendEvent:
+    """An event the execution emits (its loop's ``emit``, an escalation)."""
+
+    name: str
+    source: str
+    data: Any
+    at: float
+    execution_id: str | None = None
+
+    def apply(self, connection: sa.Connection) -> None:
+        insert_event(connection, self.name, self.source, self.data, self.at, self.execution_id)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestApproval:
+    """The gate the execution waits at, pending, for a person until ``deadline``."""
+
+    execution_id: str
+    loop_id: str
+    action: str
+    requested_at: float
+    deadline: float
+
+    def apply(self, connection: sa.Connection) -> None:
+        approval = Approval(
+            self.execution_id,
+            self.loop_id,
+            self.action,
+            "pending",
+            self.requested_at,
+            self.deadline,
+        )
+        insert_approval(connection, approval)
+
+
+Effect = (
+    AuditEntry
+    | IndexArtifacts
+    | RecordMetric
+    | QueueReview
+    | PutState
+    | AppendEvent
+    | RequestApproval
+)
+
+
+@dataclass(slots=True)
+class ExecutionCommit:
+    """One transaction of an execution. It stays open while it waits in the store's queue: the
+    phases that end meanwhile add their rows, values and effects to it (group commit)."""
+
+    execution_id: str
+    lease: Lease | None
+    """The job's lease when a daemon's worker runs the execution: checked before writing."""
+    first: tuple[JobEnvelope, ExecutionRow] | None
+    """The envelope and execution row to insert, for the execution's first commit."""
+    values: dict[str, Any] = field(default_factory=dict)
+    """The execution row's columns as they are now."""
+    phases: list[Mapping[str, Any]] = field(default_factory=list)
+    """Phase rows made by ``PhaseResult.row``."""
+    effects: list[Effect] = field(default_factory=list)
+
+
+def write_commit(connection: sa.Connection, commit: ExecutionCommit) -> None:
+    """An execution's commit, atomically: its lease still held, its row inserted (with its
+    envelope) or updated, its phase rows and its effects."""
+    if commit.lease is not None:
+        check_lease(connection, commit.lease)
+    if commit.first is not None:
+        envelope, row = commit.first
+        insert_envelope(connection, envelope, row.id, row.started_at)
+        insert_execution(connection, replace(row, **commit.values))
+    else:
+        update_execution(connection, commit.execution_id, **commit.values)
+    insert_phases(connection, commit.phases)
+    for effect in commit.effects:
+        effect.apply(connection)

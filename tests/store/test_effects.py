@@ -1,0 +1,112 @@
+"""An execution's commit writes its row, its phase rows and its effects in one transaction."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+
+from loopengine.store import (
+    AppendEvent,
+    Artifact,
+    AuditEntry,
+    ExecutionCommit,
+    ExecutionRow,
+    IndexArtifacts,
+    PhaseResult,
+    PutState,
+    QueueReview,
+    RecordMetric,
+    RequestApproval,
+    approvals,
+    effects,
+    executions,
+    learning,
+    new_envelope,
+    records,
+    signals,
+)
+from loopengine.store._tables import reviews
+
+
+def _first(execution_id: str = "e1") -> tuple[ExecutionCommit, ExecutionRow]:
+    envelope = new_envelope("l1", {})
+    row = ExecutionRow(
+        id=execution_id,
+        loop_id="l1",
+        loop_version="v1",
+        loop_file="l1.yaml",
+        status="running",
+        job_id=envelope.job_id,
+        trigger_type="manual",
+        durability="phase",
+        dry_run=False,
+        started_at=10.0,
+    )
+    return ExecutionCommit(execution_id, None, (envelope, row)), row
+
+
+def test_a_first_commit_inserts_the_execution_its_phases_and_each_effect(
+    connection: sa.Connection,
+) -> None:
+    commit, _ = _first()
+    commit.values.update(status="waiting", last_phase="decide")
+    commit.phases.append(PhaseResult("detect", 10.0, 11.0, True).row("e1", 1))
+    artifact = Artifact("e1", "l1", "report", "decision", "file", "/tmp/r.json", True, 12.0)
+    commit.effects += [
+        AuditEntry("e1", "l1", {"outcome": "completed"}, 12.0),
+        IndexArtifacts((artifact,)),
+        RecordMetric("latency_ms", 120.0, {"node": "a"}, 12.0),
+        QueueReview("e1", "l1", "confidence 0.2 below 0.5", 12.0),
+        PutState("l1", {"score": 0.5}, 3, 11.0, 12.0),
+        AppendEvent("loop.done", "l1", {"n": 1}, 12.0, "e1"),
+        RequestApproval("e1", "l1", "prune", 12.0, 3612.0),
+    ]
+    with connection.begin():
+        effects.write_commit(connection, commit)
+    record = executions.read_record(connection, "e1")
+    assert record is not None
+    assert (record.execution.status, record.execution.last_phase) == ("waiting", "decide")
+    assert [phase.phase for phase in record.phases] == ["detect"]
+    assert record.artifacts == (artifact,)
+    assert record.approval == approvals.Approval("e1", "l1", "prune", "pending", 12.0, 3612.0)
+    assert records.audit_of(connection, "l1", 10) == [
+        records.AuditRecord({"outcome": "completed"}, 12.0)
+    ]
+    assert signals.metric_points(connection, "latency_ms", None) == [
+        signals.Sample(120.0, {"node": "a"}, 12.0)
+    ]
+    assert learning.get_state(connection, "l1") == learning.LearnedState({"score": 0.5}, 3, 11.0)
+    [event] = signals.recent_events(connection, 0)
+    assert (event.name, event.data, event.execution_id) == ("loop.done", {"n": 1}, "e1")
+    reasons = connection.execute(sa.select(reviews.c.reason)).scalars().all()
+    assert reasons == ["confidence 0.2 below 0.5"]
+
+
+def test_a_later_commit_updates_the_execution_it_names(connection: sa.Connection) -> None:
+    first, _ = _first()
+    with connection.begin():
+        effects.write_commit(connection, first)
+    later = ExecutionCommit("e1", None, None, {"status": "finished", "outcome": "completed"})
+    with connection.begin():
+        effects.write_commit(connection, later)
+    row = executions.get_execution(connection, "e1")
+    assert row is not None
+    assert (row.status, row.outcome) == ("finished", "completed")
+
+
+def test_a_failing_effect_keeps_nothing_of_its_commit(connection: sa.Connection) -> None:
+    first, _ = _first()
+    first.effects.append(RequestApproval("e1", "l1", "prune", 12.0, 3612.0))
+    with connection.begin():
+        effects.write_commit(connection, first)
+    again = ExecutionCommit("e1", None, None, {"status": "finished"})
+    again.effects += [
+        AppendEvent("loop.done", "l1", {}, 13.0, "e1"),
+        RequestApproval("e1", "l1", "prune", 13.0, 3613.0),
+    ]
+    with pytest.raises(sa.exc.IntegrityError), connection.begin():
+        effects.write_commit(connection, again)
+    row = executions.get_execution(connection, "e1")
+    assert row is not None
+    assert row.status == "running"
+    assert signals.recent_events(connection, 0) == []
