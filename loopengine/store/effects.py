@@ -18,7 +18,7 @@ from loopengine.store.approvals import Approval, insert_approval
 from loopengine.store.executions import insert_execution, insert_phases, update_execution
 from loopengine.store.jobs import insert_envelope
 from loopengine.store.learning import put_state, queue_review
-from loopengine.store.queue import Lease, check_lease
+from loopengine.store.leases import Lease, check_lease
 from loopengine.store.records import Artifact, insert_artifact, insert_audit
 from loopengine.store.signals import insert_event, insert_metric
 

@@ -24,7 +24,7 @@ from loopengine.store._tables import executions, phase_results
 from loopengine.store.approvals import get_approval
 from loopengine.store.jobs import execution_of_key, get_envelope, insert_envelope
 from loopengine.store.learning import LearnedState, get_state
-from loopengine.store.queue import Lease, check_lease
+from loopengine.store.leases import Lease, check_lease
 from loopengine.store.records import artifacts_of
 
 __all__ = [

@@ -9,13 +9,13 @@ say whether they won.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any, Self
 
 import sqlalchemy as sa
 
-from loopengine.errors import LeaseLost
 from loopengine.store._dialect import dialect_insert
+from loopengine.store._record import Record
 from loopengine.store._tables import (
     approvals,
     artifacts,
@@ -32,6 +32,7 @@ from loopengine.store._tables import (
     trigger_states,
 )
 from loopengine.store.executions import fail_left_running
+from loopengine.store.leases import RUNNING, Lease, check_lease, held
 
 __all__ = [
     "Artifact",
@@ -86,24 +87,11 @@ __all__ = [
     "unpause",
 ]
 
-QUEUED, RUNNING, DONE, SKIPPED = "queued", "running", "done", "skipped"
-
-
-class _Row:
-    """A record read from a row of the same columns, and written back as one."""
-
-    __slots__ = ()
-
-    @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> Self:
-        return cls(**{column.name: row[column.name] for column in fields(cls)})  # type: ignore[arg-type]
-
-    def row(self) -> dict[str, Any]:
-        return {column.name: getattr(self, column.name) for column in fields(self)}  # type: ignore[arg-type]
+QUEUED, DONE, SKIPPED = "queued", "done", "skipped"
 
 
 @dataclass(frozen=True, slots=True)
-class Job(_Row):
+class Job(Record):
     """A trigger firing in the queue: a job (queued, running, done) or a non-run (``skipped``,
     with its reason); ``attempts`` is the fencing token of its latest claim."""
 
@@ -127,7 +115,7 @@ class Job(_Row):
 
 
 @dataclass(frozen=True, slots=True)
-class Tick(_Row):
+class Tick(Record):
     """A cron slot, decided once: run (``queued``, with its job) or not (with why)."""
 
     loop_id: str
@@ -140,7 +128,7 @@ class Tick(_Row):
 
 
 @dataclass(frozen=True, slots=True)
-class Event(_Row):
+class Event(Record):
     """An event of the log, as the dispatcher matches it."""
 
     id: int
@@ -152,7 +140,7 @@ class Event(_Row):
 
 
 @dataclass(frozen=True, slots=True)
-class Point(_Row):
+class Point(Record):
     """A metric's point, as threshold triggers read it."""
 
     id: int
@@ -162,7 +150,7 @@ class Point(_Row):
 
 
 @dataclass(frozen=True, slots=True)
-class TriggerState(_Row):
+class TriggerState(Record):
     """A threshold trigger's saved state (``ThresholdState``) and when it was last evaluated."""
 
     loop_id: str
@@ -195,7 +183,7 @@ class Served:
 
 
 @dataclass(frozen=True, slots=True)
-class Daemon(_Row):
+class Daemon(Record):
     """A daemon's row: its heartbeat, and each loop it serves with its triggers' next fires."""
 
     id: str
@@ -226,7 +214,7 @@ class Daemon(_Row):
 
 
 @dataclass(frozen=True, slots=True)
-class Artifact(_Row):
+class Artifact(Record):
     """An artifact's row: where its content is kept, and until when."""
 
     id: int
@@ -352,16 +340,6 @@ def claimable(
     return [Job.from_row(row) for row in connection.execute(query).mappings()]
 
 
-@dataclass(frozen=True, slots=True)
-class Lease:
-    """A worker's claim on a job, and its fencing token: the job's ``attempts`` once claimed,
-    which the next claim (another daemon taking over an expired lease) raises."""
-
-    job_id: str
-    owner: str
-    generation: int
-
-
 def claim_job(connection: sa.Connection, job: Job, owner: str, lease_until: float) -> Lease:
     connection.execute(
         jobs.update()
@@ -398,23 +376,6 @@ def claim_next(
     return found[0], claim_job(connection, found[0], owner, now + lease_s)
 
 
-def _held(lease: Lease) -> tuple[sa.ColumnElement[bool], ...]:
-    return (
-        jobs.c.id == lease.job_id,
-        jobs.c.owner == lease.owner,
-        jobs.c.attempts == lease.generation,
-        jobs.c.status == RUNNING,
-    )
-
-
-def check_lease(connection: sa.Connection, lease: Lease) -> None:
-    """Raise ``LeaseLost`` unless ``lease`` still holds its job; the job's row stays locked until
-    the transaction ends (PostgreSQL), so a takeover waits for what this transaction commits."""
-    query = sa.select(jobs.c.id).where(*_held(lease)).with_for_update()
-    if connection.execute(query).first() is None:
-        raise LeaseLost(f"job {lease.job_id} passed to another daemon: this one stops")
-
-
 def renew_leases(
     connection: sa.Connection, owner: str, job_ids: Iterable[str], lease_until: float
 ) -> tuple[set[str], set[str]]:
@@ -443,7 +404,7 @@ def finish_job(
     """Record how the job of ``lease`` ended; False when the lease no longer holds it."""
     result = connection.execute(
         jobs.update()
-        .where(*_held(lease))
+        .where(*held(lease))
         .values(
             status=DONE,
             outcome=outcome,
@@ -499,7 +460,7 @@ def release_owners(connection: sa.Connection, owners: Iterable[str]) -> None:
 def requeue(connection: sa.Connection, lease: Lease, now: float) -> bool:
     """Give the job of ``lease`` back to the queue (any daemon, this one too, claims it again and
     resumes its execution); False when the lease no longer held it."""
-    query = jobs.update().where(*_held(lease))
+    query = jobs.update().where(*held(lease))
     back = query.values(status=QUEUED, owner=None, lease_until=None, not_before=now)
     return bool(connection.execute(back).rowcount)
 

@@ -71,9 +71,8 @@ async def test_alert_source_reads_the_firing_thresholds_whose_metric_matches(
     state = {"state": "firing", "value": 97.0, "since": 5.0, "armed": True}
     for trigger_id, metric in (("hot", "cpu.load"), ("full", "disk.used")):
         row = {"loop_id": "watch", "trigger_id": trigger_id, "metric": metric, **state}
-        await harness.store.write(
-            queue.save_trigger_state, {**row, "cleared_at": None, "evaluated_at": 6.0}
-        )
+        saved = queue.TriggerState(**row, cleared_at=None, evaluated_at=6.0)
+        await harness.store.write(queue.save_trigger_state, saved)
     loop = harness.loop(
         "id: alerted\ntrigger: {type: manual}\ndetect:\n  sources:\n"
         "    - {type: alert, name: 'cpu.*', as: hot}\n"
