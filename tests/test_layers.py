@@ -40,16 +40,18 @@ LAYERS: dict[str, frozenset[str]] = {
     # The event source matches event names with the trigger layer's pure pattern matcher.
     "skills.builtin": frozenset({"skills", "contract", "expr", "triggers", "llm", "store"}),
     "engine": frozenset({"contract", "expr", "skills", "llm", "store", "triggers"}),
+    # The composition: settings, the workspace (built-ins and plugins), the runtime over the engine.
+    "app": frozenset(
+        {"contract", "expr", "triggers", "store", "skills", "skills.builtin", "llm", "engine"}
+    ),
     "testing": frozenset({"llm", "store"}),
     # The daemon runs on the composed runtime (store, engine, registry), as ``run`` does; its chat
-    # endpoints answer one message as ``loopengine chat`` does (``chat``, over the runtime); its
-    # thread endpoints append batches by the llm layer's thread rules (seed 002).
-    "daemon": frozenset(
-        {"contract", "expr", "triggers", "store", "engine", "runtime", "chat", "llm"}
-    ),
+    # endpoints answer one message as ``loopengine chat`` does (``app``); its thread endpoints
+    # append batches by the llm layer's thread rules (seed 002).
+    "daemon": frozenset({"contract", "expr", "triggers", "store", "engine", "app", "llm"}),
 }
-"""What each layer may import besides itself and ``BASE``; unlisted modules (the CLI, the
-workspace and runtime that compose the layers) may import anything."""
+"""What each layer may import besides itself and ``BASE``; unlisted modules (the CLI and the
+commands, the faces) may import anything."""
 
 
 def _module(path: Path) -> str:

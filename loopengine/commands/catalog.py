@@ -8,9 +8,9 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from loopengine.app import load_workspace
 from loopengine.commands._console import Console
 from loopengine.contract import SourceType
-from loopengine.workspace import load_workspace
 
 __all__ = ["run_schema", "run_skills", "run_tools"]
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from fastapi import FastAPI, Query
 from starlette.exceptions import HTTPException
 
+from loopengine.app import Firing
 from loopengine.daemon._api_context import (
     MAX_SESSION_ID,
     SESSION_ID,
@@ -15,7 +16,6 @@ from loopengine.daemon._api_context import (
     queue_firing,
     queued_job,
 )
-from loopengine.daemon._intake import Firing
 from loopengine.llm import (
     AUTOLEARN_LOOPS,
     AutolearnLoop,

@@ -26,7 +26,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from loopengine._suggestions import hint
-from loopengine.chat import ChatAnswer, Mode, chat, chat_loop
+from loopengine.app import ChatAnswer, Mode, chat, chat_loop
 from loopengine.contract import Loop
 from loopengine.daemon._api_context import MAX_SESSION_ID, SESSION_ID, ApiContext
 from loopengine.errors import ContractError, LoopEngineError

@@ -17,6 +17,7 @@ import anyio
 from loopengine._faults import describe, next_pause
 from loopengine._resources import shipped_loop
 from loopengine._secrets import remember
+from loopengine.app import Runtime, open_runtime
 from loopengine.contract import Config, Loop
 from loopengine.daemon._access import bind_problem
 from loopengine.daemon._dispatcher import Dispatcher
@@ -29,7 +30,6 @@ from loopengine.daemon._workers import Workers
 from loopengine.engine import escalate_overdue, owner_died
 from loopengine.errors import ContractError, LoopEngineError, StoreUnavailable
 from loopengine.expr import compile_template
-from loopengine.runtime import Runtime, open_runtime
 from loopengine.store import new_id, queue
 
 __all__ = ["PRUNE_S", "RELOAD_S", "TIMERS_S", "run_daemon"]

@@ -14,10 +14,10 @@ from typing import Any
 import anyio
 import pytest
 
+from loopengine.app import Firing
 from loopengine.contract import Config, Loop, LoopLoader
 from loopengine.contract.checks import Env
 from loopengine.daemon import DaemonLog
-from loopengine.daemon._intake import Firing
 from loopengine.daemon._workers import Workers
 from loopengine.engine import Engine, Services, resume
 from loopengine.skills.builtin import builtin_registry

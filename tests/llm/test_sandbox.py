@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from loopengine.app import private_paths
 from loopengine.contract import Config
 from loopengine.llm import Toolbox, builtin_tools, offered_tools
-from loopengine.settings import private_paths
 from loopengine.skills import Registry
 
 pytestmark = pytest.mark.anyio

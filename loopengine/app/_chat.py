@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from loopengine._resources import shipped_loop
+from loopengine.app._runtime import Runtime, listening
 from loopengine.contract import Loop, Outcome, input_problems
 from loopengine.errors import ContractError, LoopEngineError
-from loopengine.runtime import Runtime, listening
 from loopengine.store import executions, new_envelope
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from loopengine.settings import Settings, read_settings
+from loopengine.app._settings import Settings, read_settings
 from loopengine.store import Reader, open_read_only
 
 __all__ = ["open_reader", "read_store"]

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from loopengine._startup import settle
+from loopengine.app._reader import read_store
+from loopengine.app._workspace import Workspace, load_workspace
 from loopengine.contract import Loop, LoopLoader
 from loopengine.engine import Engine, PhaseListener, Services, escalate_overdue, recover_interrupted
-from loopengine.reader import read_store
 from loopengine.skills import Progress
 from loopengine.store import Store
-from loopengine.workspace import Workspace, load_workspace
 
 __all__ = ["Runtime", "listening", "open_runtime"]
 

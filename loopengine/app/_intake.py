@@ -11,12 +11,11 @@ from functools import partial
 from typing import Any
 
 from loopengine.contract import Loop
-from loopengine.daemon._log import DaemonLog
 from loopengine.store import new_envelope, queue
-from loopengine.store.intake import Arrival, Intake
+from loopengine.store.intake import Arrival
 from loopengine.triggers import OverlapDecision, on_overlap
 
-__all__ = ["Firing", "log_intake"]
+__all__ = ["Firing"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,14 +67,3 @@ def _admit(loop: Loop, running: int, queued: int) -> OverlapDecision:
         max_running=concurrency.max,
         max_queue=concurrency.max_queue,
     )
-
-
-def log_intake(log: DaemonLog, intake: Intake, **fields: Any) -> bool:
-    """One log line for what became of a firing: ``fire`` with its job, or ``skip`` with why
-    (a duplicate, already recorded by this or another daemon, says nothing). Whether it queued."""
-    if intake.status == queue.QUEUED:
-        log.line("fire", **fields, job=intake.job_id)
-        return True
-    if intake.status != "duplicate":
-        log.line("skip", intake.reason or intake.status, **fields, status=intake.status)
-    return False

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from loopengine.app import Firing
 from loopengine.contract import Config, Loop, LoopLoader
 from loopengine.contract.checks import Env
-from loopengine.daemon import Firing
 from loopengine.skills.builtin import builtin_registry
 from loopengine.store import Store, intake, queue
 from loopengine.testing import memory_store

@@ -6,9 +6,15 @@ from pathlib import Path
 
 import pytest
 
+from loopengine.app import (
+    CONFIG_ENV,
+    DATABASE_ENV,
+    find_config,
+    load_workspace,
+    private_paths,
+    read_settings,
+)
 from loopengine.errors import ContractError
-from loopengine.settings import CONFIG_ENV, DATABASE_ENV, find_config, private_paths, read_settings
-from loopengine.workspace import load_workspace
 from tests.conftest import SEED_DIR
 
 

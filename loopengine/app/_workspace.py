@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from loopengine.app._settings import Settings, read_settings
 from loopengine.contract.checks import Env
 from loopengine.errors import ContractError
-from loopengine.settings import Settings, read_settings
 from loopengine.skills import Registry, load_entry_points, load_plugin
 from loopengine.skills.builtin import builtin_registry
 
