@@ -45,13 +45,15 @@ LAYERS: dict[str, frozenset[str]] = {
         {"contract", "expr", "triggers", "store", "skills", "skills.builtin", "llm", "engine"}
     ),
     "testing": frozenset({"llm", "store"}),
-    # The daemon runs on the composed runtime (store, engine, registry), as ``run`` does; its chat
-    # endpoints answer one message as ``loopengine chat`` does (``app``); its thread endpoints
-    # append batches by the llm layer's thread rules (seed 002).
+    # The daemon runs on the composed runtime (store, engine, registry), as ``run`` does.
     "daemon": frozenset({"contract", "expr", "triggers", "store", "engine", "app", "llm"}),
+    # The HTTP API, a face beside the commands: its chat endpoints answer one message as
+    # ``loopengine chat`` does (``app``); its thread endpoints append batches by the llm layer's
+    # thread rules (seed 002).
+    "api": frozenset({"contract", "expr", "triggers", "store", "engine", "app", "llm", "daemon"}),
 }
 """What each layer may import besides itself and ``BASE``; unlisted modules (the CLI and the
-commands, the faces) may import anything."""
+commands, faces over the others) may import anything."""
 
 
 def _module(path: Path) -> str:
@@ -184,6 +186,8 @@ def test_no_import_cycle() -> None:
         ("loopengine.skills._registry", "loopengine.skills.builtin"),
         ("loopengine.contract._loop", "loopengine"),
         ("loopengine._concurrency", "loopengine.store"),
+        ("loopengine.daemon._daemon", "loopengine.api._app"),
+        ("loopengine.app._runtime", "loopengine.daemon"),
     ],
 )
 def test_the_table_refuses_what_the_architecture_forbids(source: str, target: str) -> None:

@@ -21,7 +21,8 @@ async def run_daemon_command(
 ) -> int:
     """Run the daemon; what its skills and plugins print to stdout or stderr has known secrets
     masked, as its log has."""
-    from loopengine.daemon import DaemonLog, run_daemon
+    from loopengine.api import run_daemon
+    from loopengine.daemon import DaemonLog
 
     log = DaemonLog(console.out, as_json=as_json)
     with (

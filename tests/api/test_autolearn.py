@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from loopengine.testing import FakeLLMServer, answering, reply
+from tests.api.test_chat import TOKEN, _start
 from tests.daemon.conftest import Workspace
-from tests.daemon.test_api_chat import TOKEN, _start
 from tests.waiting import wait_until
 
 HEADERS = {"Authorization": f"Bearer {TOKEN}"}

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from loopengine.daemon._server import Clients, listening_socket
+from loopengine.api._server import Clients, listening_socket
 from tests.daemon.conftest import BY_HAND, Workspace
 
 DEADLINE_S = 30.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from loopengine.daemon._access import bind_problem, is_open, token_accepted
+from loopengine.api._access import bind_problem, is_open, token_accepted
 
 
 def test_without_a_token_every_call_is_accepted() -> None:

@@ -8,14 +8,14 @@ from typing import Annotated, Any
 from fastapi import FastAPI, Query
 from starlette.exceptions import HTTPException
 
-from loopengine.app import Firing
-from loopengine.daemon._api_context import (
+from loopengine.api._context import (
     MAX_SESSION_ID,
     SESSION_ID,
     ApiContext,
     queue_firing,
     queued_job,
 )
+from loopengine.app import Firing
 from loopengine.llm import (
     AUTOLEARN_LOOPS,
     AutolearnLoop,

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from loopengine.daemon._api_threads import (
+from loopengine.api._threads import (
     MAX_ARGUMENT_DEPTH,
     MAX_BATCH,
     MAX_CALLS,

@@ -18,10 +18,9 @@ from starlette.responses import Response
 
 from loopengine._json import NonFiniteNumber, loads
 from loopengine._secrets import remember
+from loopengine.api._context import ApiContext, queue_firing, queued_job
 from loopengine.app import Firing
-from loopengine.daemon._api_context import ApiContext, queue_firing, queued_job
-from loopengine.daemon._hooks import HookRoute
-from loopengine.daemon._log import log_intake
+from loopengine.daemon import HookRoute, log_intake
 from loopengine.errors import ExpressionError, TriggerError
 from loopengine.expr import compile_template
 from loopengine.store import intake, new_id, queue

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field, field_validator
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
-from loopengine.daemon._api_context import MAX_SESSION_ID, SESSION_ID, ApiContext
+from loopengine.api._context import MAX_SESSION_ID, SESSION_ID, ApiContext
 from loopengine.errors import ThreadError
 from loopengine.llm import new_batch
 from loopengine.store import threads

@@ -23,14 +23,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from loopengine._faults import describe
 from loopengine._json import NonFiniteNumber, loads
-from loopengine.daemon._access import OPEN_PATHS, is_open, token_accepted
-from loopengine.daemon._api_autolearn import add_autolearn_routes
-from loopengine.daemon._api_chat import add_chat_routes
-from loopengine.daemon._api_context import ERRORS, ApiContext, error_response
-from loopengine.daemon._api_hooks import add_hook_routes
-from loopengine.daemon._api_loops import add_loop_routes
-from loopengine.daemon._api_metrics import add_metrics_routes
-from loopengine.daemon._api_threads import add_thread_routes
+from loopengine.api._access import OPEN_PATHS, is_open, token_accepted
+from loopengine.api._autolearn import add_autolearn_routes
+from loopengine.api._chat import add_chat_routes
+from loopengine.api._context import ERRORS, ApiContext, error_response
+from loopengine.api._hooks import add_hook_routes
+from loopengine.api._loops import add_loop_routes
+from loopengine.api._metrics import add_metrics_routes
+from loopengine.api._threads import add_thread_routes
 from loopengine.errors import StoreUnavailable
 from loopengine.store import impatient, new_id
 

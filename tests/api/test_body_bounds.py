@@ -11,7 +11,7 @@ import pytest
 from fastapi import FastAPI, Request
 from starlette.types import Message
 
-from loopengine.daemon._api import BodyBounds, InFlight
+from loopengine.api._app import BodyBounds, InFlight
 
 pytestmark = pytest.mark.anyio
 LIMIT = 100

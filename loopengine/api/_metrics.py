@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import FastAPI, Header
 from starlette.responses import Response
 
-from loopengine.daemon._api_context import ApiContext
+from loopengine.api._context import ApiContext
 from loopengine.store import queue
 
 __all__ = ["add_metrics_routes"]

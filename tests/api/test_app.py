@@ -16,7 +16,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from loopengine.daemon._api import MAX_BODY
+from loopengine.api._app import MAX_BODY
 from tests.conftest import ROOT
 from tests.daemon.conftest import BY_HAND, ON_EVENT, Daemon, Workspace
 from tests.waiting import wait_until

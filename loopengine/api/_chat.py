@@ -26,9 +26,9 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from loopengine._suggestions import hint
+from loopengine.api._context import MAX_SESSION_ID, SESSION_ID, ApiContext
 from loopengine.app import ChatAnswer, Mode, chat, chat_loop
 from loopengine.contract import Loop
-from loopengine.daemon._api_context import MAX_SESSION_ID, SESSION_ID, ApiContext
 from loopengine.errors import ContractError, LoopEngineError
 from loopengine.store import new_id
 

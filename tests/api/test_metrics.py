@@ -10,10 +10,10 @@ import anyio
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from loopengine.api._prometheus import DaemonMetrics
 from loopengine.contract import Cluster as ClusterConfig
 from loopengine.contract import Node
 from loopengine.daemon._log import DaemonLog
-from loopengine.daemon._metrics import DaemonMetrics
 from loopengine.errors import LLMError
 from loopengine.llm import Cluster
 from loopengine.store import PhaseResult

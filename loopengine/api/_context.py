@@ -11,11 +11,10 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
+from loopengine.api._prometheus import DaemonMetrics
 from loopengine.app import Firing, Runtime
 from loopengine.contract import Loop
-from loopengine.daemon._hooks import HookRoute
-from loopengine.daemon._log import DaemonLog
-from loopengine.daemon._metrics import DaemonMetrics
+from loopengine.daemon import DaemonLog, HookRoute
 from loopengine.store import Store, intake, queue
 
 __all__ = [

@@ -13,8 +13,8 @@ import httpx
 import pytest
 from starlette.types import Receive, Scope, Send
 
+from loopengine.api._app import _Faults, _outage_in
 from loopengine.daemon import DaemonLog
-from loopengine.daemon._api import _Faults, _outage_in
 from loopengine.errors import StoreUnavailable
 
 

@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from loopengine.api._app import MAX_BODY
 from loopengine.contract import MAX_WEBHOOK_BODY
-from loopengine.daemon._api import MAX_BODY
 from tests.daemon.conftest import Daemon, Workspace
 from tests.waiting import DEADLINE_S
 

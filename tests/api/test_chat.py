@@ -21,7 +21,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Route
 
-from loopengine.daemon import _api_chat
+from loopengine.api import _chat
 from loopengine.testing import FakeLLMServer, reply, tool_call, tool_calls
 from tests.daemon.conftest import Daemon, Workspace
 from tests.test_cli_chat import RESPONSE_KEYS
@@ -405,14 +405,14 @@ def test_without_llm_nodes_chat_is_a_503_saying_what_to_configure(
 
 @pytest.mark.anyio
 async def test_a_slow_stream_sends_keep_alive_comments(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_api_chat, "KEEP_ALIVE_S", 0.02)
+    monkeypatch.setattr(_chat, "KEEP_ALIVE_S", 0.02)
 
     async def produce(sender: MemoryObjectSendStream[str]) -> None:
         await anyio.sleep(0.15)
         await sender.send("data: [DONE]\n\n")
 
-    def endpoint(request: Request) -> _api_chat._EventStream:
-        return _api_chat._EventStream(produce, {})
+    def endpoint(request: Request) -> _chat._EventStream:
+        return _chat._EventStream(produce, {})
 
     app = Starlette(routes=[Route("/", endpoint)])
     transport = httpx.ASGITransport(app=app)

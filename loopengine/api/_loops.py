@@ -14,9 +14,9 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
+from loopengine.api._context import ApiContext, queue_firing, queued_job
 from loopengine.app import Firing
 from loopengine.contract import Outcome, input_problems
-from loopengine.daemon._api_context import ApiContext, queue_firing, queued_job
 from loopengine.engine import answer_approval
 from loopengine.errors import ContractError, LoopEngineError, StoreUnavailable
 from loopengine.store import approvals, executions, new_id, queue, signals, status
