@@ -38,11 +38,12 @@ LAYERS: dict[str, frozenset[str]] = {
     "skills": frozenset({"contract", "expr"}),
     "llm": frozenset({"contract", "skills", "store", "expr"}),
     # The event source matches event names with the trigger layer's pure pattern matcher.
-    "skills.builtin": frozenset({"skills", "contract", "expr", "triggers", "llm", "store"}),
-    "engine": frozenset({"contract", "expr", "skills", "llm", "store", "triggers"}),
+    "builtins": frozenset({"skills", "contract", "expr", "triggers", "llm", "store"}),
+    # The engine hands LLM skills the built-ins' LLM runtime (cluster, toolbox, threads).
+    "engine": frozenset({"contract", "expr", "skills", "builtins", "llm", "store", "triggers"}),
     # The composition: settings, the workspace (built-ins and plugins), the runtime over the engine.
     "app": frozenset(
-        {"contract", "expr", "triggers", "store", "skills", "skills.builtin", "llm", "engine"}
+        {"contract", "expr", "triggers", "store", "skills", "builtins", "llm", "engine"}
     ),
     "testing": frozenset({"llm", "store"}),
     # The daemon runs on the composed runtime (store, engine, registry), as ``run`` does.
@@ -183,7 +184,8 @@ def test_no_import_cycle() -> None:
         ("loopengine.store._store", "loopengine.engine._runner"),
         ("loopengine.llm._agent", "loopengine.engine"),
         ("loopengine.contract._loader", "loopengine.skills._registry"),
-        ("loopengine.skills._registry", "loopengine.skills.builtin"),
+        ("loopengine.skills._registry", "loopengine.builtins"),
+        ("loopengine.llm._agent", "loopengine.builtins._tools"),
         ("loopengine.contract._loop", "loopengine"),
         ("loopengine._concurrency", "loopengine.store"),
         ("loopengine.daemon._daemon", "loopengine.api._app"),

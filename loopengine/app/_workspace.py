@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loopengine.app._settings import Settings, read_settings
+from loopengine.builtins import builtin_registry
 from loopengine.contract.checks import Env
 from loopengine.errors import ContractError
 from loopengine.skills import Registry, load_entry_points, load_plugin
-from loopengine.skills.builtin import builtin_registry
 
 if TYPE_CHECKING:
     from loopengine.contract import Config

@@ -83,7 +83,7 @@ def run_skills(console: Console, config: Path | None, as_json: bool) -> int:
 
 
 def run_tools(console: Console, config: Path | None, as_json: bool) -> int:
-    from loopengine.llm import offered_tools
+    from loopengine.builtins import offered_tools
 
     workspace = load_workspace(config)
     settings = workspace.settings

@@ -1,6 +1,6 @@
-"""OpenAI-compatible clients, cluster health and routing, tool-call parsing, tools, the agent loop
-with its anti-loop guard, the reflexive chain, chat threads, and what the autolearn loops decide
-(scores, users' memory, reviews of the chat's instructions)."""
+"""OpenAI-compatible clients, cluster health and routing, tool-call parsing, the toolbox, the
+agent loop with its anti-loop guard, the reflexive chain, chat threads, and what the autolearn
+loops decide (scores, users' memory, reviews of the chat's instructions)."""
 
 from loopengine.llm._agent import Hooks, RoundCommit, run_agent
 from loopengine.llm._chain import (
@@ -14,7 +14,7 @@ from loopengine.llm._chain import (
 )
 from loopengine.llm._classify import classify_complexity
 from loopengine.llm._client import ChatClient
-from loopengine.llm._cluster import Cluster
+from loopengine.llm._cluster import Cluster, Explore
 from loopengine.llm._conversation import Conversation
 from loopengine.llm._guard import LoopGuard, call_key, canonical
 from loopengine.llm._health import COOL_AFTER, NodeHealth
@@ -62,22 +62,20 @@ from loopengine.llm._review import (
     worth_replaying,
 )
 from loopengine.llm._routing import message_category
-from loopengine.llm._runtime import ChatContext, LLMRuntime
-from loopengine.llm._scores import NodeScore, Sample, Tuning, parse_grade, score_nodes, tune
+from loopengine.llm._scores import (
+    NodeScore,
+    Sample,
+    Tuning,
+    explored,
+    parse_grade,
+    score_nodes,
+    tune,
+)
 from loopengine.llm._stats import LATENCY_BUCKETS_S, NodeStats
 from loopengine.llm._stream import Assembly, event_data, token_usage
 from loopengine.llm._threads import mask_pii, new_batch, prune, with_fresh_call_ids
+from loopengine.llm._toolbox import TOOL_TIMEOUT_S, Toolbox, ToolOutcome
 from loopengine.llm._toolcalls import new_call_id, parse_arguments, parse_reply
-from loopengine.llm._tools import (
-    MAX_READ,
-    TOOL_TIMEOUT_S,
-    Toolbox,
-    ToolOutcome,
-    builtin_tools,
-    checked_address,
-    offered_tools,
-    reaches_inside,
-)
 from loopengine.llm._trends import MAX_ANALYSIS, trend_messages, trends
 
 __all__ = [
@@ -88,7 +86,6 @@ __all__ = [
     "MAX_ANALYSIS",
     "MAX_NESTING",
     "MAX_PATTERN",
-    "MAX_READ",
     "MAX_UNROLLED",
     "REVIEW_THRESHOLD",
     "TOOL_TIMEOUT_S",
@@ -96,12 +93,11 @@ __all__ = [
     "AutolearnLoop",
     "ChainResult",
     "ChatClient",
-    "ChatContext",
     "Cluster",
     "Conversation",
     "Exchange",
+    "Explore",
     "Hooks",
-    "LLMRuntime",
     "LoopGuard",
     "NodeHealth",
     "NodeScore",
@@ -118,17 +114,16 @@ __all__ = [
     "Vote",
     "Weak",
     "answer_messages",
-    "builtin_tools",
     "call_key",
     "canonical",
     "category_means",
     "chain_stages",
     "check_pattern",
-    "checked_address",
     "classify_complexity",
     "decide_candidate",
     "detect_profile",
     "event_data",
+    "explored",
     "followed_routing",
     "history_view",
     "judge_version",
@@ -139,7 +134,6 @@ __all__ = [
     "message_category",
     "new_batch",
     "new_call_id",
-    "offered_tools",
     "parse_arguments",
     "parse_grade",
     "parse_proposal",
@@ -147,7 +141,6 @@ __all__ = [
     "parse_vote",
     "pattern_size",
     "prune",
-    "reaches_inside",
     "read_summary",
     "review_messages",
     "run_agent",

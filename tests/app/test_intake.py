@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from loopengine.app import Firing
+from loopengine.builtins import builtin_registry
 from loopengine.contract import Config, Loop, LoopLoader
 from loopengine.contract.checks import Env
-from loopengine.skills.builtin import builtin_registry
 from loopengine.store import Store, intake, queue
 from loopengine.testing import memory_store
 

@@ -11,17 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
+from loopengine.builtins import builtin_tools
 from loopengine.contract import Node
 from loopengine.errors import StorageError
-from loopengine.llm import (
-    ChatClient,
-    Conversation,
-    Hooks,
-    RoundCommit,
-    Toolbox,
-    builtin_tools,
-    run_agent,
-)
+from loopengine.llm import ChatClient, Conversation, Hooks, RoundCommit, Toolbox, run_agent
 from loopengine.skills import ATTRIBUTE, tool
 from loopengine.store import Store, threads
 from loopengine.testing import FakeLLMServer, Response, reply, tool_call

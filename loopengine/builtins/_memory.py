@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopengine.skills._context import SkillContext
-from loopengine.skills._definition import skill
-from loopengine.skills.builtin._autolearn import ask, store_of
+from loopengine.builtins._autolearn import ask, store_of
+from loopengine.skills import SkillContext, skill
 
 __all__ = ["SUMMARY_TIMEOUT_S", "autolearn_profile", "autolearn_summarize"]
 

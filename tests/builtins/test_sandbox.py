@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from loopengine.app import private_paths
+from loopengine.builtins import builtin_tools, offered_tools
 from loopengine.contract import Config
-from loopengine.llm import Toolbox, builtin_tools, offered_tools
+from loopengine.llm import Toolbox
 from loopengine.skills import Registry
 
 pytestmark = pytest.mark.anyio

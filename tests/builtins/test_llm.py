@@ -8,10 +8,9 @@ from typing import Any
 
 import pytest
 
+from loopengine.builtins import LLMRuntime, builtin_registry
 from loopengine.contract import Config
-from loopengine.llm import LLMRuntime
 from loopengine.skills import Registry, SkillContext
-from loopengine.skills.builtin import builtin_registry
 from loopengine.store import Store, threads
 from loopengine.testing import FakeLLMServer, reply, tool_call
 

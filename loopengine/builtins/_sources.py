@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopengine.errors import SkillError, StorageError
-from loopengine.skills._context import SkillContext
-from loopengine.skills._definition import skill
+from loopengine.skills import SkillContext, skill
 from loopengine.triggers import matches
 
 if TYPE_CHECKING:

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from loopengine.builtins import builtin_registry
 from loopengine.skills import SkillContext
-from loopengine.skills.builtin import builtin_registry
 from loopengine.store import Store, signals
 from loopengine.testing import memory_store
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from loopengine.errors import SkillError
-from loopengine.skills._context import SkillContext
-from loopengine.skills._definition import skill
+from loopengine.skills import SkillContext, skill
 
 if TYPE_CHECKING:
     from loopengine.store import Store

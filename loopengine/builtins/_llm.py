@@ -10,17 +10,17 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from loopengine.errors import SkillError
-from loopengine.skills._context import SkillContext, SkillOutput
-from loopengine.skills._definition import skill
+from loopengine.skills import SkillContext, SkillOutput, skill
 
 if TYPE_CHECKING:
-    from loopengine.llm import ChainResult, ChatContext, Hooks, LLMRuntime, RoundCommit
+    from loopengine.builtins._runtime import ChatContext, LLMRuntime
+    from loopengine.llm import ChainResult, Hooks, RoundCommit
 
 __all__ = ["classify", "llm_agent", "llm_reflexive"]
 
 
 def _runtime(ctx: SkillContext) -> LLMRuntime:
-    from loopengine.llm import LLMRuntime
+    from loopengine.builtins._runtime import LLMRuntime
 
     runtime = ctx.llm
     if not isinstance(runtime, LLMRuntime):

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from loopengine.skills._context import SkillContext
-from loopengine.skills._definition import skill
-from loopengine.skills.builtin._autolearn import (
+from loopengine.builtins._autolearn import (
     NO_CLUSTER,
     ask,
     current_orders,
@@ -18,6 +16,7 @@ from loopengine.skills.builtin._autolearn import (
     grader_of,
     store_of,
 )
+from loopengine.skills import SkillContext, skill
 
 if TYPE_CHECKING:
     from loopengine.store import PromptVersion

@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from loopengine.contract import Config
-from loopengine.llm import (
+from loopengine.builtins import (
     MAX_READ,
-    Toolbox,
     builtin_tools,
     checked_address,
     offered_tools,
     reaches_inside,
 )
+from loopengine.contract import Config
+from loopengine.llm import Toolbox
 from loopengine.skills import Registry
 from loopengine.testing import FakeLLMServer
 

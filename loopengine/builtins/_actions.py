@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from loopengine.contract import BuiltinAction
-from loopengine.skills._context import SkillContext
-from loopengine.skills._definition import skill
+from loopengine.skills import SkillContext, skill
 
 __all__ = ["escalate_to_human", "log_and_notify", "log_only", "none_action", "notify"]
 

@@ -7,13 +7,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from loopengine.builtins._tools import offered_tools
 from loopengine.contract import Config
-from loopengine.llm._cluster import Cluster, Explore
-from loopengine.llm._conversation import Conversation
-from loopengine.llm._health import NodeHealth
-from loopengine.llm._memory import Profile, memory_context
-from loopengine.llm._scores import explored
-from loopengine.llm._tools import Toolbox, offered_tools
+from loopengine.llm import (
+    Cluster,
+    Conversation,
+    Explore,
+    NodeHealth,
+    Profile,
+    Toolbox,
+    explored,
+    memory_context,
+)
 from loopengine.skills import Registry
 from loopengine.store import NodeHealthRow, PromptVersion, Store, UserMemory, autolearn, health
 
