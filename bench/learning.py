@@ -194,7 +194,7 @@ def rollback_scenario(messages: int, cycles: int) -> dict[str, Any]:
     swapped_at: list[int] = []
 
     async def change(world: World, index: int, done: list[Cycle], runtime: Any) -> None:
-        from loopengine.llm import Sample, category_means
+        from loopengine.autolearn import Sample, category_means
         from loopengine.store import autolearn, prompts
 
         if swapped_at or index < 2:

@@ -16,7 +16,7 @@ from loopengine.api._context import (
     queued_job,
 )
 from loopengine.app import Firing
-from loopengine.llm import (
+from loopengine.autolearn import (
     AUTOLEARN_LOOPS,
     AutolearnLoop,
     history_view,

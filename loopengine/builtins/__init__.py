@@ -1,5 +1,5 @@
-"""The built-in skills (decided actions, detect source readers ``source.<type>``, LLM skills), the
-sandboxed tools offered to models, and the LLM runtime the LLM skills share.
+"""The built-in skills (decided actions, detect source readers ``source.<type>``, LLM skills, and
+autolearn's), the sandboxed tools offered to models, and the LLM runtime the LLM skills share.
 
 The skill modules are light: what they run (the store, the LLM client) is imported when they are
 called, so a registry with the built-ins costs no database or HTTP import; the tools and the
@@ -9,7 +9,8 @@ runtime load on first use.
 from typing import TYPE_CHECKING
 
 from loopengine._lazy import lazy_exports
-from loopengine.builtins import _actions, _autolearn, _llm, _memory, _review, _sources
+from loopengine.autolearn import _memory_skills, _review_skills, _skills
+from loopengine.builtins import _actions, _llm, _sources
 from loopengine.skills import Registry
 
 if TYPE_CHECKING:
@@ -49,6 +50,6 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 def builtin_registry() -> Registry:
     """A registry holding the built-in skills (plugins are added to it by the workspace)."""
     registry = Registry()
-    for module in (_actions, _autolearn, _llm, _memory, _review, _sources):
+    for module in (_actions, _skills, _llm, _memory_skills, _review_skills, _sources):
         registry.add_module(module)
     return registry

@@ -7,18 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from loopengine.autolearn import Profile, explored, memory_context
 from loopengine.builtins._tools import offered_tools
 from loopengine.contract import Config
-from loopengine.llm import (
-    Cluster,
-    Conversation,
-    Explore,
-    NodeHealth,
-    Profile,
-    Toolbox,
-    explored,
-    memory_context,
-)
+from loopengine.llm import Cluster, Conversation, Explore, NodeHealth, Toolbox
 from loopengine.skills import Registry
 from loopengine.store import NodeHealthRow, PromptVersion, Store, UserMemory, autolearn, health
 

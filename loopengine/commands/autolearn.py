@@ -7,8 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from loopengine.app import open_reader, read_settings, read_store
+from loopengine.autolearn import (
+    AUTOLEARN_LOOPS,
+    history_view,
+    memory_view,
+    scores_view,
+    status_view,
+)
 from loopengine.commands._console import Console
-from loopengine.llm import AUTOLEARN_LOOPS, history_view, memory_view, scores_view, status_view
 from loopengine.store import autolearn, memory
 
 __all__ = ["run_autolearn"]

@@ -44,7 +44,7 @@ RELEASE_S = 5.0
 def _shipped_fallbacks(config: Config) -> tuple[Path, ...]:
     """The shipped autolearn loops the daemon schedules beside its folder's (``daemon.autolearn``,
     with a cluster to learn about)."""
-    from loopengine.llm import AUTOLEARN_LOOPS
+    from loopengine.autolearn import AUTOLEARN_LOOPS
 
     if not (config.daemon.autolearn and config.cluster.nodes):
         return ()

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from loopengine.autolearn import MAX_ANALYSIS
 from loopengine.cli import main
-from loopengine.llm import MAX_ANALYSIS
 from loopengine.store import autolearn, executions, memory, migrate
 from loopengine.testing import FakeLLMServer, raw, reply, status
 from tests.conftest import ROOT

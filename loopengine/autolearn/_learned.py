@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
+from loopengine.autolearn._scores import Sample, score_nodes
 from loopengine.contract import Config
-from loopengine.llm._routing import DEFAULT_CATEGORY, order_source, route_order
-from loopengine.llm._scores import Sample, score_nodes
+from loopengine.llm import DEFAULT_CATEGORY, order_source, route_order
 from loopengine.store import UserMemory, iso
 from loopengine.store.autolearn import HistoryEntry, Learned, RoutingOrder
 

@@ -3,7 +3,7 @@ node about them: pure."""
 
 from __future__ import annotations
 
-from loopengine.llm._trends import trend_messages, trends
+from loopengine.autolearn._trends import trend_messages, trends
 
 NOW = {"code": [{"node": "M1", "score": 7.5}, {"node": "OL1", "score": 6.0}]}
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopengine.llm._review import (
+from loopengine.autolearn._review import (
     MAX_PROMPT,
     SHOWN_CHARS,
     Vote,
@@ -26,7 +26,7 @@ from loopengine.llm._review import (
     weakest,
     worth_replaying,
 )
-from loopengine.llm._scores import Sample, parse_grade
+from loopengine.autolearn._scores import Sample, parse_grade
 from loopengine.store.autolearn import ChatSample
 
 # judged_grade and category_means

@@ -55,7 +55,7 @@ def store_of(ctx: SkillContext) -> Store:
 
 async def current_orders(ctx: SkillContext) -> dict[str, list[str]]:
     """Each category's routing order: the tuned one over the config's."""
-    from loopengine.llm import followed_routing
+    from loopengine.autolearn._learned import followed_routing
     from loopengine.store import autolearn
 
     followed = followed_routing(ctx.config, await store_of(ctx).read(autolearn.routing))
@@ -86,7 +86,7 @@ async def ask(
 
 async def grade_reply(runtime: Any, grader: str, message: str, reply: str) -> float | None:
     """The grader's 1–10 for one reply; None when it fails, is late or says no number."""
-    from loopengine.llm import parse_grade
+    from loopengine.autolearn._scores import parse_grade
 
     prompt = GRADING_PROMPT.format(message=message, reply=reply)
     answer = await ask(runtime, grader, [{"role": "user", "content": prompt}], GRADE_TIMEOUT_S)
@@ -157,7 +157,8 @@ async def _grade_claimed(
     "older than two windows are dropped.",
 )
 async def autolearn_scores(ctx: SkillContext) -> dict[str, Any]:
-    from loopengine.llm import Sample, trends, tune
+    from loopengine.autolearn._scores import Sample, tune
+    from loopengine.autolearn._trends import trends
     from loopengine.store import autolearn
 
     settings, store = ctx.config.autolearn, store_of(ctx)
@@ -223,7 +224,7 @@ async def autolearn_route(
 async def autolearn_analyze_trends(
     ctx: SkillContext, trends: dict[str, list[dict[str, Any]]], timeout_s: float = 60.0
 ) -> dict[str, Any]:
-    from loopengine.llm import MAX_ANALYSIS, trend_messages
+    from loopengine.autolearn._trends import MAX_ANALYSIS, trend_messages
 
     node = ctx.config.autolearn.node("analysis", ctx.config.cluster.chain)
     moved = any(n["delta"] for nodes in trends.values() for n in nodes)

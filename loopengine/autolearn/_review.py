@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import TYPE_CHECKING, Literal, TypeGuard
 
-from loopengine.llm._scores import Sample
+from loopengine.autolearn._scores import Sample
 
 if TYPE_CHECKING:
     from loopengine.store.autolearn import ChatSample
-from loopengine.llm._text import CONTROL, drop_think
+from loopengine.autolearn._text import CONTROL, drop_think
 
 __all__ = [
     "MAX_PROMPT",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopengine.builtins._autolearn import ask, store_of
+from loopengine.autolearn._skills import ask, store_of
 from loopengine.skills import SkillContext, skill
 
 __all__ = ["SUMMARY_TIMEOUT_S", "autolearn_profile", "autolearn_summarize"]
@@ -22,7 +22,7 @@ SUMMARY_TIMEOUT_S = 120.0
     "a deep summary.",
 )
 async def autolearn_profile(ctx: SkillContext, limit: int = 100) -> dict[str, Any]:
-    from loopengine.llm import Exchange, detect_profile
+    from loopengine.autolearn._memory import Exchange, detect_profile
     from loopengine.store import memory
 
     store, settings = store_of(ctx), ctx.config.autolearn
@@ -55,7 +55,7 @@ async def autolearn_profile(ctx: SkillContext, limit: int = 100) -> dict[str, An
 async def autolearn_summarize(
     ctx: SkillContext, users: list[str], limit: int = 3, dry_run: bool = False
 ) -> dict[str, Any]:
-    from loopengine.llm import Exchange, Profile, read_summary, summary_messages
+    from loopengine.autolearn._memory import Exchange, Profile, read_summary, summary_messages
     from loopengine.store import memory
 
     store, settings, chain = store_of(ctx), ctx.config.autolearn, ctx.config.cluster.chain

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from loopengine.llm._scores import (
+from loopengine.autolearn._scores import (
     NEUTRAL_QUALITY,
     NodeScore,
     Sample,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
-from loopengine.llm._text import CONTROL, drop_think
+from loopengine.autolearn._text import CONTROL, drop_think
 
 __all__ = [
     "EXCHANGE_CHARS",

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopengine.llm._memory import (
+from loopengine.autolearn._memory import (
     EXCHANGE_CHARS,
     MAX_CONTEXT,
     MAX_SUMMARY,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from loopengine.builtins._autolearn import (
+from loopengine.autolearn._skills import (
     NO_CLUSTER,
     ask,
     current_orders,
@@ -49,7 +49,8 @@ def _judgements(
     """How each watched version fares against the mean grade before it (``judge_version``);
     a version with no response since it was last judged waits (a cycle counts on new evidence
     only)."""
-    from loopengine.llm import Sample, judge_version, judged_grade
+    from loopengine.autolearn._review import judge_version, judged_grade
+    from loopengine.autolearn._scores import Sample
 
     found = []
     for category, prompt in sorted(active.items()):
@@ -83,7 +84,8 @@ def _weakest_category(
 ) -> tuple[dict[str, Any] | None, str]:
     """The category to review (the lowest mean grade among those with weak responses under a
     version no longer watched), and one line saying why."""
-    from loopengine.llm import Sample, category_means, judged_grade, weakest
+    from loopengine.autolearn._review import category_means, judged_grade, weakest
+    from loopengine.autolearn._scores import Sample
 
     def settled(row: ChatSample) -> bool:
         """Answered under the category's current instructions, no longer watched."""
@@ -156,7 +158,7 @@ def _runtime_or_none(ctx: SkillContext) -> Any:
 
 
 def _weak_of(chosen: dict[str, Any]) -> list[Any]:
-    from loopengine.llm import Weak
+    from loopengine.autolearn._review import Weak
 
     return [
         Weak(w["id"], w["node"], chosen["category"], w["message"], w["reply"], w["quality"])
@@ -170,7 +172,7 @@ def _weak_of(chosen: dict[str, Any]) -> list[Any]:
     "its weak responses (60 s).",
 )
 async def autolearn_propose(ctx: SkillContext, chosen: dict[str, Any] | None) -> dict[str, Any]:
-    from loopengine.llm import parse_proposal, review_messages
+    from loopengine.autolearn._review import parse_proposal, review_messages
     from loopengine.store import prompts
 
     runtime = _runtime_or_none(ctx)
@@ -197,7 +199,8 @@ async def autolearn_propose(ctx: SkillContext, chosen: dict[str, Any] | None) ->
 async def autolearn_check(
     ctx: SkillContext, chosen: dict[str, Any] | None, proposal: dict[str, Any] | None
 ) -> dict[str, Any]:
-    from loopengine.llm import parse_grade, validation_messages
+    from loopengine.autolearn._review import validation_messages
+    from loopengine.autolearn._scores import parse_grade
 
     runtime, grader = grader_of(ctx)
     if chosen is None or proposal is None or not proposal["candidate"] or grader is None:
@@ -221,7 +224,7 @@ async def autolearn_vote(
     proposal: dict[str, Any] | None,
     validation: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    from loopengine.llm import parse_vote, validated, vote_messages
+    from loopengine.autolearn._review import parse_vote, validated, vote_messages
 
     runtime = _runtime_or_none(ctx)
     score = validation["score"] if validation else None
@@ -270,7 +273,7 @@ async def autolearn_replay(
     vote: dict[str, Any] | None,
     verdict: str = "",
 ) -> dict[str, Any]:
-    from loopengine.llm import Vote, decide_candidate, worth_replaying
+    from loopengine.autolearn._review import Vote, decide_candidate, worth_replaying
 
     if chosen is None or proposal is None or not proposal["candidate"]:
         reason = verdict if proposal is None else f"no candidate: {proposal['problem']}"
