@@ -37,11 +37,15 @@ LAYERS: dict[str, frozenset[str]] = {
     "store": frozenset(),
     "skills": frozenset({"contract", "expr"}),
     "llm": frozenset({"contract", "skills", "store", "expr"}),
+    # A thread's batches get fresh call ids; a conversation commits the agent loop's rounds.
+    "threads": frozenset({"llm", "store"}),
     "autolearn": frozenset({"skills", "contract", "llm", "store"}),
     # The event source matches event names with the trigger layer's pure pattern matcher; the
     # registry holds autolearn's skills beside the others; the LLM runtime answers with what
     # autolearn remembers of the user and explores the nodes it scored.
-    "builtins": frozenset({"skills", "contract", "expr", "triggers", "llm", "store", "autolearn"}),
+    "builtins": frozenset(
+        {"skills", "contract", "expr", "triggers", "llm", "threads", "store", "autolearn"}
+    ),
     # The engine hands LLM skills the built-ins' LLM runtime (cluster, toolbox, threads).
     "engine": frozenset({"contract", "expr", "skills", "builtins", "llm", "store", "triggers"}),
     # The composition: settings, the workspace (built-ins and plugins), the runtime over the engine.
@@ -55,10 +59,21 @@ LAYERS: dict[str, frozenset[str]] = {
         {"contract", "expr", "triggers", "store", "engine", "app", "llm", "autolearn"}
     ),
     # The HTTP API, a face beside the commands: its chat endpoints answer one message as
-    # ``loopengine chat`` does (``app``); its thread endpoints append batches by the llm layer's
-    # thread rules (seed 002).
+    # ``loopengine chat`` does (``app``); its thread endpoints append batches by the threads
+    # layer's rules (seed 002).
     "api": frozenset(
-        {"contract", "expr", "triggers", "store", "engine", "app", "llm", "autolearn", "daemon"}
+        {
+            "contract",
+            "expr",
+            "triggers",
+            "store",
+            "engine",
+            "app",
+            "llm",
+            "threads",
+            "autolearn",
+            "daemon",
+        }
     ),
 }
 """What each layer may import besides itself and ``BASE``; unlisted modules (the CLI and the
@@ -195,6 +210,7 @@ def test_no_import_cycle() -> None:
         ("loopengine.skills._registry", "loopengine.builtins"),
         ("loopengine.llm._agent", "loopengine.builtins._tools"),
         ("loopengine.autolearn._skills", "loopengine.builtins"),
+        ("loopengine.llm._chain", "loopengine.threads"),
         ("loopengine.contract._loop", "loopengine"),
         ("loopengine._concurrency", "loopengine.store"),
         ("loopengine.daemon._daemon", "loopengine.api._app"),

@@ -16,8 +16,8 @@ from starlette.responses import Response
 
 from loopengine.api._context import MAX_SESSION_ID, SESSION_ID, ApiContext
 from loopengine.errors import ThreadError
-from loopengine.llm import new_batch
 from loopengine.store import threads
+from loopengine.threads import new_batch
 from loopengine.triggers import nesting
 
 __all__ = [

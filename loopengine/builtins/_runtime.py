@@ -10,9 +10,10 @@ from pathlib import Path
 from loopengine.autolearn import Profile, explored, memory_context
 from loopengine.builtins._tools import offered_tools
 from loopengine.contract import Config
-from loopengine.llm import Cluster, Conversation, Explore, NodeHealth, Toolbox
+from loopengine.llm import Cluster, Explore, NodeHealth, Toolbox
 from loopengine.skills import Registry
 from loopengine.store import NodeHealthRow, PromptVersion, Store, UserMemory, autolearn, health
+from loopengine.threads import Conversation
 
 __all__ = ["ChatContext", "LLMRuntime"]
 

@@ -1,5 +1,5 @@
 """OpenAI-compatible clients, cluster health and routing, tool-call parsing, the toolbox, the
-agent loop with its anti-loop guard, the reflexive chain, and chat threads."""
+agent loop with its anti-loop guard and the reflexive chain."""
 
 from loopengine.llm._agent import Hooks, RoundCommit, run_agent
 from loopengine.llm._chain import (
@@ -14,7 +14,6 @@ from loopengine.llm._chain import (
 from loopengine.llm._classify import classify_complexity
 from loopengine.llm._client import ChatClient
 from loopengine.llm._cluster import Cluster, Explore
-from loopengine.llm._conversation import Conversation
 from loopengine.llm._guard import LoopGuard, call_key, canonical
 from loopengine.llm._health import COOL_AFTER, NodeHealth
 from loopengine.llm._pattern import (
@@ -28,7 +27,6 @@ from loopengine.llm._pattern import (
 from loopengine.llm._routing import DEFAULT_CATEGORY, message_category, order_source, route_order
 from loopengine.llm._stats import LATENCY_BUCKETS_S, NodeStats
 from loopengine.llm._stream import Assembly, event_data, token_usage
-from loopengine.llm._threads import mask_pii, new_batch, prune, with_fresh_call_ids
 from loopengine.llm._toolbox import TOOL_TIMEOUT_S, Toolbox, ToolOutcome
 from loopengine.llm._toolcalls import new_call_id, parse_arguments, parse_reply
 
@@ -45,7 +43,6 @@ __all__ = [
     "ChainResult",
     "ChatClient",
     "Cluster",
-    "Conversation",
     "Explore",
     "Hooks",
     "LoopGuard",
@@ -63,19 +60,15 @@ __all__ = [
     "check_pattern",
     "classify_complexity",
     "event_data",
-    "mask_pii",
     "message_category",
-    "new_batch",
     "new_call_id",
     "order_source",
     "parse_arguments",
     "parse_reply",
     "pattern_size",
-    "prune",
     "route_order",
     "run_agent",
     "run_chain",
     "run_simple",
     "token_usage",
-    "with_fresh_call_ids",
 ]

@@ -8,9 +8,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from loopengine.llm._agent import RoundCommit
-from loopengine.llm._threads import call_ids, new_batch, prune, with_fresh_call_ids
+from loopengine.llm import RoundCommit
 from loopengine.store import Pending, Store, threads
+from loopengine.threads._batches import call_ids, new_batch, prune, with_fresh_call_ids
 
 __all__ = ["THREAD_WINDOW", "Conversation"]
 

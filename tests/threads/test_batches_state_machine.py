@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from loopengine.errors import ThreadError
-from loopengine.llm import new_batch
 from loopengine.store import create_engine, migrate, threads
+from loopengine.threads import new_batch
 
 SESSION = "s"
 

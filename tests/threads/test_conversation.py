@@ -14,10 +14,11 @@ import pytest
 from loopengine.builtins import builtin_tools
 from loopengine.contract import Node
 from loopengine.errors import StorageError
-from loopengine.llm import ChatClient, Conversation, Hooks, RoundCommit, Toolbox, run_agent
+from loopengine.llm import ChatClient, Hooks, RoundCommit, Toolbox, run_agent
 from loopengine.skills import ATTRIBUTE, tool
 from loopengine.store import Store, threads
 from loopengine.testing import FakeLLMServer, Response, reply, tool_call
+from loopengine.threads import Conversation
 
 pytestmark = pytest.mark.anyio
 USER = {"role": "user", "content": "What is in the folder?"}

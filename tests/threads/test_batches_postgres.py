@@ -10,8 +10,8 @@ import pytest
 import sqlalchemy as sa
 
 from loopengine.errors import ThreadError
-from loopengine.llm import new_batch
 from loopengine.store import threads
+from loopengine.threads import new_batch
 from tests.postgres import migrated_engine
 from tests.waiting import wait_until_blocked
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from loopengine.errors import ThreadError
-from loopengine.llm._toolcalls import new_call_id
+from loopengine.llm import new_call_id
 from loopengine.store import Batch, BatchState
 
 __all__ = [

@@ -11,8 +11,8 @@ import pytest
 
 from loopengine._secrets import remember
 from loopengine.errors import ThreadError
-from loopengine.llm import mask_pii, new_batch, prune, with_fresh_call_ids
 from loopengine.store import Store, threads
+from loopengine.threads import mask_pii, new_batch, prune, with_fresh_call_ids
 
 pytestmark = pytest.mark.anyio
 
