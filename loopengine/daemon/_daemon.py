@@ -52,6 +52,9 @@ def _shipped_fallbacks(config: Config) -> tuple[Path, ...]:
 
 
 class Daemon:
+    """One daemon's parts over a runtime (loop folder, workers, scheduler, dispatcher, threshold
+    watcher, hook table) and the chores they share; ``api.run_daemon`` serves them."""
+
     def __init__(self, runtime: Runtime, folder: Path, log: DaemonLog) -> None:
         settings = runtime.workspace.config.daemon
         self.runtime = runtime
