@@ -217,8 +217,7 @@ async def bench_endpoints(api: str, args: argparse.Namespace) -> dict[str, list[
 
 async def bench_chat(api: str, root: Path, chats: int) -> dict[str, list[float]]:
     """One chat message over HTTP and in-process, interleaved: each one's time (ms)."""
-    from loopengine.chat import chat, chat_loop
-    from loopengine.runtime import open_runtime
+    from loopengine.app import chat, chat_loop, open_runtime
 
     times: dict[str, list[float]] = {"HTTP /v1/chat/completions": [], "in-process chat": []}
     request = {"model": "loopengine-simple", "messages": [{"role": "user", "content": "ping"}]}

@@ -28,10 +28,11 @@ from typing import Any
 import httpx
 
 from loopengine.contract import Node
-from loopengine.llm import ChatClient, Conversation, Hooks, Toolbox, run_agent
+from loopengine.llm import ChatClient, Hooks, Toolbox, run_agent
 from loopengine.skills import ATTRIBUTE, tool
 from loopengine.store import Store
 from loopengine.testing import FakeLLMServer, reply, tool_call
+from loopengine.threads import Conversation
 
 
 @tool("noop")

@@ -76,10 +76,10 @@ from typing import Any, TypedDict
 import anyio
 
 from loopengine import LoopLoader, Registry, SkillContext, skill
+from loopengine.builtins import builtin_registry
 from loopengine.contract import Loop
 from loopengine.contract.checks import Env
 from loopengine.engine import Engine, Services
-from loopengine.skills.builtin import builtin_registry
 from loopengine.store import Store
 from loopengine.testing import memory_store
 

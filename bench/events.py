@@ -75,11 +75,11 @@ def index_rate(entries: list[str], events: list[str]) -> float:
 
 async def dispatch_rate(count: int, folder: Path) -> tuple[float, float]:
     """Events/s appended (``emit``'s write), and events/s from the log to queued jobs."""
+    from loopengine.builtins import builtin_registry
     from loopengine.contract import Config, LoopLoader
     from loopengine.contract.checks import Env
     from loopengine.daemon import DaemonLog
     from loopengine.daemon._dispatcher import Dispatcher
-    from loopengine.skills.builtin import builtin_registry
     from loopengine.store import Store, queue, signals
 
     loader = LoopLoader(Env(builtin_registry(), frozenset(Config().storage)))

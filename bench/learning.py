@@ -94,8 +94,7 @@ async def _cycles(
     """Run ``cycles`` cycles of ``loop``; ``change(world, index, cycles_so_far, runtime)`` may
     change the world (or the store) before a cycle."""
     from loopengine._resources import shipped_loop
-    from loopengine.chat import chat, chat_loop
-    from loopengine.runtime import open_runtime
+    from loopengine.app import chat, chat_loop, open_runtime
     from loopengine.store import autolearn, executions
 
     done: list[Cycle] = []
@@ -195,7 +194,7 @@ def rollback_scenario(messages: int, cycles: int) -> dict[str, Any]:
     swapped_at: list[int] = []
 
     async def change(world: World, index: int, done: list[Cycle], runtime: Any) -> None:
-        from loopengine.llm import Sample, category_means
+        from loopengine.autolearn import Sample, category_means
         from loopengine.store import autolearn, prompts
 
         if swapped_at or index < 2:

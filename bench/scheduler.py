@@ -53,11 +53,11 @@ def percentile(values: list[float], share: float) -> float:
 
 
 async def loopengine_side(loops: int, mode: str, window: float, folder: Path) -> dict[str, Any]:
+    from loopengine.builtins import builtin_registry
     from loopengine.contract import Config, Loop, LoopLoader
     from loopengine.contract.checks import Env
     from loopengine.daemon import DaemonLog
     from loopengine.daemon._scheduler import Scheduler
-    from loopengine.skills.builtin import builtin_registry
     from loopengine.store import Store
 
     loader = LoopLoader(Env(builtin_registry(), frozenset(Config().storage)))

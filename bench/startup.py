@@ -99,7 +99,7 @@ LOAD_REPEATEDLY = """
 import os, sys
 from pathlib import Path
 from loopengine.contract import LoopLoader
-from loopengine.workspace import load_workspace
+from loopengine.app import load_workspace
 
 def rss_mib():
     with open("/proc/self/statm") as statm:

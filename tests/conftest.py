@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from loopengine.builtins import builtin_registry
 from loopengine.contract import LoadReport, LoopLoader
 from loopengine.contract.checks import Env
 from loopengine.skills import Registry, load_plugin
-from loopengine.skills.builtin import builtin_registry
 
 pytest_plugins = ["pytester", "tests.processes"]
 

@@ -37,19 +37,47 @@ LAYERS: dict[str, frozenset[str]] = {
     "store": frozenset(),
     "skills": frozenset({"contract", "expr"}),
     "llm": frozenset({"contract", "skills", "store", "expr"}),
-    # The event source matches event names with the trigger layer's pure pattern matcher.
-    "skills.builtin": frozenset({"skills", "contract", "expr", "triggers", "llm", "store"}),
-    "engine": frozenset({"contract", "expr", "skills", "llm", "store", "triggers"}),
+    # A thread's batches get fresh call ids; a conversation commits the agent loop's rounds.
+    "threads": frozenset({"llm", "store"}),
+    "autolearn": frozenset({"skills", "contract", "llm", "store"}),
+    # The event source matches event names with the trigger layer's pure pattern matcher; the
+    # registry holds autolearn's skills beside the others; the LLM runtime answers with what
+    # autolearn remembers of the user and explores the nodes it scored.
+    "builtins": frozenset(
+        {"skills", "contract", "expr", "triggers", "llm", "threads", "store", "autolearn"}
+    ),
+    # The engine hands LLM skills the built-ins' LLM runtime (cluster, toolbox, threads).
+    "engine": frozenset({"contract", "expr", "skills", "builtins", "llm", "store", "triggers"}),
+    # The composition: settings, the workspace (built-ins and plugins), the runtime over the engine.
+    "app": frozenset(
+        {"contract", "expr", "triggers", "store", "skills", "builtins", "llm", "engine"}
+    ),
     "testing": frozenset({"llm", "store"}),
-    # The daemon runs on the composed runtime (store, engine, registry), as ``run`` does; its chat
-    # endpoints answer one message as ``loopengine chat`` does (``chat``, over the runtime); its
-    # thread endpoints append batches by the llm layer's thread rules (seed 002).
+    # The daemon runs on the composed runtime (store, engine, registry), as ``run`` does, and
+    # schedules the shipped autolearn loops.
     "daemon": frozenset(
-        {"contract", "expr", "triggers", "store", "engine", "runtime", "chat", "llm"}
+        {"contract", "expr", "triggers", "store", "engine", "app", "llm", "autolearn"}
+    ),
+    # The HTTP API, a face beside the commands: its chat endpoints answer one message as
+    # ``loopengine chat`` does (``app``); its thread endpoints append batches by the threads
+    # layer's rules (seed 002).
+    "api": frozenset(
+        {
+            "contract",
+            "expr",
+            "triggers",
+            "store",
+            "engine",
+            "app",
+            "llm",
+            "threads",
+            "autolearn",
+            "daemon",
+        }
     ),
 }
-"""What each layer may import besides itself and ``BASE``; unlisted modules (the CLI, the
-workspace and runtime that compose the layers) may import anything."""
+"""What each layer may import besides itself and ``BASE``; unlisted modules (the CLI and the
+commands, faces over the others) may import anything."""
 
 
 def _module(path: Path) -> str:
@@ -179,9 +207,14 @@ def test_no_import_cycle() -> None:
         ("loopengine.store._store", "loopengine.engine._runner"),
         ("loopengine.llm._agent", "loopengine.engine"),
         ("loopengine.contract._loader", "loopengine.skills._registry"),
-        ("loopengine.skills._registry", "loopengine.skills.builtin"),
+        ("loopengine.skills._registry", "loopengine.builtins"),
+        ("loopengine.llm._agent", "loopengine.builtins._tools"),
+        ("loopengine.autolearn._skills", "loopengine.builtins"),
+        ("loopengine.llm._chain", "loopengine.threads"),
         ("loopengine.contract._loop", "loopengine"),
         ("loopengine._concurrency", "loopengine.store"),
+        ("loopengine.daemon._daemon", "loopengine.api._app"),
+        ("loopengine.app._runtime", "loopengine.daemon"),
     ],
 )
 def test_the_table_refuses_what_the_architecture_forbids(source: str, target: str) -> None:

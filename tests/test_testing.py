@@ -15,10 +15,10 @@ from typing import Any
 import httpx
 import pytest
 
+from loopengine.builtins import builtin_registry
 from loopengine.contract import LoadReport
 from loopengine.engine import Engine, Services
 from loopengine.errors import ContractError
-from loopengine.skills.builtin import builtin_registry
 from loopengine.store import executions
 from loopengine.testing import (
     ANY_MODEL,

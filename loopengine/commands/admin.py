@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from loopengine.app import open_runtime
 from loopengine.commands._console import Console
 from loopengine.errors import ContractError
-from loopengine.runtime import open_runtime
 from loopengine.store import flags, iso
 
 __all__ = ["run_flags_list", "run_flags_set"]

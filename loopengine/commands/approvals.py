@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from loopengine.app import open_reader
 from loopengine.commands._console import Console
 from loopengine.commands._report import plan_lines
 from loopengine.errors import ContractError
-from loopengine.reader import open_reader
 from loopengine.store import approvals
 
 __all__ = ["run_approvals", "time_left"]

@@ -6,10 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from loopengine.app import open_reader, read_settings, read_store
+from loopengine.autolearn import (
+    AUTOLEARN_LOOPS,
+    history_view,
+    memory_view,
+    scores_view,
+    status_view,
+)
 from loopengine.commands._console import Console
-from loopengine.llm import AUTOLEARN_LOOPS, history_view, memory_view, scores_view, status_view
-from loopengine.reader import open_reader, read_store
-from loopengine.settings import read_settings
 from loopengine.store import autolearn, memory
 
 __all__ = ["run_autolearn"]

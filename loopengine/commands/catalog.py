@@ -8,9 +8,9 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from loopengine.app import load_workspace
 from loopengine.commands._console import Console
 from loopengine.contract import SourceType
-from loopengine.workspace import load_workspace
 
 __all__ = ["run_schema", "run_skills", "run_tools"]
 
@@ -83,7 +83,7 @@ def run_skills(console: Console, config: Path | None, as_json: bool) -> int:
 
 
 def run_tools(console: Console, config: Path | None, as_json: bool) -> int:
-    from loopengine.llm import offered_tools
+    from loopengine.builtins import offered_tools
 
     workspace = load_workspace(config)
     settings = workspace.settings

@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from loopengine.chat import Mode, chat, chat_loop
+from loopengine.app import Mode, chat, chat_loop, open_runtime
 from loopengine.commands._console import Console
 from loopengine.commands._progress import live_progress
 from loopengine.contract import Outcome
-from loopengine.runtime import open_runtime
 
 __all__ = ["run_chat"]
 

@@ -8,14 +8,13 @@ from pathlib import Path
 
 import anyio
 
+from loopengine.app import Workspace, open_runtime
 from loopengine.commands._console import Console
 from loopengine.commands._inputs import parse_inputs
 from loopengine.commands._report import show_record
 from loopengine.contract import Loop, LoopLoader, Outcome, find_loop_files
 from loopengine.errors import ContractError
-from loopengine.runtime import open_runtime
 from loopengine.store import Store, executions, intake, new_id, queue
-from loopengine.workspace import Workspace
 
 __all__ = ["find_loop", "run_pause", "run_trigger"]
 
@@ -60,7 +59,7 @@ async def run_trigger(
     as_json: bool,
     dry_run: bool = False,
 ) -> int:
-    from loopengine.daemon import Firing
+    from loopengine.app import Firing
 
     async with open_runtime(config) as runtime:
         loop, served = find_loop(runtime.workspace, runtime.loader, name)

@@ -9,9 +9,8 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 from loopengine._secrets import MaskedStream
+from loopengine.app import read_settings, read_store
 from loopengine.commands._console import Console
-from loopengine.reader import read_store
-from loopengine.settings import read_settings
 from loopengine.store import iso, status
 
 __all__ = ["run_daemon_command", "run_status"]
@@ -22,7 +21,8 @@ async def run_daemon_command(
 ) -> int:
     """Run the daemon; what its skills and plugins print to stdout or stderr has known secrets
     masked, as its log has."""
-    from loopengine.daemon import DaemonLog, run_daemon
+    from loopengine.api import run_daemon
+    from loopengine.daemon import DaemonLog
 
     log = DaemonLog(console.out, as_json=as_json)
     with (

@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from loopengine._json import NonFiniteNumber, loads
+from loopengine.app import open_reader, read_settings
 from loopengine.commands._console import Console
 from loopengine.commands._listing import name_filter
 from loopengine.errors import ContractError
-from loopengine.reader import open_reader
-from loopengine.settings import read_settings
 from loopengine.store import iso, signals, write_once
 from loopengine.triggers import MAX_EVENT_BYTES, MAX_EVENT_DEPTH, event_problem, nesting
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from loopengine.app import Runtime, open_runtime
 from loopengine.commands._console import Console
 from loopengine.commands._progress import LivePhases
 from loopengine.commands._report import MIN_PREFIX, NAMED, execution_named, show_record
 from loopengine.engine import ExecutionDone, answer_approval, resume
-from loopengine.runtime import Runtime, open_runtime
 from loopengine.store import executions
 
 __all__ = ["run_answer", "run_resume"]

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from loopengine._suggestions import did_you_mean
+from loopengine.app import open_reader
 from loopengine.commands._console import Console
 from loopengine.commands._report import MIN_PREFIX, NAMED, execution_named, show_record
 from loopengine.errors import ContractError, LoopEngineError
-from loopengine.reader import open_reader
 from loopengine.store import executions
 
 __all__ = ["MAX_HISTORY", "run_history", "run_show"]

@@ -11,11 +11,10 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from loopengine.app import open_reader, read_settings
 from loopengine.commands._console import Console
 from loopengine.commands._listing import name_filter
 from loopengine.errors import ContractError
-from loopengine.reader import open_reader
-from loopengine.settings import read_settings
 from loopengine.store import iso, signals, write_once
 
 __all__ = ["run_metric", "run_metrics_list"]

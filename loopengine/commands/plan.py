@@ -98,10 +98,10 @@ async def run_plan(
     config: Path | None,
     as_json: bool,
 ) -> int:
+    from loopengine.app import load_workspace
     from loopengine.commands.control import find_loop
     from loopengine.contract import LoopLoader
     from loopengine.daemon import triggers_of
-    from loopengine.workspace import load_workspace
 
     workspace = load_workspace(config)
     loop, _ = find_loop(workspace, LoopLoader(workspace.env), name)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from loopengine._resources import shipped_loop
+from loopengine.app import open_runtime
 from loopengine.commands._console import Console
 from loopengine.commands._inputs import parse_inputs
 from loopengine.commands._progress import LivePhases
 from loopengine.commands._report import show_record
-from loopengine.runtime import open_runtime
 from loopengine.store import executions, new_envelope
 
 __all__ = ["run_loop"]

@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from loopengine.app import find_config, load_workspace
 from loopengine.commands._console import Console
 from loopengine.contract import (
     CONFIG_NAMES,
@@ -16,8 +17,6 @@ from loopengine.contract import (
     find_loop_files,
 )
 from loopengine.errors import ContractError
-from loopengine.settings import find_config
-from loopengine.workspace import load_workspace
 
 __all__ = ["run_validate"]
 

@@ -16,9 +16,8 @@ import anyio
 
 from loopengine._faults import describe, next_pause
 from loopengine._resources import shipped_loop
-from loopengine._secrets import remember
+from loopengine.app import Runtime
 from loopengine.contract import Config, Loop
-from loopengine.daemon._access import bind_problem
 from loopengine.daemon._dispatcher import Dispatcher
 from loopengine.daemon._hooks import HookTable
 from loopengine.daemon._log import DaemonLog
@@ -27,12 +26,10 @@ from loopengine.daemon._scheduler import Scheduler
 from loopengine.daemon._thresholds import ThresholdWatcher
 from loopengine.daemon._workers import Workers
 from loopengine.engine import escalate_overdue, owner_died
-from loopengine.errors import ContractError, LoopEngineError, StoreUnavailable
-from loopengine.expr import compile_template
-from loopengine.runtime import Runtime, open_runtime
+from loopengine.errors import LoopEngineError, StoreUnavailable
 from loopengine.store import new_id, queue
 
-__all__ = ["PRUNE_S", "RELOAD_S", "TIMERS_S", "run_daemon"]
+__all__ = ["PRUNE_S", "RELOAD_S", "TIMERS_S", "Daemon", "Signals", "supervised", "wait_out_outages"]
 
 RELOAD_S = 1.0
 """How often the loops folder is scanned for edits."""
@@ -44,20 +41,20 @@ RELEASE_S = 5.0
 """How long a stopping daemon tries to hand its jobs back (out of reach, their leases lapse)."""
 
 
-TOKEN_ENV = "LOOPENGINE_API_TOKEN"
-
-
 def _shipped_fallbacks(config: Config) -> tuple[Path, ...]:
     """The shipped autolearn loops the daemon schedules beside its folder's (``daemon.autolearn``,
     with a cluster to learn about)."""
-    from loopengine.llm import AUTOLEARN_LOOPS
+    from loopengine.autolearn import AUTOLEARN_LOOPS
 
     if not (config.daemon.autolearn and config.cluster.nodes):
         return ()
     return tuple(path for name in AUTOLEARN_LOOPS if (path := shipped_loop(name)) is not None)
 
 
-class _Daemon:
+class Daemon:
+    """One daemon's parts over a runtime (loop folder, workers, scheduler, dispatcher, threshold
+    watcher, hook table) and the chores they share; ``api.run_daemon`` serves them."""
+
     def __init__(self, runtime: Runtime, folder: Path, log: DaemonLog) -> None:
         settings = runtime.workspace.config.daemon
         self.runtime = runtime
@@ -204,7 +201,7 @@ def _remove_file(artifact: queue.Artifact) -> None:
         Path(artifact.location).unlink(missing_ok=True)
 
 
-class _Signals:
+class Signals:
     """SIGINT/SIGTERM: the first stops intake and starts the grace period; a second ends the
     grace period at once (running executions are left to be resumed)."""
 
@@ -223,7 +220,7 @@ class _Signals:
                 self.first.set()
 
 
-async def _supervised(log: DaemonLog, task: Callable[[], Awaitable[None]]) -> None:
+async def supervised(log: DaemonLog, task: Callable[[], Awaitable[None]]) -> None:
     """Run ``task`` for as long as the daemon runs: a failure (the store unreachable, a bug in a
     loop's expression, a bug of loopengine's own) is logged and the task starts again, a second
     later, then up to ``BACKOFF_MAX_S`` later while it keeps failing at once."""
@@ -241,7 +238,7 @@ async def _supervised(log: DaemonLog, task: Callable[[], Awaitable[None]]) -> No
         pause = next_pause(pause) if failing_fast else next_pause(None)
 
 
-def _wait_out_outages(runtime: Runtime, outage_s: float, log: DaemonLog) -> None:
+def wait_out_outages(runtime: Runtime, outage_s: float, log: DaemonLog) -> None:
     """Let the store wait out a database outage for up to ``outage_s``, saying so once when it
     starts and once when it ends."""
 
@@ -253,99 +250,3 @@ def _wait_out_outages(runtime: Runtime, outage_s: float, log: DaemonLog) -> None
 
     runtime.store.outage_s = outage_s
     runtime.store.on_outage = told
-
-
-def _api_token(configured: str | None) -> str | None:
-    """``$LOOPENGINE_API_TOKEN``, else ``daemon.token`` (its ``${ secret.NAME }`` read now)."""
-    if from_env := os.environ.get(TOKEN_ENV):
-        remember(from_env)
-        return from_env
-    if not configured:
-        return None
-    token = compile_template(configured).render({}, os.environ)
-    return str(token) if token else None
-
-
-async def run_daemon(config: Path | None, folder: Path | None, log: DaemonLog) -> int:
-    """Run until SIGINT or SIGTERM; 0 once stopped cleanly."""
-    from loopengine.daemon._api import create_app  # FastAPI: the daemon's only
-    from loopengine.daemon._api_context import ApiContext
-    from loopengine.daemon._metrics import DaemonMetrics
-    from loopengine.daemon._server import ApiServer, listening_socket
-
-    metrics = DaemonMetrics()
-    log.observers.append(metrics.observe)
-    async with open_runtime(config, metrics.phase) as runtime:
-        metrics.watch(runtime.engine.services.llm)
-        settings = runtime.workspace.config.daemon
-        _wait_out_outages(runtime, settings.store_outage_s, log)
-        folder = folder or runtime.workspace.base / settings.loops
-        if not folder.is_dir():
-            raise ContractError(
-                f"{folder}: no such folder of loops; give one (loopengine daemon LOOPS_DIR) "
-                "or set daemon.loops in loopengine.yaml"
-            )
-        token = _api_token(settings.token)
-        if problem := bind_problem(settings.host, token):
-            raise ContractError(problem)
-        bound = listening_socket(settings.host, settings.port)
-        daemon = _Daemon(runtime, folder, log)
-        await daemon.release_dead()
-        await daemon.apply(daemon.folder.scan())
-        context = ApiContext(
-            runtime.store,
-            daemon.owner,
-            settings.lease_s,
-            token,
-            daemon.dispatcher.matching,
-            daemon.dispatcher.nudge,
-            daemon.folder.loops.get,
-            daemon.workers.wake,
-            runtime,
-            log,
-            hook=daemon.hooks.route,
-            metrics=metrics,
-        )
-        server = ApiServer(create_app(context), bound, settings)
-        signals = _Signals()
-        async with anyio.create_task_group() as group:
-            group.start_soon(server.run_bound)
-            while not server.started:
-                await anyio.sleep(0.01)
-            log.line(
-                "ready",
-                f"{len(daemon.folder.loops)} loops from {folder}",
-                daemon=daemon.owner,
-                workers=settings.workers,
-                api=server.url,
-            )
-            group.start_soon(signals.receive)
-            group.start_soon(daemon.workers.run)
-            group.start_soon(_supervised, log, daemon.heartbeat)
-            async with anyio.create_task_group() as intake:
-                for task in (
-                    daemon.scheduler.run,
-                    daemon.dispatcher.run,
-                    daemon.thresholds.run,
-                    daemon.reload,
-                    daemon.timers,
-                ):
-                    intake.start_soon(_supervised, log, task)
-                await signals.first.wait()
-                server.should_exit = True
-                intake.cancel_scope.cancel()
-            running = len(daemon.workers.running)
-            log.line(
-                "stop",
-                f"{signals.name}: intake stopped, {running} executions running",
-                grace_s=settings.grace_s,
-            )
-            if not await daemon.workers.drain(settings.grace_s, signals.second):
-                left = len(daemon.workers.running)
-                log.line("stop", f"{left} executions left to resume after the grace period")
-                runtime.engine.abandon()
-                runtime.store.outage_s = 0.0
-            group.cancel_scope.cancel()
-        await daemon.hand_back()
-        log.line("exit", daemon=daemon.owner)
-    return 0

@@ -10,9 +10,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
 from loopengine._secrets import redact
-from loopengine.store import iso
+from loopengine.store import iso, queue
+from loopengine.store.intake import Intake
 
-__all__ = ["DaemonLog"]
+__all__ = ["DaemonLog", "log_intake"]
 
 
 class DaemonLog:
@@ -41,6 +42,17 @@ class DaemonLog:
         self.stream.flush()
         for observer in self.observers:
             observer(kind, fields)
+
+
+def log_intake(log: DaemonLog, intake: Intake, **fields: Any) -> bool:
+    """One log line for what became of a firing: ``fire`` with its job, or ``skip`` with why
+    (a duplicate, already recorded by this or another daemon, says nothing). Whether it queued."""
+    if intake.status == queue.QUEUED:
+        log.line("fire", **fields, job=intake.job_id)
+        return True
+    if intake.status != "duplicate":
+        log.line("skip", intake.reason or intake.status, **fields, status=intake.status)
+    return False
 
 
 def _text(value: Any) -> str:

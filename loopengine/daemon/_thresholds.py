@@ -15,9 +15,9 @@ from typing import Any
 
 import anyio
 
+from loopengine.app import Firing
 from loopengine.contract import Loop
-from loopengine.daemon._intake import Firing, log_intake
-from loopengine.daemon._log import DaemonLog
+from loopengine.daemon._log import DaemonLog, log_intake
 from loopengine.daemon._loops import triggers_of
 from loopengine.store import Store, intake, iso, queue
 from loopengine.triggers import ThresholdRule, ThresholdState, evaluate

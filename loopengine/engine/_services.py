@@ -22,7 +22,7 @@ from loopengine.skills import Progress, Registry, SkillContext, SkillDef, SkillO
 from loopengine.store import ArtifactWriter, Store
 
 if TYPE_CHECKING:
-    from loopengine.llm import LLMRuntime
+    from loopengine.builtins import LLMRuntime
 
 __all__ = ["NO_PARAMS", "Services"]
 
@@ -68,7 +68,7 @@ class Services:
         """The LLM runtime, built on first use when the config has cluster nodes (the HTTP client
         is imported only then)."""
         if self._llm is None and self.config.cluster.nodes:
-            from loopengine.llm import LLMRuntime
+            from loopengine.builtins import LLMRuntime
 
             self._llm = LLMRuntime(
                 self.config, self.base, self.registry, self.store, self.environ, self.private

@@ -13,8 +13,8 @@ from loopengine._concurrency import run_all
 from loopengine.contract import Node
 from loopengine.llm._client import Completion
 from loopengine.llm._guard import LoopGuard, call_key
+from loopengine.llm._toolbox import Toolbox, ToolOutcome
 from loopengine.llm._toolcalls import ToolCall, parse_reply
-from loopengine.llm._tools import Toolbox, ToolOutcome
 from loopengine.skills import Progress
 
 __all__ = [

@@ -12,7 +12,7 @@ from typing import Any
 from loopengine.errors import LLMError
 from loopengine.llm._agent import NO_HOOKS, Hooks, StageReport, run_agent
 from loopengine.llm._cluster import Cluster, Explore
-from loopengine.llm._tools import Toolbox
+from loopengine.llm._toolbox import Toolbox
 
 __all__ = [
     "DEFAULT_STAGES",

@@ -21,7 +21,7 @@ from loopengine.skills._docstrings import parse_docstring
 __all__ = ["ATTRIBUTE", "Definition", "SkillDef", "ToolDef", "skill", "tool"]
 
 ATTRIBUTE = "__loopengine_definition__"
-_BUILTIN_PREFIX = "loopengine.skills.builtin."
+_BUILTIN_PREFIX = ("loopengine.builtins.", "loopengine.autolearn.")
 F = TypeVar("F", bound=Callable[..., Any])
 
 

@@ -14,7 +14,7 @@ __all__ = ["Registry"]
 
 
 class Registry:
-    """Skills and tools by name (``loopengine.skills.builtin.builtin_registry()`` starts with the
+    """Skills and tools by name (``loopengine.builtins.builtin_registry()`` starts with the
     built-in ones)."""
 
     def __init__(self) -> None:

@@ -30,12 +30,12 @@ from typing import Any, Protocol, TypeVar
 
 import yaml
 
+from loopengine.builtins import builtin_registry
 from loopengine.contract import MAX_BYTES, LoopLoader, find_loop_files, loop_schema, parse_yaml
 from loopengine.contract.checks import Env
 from loopengine.errors import ContractError, LoopEngineError
 from loopengine.expr import compile_expression, compile_template
 from loopengine.skills import load_plugin
-from loopengine.skills.builtin import builtin_registry
 from tests.conftest import ROOT, SEED_DIR
 
 DOCUMENTS = 20_000

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import io
 
+from loopengine.builtins import builtin_registry
 from loopengine.contract import Config, Loop, LoopLoader
 from loopengine.contract.checks import Env
 from loopengine.daemon import DaemonLog
 from loopengine.daemon._hooks import HookTable
-from loopengine.skills.builtin import builtin_registry
 
 DECIDE = "decide: {decision_tree: [], fallback_action: log_only}\n"
 

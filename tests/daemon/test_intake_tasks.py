@@ -8,12 +8,12 @@ import io
 from pathlib import Path
 from typing import Any
 
+from loopengine.builtins import builtin_registry
 from loopengine.contract import Config, Loop, LoopLoader
 from loopengine.contract.checks import Env
 from loopengine.daemon import DaemonLog, LoopFolder
 from loopengine.daemon._dispatcher import Dispatcher
 from loopengine.daemon._thresholds import ThresholdWatcher
-from loopengine.skills.builtin import builtin_registry
 from loopengine.store import Store, queue, signals
 from loopengine.testing import memory_store
 

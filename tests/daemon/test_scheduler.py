@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from loopengine.builtins import builtin_registry
 from loopengine.contract import Config, LoopLoader
 from loopengine.contract.checks import Env
 from loopengine.daemon import DaemonLog
 from loopengine.daemon._scheduler import MAX_SHOWN, MAX_SLOTS, Scheduler
-from loopengine.skills.builtin import builtin_registry
 from loopengine.testing import memory_store
 
 T0 = 1_800_000_000.0

@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from loopengine.testing import FakeLLMServer, reply
+from tests.api.test_chat import Served
 from tests.daemon.conftest import Workspace
-from tests.daemon.test_api_chat import Served
 
 SECRETS = {
     "INPUT_KEY": "sk-live-7f3a9c2e41b8d605",

@@ -14,13 +14,13 @@ from typing import Any
 import anyio
 import pytest
 
+from loopengine.app import Firing
+from loopengine.builtins import builtin_registry
 from loopengine.contract import Config, Loop, LoopLoader
 from loopengine.contract.checks import Env
 from loopengine.daemon import DaemonLog
-from loopengine.daemon._intake import Firing
 from loopengine.daemon._workers import Workers
 from loopengine.engine import Engine, Services, resume
-from loopengine.skills.builtin import builtin_registry
 from loopengine.store import JobEnvelope, Store, intake, jobs, queue
 from loopengine.testing import memory_store
 from tests.engine import skills_for_tests

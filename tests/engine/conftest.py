@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from loopengine.builtins import builtin_registry
 from loopengine.contract import Config, Loop, LoopLoader
 from loopengine.contract.checks import Env
 from loopengine.engine import Engine, ExecutionDone, Services
 from loopengine.skills import Registry
-from loopengine.skills.builtin import builtin_registry
 from loopengine.store import Store, executions
 from tests.engine import skills_for_tests
 

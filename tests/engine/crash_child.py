@@ -17,11 +17,11 @@ from pathlib import Path
 
 import anyio
 
+from loopengine.builtins import builtin_registry
 from loopengine.contract import Loop, LoopLoader
 from loopengine.contract.checks import Env
 from loopengine.engine import Engine, Services
 from loopengine.skills import Registry
-from loopengine.skills.builtin import builtin_registry
 from loopengine.store import Store
 from tests.engine import skills_for_tests
 

@@ -14,12 +14,12 @@ import pytest
 import sqlalchemy as sa
 
 from loopengine import SkillContext, skill
+from loopengine.builtins import builtin_registry
 from loopengine.contract import LoopLoader, Outcome
 from loopengine.contract.checks import Env
 from loopengine.engine import Engine, Services, answer_approval, escalate_overdue, resume
 from loopengine.errors import NotResumable
 from loopengine.skills import Registry
-from loopengine.skills.builtin import builtin_registry
 from loopengine.store import Store, approvals, executions, learning, new_envelope
 from loopengine.testing import memory_store
 from tests.engine import skills_for_tests

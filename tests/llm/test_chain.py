@@ -8,17 +8,10 @@ from typing import Any
 
 import pytest
 
+from loopengine.builtins import builtin_tools
 from loopengine.contract import Cluster as ClusterConfig
 from loopengine.errors import LLMError
-from loopengine.llm import (
-    Cluster,
-    Hooks,
-    Toolbox,
-    builtin_tools,
-    chain_stages,
-    run_chain,
-    run_simple,
-)
+from loopengine.llm import Cluster, Hooks, Toolbox, chain_stages, run_chain, run_simple
 from loopengine.testing import FakeLLMServer, forever, reply, tool_call
 
 pytestmark = pytest.mark.anyio
@@ -248,9 +241,9 @@ async def test_repeated_failures_cool_a_node_down(server: FakeLLMServer, toolbox
 
 
 async def test_node_health_survives_a_restart(server: FakeLLMServer, tmp_path: Path) -> None:
+    from loopengine.builtins import LLMRuntime
     from loopengine.contract import Config
     from loopengine.errors import LLMError
-    from loopengine.llm import LLMRuntime
     from loopengine.skills import Registry
     from loopengine.store import Store
 

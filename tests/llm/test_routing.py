@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from loopengine.autolearn import followed_routing
 from loopengine.contract import Cluster as ClusterConfig
 from loopengine.contract import Config
-from loopengine.llm import followed_routing, message_category
+from loopengine.llm import message_category
 from loopengine.llm._routing import route_order
 from loopengine.store.autolearn import RoutingOrder
 

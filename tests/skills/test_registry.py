@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from loopengine import SkillContext, skill, tool
+from loopengine.builtins import builtin_registry
 from loopengine.contract import BuiltinAction, SourceType
 from loopengine.errors import ContractError
 from loopengine.skills import Registry
-from loopengine.skills.builtin import builtin_registry
 
 
 def _module(**members: Any) -> types.ModuleType:

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from loopengine.builtins import builtin_tools
 from loopengine.errors import StorageError
-from loopengine.llm import Toolbox, builtin_tools
+from loopengine.llm import Toolbox
 from loopengine.store import read_only_query
 from tests.postgres import postgres_server
 

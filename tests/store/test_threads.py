@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from loopengine.llm import new_batch
 from loopengine.store import Store, threads
+from loopengine.threads import new_batch
 
 pytestmark = pytest.mark.anyio
 

@@ -1,0 +1,121 @@
+"""What the API's endpoints share: the daemon's parts they use, and the one error shape."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException
+
+from loopengine.api._prometheus import DaemonMetrics
+from loopengine.app import Firing, Runtime
+from loopengine.contract import Loop
+from loopengine.daemon import DaemonLog, HookRoute
+from loopengine.store import Store, intake, queue
+
+__all__ = [
+    "ERRORS",
+    "SESSION_ID",
+    "ApiContext",
+    "ErrorBody",
+    "error_response",
+    "queue_firing",
+    "queued_job",
+]
+
+SESSION_ID = r"^[^\s/]+$"
+"""A chat session's id, wherever the API takes one (``/chat``, ``/v1``'s ``user`` and
+``X-Session-ID``, ``/sessions/{id}``): visible characters but ``/``, at most
+``MAX_SESSION_ID``, so that every session a chat names can be read back."""
+MAX_SESSION_ID = 200
+"""The store's column."""
+
+_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    404: "not_found",
+    405: "method_not_allowed",
+    408: "timeout",
+    409: "conflict",
+    412: "precondition_failed",
+    413: "too_large",
+    422: "invalid",
+    428: "precondition_required",
+    429: "too_many_requests",
+    502: "bad_gateway",
+    503: "unavailable",
+}
+
+
+class ErrorDetail(BaseModel):
+    code: str
+    """A short name of the status (``not_found``, ``conflict``…), stable for programs."""
+    message: str
+    """One line for a person: what is wrong and how to fix it."""
+
+
+class ErrorBody(BaseModel):
+    """Every error the API answers."""
+
+    error: ErrorDetail
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": code.replace("_", " ")}
+    for status, code in {**_CODES, 500: "internal"}.items()
+}
+"""The error answers every endpoint may give, for the OpenAPI document."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApiContext:
+    """What the endpoints use: the store, this daemon's name, its lease, the token, which loops
+    an event fires, how to wake the dispatcher, and which loop a webhook fires."""
+
+    store: Store
+    owner: str
+    lease_s: float
+    token: str | None
+    matching: Callable[[queue.Event], list[str]]
+    wake: Callable[[], None]
+    loop: Callable[[str], Loop | None]
+    """The loop the daemon serves under an id."""
+    queued: Callable[[], None]
+    """Wakes the workers: a job was queued."""
+    runtime: Runtime
+    """The daemon's composed runtime: its engine runs what the API starts (chat, approvals)."""
+    log: DaemonLog
+    hook: Callable[[str], HookRoute | None]
+    """The webhook route serving a path under ``/hooks/``, or None."""
+    metrics: DaemonMetrics
+
+
+async def queue_firing(
+    context: ApiContext, firing: Firing
+) -> tuple[intake.Intake, queue.Job | None]:
+    """Queue a client's firing (``intake.enqueue_keyed``): what became of it, and its job (the
+    first one, for a ``duplicate``)."""
+    now = time.time()
+    return await context.store.write(intake.enqueue_keyed, firing.arrival(now), now)
+
+
+def queued_job(firing: Firing, taken: intake.Intake, job: queue.Job | None) -> dict[str, Any]:
+    """The job a client's firing queued (the first one, for a ``duplicate``), as its row; 409
+    with the reason when it does not run."""
+    if job is None or taken.status not in (queue.QUEUED, "duplicate"):
+        reason = taken.reason or (job.reason if job else taken.status)
+        raise HTTPException(409, f"loop {firing.loop.id!r} did not queue the job: {reason}")
+    return job.row()
+
+
+def error_response(
+    status_code: int, message: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    """The API's one error shape: ``{"error": {"code", "message"}}``."""
+    code = _CODES.get(status_code, "error")
+    body = {"error": {"code": code, "message": message}}
+    return JSONResponse(body, status_code=status_code, headers=headers)

@@ -1,0 +1,273 @@
+"""The API's loops, executions and events: what ``status``, ``history``, ``show``,
+``trigger``, ``pause`` and ``emit`` do on the command line."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from importlib.metadata import version
+from typing import Annotated, Any, Literal
+
+from fastapi import FastAPI, Header, Query
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
+
+from loopengine.api._context import ApiContext, queue_firing, queued_job
+from loopengine.app import Firing
+from loopengine.contract import Outcome, input_problems
+from loopengine.engine import answer_approval
+from loopengine.errors import ContractError, LoopEngineError, StoreUnavailable
+from loopengine.store import approvals, executions, new_id, queue, signals, status
+from loopengine.triggers import MAX_EVENT_BYTES, MAX_EVENT_DEPTH, event_problem, nesting
+
+__all__ = ["MAX_LISTED", "add_loop_routes"]
+
+_SHOWN_PROBLEMS = 5
+"""Most input problems one answer lists (a body of 20,000 unknown names is not echoed)."""
+MAX_LISTED = 10_000
+"""Most executions one listing returns (as ``history --limit``)."""
+
+
+class TriggerIn(BaseModel):
+    """A manual run: the loop's inputs, checked against its ``params``; ``dry_run`` runs its
+    actions with ``dry_run: true`` only (outcome ``dry_run``)."""
+
+    inputs: dict[str, Any] = Field(default_factory=dict, examples=[{"limit": 10}])
+    dry_run: bool = False
+
+
+class TriggerAccepted(BaseModel):
+    job_id: str
+    loop_id: str
+    status: str
+    """``queued``, or ``duplicate`` when the Idempotency-Key was used before (the first job)."""
+
+
+class ExecutionPage(BaseModel):
+    executions: list[dict[str, Any]]
+    next_cursor: str | None
+    """Pass it as ``cursor`` for the next page; null on the last one."""
+
+
+class AnswerIn(BaseModel):
+    """A person's answer to an execution waiting for approval: what ``loopengine approve`` and
+    ``reject`` send."""
+
+    decision: Literal["approve", "reject"]
+    note: str | None = Field(None, max_length=2000, examples=["checked with the SEO team"])
+
+
+class EventIn(BaseModel):
+    """An event to append to the log: what ``loopengine emit NAME --data JSON`` sends."""
+
+    name: str = Field(max_length=200, examples=["seo.page.updated"])
+    data: dict[str, Any] = Field(default_factory=dict, examples=[{"page": 3}])
+
+
+class EventAccepted(BaseModel):
+    id: int
+    name: str
+    matched: list[str]
+    """The loops it fires (the dispatcher queues their jobs)."""
+
+
+class Health(BaseModel):
+    status: str
+    daemon: str
+    version: str
+
+
+def add_loop_routes(app: FastAPI, context: ApiContext) -> None:
+    """Loops, executions, events."""
+    _add_reads(app, context, version("loopengine"))
+    _add_controls(app, context)
+    _add_approvals(app, context)
+
+
+def _add_reads(app: FastAPI, context: ApiContext, release: str) -> None:
+    """The endpoints that only read."""
+
+    @app.get("/health")
+    async def health() -> Health:
+        """Whether the daemon answers; open without a token."""
+        return Health(status="ok", daemon=context.owner, version=release)
+
+    @app.get("/status")
+    async def daemon_status() -> dict[str, Any]:
+        """Daemons alive, loops with their next fires and pause state, running executions,
+        queue depth: what ``loopengine status --json`` prints."""
+        since = time.time() - context.lease_s
+        return (await context.store.read(status.view, since)).as_json()
+
+    @app.get("/loops")
+    async def loops() -> dict[str, Any]:
+        """The loops the running daemons serve, each with its triggers' next fires and pause
+        state."""
+        return {"loops": [served.as_json() for served in await _loops(context)]}
+
+    @app.get("/loops/{loop_id}")
+    async def loop(loop_id: str) -> dict[str, Any]:
+        """One served loop."""
+        return (await _served(context, loop_id)).as_json()
+
+    @app.get("/executions")
+    async def execution_list(
+        loop_id: str | None = None,
+        outcome: Outcome | None = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_LISTED)] = 20,
+        cursor: Annotated[str | None, Query(max_length=executions.MAX_CURSOR)] = None,
+    ) -> ExecutionPage:
+        """The newest executions first, of one loop and with one outcome when given: what
+        ``loopengine history --json`` prints. ``next_cursor`` asks for the following page."""
+        wanted = outcome.value if outcome is not None else None
+        try:
+            page = await context.store.read(
+                executions.page_of_executions,
+                loop_id=loop_id,
+                outcome=wanted,
+                limit=limit,
+                cursor=cursor,
+            )
+        except ContractError as exc:
+            raise HTTPException(422, f"cursor: {exc}") from None
+        listed = [row.summary() for row in page.rows]
+        return ExecutionPage(executions=listed, next_cursor=page.next_cursor)
+
+    @app.get("/executions/{execution_id}")
+    async def execution(execution_id: str) -> dict[str, Any]:
+        """One execution's record: what ``loopengine show --json`` prints."""
+        record = await context.store.read(executions.read_record, execution_id)
+        if record is None:
+            raise HTTPException(404, f"no execution {execution_id!r}")
+        view: dict[str, Any] = record.view()
+        return view
+
+
+def _add_controls(app: FastAPI, context: ApiContext) -> None:
+    """The endpoints that change something: pause, trigger, events."""
+
+    @app.post("/loops/{loop_id}/pause")
+    async def pause(loop_id: str) -> dict[str, Any]:
+        """Stop the loop's triggers (persisted; no catch-up on unpause): as ``loopengine
+        pause``."""
+        await _served(context, loop_id)
+        now = time.time()
+        changed = await context.store.write(queue.pause, loop_id, now)
+        return {"loop_id": loop_id, "state": "paused", "changed": changed}
+
+    @app.post("/loops/{loop_id}/unpause")
+    async def unpause(loop_id: str) -> dict[str, Any]:
+        """Restart the loop's triggers: as ``loopengine unpause``."""
+        await _served(context, loop_id)
+        changed = await context.store.write(queue.unpause, loop_id)
+        return {"loop_id": loop_id, "state": "active", "changed": changed}
+
+    @app.post("/loops/{loop_id}/trigger", status_code=202)
+    async def trigger(
+        loop_id: str,
+        request: TriggerIn,
+        response: Response,
+        idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+    ) -> TriggerAccepted:
+        """Queue a manual job, as ``loopengine trigger`` does; a repeated ``Idempotency-Key``
+        (per loop) answers with the first job (200) instead of queueing another."""
+        loop = context.loop(loop_id)
+        if loop is None:
+            raise HTTPException(404, f"no loop {loop_id!r} is served (see GET /loops)")
+        if problems := input_problems(loop.spec.params or {}, request.inputs):
+            shown = "; ".join(problems[:_SHOWN_PROBLEMS])
+            more = len(problems) - _SHOWN_PROBLEMS
+            raise HTTPException(422, shown + (f"; and {more} more" if more > 0 else ""))
+        if idempotency_key:
+            named = f"{loop_id}\n{idempotency_key}".encode()
+            key = f"api:{hashlib.sha256(named).hexdigest()}"
+        else:
+            key = f"manual:{new_id()}"
+        constraints = {"dry_run": True} if request.dry_run else None
+        firing = Firing(
+            loop, {"type": "manual", "id": "api"}, key, request.inputs, constraints=constraints
+        )
+        taken, queued = await queue_firing(context, firing)
+        job = queued_job(firing, taken, queued)
+        if taken.status == "duplicate":
+            response.status_code = 200
+        else:
+            context.queued()
+        return TriggerAccepted(job_id=job["id"], loop_id=loop_id, status=taken.status)
+
+    @app.post("/events", status_code=202)
+    async def post_event(event: EventIn) -> EventAccepted:
+        """Append an event to the log, as ``loopengine emit`` does; the loops it fires are
+        queued by the dispatcher."""
+        if problem := event_problem(event.name):
+            raise HTTPException(422, problem)
+        if nesting(event.data) > MAX_EVENT_DEPTH:
+            raise HTTPException(422, f"data is nested more than {MAX_EVENT_DEPTH} levels")
+        if len(json.dumps(event.data, separators=(",", ":"), default=str)) > MAX_EVENT_BYTES:
+            raise HTTPException(413, f"data is over {MAX_EVENT_BYTES} bytes as JSON")
+        now = time.time()
+        event_id = await context.store.write(
+            signals.insert_event, event.name, "api", event.data, now
+        )
+        context.wake()
+        appended = queue.Event(event_id, event.name, "api", event.data, now)
+        return EventAccepted(id=event_id, name=event.name, matched=context.matching(appended))
+
+
+class Waiting(BaseModel):
+    approvals: list[dict[str, Any]]
+    """Oldest first: each execution's decision, its plan (params, affected items) and the time
+    left before it escalates."""
+
+
+def _add_approvals(app: FastAPI, context: ApiContext) -> None:
+    """What waits for a person, and a person's answer to it."""
+
+    @app.get("/approvals")
+    async def waiting(
+        limit: Annotated[int, Query(ge=1, le=approvals.MAX_WAITING)] = 100,
+    ) -> Waiting:
+        """What waits for approval, oldest first, each with its decision, the plan it would
+        run and the time left before it escalates: what ``loopengine approvals --json``
+        prints."""
+        now = time.time()
+        found = await context.store.read(approvals.waiting, now, limit)
+        return Waiting(approvals=[gate.as_json() for gate in found])
+
+    @app.post("/approvals/{execution_id}")
+    async def answer(execution_id: str, answer: AnswerIn) -> dict[str, Any]:
+        """Approve (the gated action runs now, in the daemon) or reject an execution waiting
+        for approval, as ``loopengine approve`` / ``reject`` do; its record afterwards (409
+        when it is not waiting, or its window closed)."""
+        runtime = context.runtime
+        known = await context.store.read(executions.get_execution, execution_id)
+        if known is None:
+            raise HTTPException(404, f"no execution {execution_id!r}")
+        approve = answer.decision == "approve"
+        try:
+            await answer_approval(
+                runtime.engine, runtime.load_loop, execution_id, approve, answer.note
+            )
+        except StoreUnavailable:
+            raise
+        except LoopEngineError as exc:
+            raise HTTPException(409, str(exc)) from None
+        record = await context.store.read(executions.read_record, execution_id)
+        assert record is not None
+        view: dict[str, Any] = record.view()
+        return view
+
+
+async def _loops(context: ApiContext) -> list[status.ServedLoop]:
+    since = time.time() - context.lease_s
+    return await context.store.read(status.served, since)
+
+
+async def _served(context: ApiContext, loop_id: str) -> status.ServedLoop:
+    """The served loop ``loop_id`` as ``/loops`` lists it; 404 when no daemon serves it."""
+    for loop in await _loops(context):
+        if loop.loop_id == loop_id:
+            return loop
+    raise HTTPException(404, f"no loop {loop_id!r} is served (see GET /loops)")

@@ -1,0 +1,114 @@
+"""What LLM skills share within one process: the cluster, the toolbox, and threads in the store."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from loopengine.autolearn import Profile, explored, memory_context
+from loopengine.builtins._tools import offered_tools
+from loopengine.contract import Config
+from loopengine.llm import Cluster, Explore, NodeHealth, Toolbox
+from loopengine.skills import Registry
+from loopengine.store import NodeHealthRow, PromptVersion, Store, UserMemory, autolearn, health
+from loopengine.threads import Conversation
+
+__all__ = ["ChatContext", "LLMRuntime"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChatContext:
+    """What a message is answered with beyond its thread: the category's instructions (version
+    0: none) and what the chat remembers of the user, as system text."""
+
+    prompt_version: int = 0
+    instructions: str | None = None
+    tuned: Mapping[str, list[str]] = field(default_factory=dict)
+    """The routing orders the autotune loop wrote."""
+    explore: Explore | None = None
+
+    @classmethod
+    def of(cls, prompt: PromptVersion | None, remembered: UserMemory | None) -> ChatContext:
+        """The context of an active prompt version and a user's memory, either missing."""
+        parts = [prompt.text] if prompt is not None and prompt.text else []
+        if remembered is not None:
+            profile = Profile.of(remembered.profile or {})
+            shown = memory_context(profile, remembered.summary)
+            parts.extend([shown] if shown else [])
+        version = prompt.version if prompt is not None else 0
+        return cls(version, "\n\n".join(parts) or None)
+
+
+class LLMRuntime:
+    """One cluster and toolbox for every LLM skill of an engine; threads and health persist."""
+
+    def __init__(
+        self,
+        config: Config,
+        base: Path,
+        registry: Registry,
+        store: Store,
+        environ: Mapping[str, str],
+        private: tuple[Path, ...] = (),
+    ) -> None:
+        self.cluster = Cluster(config.cluster, environ, grader=config.autolearn.grader)
+        self.autolearn = config.autolearn
+        self.toolbox = Toolbox(offered_tools(config, base, registry, private))
+        self.store = store
+        self._health_loaded = False
+
+    async def load_health(self) -> None:
+        """Remember nodes cooled down by an earlier process."""
+        if self._health_loaded:
+            return
+        rows = await self.store.read(health.load_health)
+        for row in rows:
+            if row.node in self.cluster.health:
+                self.cluster.health[row.node] = NodeHealth(
+                    row.failures, row.cooled_until, row.last_error
+                )
+        self._health_loaded = True
+
+    async def prepare(self, category: str, user: str | None) -> ChatContext:
+        """Read what the autolearn loops wrote, at each message so a change applies at the next
+        one: the tuned routing orders, the under-sampled nodes of ``category`` to explore
+        (``autolearn.explore`` of its messages), its active instructions and ``user``'s memory;
+        a value per message, so concurrent messages do not share it."""
+        settings = self.autolearn
+        nodes = list(self.cluster.config.nodes)  # which are routed depends on the orders read
+        read = await self.store.read(
+            autolearn.chat_reading, category, nodes, settings.min_samples, user
+        )
+        tuned = {c: list(order.nodes) for c, order in read.routing.items()}
+        routed = self.cluster.route(category, tuned)
+        counts = {node: read.explored[node][0] for node in routed}
+        turn = max((read.explored[node][1] for node in routed), default=0)
+
+        def explore(available: list[str]) -> str | None:
+            return explored(
+                available,
+                counts,
+                min_samples=settings.min_samples,
+                share=settings.explore,
+                turn=turn,
+            )
+
+        context = ChatContext.of(read.prompt, read.remembered)
+        return replace(context, tuned=tuned, explore=explore)
+
+    async def save_health(self) -> None:
+        now = time.time()
+        rows = [
+            NodeHealthRow(name, h.failures, h.cooled_until, h.last_error, now)
+            for name, h in self.cluster.health.items()
+        ]
+        await self.store.write(health.save_health, rows)
+
+    async def conversation(self, session: str) -> Conversation:
+        """The session's thread, rebuilt from the store."""
+        return await Conversation.open(self.store, session)
+
+    async def aclose(self) -> None:
+        await self.cluster.aclose()

@@ -1,0 +1,277 @@
+"""Tools offered to models: ``@tool`` functions and the sandboxed built-ins (``llm.Toolbox`` runs
+them with validated arguments)."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import socket
+import time
+from collections.abc import Iterable
+from functools import partial
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlsplit, urlunsplit
+
+import anyio.to_thread
+import httpx
+from pydantic import Field
+
+from loopengine.builtins._sandbox import Sandbox
+from loopengine.contract import Config
+from loopengine.llm import TOOL_TIMEOUT_S, check_pattern
+from loopengine.skills import ATTRIBUTE, Registry, ToolDef, tool
+from loopengine.store import read_only_query
+
+__all__ = [
+    "MAX_READ",
+    "MAX_ROWS",
+    "MAX_SCANNED",
+    "REGEX_TIMEOUT_S",
+    "builtin_tools",
+    "checked_address",
+    "offered_tools",
+    "reaches_inside",
+]
+
+_MAX_TEXT = 65_536
+MAX_READ = 1_048_576
+"""Most bytes a file tool reads from one file, whatever the model asks."""
+MAX_SCANNED = 32 * 1_048_576
+"""Most bytes ``search_files`` reads in one call."""
+MAX_ROWS = 1000
+MAX_ENTRIES = 1000
+"""Most entries ``list_dir`` returns, and files ``search_files`` opens, per call."""
+REGEX_TIMEOUT_S = 2.0
+
+
+def _in_time(ends: float) -> None:
+    """Stop a file tool's own thread once the call's deadline (monotonic) has passed."""
+    if time.monotonic() > ends:
+        raise TimeoutError(f"search_files ran past {TOOL_TIMEOUT_S:g} s: narrow it")
+
+
+_INSIDE_NETWORKS = (ipaddress.ip_network("100.64.0.0/10"), ipaddress.ip_network("192.0.0.0/24"))
+"""Carrier-grade NAT and IETF protocol space: cloud metadata services live there, yet neither
+is "private" to Python."""
+
+
+def reaches_inside(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Whether ``address`` reaches this machine, its network or a metadata service, looking
+    through the IPv6 forms that carry an IPv4 address (mapped, 6to4, Teredo)."""
+    if isinstance(address, ipaddress.IPv6Address):
+        teredo = address.teredo[1] if address.teredo else None
+        carried = address.ipv4_mapped or address.sixtofour or teredo
+        if carried is not None:
+            return reaches_inside(carried)
+    return (
+        address.is_loopback
+        or address.is_private
+        or address.is_link_local
+        or address.is_reserved
+        or address.is_multicast
+        or address.is_unspecified
+        or (address.version == 4 and any(address in network for network in _INSIDE_NETWORKS))
+        or (address.version == 6 and address.is_site_local)
+    )
+
+
+def checked_address(host: str, allowed: frozenset[str]) -> str:
+    """The address to connect to for ``host``: resolved once, every answer checked, so a name
+    that resolves again to another address (DNS rebinding) cannot reach what was refused."""
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except socket.gaierror as exc:
+        raise ValueError(f"cannot resolve {host!r}: {exc}") from None
+    addresses = [ipaddress.ip_address(info[4][0]) for info in infos]
+    for address in addresses:
+        if host not in allowed and str(address) not in allowed and reaches_inside(address):
+            raise PermissionError(
+                f"{host} is a loopback, private or metadata address (allow it with http_allow)"
+            )
+    return str(addresses[0])
+
+
+async def _fetch(url: str, allowed: frozenset[str], limit: int) -> dict[str, Any]:
+    """GET ``url`` from the checked address, reading at most ``limit`` bytes of the body."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("only http and https URLs are allowed")
+    host = parts.hostname
+    address = await anyio.to_thread.run_sync(checked_address, host, allowed)
+    shown = f"[{address}]" if ":" in address else address
+    port = f":{parts.port}" if parts.port else ""
+    target = urlunsplit(parts._replace(netloc=f"{shown}{port}"))
+    headers = {"Host": f"{f'[{host}]' if ':' in host else host}{port}"}
+    body = bytearray()
+    async with (
+        httpx.AsyncClient(follow_redirects=False, timeout=10) as client,
+        client.stream("GET", target, headers=headers, extensions={"sni_hostname": host}) as reply,
+    ):
+        async for chunk in reply.aiter_bytes():
+            body += chunk
+            if len(body) > limit:
+                break
+    charset = reply.charset_encoding or "utf-8"
+    return {
+        "status": reply.status_code,
+        "content_type": reply.headers.get("content-type"),
+        "text": bytes(body[:limit]).decode(charset, "replace"),
+        "truncated": len(body) > limit,
+    }
+
+
+_LEADING_COMMENTS = re.compile(r"\A(?:\s+|--[^\n]*(?:\n|\Z)|/\*.*?\*/)*", re.S)
+_READ = re.compile(r"(?i)(select|with)\b")
+"""The first word of what ``query_db`` runs, comments skipped. A second statement is refused by
+the driver (SQLite) or runs read-only (PostgreSQL), so a ';' inside a string is no reason to
+refuse."""
+
+_ReadSize = Annotated[int, Field(ge=1, le=MAX_READ)]
+_Results = Annotated[int, Field(ge=1, le=1000)]
+_Rows = Annotated[int, Field(ge=1, le=MAX_ROWS)]
+
+
+def builtin_tools(
+    root: Path,
+    database_url: str | None,
+    http_allow: Iterable[str] = (),
+    *,
+    private: Iterable[Path] = (),
+    base: Path | None = None,
+) -> list[ToolDef]:
+    """``list_dir``, ``read_file``, ``search_files``, ``query_db`` and ``http_get``, sandboxed;
+    the file tools never see ``private`` paths (files, or folders with all they hold) nor
+    hidden ones below ``base`` or ``root``."""
+    sandbox = Sandbox(root, private, base)
+    allowed = frozenset(http_allow)
+
+    @tool("list_dir")
+    def list_dir(path: str = ".") -> list[dict[str, Any]]:
+        """List a folder of the workspace.
+
+        Args:
+            path: Folder, relative to the workspace root.
+        """
+        entries = []
+        for entry in sandbox.entries(sandbox.path(path))[:MAX_ENTRIES]:
+            info = entry.stat(follow_symlinks=False)
+            kind = "link" if entry.is_symlink() else "dir" if entry.is_dir() else "file"
+            entries.append(
+                {"name": entry.name, "type": kind, "size": info.st_size if kind == "file" else None}
+            )
+        return entries
+
+    @tool("read_file")
+    def read_file(path: str, max_bytes: _ReadSize = _MAX_TEXT) -> dict[str, Any]:
+        """Read a text file of the workspace.
+
+        Args:
+            path: File, relative to the workspace root.
+            max_bytes: Most bytes returned.
+        """
+        data, more = sandbox.read(path, max_bytes)
+        return {"path": path, "text": data.decode("utf-8", "replace"), "truncated": more}
+
+    @tool("search_files")
+    def search_files(
+        pattern: str, path: str = ".", max_results: _Results = 50
+    ) -> list[dict[str, Any]]:
+        """Find lines matching a regular expression in the workspace's text files.
+
+        Args:
+            pattern: Regular expression (case-insensitive).
+            path: Folder to search, relative to the workspace root.
+            max_results: Most matching lines returned.
+        """
+        import regex  # stdlib re cannot be stopped: a model's pattern may backtrack for ever
+
+        check_pattern(pattern)  # compiling cannot be stopped either, nor its memory capped
+        try:
+            expression = regex.compile(pattern, regex.IGNORECASE | regex.V0, cache_pattern=False)
+        except regex.error as exc:
+            raise ValueError(f"invalid regular expression: {exc}") from None
+        found: list[dict[str, Any]] = []
+        budget = MAX_SCANNED
+        ends = time.monotonic() + TOOL_TIMEOUT_S  # the thread stops too, not only the wait
+        for file in sandbox.files(sandbox.path(path), partial(_in_time, ends))[:MAX_ENTRIES]:
+            data, _ = sandbox.read(file.relative_to(sandbox.root), min(MAX_READ, budget))
+            budget -= len(data)
+            for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+                _in_time(ends)
+                try:
+                    hit = expression.search(line[:2000], timeout=REGEX_TIMEOUT_S)
+                except TimeoutError:
+                    raise ValueError(
+                        f"the pattern took over {REGEX_TIMEOUT_S:g} s on one line: simplify it"
+                    ) from None
+                if hit:
+                    found.append(
+                        {
+                            "file": str(file.relative_to(sandbox.root)),
+                            "line": number,
+                            "text": line[:300],
+                        }
+                    )
+                    if len(found) >= max_results:
+                        return found
+            if budget <= 0:
+                break
+        return found
+
+    @tool("query_db")
+    def query_db(sql: str, limit: _Rows = 100) -> dict[str, Any]:
+        """Run one read-only SELECT on the configured database.
+
+        Args:
+            sql: A single SELECT (or WITH … SELECT) statement.
+            limit: Most rows returned.
+        """
+        if database_url is None:
+            raise PermissionError(
+                "no database is open to tools: name one under databases.default in "
+                "loopengine.yaml (the store itself never is)"
+            )
+        statement = sql.strip().rstrip(";").rstrip()
+        if not _READ.match(_LEADING_COMMENTS.sub("", statement)):
+            raise ValueError("only one SELECT (or WITH … SELECT) statement is allowed")
+        columns, rows = read_only_query(
+            database_url, lambda _dialect: statement, limit, timeout_s=TOOL_TIMEOUT_S
+        )
+        return {"columns": columns, "rows": rows, "count": len(rows)}
+
+    @tool("http_get")
+    async def http_get(url: str, max_bytes: _ReadSize = _MAX_TEXT) -> dict[str, Any]:
+        """Fetch a URL (loopback and private addresses only when allowed in the config).
+
+        Args:
+            url: http or https URL.
+            max_bytes: Most bytes of the body returned.
+        """
+        return await _fetch(url, allowed, max_bytes)
+
+    return [
+        getattr(fn, ATTRIBUTE) for fn in (list_dir, read_file, search_files, query_db, http_get)
+    ]
+
+
+def offered_tools(
+    config: Config, base: Path, registry: Registry, private: Iterable[Path]
+) -> list[ToolDef]:
+    """Every tool a model is offered: the sandboxed built-ins, then the plugins' ``@tool``s. The
+    file tools never see the ``private`` paths (``Settings.private``: the config, the store)."""
+    database = config.databases.get("default")
+    if database is not None:
+        database = _anchored(database, base)
+    root = base / config.tools_root
+    tools = builtin_tools(root, database, config.http_allow, private=private, base=base)
+    return [*tools, *registry.tools]
+
+
+def _anchored(url: str, base: Path) -> str:
+    """A relative SQLite path starts at the config's folder, not the current directory."""
+    prefix = "sqlite:///"
+    if url.startswith(prefix) and not url[len(prefix) :].startswith(("/", ":memory:")):
+        path = url[len(prefix) :]
+        return prefix + str(base / path)
+    return url

@@ -1,0 +1,82 @@
+"""One session's thread held in memory and kept equal to the store's by its version: a round is
+committed while the next call is on its way, and the thread is rebuilt from the store only when
+another writer came in between."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from loopengine.llm import RoundCommit
+from loopengine.store import Pending, Store, threads
+from loopengine.threads._batches import call_ids, new_batch, prune, with_fresh_call_ids
+
+__all__ = ["THREAD_WINDOW", "Conversation"]
+
+THREAD_WINDOW = 40
+
+
+class Conversation:
+    """The thread of ``session`` at ``version``, as the store holds it."""
+
+    def __init__(
+        self,
+        store: Store,
+        session: str,
+        messages: Sequence[dict[str, Any]] = (),
+        version: int = 0,
+        *,
+        window: int = THREAD_WINDOW,
+    ) -> None:
+        self.store = store
+        self.session = session
+        self.window = window
+        self._messages = list(messages)
+        self._version = version
+        self._call_ids = call_ids(self._messages)
+
+    @classmethod
+    async def open(cls, store: Store, session: str, *, window: int = THREAD_WINDOW) -> Conversation:
+        """The session's thread as the store holds it (empty for a new session)."""
+        thread = await store.read(threads.read_thread, session)
+        return cls(store, session, thread.as_json(), thread.version, window=window)
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    @property
+    def thread(self) -> list[dict[str, Any]]:
+        """The last ``window`` messages, never a tool result without its call."""
+        return prune(self._messages, self.window)
+
+    def commit(self, messages: list[dict[str, Any]], operation_id: str) -> RoundCommit:
+        """Append ``messages`` as one atomic batch; the write starts now, its outcome is awaited
+        through the returned commit (see ``RoundCommit``). Calls reusing an id of the session are
+        renamed, in the returned thread too."""
+        messages = with_fresh_call_ids(messages, self._call_ids)
+        self._call_ids |= call_ids(messages)
+        version = self._version
+        self._messages = [*self._messages, *messages]
+        self._version = version + 1
+        now = time.time()
+        batch = new_batch(self.session, messages, operation_id=operation_id, now=now)
+        written = self.store.submit(threads.extend_thread, batch, version)
+        return RoundCommit(self.thread, self._settle(written))
+
+    async def append(self, messages: list[dict[str, Any]], operation_id: str) -> None:
+        """Append ``messages`` as one atomic batch, committed when this returns."""
+        await self.commit(messages, operation_id).committed
+
+    async def _settle(self, written: Pending[threads.Thread | None]) -> list[dict[str, Any]] | None:
+        try:
+            stored = await written.wait()
+        except BaseException:
+            self._version = -1  # unknown now: the next commit finds it stale and rebuilds
+            raise
+        if stored is None:
+            return None
+        self._messages, self._version = stored.as_json(), stored.version
+        self._call_ids = call_ids(self._messages)
+        return self.thread

@@ -1,0 +1,89 @@
+"""Built-in LLM skills as the engine calls them: threads per session, re-runs of a step."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopengine.builtins import LLMRuntime, builtin_registry
+from loopengine.contract import Config
+from loopengine.skills import Registry, SkillContext
+from loopengine.store import Store, threads
+from loopengine.testing import FakeLLMServer, reply, tool_call
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as running:
+        yield running
+
+
+@pytest.fixture
+async def runtime(server: FakeLLMServer, tmp_path: Path) -> AsyncIterator[LLMRuntime]:
+    (tmp_path / "facts.txt").write_text("Loops have seven phases.")
+    node = {"base_url": server.base_url, "model": "ol1", "timeout_s": 5}
+    config = Config.model_validate({"cluster": {"nodes": {"OL1": node}}})
+    async with Store.open(f"sqlite:///{tmp_path / 'chat.db'}") as store:
+        built = LLMRuntime(config, tmp_path, Registry(), store, {})
+        yield built
+        await built.aclose()
+
+
+def _ctx(runtime: LLMRuntime, execution: str = "e1") -> SkillContext:
+    return SkillContext(
+        execution_id=execution,
+        loop_id="reflexive_chat",
+        phase="act",
+        step="answer",
+        idempotency_key=f"{execution}:act:answer",
+        llm_runtime=lambda: runtime,
+    )
+
+
+async def _agent(ctx: SkillContext, **params: Any) -> Any:
+    return await builtin_registry().skill("llm.agent").fn(ctx, **params)
+
+
+async def _thread(runtime: LLMRuntime, session: str) -> list[dict[str, Any]]:
+    assert runtime.store is not None
+    return [m.as_json() for m in await runtime.store.read(threads.load_thread, session)]
+
+
+async def test_a_step_run_again_stores_the_message_once_and_answers_anew(
+    server: FakeLLMServer, runtime: LLMRuntime
+) -> None:
+    server.script(
+        "ol1",
+        [
+            tool_call("list_dir", {"path": "."}),
+            reply("First run."),
+            tool_call("read_file", {"path": "facts.txt"}),
+            reply("Second run."),
+        ],
+    )
+    await _agent(_ctx(runtime), message="What is here?", session="s1")
+    again = await _agent(_ctx(runtime), message="What is here?", session="s1")
+    assert again.data["chat"]["reply"] == "Second run."
+    thread = await _thread(runtime, "s1")
+    assert [m["content"] for m in thread if m["role"] == "user"] == ["What is here?"]
+    assert [m["content"] for m in thread if m["role"] == "assistant" and m["content"]] == [
+        "First run.",
+        "Second run.",
+    ]
+
+
+async def test_a_session_continues_where_it_was(server: FakeLLMServer, runtime: LLMRuntime) -> None:
+    server.script("ol1", [reply("Seven."), reply("Detect first.")])
+    await _agent(_ctx(runtime), message="How many phases?", session="s1")
+    await _agent(_ctx(runtime, "e2"), message="Which comes first?", session="s1")
+    sent = server.requests_for("ol1")[1]["messages"]
+    assert [m["content"] for m in sent if m["role"] != "system"] == [
+        "How many phases?",
+        "Seven.",
+        "Which comes first?",
+    ]

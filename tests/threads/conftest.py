@@ -1,0 +1,5 @@
+"""A conversation's stages call the LLM tests' scripted server."""
+
+from tests.llm.conftest import server
+
+__all__ = ["server"]
