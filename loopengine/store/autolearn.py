@@ -9,7 +9,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine.store import executions, memory, prompts
+from loopengine.store import executions, health, memory, prompts, threads
 from loopengine.store._record import ExecutionRow, Record, iso
 from loopengine.store._tables import autolearn_history, chat_scores, routing_orders, score_history
 from loopengine.store.memory import UserMemory
@@ -21,6 +21,7 @@ __all__ = [
     "SCORES_KEPT",
     "ChatReading",
     "ChatSample",
+    "ChatStart",
     "HistoryEntry",
     "Learned",
     "Rollback",
@@ -28,6 +29,7 @@ __all__ = [
     "add_history",
     "apply_prompt",
     "chat_reading",
+    "chat_start",
     "claim_ungraded",
     "count_ungraded",
     "exploration_counts",
@@ -39,6 +41,7 @@ __all__ = [
     "prune_samples",
     "put_routing",
     "put_routings",
+    "record_reply",
     "record_scores",
     "release",
     "review_window",
@@ -450,6 +453,10 @@ def learned(connection: sa.Connection, window: int, loops: Sequence[str]) -> Lea
     )
 
 
+Remembered = tuple[str, dict[str, Any], int]
+"""An exchange to keep in a user's memory: ``(user, exchange, keep)``."""
+
+
 @dataclass(frozen=True, slots=True)
 class ChatReading:
     """What a chat message is answered with of what the autolearn loops wrote: the tuned orders,
@@ -478,7 +485,7 @@ def chat_reading(
 def record_answer(
     connection: sa.Connection,
     samples: Sequence[Mapping[str, Any]],
-    remembered: tuple[str, dict[str, Any], int] | None,
+    remembered: Remembered | None,
     now: float,
 ) -> None:
     """Record an answered message's responses to score and, for a known user, the exchange
@@ -487,3 +494,53 @@ def record_answer(
     if remembered is not None:
         user, exchange, keep = remembered
         memory.add_exchange(connection, user, exchange, keep, now)
+
+
+@dataclass(frozen=True, slots=True)
+class ChatStart:
+    """What a message is answered with, read together: what the autolearn loops wrote, the
+    session's thread, whether it holds the message already (a step run again) and, for a
+    process that does not hold it yet, the nodes' health."""
+
+    reading: ChatReading
+    thread: threads.Thread
+    asked: bool
+    nodes: list[health.NodeHealthRow] | None
+
+
+def chat_start(
+    connection: sa.Connection,
+    category: str,
+    nodes: Sequence[str],
+    cap: int,
+    user: str | None,
+    session_id: str,
+    asked: str,
+    with_health: bool,
+) -> ChatStart:
+    """Everything a message of ``category`` from ``user`` in ``session_id``, appended by the
+    operation ``asked``, starts from, in one read (``chat_reading``, ``threads.read_thread``,
+    ``threads.applied`` and, ``with_health``, the nodes' health)."""
+    return ChatStart(
+        chat_reading(connection, category, nodes, cap, user),
+        threads.read_thread(connection, session_id),
+        threads.applied(connection, session_id, asked),
+        health.load_health(connection) if with_health else None,
+    )
+
+
+def record_reply(
+    connection: sa.Connection,
+    reply: tuple[threads.Batch, int] | None,
+    nodes: Sequence[health.NodeHealthRow],
+    samples: Sequence[Mapping[str, Any]],
+    remembered: Remembered | None,
+    now: float,
+) -> threads.Thread | None:
+    """Record an answered message in one transaction: its ``reply`` batch appended to a thread
+    held at a version (``threads.extend_thread``, whose answer it returns), the nodes' health,
+    and ``record_answer``'s responses to score and memory."""
+    stored = threads.extend_thread(connection, *reply) if reply is not None else None
+    health.save_health(connection, nodes)
+    record_answer(connection, samples, remembered, now)
+    return stored

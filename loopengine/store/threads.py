@@ -27,6 +27,7 @@ __all__ = [
     "advance",
     "answered",
     "append_batch",
+    "applied",
     "apply_batch",
     "batch_state",
     "calls_of",
@@ -325,3 +326,12 @@ def extend_thread(connection: sa.Connection, batch: Batch, version: int) -> Thre
     if result.applied and result.version == version + 1 and result.stored == len(batch.messages):
         return None
     return read_thread(connection, batch.session_id)
+
+
+def applied(connection: sa.Connection, session_id: str, operation_id: str) -> bool:
+    """Whether the session's thread holds the batch of ``operation_id`` already."""
+    found = sa.select(chat_operations.c.version).where(
+        chat_operations.c.session_id == session_id,
+        chat_operations.c.operation_id == operation_id,
+    )
+    return connection.execute(found).first() is not None
