@@ -26,7 +26,7 @@ from loopengine.testing import FakeLLMServer, reply
 pytestmark = pytest.mark.anyio
 
 MAX_OPERATIONS = 6
-MAX_ENCODINGS = 20
+MAX_ENCODINGS = 19
 
 
 @dataclass
