@@ -9,6 +9,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+import loopengine.store._fastpath as fastpath
 from loopengine.store import executions, health, memory, prompts, threads
 from loopengine.store._record import ExecutionRow, Record, iso
 from loopengine.store._tables import autolearn_history, chat_scores, routing_orders, score_history
@@ -110,6 +111,20 @@ class HistoryEntry(Record):
         return {**asdict(self), "created_at": iso(self.created_at)}
 
 
+_OF_NODE = (chat_scores.c.category == sa.bindparam("category")) & (
+    chat_scores.c.node == sa.bindparam("node")
+)
+_EXPLORED = sa.select(
+    sa.select(sa.func.count())
+    .select_from(sa.select(chat_scores.c.id).where(_OF_NODE).limit(sa.bindparam("cap")).subquery())
+    .scalar_subquery()
+    .label("count"),
+    sa.select(sa.func.max(chat_scores.c.id)).where(_OF_NODE).scalar_subquery().label("newest"),
+)
+"""A node's responses in a category, up to ``cap``, and its newest one (``exploration_counts``)."""
+_ROUTING = sa.select(routing_orders)
+
+
 def insert_samples(connection: sa.Connection, rows: Sequence[Mapping[str, Any]]) -> None:
     """Record responses to score (texts cut to ``MAX_TEXT``)."""
     if rows:
@@ -128,17 +143,9 @@ def exploration_counts(
     through the index, however many responses there are."""
     found = {}
     for node in nodes:
-        newest = (
-            sa.select(chat_scores.c.id)
-            .where(chat_scores.c.category == category, chat_scores.c.node == node)
-            .limit(cap)
-            .subquery()
-        )
-        count = connection.execute(sa.select(sa.func.count()).select_from(newest)).scalar()
-        newest_id = sa.select(sa.func.max(chat_scores.c.id)).where(
-            chat_scores.c.category == category, chat_scores.c.node == node
-        )
-        found[node] = int(count or 0), int(connection.execute(newest_id).scalar() or 0)
+        params = {"category": category, "node": node, "cap": cap}
+        row = fastpath.fetch_one(connection, _EXPLORED, params) or {}
+        found[node] = int(row.get("count") or 0), int(row.get("newest") or 0)
     return found
 
 
@@ -206,7 +213,7 @@ def last_scores(connection: sa.Connection) -> dict[tuple[str, str], float]:
 
 def routing(connection: sa.Connection) -> dict[str, RoutingOrder]:
     """The routing order of each tuned category, with its version and why it changed."""
-    rows = connection.execute(sa.select(routing_orders)).mappings()
+    rows = fastpath.fetch_all(connection, _ROUTING, {})
     return {row["category"]: RoutingOrder.from_row(row) for row in rows}
 
 
@@ -477,7 +484,7 @@ def chat_reading(
     return ChatReading(
         routing(connection),
         exploration_counts(connection, category, nodes, cap),
-        prompts.active(connection, category).get(category),
+        prompts.active_of(connection, category),
         memory.profile(connection, user) if user else None,
     )
 

@@ -330,8 +330,5 @@ def extend_thread(connection: sa.Connection, batch: Batch, version: int) -> Thre
 
 def applied(connection: sa.Connection, session_id: str, operation_id: str) -> bool:
     """Whether the session's thread holds the batch of ``operation_id`` already."""
-    found = sa.select(chat_operations.c.version).where(
-        chat_operations.c.session_id == session_id,
-        chat_operations.c.operation_id == operation_id,
-    )
-    return connection.execute(found).first() is not None
+    row = fastpath.fetch_one(connection, _STATE, {"sid": session_id, "op": operation_id})
+    return row is not None and row["applied"] is not None
