@@ -15,7 +15,7 @@ from loopengine.llm._memory import Profile, memory_context
 from loopengine.llm._scores import explored
 from loopengine.llm._tools import Toolbox, offered_tools
 from loopengine.skills import Registry
-from loopengine.store import NodeHealthRow, PromptVersion, Store, UserMemory, autolearn, health
+from loopengine.store import NodeHealthRow, PromptVersion, Store, UserMemory, autolearn
 
 __all__ = ["ChatContext", "LLMRuntime"]
 
@@ -61,12 +61,8 @@ class LLMRuntime:
         self.store = store
         self._health_loaded = False
 
-    async def load_health(self) -> None:
-        """Remember nodes cooled down by an earlier process."""
-        if not self._health_loaded:
-            self._remember_health(await self.store.read(health.load_health))
-
     def _remember_health(self, rows: Sequence[NodeHealthRow]) -> None:
+        """Remember nodes cooled down by an earlier process."""
         for row in rows:
             if row.node in self.cluster.health:
                 self.cluster.health[row.node] = NodeHealth(
@@ -123,9 +119,6 @@ class LLMRuntime:
             NodeHealthRow(name, h.failures, h.cooled_until, h.last_error, now)
             for name, h in self.cluster.health.items()
         ]
-
-    async def save_health(self) -> None:
-        await self.store.write(health.save_health, self.health_rows())
 
     async def aclose(self) -> None:
         await self.cluster.aclose()
