@@ -1,23 +1,34 @@
 """The chat chain's own cost per turn next to the raw HTTP round-trip, on a zero-latency server.
 
-    python bench/chat_overhead.py [--runs 50] [--rounds 5] [--latency-ms 0]
+    python bench/chat_overhead.py [--runs 50] [--rounds 5] [--latency-ms 0] [--requests 200]
 
 A turn is: the client's call, parsing the tool call, the anti-loop guard, running a no-op tool,
-feeding the result back, and (second row) committing the round as one atomic thread batch in
-SQLite (``synchronous=FULL``) through ``Conversation``, as ``loopengine chat`` does. The raw
+feeding the result back, and committing the round as one atomic thread batch through
+``Conversation``, to SQLite in memory (first row) or on disk (``synchronous=FULL``, second row),
+as ``loopengine chat`` does. The raw
 round-trip is ``httpx`` posting the same requests to the same scripted server. The three are
 measured in turn ``--rounds`` times and the best of each is kept. Goal: overhead ≤ 20% of it.
 ``--latency-ms`` makes the server think that long before each answer (a real model takes
 seconds), which shows what the commit of a round costs once it overlaps the next call.
 The per-message costs outside the turns (open the thread, commit the user's message and the
 reply) are printed apart.
+
+Last, what a user of the OpenAI-compatible endpoint feels: a simple-mode
+``POST /v1/chat/completions`` through a daemon (a subprocess on 127.0.0.1 with its SQLite store,
+whose one node is the scripted server) next to the same request sent straight to the node,
+``--requests`` of each, interleaved; the medians and what the daemon adds (goal ≤ 5 ms).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import multiprocessing
+import os
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -31,7 +42,7 @@ from loopengine.contract import Node
 from loopengine.llm import ChatClient, Hooks, Toolbox, run_agent
 from loopengine.skills import ATTRIBUTE, tool
 from loopengine.store import Store
-from loopengine.testing import FakeLLMServer, reply, tool_call
+from loopengine.testing import FakeLLMServer, forever, reply, tool_call
 from loopengine.threads import Conversation
 
 
@@ -42,6 +53,8 @@ async def noop(step: int) -> dict[str, int]:
 
 
 TURNS = 6
+ADDED_GOAL_MS = 5.0
+DAEMON_READY_S = 60.0
 
 
 def _serve(stages: int, latency_s: float, ready: Any, stop: Any) -> None:
@@ -53,6 +66,7 @@ def _serve(stages: int, latency_s: float, ready: Any, stop: Any) -> None:
         server.script("bench", [replace(answer, delay_s=latency_s) for answer in script])
         raw = replace(reply("x"), delay_s=latency_s)
         server.script("raw", [raw] * (stages * (TURNS + 1) // 2 + 50))
+        server.script("chat", forever(raw))
         ready.put(server.base_url)
         stop.wait()
 
@@ -64,7 +78,7 @@ class _Timing:
     bodies: list[bytes] = field(default_factory=list)
 
 
-async def _agent(base_url: str, runs: int, store: Store | None) -> _Timing:
+async def _agent(base_url: str, runs: int, store: Store) -> _Timing:
     """``runs`` stages of TURNS tool turns + an answer: their time, the per-message commits' time,
     and the bodies they sent."""
     node = Node.model_validate({"base_url": base_url, "model": "bench", "timeout_s": 30})
@@ -119,14 +133,14 @@ async def main(runs: int, rounds: int, base_url: str) -> None:
     persisted: list[_Timing] = []
     raw: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
-        store = await Store.open(f"sqlite:///{Path(tmp) / 'threads.db'}")
-        try:
+        async with (
+            Store.open("sqlite://") as memory,
+            Store.open(f"sqlite:///{Path(tmp) / 'threads.db'}") as store,
+        ):
             for _ in range(rounds):
-                plain.append(await _agent(base_url, runs, None))
+                plain.append(await _agent(base_url, runs, memory))
                 persisted.append(await _agent(base_url, runs, store))
                 raw.append(await _raw(base_url, plain[-1].bodies))
-        finally:
-            await store.close()
     calls = len(plain[0].bodies)
     per_raw = min(raw) / calls * 1e6
     print(
@@ -135,7 +149,7 @@ async def main(runs: int, rounds: int, base_url: str) -> None:
     )
     print(f"raw httpx round-trip, same requests:  {per_raw:8.1f} µs per call")
     for label, timings in (
-        ("chain turn, no persistence", plain),
+        ("chain turn, thread in memory", plain),
         ("chain turn, thread persisted", persisted),
     ):
         per_turn = min(t.turns for t in timings) / calls * 1e6
@@ -150,11 +164,84 @@ async def main(runs: int, rounds: int, base_url: str) -> None:
     print(f"per message, outside the turns (open + user + reply commits): {per_message:.2f} ms")
 
 
+def _ready_api(log: Path, daemon: subprocess.Popen[bytes]) -> str:
+    """The API's URL once the daemon logged that it is ready."""
+    deadline = time.monotonic() + DAEMON_READY_S
+    while time.monotonic() < deadline:
+        if daemon.poll() is not None:
+            raise SystemExit(f"the daemon exited: {log.read_text()[-2000:]}")
+        for line in log.read_text().splitlines():
+            if line.startswith("{") and (said := json.loads(line)).get("kind") == "ready":
+                return str(said["api"])
+        time.sleep(0.05)
+    raise SystemExit(f"the daemon was not ready within {DAEMON_READY_S:g} s")
+
+
+def _timed_post(http: httpx.Client, url: str, body: dict[str, Any], times: list[float]) -> None:
+    """Post ``body`` to ``url``, adding the milliseconds it took to ``times``."""
+    started = time.perf_counter()
+    answered = http.post(url, json=body)
+    times.append((time.perf_counter() - started) * 1000)
+    answered.raise_for_status()
+
+
+def through_daemon(base_url: str, requests: int) -> None:
+    """Interleaved simple-mode completions through a daemon and straight to its node."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "loops").mkdir()
+        (root / "loopengine.yaml").write_text(
+            "daemon: {host: 127.0.0.1, port: 0}\n"
+            f"cluster:\n  nodes:\n    N1: {{base_url: '{base_url}', model: chat, timeout_s: 30}}\n"
+            "autolearn: {explore: 0}\n"
+        )
+        env = {**os.environ, "LOOPENGINE_DATABASE": f"sqlite:///{root / 'store.db'}"}
+        env.pop("LOOPENGINE_CONFIG", None)
+        log = root / "daemon.log"
+        with log.open("w") as stream:
+            daemon = subprocess.Popen(
+                [sys.executable, "-m", "loopengine", "daemon", "loops", "--json"],
+                cwd=root,
+                env=env,
+                stdout=stream,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+            api = _ready_api(log, daemon)
+            question = [{"role": "user", "content": "hi"}]
+            through = {"model": "loopengine-simple", "messages": question}
+            straight = {"model": "chat", "messages": question}
+            daemon_ms: list[float] = []
+            direct_ms: list[float] = []
+            with httpx.Client(timeout=30) as http:
+                for _ in range(max(requests // 10, 5)):
+                    _timed_post(http, api + "/v1/chat/completions", through, [])
+                    _timed_post(http, base_url + "/chat/completions", straight, [])
+                for _ in range(requests):
+                    _timed_post(http, api + "/v1/chat/completions", through, daemon_ms)
+                    _timed_post(http, base_url + "/chat/completions", straight, direct_ms)
+        finally:
+            daemon.terminate()
+            try:
+                daemon.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+                daemon.wait()
+    direct, through_ms = statistics.median(direct_ms), statistics.median(daemon_ms)
+    added = through_ms - direct
+    verdict = "ok" if added <= ADDED_GOAL_MS else "MISSED"
+    print(f"POST /v1/chat/completions, simple mode, {requests} of each interleaved (medians):")
+    print(f"  straight to the node     {direct:7.2f} ms")
+    print(f"  through the daemon       {through_ms:7.2f} ms")
+    print(f"  added by the daemon      {added:7.2f} ms (goal ≤ {ADDED_GOAL_MS:g} ms: {verdict})")
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--latency-ms", type=float, default=0.0)
+    parser.add_argument("--requests", type=int, default=200)
     options = parser.parse_args()
     context = multiprocessing.get_context("spawn")
     ready, stop = context.Queue(), context.Event()
@@ -163,7 +250,9 @@ if __name__ == "__main__":
     child = context.Process(target=_serve, args=(stages, latency, ready, stop), daemon=True)
     child.start()
     try:
-        asyncio.run(main(options.runs, options.rounds, ready.get(timeout=30)))
+        served = ready.get(timeout=30)
+        asyncio.run(main(options.runs, options.rounds, served))
+        through_daemon(served, options.requests)
     finally:
         stop.set()
         child.join(timeout=10)

@@ -10,7 +10,7 @@ from loopengine._resources import shipped_loop
 from loopengine.app._runtime import Runtime, listening
 from loopengine.contract import Loop, Outcome, input_problems
 from loopengine.errors import ContractError, LoopEngineError
-from loopengine.store import executions, new_envelope
+from loopengine.store import new_envelope
 
 if TYPE_CHECKING:
     from loopengine.skills import Progress
@@ -83,9 +83,8 @@ async def chat(
         raise ContractError(f"{loop.id}: {'; '.join(problems)}")
     with listening(progress):
         done = await runtime.engine.run(loop, envelope=new_envelope(loop.id, inputs))
-    row = await runtime.store.read(executions.get_execution, done.execution_id)
-    found = row.context.get("data", {}).get("chat") if row is not None else None
-    if row is None or not isinstance(found, dict):
+    found = done.data.get("chat") if done.data is not None else None
+    if not isinstance(found, dict):
         raise LoopEngineError(f"chat ended as {done.outcome}: {done.error or 'no reply'}")
     return ChatAnswer(
         reply=found.get("reply", ""),
@@ -96,5 +95,5 @@ async def chat(
         tools_used=found.get("tools_used", []),
         execution_id=done.execution_id,
         outcome=done.outcome,
-        tokens=int(row.usage.get("tokens", 0)),
+        tokens=done.tokens,
     )

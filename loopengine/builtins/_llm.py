@@ -94,16 +94,17 @@ async def _converse(
     again; that run's rounds and reply are its own (the model may answer otherwise). Each
     stage's response is kept for scoring under ``category``, and the exchange in the memory of
     ``user`` (a message without one has no memory: it reads none and adds to none); a dry run
-    feeds neither."""
+    feeds neither. What the message starts from is one read; the reply, the nodes' health and
+    those are one write."""
     from loopengine.llm import Hooks
     from loopengine.store import autolearn
 
     runtime = _runtime(ctx)
-    await runtime.load_health()
-    context = await runtime.prepare(category, user)
     session_id = session or uuid.uuid4().hex
-    conversation = await runtime.conversation(session_id)
-    await conversation.append([{"role": "user", "content": message}], f"{ctx.idempotency_key}:user")
+    asking = f"{ctx.idempotency_key}:user"
+    context, conversation, asked = await runtime.prepare(category, user, session_id, asking)
+    question = [{"role": "user", "content": message}]
+    sent = None if asked else conversation.commit(question, asking)
     calls = {"tokens": 0, "llm_calls": 0}
 
     def spend(tokens: int, count: int) -> str | None:
@@ -121,11 +122,13 @@ async def _converse(
 
     started = time.perf_counter()
     hooks = Hooks(spend, on_round, ctx.progress)
-    result: ChainResult = await run(runtime, conversation.thread, hooks, context)
-    if result.reply:
-        answer = [{"role": "assistant", "content": result.reply}]
-        await conversation.append(answer, f"{attempt}:reply")
-    await runtime.save_health()
+    try:
+        result: ChainResult = await run(runtime, conversation.thread, hooks, context)
+    finally:
+        if sent is not None:
+            await sent.committed
+    answer = [{"role": "assistant", "content": result.reply}]
+    reply = conversation.batch(answer, f"{attempt}:reply") if result.reply else None
     samples = _samples(ctx, result, message, session_id, category, context.prompt_version)
     exchange = {
         "session_id": session_id,
@@ -135,8 +138,12 @@ async def _converse(
     }
     keep = ctx.config.autolearn.memory_keep
     remembered = (user, exchange, keep) if user and result.reply else None
-    if not ctx.dry_run:
-        await runtime.store.write(autolearn.record_answer, samples, remembered, ctx.clock())
+    if ctx.dry_run:
+        samples, remembered = [], None
+    health = runtime.health_rows()
+    await runtime.store.write(
+        autolearn.record_reply, reply, health, samples, remembered, ctx.clock()
+    )
     answered = [s for s in result.stages if s.status != "skipped"]
     chat = {
         **result.as_dict(),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -12,7 +12,7 @@ from loopengine.builtins._tools import offered_tools
 from loopengine.contract import Config
 from loopengine.llm import Cluster, Explore, NodeHealth, Toolbox
 from loopengine.skills import Registry
-from loopengine.store import NodeHealthRow, PromptVersion, Store, UserMemory, autolearn, health
+from loopengine.store import NodeHealthRow, PromptVersion, Store, UserMemory, autolearn
 from loopengine.threads import Conversation
 
 __all__ = ["ChatContext", "LLMRuntime"]
@@ -59,11 +59,8 @@ class LLMRuntime:
         self.store = store
         self._health_loaded = False
 
-    async def load_health(self) -> None:
+    def _remember_health(self, rows: Sequence[NodeHealthRow]) -> None:
         """Remember nodes cooled down by an earlier process."""
-        if self._health_loaded:
-            return
-        rows = await self.store.read(health.load_health)
         for row in rows:
             if row.node in self.cluster.health:
                 self.cluster.health[row.node] = NodeHealth(
@@ -71,16 +68,30 @@ class LLMRuntime:
                 )
         self._health_loaded = True
 
-    async def prepare(self, category: str, user: str | None) -> ChatContext:
-        """Read what the autolearn loops wrote, at each message so a change applies at the next
-        one: the tuned routing orders, the under-sampled nodes of ``category`` to explore
-        (``autolearn.explore`` of its messages), its active instructions and ``user``'s memory;
-        a value per message, so concurrent messages do not share it."""
+    async def prepare(
+        self, category: str, user: str | None, session: str, asked: str
+    ) -> tuple[ChatContext, Conversation, bool]:
+        """Read, in one transaction, ``session``'s thread, whether the operation ``asked``
+        appended the message to it already, and what the autolearn loops wrote, at
+        each message so a change applies at the next one: the tuned routing orders, the
+        under-sampled nodes of ``category`` to explore (``autolearn.explore`` of its messages),
+        its active instructions and ``user``'s memory; a value per message, so concurrent
+        messages do not share it. The nodes' health is read with the first message."""
         settings = self.autolearn
         nodes = list(self.cluster.config.nodes)  # which are routed depends on the orders read
-        read = await self.store.read(
-            autolearn.chat_reading, category, nodes, settings.min_samples, user
+        start = await self.store.read(
+            autolearn.chat_start,
+            category,
+            nodes,
+            settings.min_samples,
+            user,
+            session,
+            asked,
+            not self._health_loaded,
         )
+        if start.nodes is not None and not self._health_loaded:
+            self._remember_health(start.nodes)
+        read = start.reading
         tuned = {c: list(order.nodes) for c, order in read.routing.items()}
         routed = self.cluster.route(category, tuned)
         counts = {node: read.explored[node][0] for node in routed}
@@ -96,19 +107,16 @@ class LLMRuntime:
             )
 
         context = ChatContext.of(read.prompt, read.remembered)
-        return replace(context, tuned=tuned, explore=explore)
+        conversation = Conversation.of(self.store, session, start.thread)
+        return replace(context, tuned=tuned, explore=explore), conversation, start.asked
 
-    async def save_health(self) -> None:
+    def health_rows(self) -> list[NodeHealthRow]:
+        """Each node's health now, as the store records it."""
         now = time.time()
-        rows = [
+        return [
             NodeHealthRow(name, h.failures, h.cooled_until, h.last_error, now)
             for name, h in self.cluster.health.items()
         ]
-        await self.store.write(health.save_health, rows)
-
-    async def conversation(self, session: str) -> Conversation:
-        """The session's thread, rebuilt from the store."""
-        return await Conversation.open(self.store, session)
 
     async def aclose(self) -> None:
         await self.cluster.aclose()

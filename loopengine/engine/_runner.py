@@ -7,7 +7,7 @@ every execution that ends. A dry run ends as ``dry_run`` where the real run woul
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -68,14 +68,25 @@ _AFTER_ACT = frozenset({Phase.LEARN})
 
 
 class ExecutionDone:
-    """How an execution ended (or that it waits for approval)."""
+    """How an execution ended (or that it waits for approval); one this engine ran to its end
+    also hands back the data it ended with and the tokens it spent, so no caller reads back
+    what the engine just wrote."""
 
-    __slots__ = ("error", "execution_id", "outcome")
+    __slots__ = ("data", "error", "execution_id", "outcome", "tokens")
 
-    def __init__(self, execution_id: str, outcome: Outcome, error: str | None = None) -> None:
+    def __init__(
+        self,
+        execution_id: str,
+        outcome: Outcome,
+        error: str | None = None,
+        data: Mapping[str, Any] | None = None,
+        tokens: int = 0,
+    ) -> None:
         self.execution_id = execution_id
         self.outcome = outcome
         self.error = error
+        self.data = data
+        self.tokens = tokens
 
 
 class Engine:
@@ -355,7 +366,7 @@ class Engine:
         await recorder.finished(
             run, [*skipped, record], final, self.services.clock(), effects, error
         )
-        return ExecutionDone(run.execution_id, final, error)
+        return ExecutionDone(run.execution_id, final, error, run.data, run.usage.tokens)
 
     def _store_for(self, outcome: Outcome) -> PhaseFn:
         async def store(run: Run, services: Services) -> PhaseOutput:

@@ -9,7 +9,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine.store import executions, memory, prompts
+import loopengine.store._fastpath as fastpath
+from loopengine.store import executions, health, memory, prompts, threads
 from loopengine.store._record import ExecutionRow, Record, iso
 from loopengine.store._tables import autolearn_history, chat_scores, routing_orders, score_history
 from loopengine.store.memory import UserMemory
@@ -21,6 +22,7 @@ __all__ = [
     "SCORES_KEPT",
     "ChatReading",
     "ChatSample",
+    "ChatStart",
     "HistoryEntry",
     "Learned",
     "Rollback",
@@ -28,6 +30,7 @@ __all__ = [
     "add_history",
     "apply_prompt",
     "chat_reading",
+    "chat_start",
     "claim_ungraded",
     "count_ungraded",
     "exploration_counts",
@@ -39,6 +42,7 @@ __all__ = [
     "prune_samples",
     "put_routing",
     "put_routings",
+    "record_reply",
     "record_scores",
     "release",
     "review_window",
@@ -107,6 +111,20 @@ class HistoryEntry(Record):
         return {**asdict(self), "created_at": iso(self.created_at)}
 
 
+_OF_NODE = (chat_scores.c.category == sa.bindparam("category")) & (
+    chat_scores.c.node == sa.bindparam("node")
+)
+_EXPLORED = sa.select(
+    sa.select(sa.func.count())
+    .select_from(sa.select(chat_scores.c.id).where(_OF_NODE).limit(sa.bindparam("cap")).subquery())
+    .scalar_subquery()
+    .label("count"),
+    sa.select(sa.func.max(chat_scores.c.id)).where(_OF_NODE).scalar_subquery().label("newest"),
+)
+"""A node's responses in a category, up to ``cap``, and its newest one (``exploration_counts``)."""
+_ROUTING = sa.select(routing_orders)
+
+
 def insert_samples(connection: sa.Connection, rows: Sequence[Mapping[str, Any]]) -> None:
     """Record responses to score (texts cut to ``MAX_TEXT``)."""
     if rows:
@@ -125,17 +143,9 @@ def exploration_counts(
     through the index, however many responses there are."""
     found = {}
     for node in nodes:
-        newest = (
-            sa.select(chat_scores.c.id)
-            .where(chat_scores.c.category == category, chat_scores.c.node == node)
-            .limit(cap)
-            .subquery()
-        )
-        count = connection.execute(sa.select(sa.func.count()).select_from(newest)).scalar()
-        newest_id = sa.select(sa.func.max(chat_scores.c.id)).where(
-            chat_scores.c.category == category, chat_scores.c.node == node
-        )
-        found[node] = int(count or 0), int(connection.execute(newest_id).scalar() or 0)
+        params = {"category": category, "node": node, "cap": cap}
+        row = fastpath.fetch_one(connection, _EXPLORED, params) or {}
+        found[node] = int(row.get("count") or 0), int(row.get("newest") or 0)
     return found
 
 
@@ -203,7 +213,7 @@ def last_scores(connection: sa.Connection) -> dict[tuple[str, str], float]:
 
 def routing(connection: sa.Connection) -> dict[str, RoutingOrder]:
     """The routing order of each tuned category, with its version and why it changed."""
-    rows = connection.execute(sa.select(routing_orders)).mappings()
+    rows = fastpath.fetch_all(connection, _ROUTING, {})
     return {row["category"]: RoutingOrder.from_row(row) for row in rows}
 
 
@@ -450,6 +460,10 @@ def learned(connection: sa.Connection, window: int, loops: Sequence[str]) -> Lea
     )
 
 
+Remembered = tuple[str, dict[str, Any], int]
+"""An exchange to keep in a user's memory: ``(user, exchange, keep)``."""
+
+
 @dataclass(frozen=True, slots=True)
 class ChatReading:
     """What a chat message is answered with of what the autolearn loops wrote: the tuned orders,
@@ -470,7 +484,7 @@ def chat_reading(
     return ChatReading(
         routing(connection),
         exploration_counts(connection, category, nodes, cap),
-        prompts.active(connection, category).get(category),
+        prompts.active_of(connection, category),
         memory.profile(connection, user) if user else None,
     )
 
@@ -478,7 +492,7 @@ def chat_reading(
 def record_answer(
     connection: sa.Connection,
     samples: Sequence[Mapping[str, Any]],
-    remembered: tuple[str, dict[str, Any], int] | None,
+    remembered: Remembered | None,
     now: float,
 ) -> None:
     """Record an answered message's responses to score and, for a known user, the exchange
@@ -487,3 +501,53 @@ def record_answer(
     if remembered is not None:
         user, exchange, keep = remembered
         memory.add_exchange(connection, user, exchange, keep, now)
+
+
+@dataclass(frozen=True, slots=True)
+class ChatStart:
+    """What a message is answered with, read together: what the autolearn loops wrote, the
+    session's thread, whether it holds the message already (a step run again) and, for a
+    process that does not hold it yet, the nodes' health."""
+
+    reading: ChatReading
+    thread: threads.Thread
+    asked: bool
+    nodes: list[health.NodeHealthRow] | None
+
+
+def chat_start(
+    connection: sa.Connection,
+    category: str,
+    nodes: Sequence[str],
+    cap: int,
+    user: str | None,
+    session_id: str,
+    asked: str,
+    with_health: bool,
+) -> ChatStart:
+    """Everything a message of ``category`` from ``user`` in ``session_id``, appended by the
+    operation ``asked``, starts from, in one read (``chat_reading``, ``threads.read_thread``,
+    ``threads.applied`` and, ``with_health``, the nodes' health)."""
+    return ChatStart(
+        chat_reading(connection, category, nodes, cap, user),
+        threads.read_thread(connection, session_id),
+        threads.applied(connection, session_id, asked),
+        health.load_health(connection) if with_health else None,
+    )
+
+
+def record_reply(
+    connection: sa.Connection,
+    reply: tuple[threads.Batch, int] | None,
+    nodes: Sequence[health.NodeHealthRow],
+    samples: Sequence[Mapping[str, Any]],
+    remembered: Remembered | None,
+    now: float,
+) -> threads.Thread | None:
+    """Record an answered message in one transaction: its ``reply`` batch appended to a thread
+    held at a version (``threads.extend_thread``, whose answer it returns), the nodes' health,
+    and ``record_answer``'s responses to score and memory."""
+    stored = threads.extend_thread(connection, *reply) if reply is not None else None
+    health.save_health(connection, nodes)
+    record_answer(connection, samples, remembered, now)
+    return stored

@@ -13,6 +13,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+import loopengine.store._fastpath as fastpath
 from loopengine.store._record import Record
 from loopengine.store._tables import chat_prompts
 
@@ -20,6 +21,7 @@ __all__ = [
     "ACTIVE",
     "PromptVersion",
     "active",
+    "active_of",
     "add_version",
     "judged",
     "plain",
@@ -192,3 +194,16 @@ def roll_back(connection: sa.Connection, category: str, version: int) -> int | N
         .values(state="confirmed")
     )
     return restored
+
+
+_ACTIVE_OF = sa.select(chat_prompts).where(
+    chat_prompts.c.category == sa.bindparam("category"),
+    sa.or_(*(chat_prompts.c.state == state for state in ACTIVE)),
+)
+
+
+def active_of(connection: sa.Connection, category: str) -> PromptVersion | None:
+    """The active version of ``category``, if any: ``active`` of one category, read on the
+    fast path as every chat message does."""
+    row = fastpath.fetch_one(connection, _ACTIVE_OF, {"category": category})
+    return None if row is None else PromptVersion.from_row(row)

@@ -27,6 +27,7 @@ __all__ = [
     "advance",
     "answered",
     "append_batch",
+    "applied",
     "apply_batch",
     "batch_state",
     "calls_of",
@@ -325,3 +326,9 @@ def extend_thread(connection: sa.Connection, batch: Batch, version: int) -> Thre
     if result.applied and result.version == version + 1 and result.stored == len(batch.messages):
         return None
     return read_thread(connection, batch.session_id)
+
+
+def applied(connection: sa.Connection, session_id: str, operation_id: str) -> bool:
+    """Whether the session's thread holds the batch of ``operation_id`` already."""
+    row = fastpath.fetch_one(connection, _STATE, {"sid": session_id, "op": operation_id})
+    return row is not None and row["applied"] is not None

@@ -15,6 +15,8 @@ from loopengine.threads._batches import call_ids, new_batch, prune, with_fresh_c
 __all__ = ["THREAD_WINDOW", "Conversation"]
 
 THREAD_WINDOW = 40
+Messages = list[dict[str, Any]]
+"""Messages in OpenAI shape."""
 
 
 class Conversation:
@@ -39,7 +41,13 @@ class Conversation:
     @classmethod
     async def open(cls, store: Store, session: str, *, window: int = THREAD_WINDOW) -> Conversation:
         """The session's thread as the store holds it (empty for a new session)."""
-        thread = await store.read(threads.read_thread, session)
+        return cls.of(store, session, await store.read(threads.read_thread, session), window=window)
+
+    @classmethod
+    def of(
+        cls, store: Store, session: str, thread: threads.Thread, *, window: int = THREAD_WINDOW
+    ) -> Conversation:
+        """The session's ``thread`` as read from ``store``."""
         return cls(store, session, thread.as_json(), thread.version, window=window)
 
     @property
@@ -47,29 +55,33 @@ class Conversation:
         return self._version
 
     @property
-    def thread(self) -> list[dict[str, Any]]:
+    def thread(self) -> Messages:
         """The last ``window`` messages, never a tool result without its call."""
         return prune(self._messages, self.window)
 
-    def commit(self, messages: list[dict[str, Any]], operation_id: str) -> RoundCommit:
+    def commit(self, messages: Messages, operation_id: str) -> RoundCommit:
         """Append ``messages`` as one atomic batch; the write starts now, its outcome is awaited
         through the returned commit (see ``RoundCommit``). Calls reusing an id of the session are
         renamed, in the returned thread too."""
+        written = self.store.submit(threads.extend_thread, *self.batch(messages, operation_id))
+        return RoundCommit(self.thread, self._settle(written))
+
+    def batch(self, messages: Messages, operation_id: str) -> tuple[threads.Batch, int]:
+        """``messages`` taken into the thread, as the batch that appends them to the version the
+        store holds now, for the caller to write (``threads.extend_thread``)."""
         messages = with_fresh_call_ids(messages, self._call_ids)
         self._call_ids |= call_ids(messages)
         version = self._version
         self._messages = [*self._messages, *messages]
         self._version = version + 1
         now = time.time()
-        batch = new_batch(self.session, messages, operation_id=operation_id, now=now)
-        written = self.store.submit(threads.extend_thread, batch, version)
-        return RoundCommit(self.thread, self._settle(written))
+        return new_batch(self.session, messages, operation_id=operation_id, now=now), version
 
-    async def append(self, messages: list[dict[str, Any]], operation_id: str) -> None:
+    async def append(self, messages: Messages, operation_id: str) -> None:
         """Append ``messages`` as one atomic batch, committed when this returns."""
         await self.commit(messages, operation_id).committed
 
-    async def _settle(self, written: Pending[threads.Thread | None]) -> list[dict[str, Any]] | None:
+    async def _settle(self, written: Pending[threads.Thread | None]) -> Messages | None:
         try:
             stored = await written.wait()
         except BaseException:

@@ -7,7 +7,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from loopengine.store import autolearn
+from loopengine.store import NodeHealthRow, autolearn, threads
+from loopengine.threads import new_batch
 
 
 def _sample(node: str, category: str = "code") -> dict[str, Any]:
@@ -171,3 +172,46 @@ def test_routing_changes_read_back_with_their_history(connection: sa.Connection)
         )
     assert (found["code"].nodes, found["code"].version) == (["M1", "OL1"], 1)
     assert [entry.detail for entry in autolearn.history(connection)] == [change]
+
+
+def _reply(session: str, text: str, operation: str) -> threads.Batch:
+    message = {"role": "assistant", "content": text}
+    return new_batch(session, [message], operation_id=operation, now=1.0)
+
+
+def test_an_answered_message_is_recorded_in_one_write_and_starts_the_next_in_one_read(
+    connection: sa.Connection,
+) -> None:
+    health = [NodeHealthRow("OL1", 2, 9.0, "timeout", 1.0)]
+    exchange = {"session_id": "s1", "category": "code", "message": "hi", "reply": "Hello."}
+    remembered = ("ada", exchange, 5)
+    with connection.begin():
+        stored = autolearn.record_reply(
+            connection,
+            (_reply("s1", "Hello.", "op:reply"), 0),
+            health,
+            [_sample("OL1")],
+            remembered,
+            1.0,
+        )
+    assert stored is None
+    start = autolearn.chat_start(connection, "code", ["OL1"], 5, "ada", "s1", "op:reply", True)
+    assert ([m.content for m in start.thread.messages], start.thread.version) == (["Hello."], 1)
+    assert start.asked
+    assert start.nodes == health
+    assert start.reading.explored == {"OL1": (1, 1)}
+    assert start.reading.remembered is not None
+
+
+def test_a_message_not_yet_in_its_thread_nor_with_health_to_read(connection: sa.Connection) -> None:
+    start = autolearn.chat_start(connection, "code", ["OL1"], 5, None, "s1", "op:user", False)
+    assert (start.thread.messages, start.asked, start.nodes) == ([], False, None)
+    assert start.reading.remembered is None
+
+
+def test_a_dry_run_records_the_reply_and_health_without_responses_nor_memory(
+    connection: sa.Connection,
+) -> None:
+    with connection.begin():
+        autolearn.record_reply(connection, None, [], [], None, 1.0)
+    assert autolearn.exploration_counts(connection, "code", ["OL1"], 5) == {"OL1": (0, 0)}

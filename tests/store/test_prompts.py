@@ -91,3 +91,13 @@ def test_a_proposal_against_a_version_another_writer_replaced_writes_nothing(
         )  # fmt: skip
     assert _add(connection, "Show code.", 1) is None
     assert [row.version for row in prompts.versions(connection, "code")] == [2, 1]
+
+
+def test_the_active_version_of_one_category_is_read_alone(connection: sa.Connection) -> None:
+    _add(connection, "Be brief.", 0)
+    _add(connection, "Be briefer.", 1)
+    _add(connection, "Show code.", 0, category="other")
+    found = prompts.active_of(connection, "code")
+    assert found is not None
+    assert (found.version, found.text, found.state) == (2, "Be briefer.", "watched")
+    assert prompts.active_of(connection, "none") is None
