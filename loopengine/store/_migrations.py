@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -111,6 +112,75 @@ def _tool_messages(connection: sa.Connection) -> None:
             connection.execute(sa.text(f"ALTER TABLE chat_messages ADD COLUMN {name} {kind}"))
 
 
+_OLD_JOBS = sa.table(
+    "jobs",
+    sa.column("id"),
+    sa.column("envelope", sa.JSON),
+    sa.column("idempotency_key"),
+    sa.column("created_at"),
+)
+_OLD_BODIES = sa.table(
+    "webhook_bodies", sa.column("key"), sa.column("idempotency_key"), sa.column("expires_at")
+)
+
+
+def _rebuild(connection: sa.Connection, table: sa.Table, rows: sa.Select[Any]) -> None:
+    """Recreate ``table`` as defined today, filled with ``rows`` of the old one (SQLite changes
+    no column in place: the new table is made beside the old, which it then replaces)."""
+    for index in table.indexes:
+        connection.execute(sa.text(f"DROP INDEX IF EXISTS {index.name}"))
+    new = table.to_metadata(sa.MetaData(), name=f"{table.name}_new")
+    new.create(connection)
+    columns = [column.name for column in rows.selected_columns]
+    connection.execute(new.insert().from_select(columns, rows))
+    connection.execute(sa.text(f"DROP TABLE {table.name}"))
+    connection.execute(sa.text(f"ALTER TABLE {table.name}_new RENAME TO {table.name}"))
+
+
+def _columns_of(table: sa.Table) -> sa.Select[Any]:
+    """The old table's columns that ``table`` keeps."""
+    names: list[sa.ColumnClause[Any]] = [sa.column(column.name) for column in table.c]
+    return sa.select(*names).select_from(sa.table(table.name))
+
+
+def _envelope_of_job(row: Any, held: dict[str, str | None]) -> Mapping[str, Any]:
+    """The envelope row of a job that ran no execution yet; a key an execution outside the queue
+    took (``loopengine run``) is left to it, and the job reports that execution when it runs."""
+    envelope, key = row.envelope or {}, str(row.idempotency_key)
+    taken = key in held
+    return {
+        "job_id": row.id,
+        "trace_id": envelope.get("trace_id") or row.id,
+        "intent": envelope.get("intent") or "",
+        **{name: envelope.get(name) or {} for name in ("scope", "payload", "constraints")},
+        "idempotency_key": f"taken:{row.id}" if taken else key,
+        "execution_id": held[key] if taken else None,
+        "created_at": row.created_at,
+    }
+
+
+def _one_envelope(connection: sa.Connection) -> None:
+    columns = {column["name"] for column in sa.inspect(connection).get_columns("jobs")}
+    if "envelope" not in columns:  # a new database: earlier versions create today's tables
+        return
+    envelopes = tables.envelopes
+    keys = sa.select(envelopes.c.idempotency_key, envelopes.c.execution_id)
+    held: dict[str, str | None] = {str(k): e for k, e in connection.execute(keys)}
+    unrun = sa.select(_OLD_JOBS).where(_OLD_JOBS.c.id.not_in(sa.select(envelopes.c.job_id)))
+    added = [_envelope_of_job(row, held) for row in connection.execute(unrun)]
+    _rebuild(connection, envelopes, _columns_of(envelopes))
+    if added:
+        connection.execute(envelopes.insert(), added)
+    holder = (
+        sa.select(_OLD_JOBS.c.id)
+        .where(_OLD_JOBS.c.idempotency_key == _OLD_BODIES.c.idempotency_key)
+        .scalar_subquery()
+    )
+    bodies = sa.select(_OLD_BODIES.c.key, holder.label("job_id"), _OLD_BODIES.c.expires_at)
+    _rebuild(connection, tables.webhook_bodies, bodies.where(holder.is_not(None)))
+    _rebuild(connection, tables.jobs, _columns_of(tables.jobs))
+
+
 def _initial(connection: sa.Connection) -> None:
     later = {*_CHAT_TABLES, *_DAEMON_TABLES, *_AUTOLEARN_TABLES, *_MEMORY_TABLES}
     later |= {tables.score_history, tables.webhook_bodies}
@@ -142,6 +212,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(9, "autolearn: grading claims lapse when their process died", _grading_claims),
     Migration(10, "webhook bodies held against replays", _webhook_bodies),
     Migration(11, "tool messages keep what they say of the tool's run", _tool_messages),
+    Migration(12, "one envelope per job or execution, holding the idempotency key", _one_envelope),
 )
 
 

@@ -152,7 +152,7 @@ class JobEnvelope:
             "idempotency_key": self.idempotency_key,
         }
 
-    def row(self, execution_id: str, created_at: float) -> dict[str, Any]:
+    def row(self, execution_id: str, created_at: float) -> Mapping[str, Any]:
         return {**self.as_dict(), "execution_id": execution_id, "created_at": created_at}
 
     @classmethod

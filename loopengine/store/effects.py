@@ -126,8 +126,9 @@ class RequestApproval:
     requested_at: float
     deadline: float
 
-    def apply(self, connection: sa.Connection) -> None:
-        approval = Approval(
+    def approval(self) -> Approval:
+        """The gate as its row holds it, pending."""
+        return Approval(
             self.execution_id,
             self.loop_id,
             self.action,
@@ -135,7 +136,9 @@ class RequestApproval:
             self.requested_at,
             self.deadline,
         )
-        insert_approval(connection, approval)
+
+    def apply(self, connection: sa.Connection) -> None:
+        insert_approval(connection, self.approval())
 
 
 Effect = (

@@ -22,7 +22,7 @@ from loopengine.store._record import (
 )
 from loopengine.store._tables import executions, phase_results
 from loopengine.store.approvals import get_approval
-from loopengine.store.jobs import execution_of_key, get_envelope, insert_envelope
+from loopengine.store.jobs import execution_of_key, get_envelope, insert_envelope, take_envelope
 from loopengine.store.learning import LearnedState, get_state
 from loopengine.store.leases import Lease, check_lease
 from loopengine.store.records import artifacts_of
@@ -301,13 +301,17 @@ def claim_key(
 ) -> Start:
     """Take ``envelope``'s idempotency key for the execution ``row`` and insert both, with where
     it starts from, unless an execution took the key already (then that one): of several
-    processes starting with one key at once, one runs and the others return its execution."""
+    processes starting with one key at once, one runs and the others return its execution. A
+    queued job's envelope (``lease`` given) is stored already: it is taken by its job id."""
     if lease is not None:
         check_lease(connection, lease)
-    existing = execution_of_key(connection, envelope.idempotency_key)
+        existing = take_envelope(connection, envelope.job_id, row.id)
+    else:
+        existing = execution_of_key(connection, envelope.idempotency_key)
     if existing is not None:
         return existing, None, None
-    insert_envelope(connection, envelope, row.id, row.started_at)
+    if lease is None:
+        insert_envelope(connection, envelope, row.id, row.started_at)
     insert_execution(connection, row)
     return None, *starting_point(connection, row.loop_id)
 
