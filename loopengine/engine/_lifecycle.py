@@ -46,7 +46,7 @@ async def _load(engine: Engine, execution_id: str) -> tuple[ExecutionRecord, int
 
 def _trigger_of(row: ExecutionRow) -> dict[str, Any]:
     """How the execution was started (its ``trigger``), from its row."""
-    return {**row.trigger, "type": row.trigger_type, "fired_at": row.started_at}
+    return {**row.started_by, "fired_at": row.started_at}
 
 
 def _rebuild(record: ExecutionRecord, envelope: JobEnvelope, loop: Loop) -> Run:

@@ -115,12 +115,23 @@ def _tool_messages(connection: sa.Connection) -> None:
 _OLD_JOBS = sa.table(
     "jobs",
     sa.column("id"),
+    sa.column("trigger", sa.JSON),
     sa.column("envelope", sa.JSON),
     sa.column("idempotency_key"),
     sa.column("created_at"),
 )
 _OLD_BODIES = sa.table(
     "webhook_bodies", sa.column("key"), sa.column("idempotency_key"), sa.column("expires_at")
+)
+_ENVELOPE_JSON = ("scope", "payload", "constraints")
+_OLD_ENVELOPES = sa.table(
+    "envelopes",
+    *(sa.column(name) for name in ("job_id", "trace_id", "intent", "idempotency_key")),
+    *(sa.column(name) for name in ("execution_id", "created_at")),
+    *(sa.column(name, sa.JSON) for name in _ENVELOPE_JSON),
+)
+_OLD_EXECUTIONS = sa.table(
+    "executions", sa.column("id"), sa.column("trigger_type"), sa.column("trigger", sa.JSON)
 )
 
 
@@ -152,33 +163,57 @@ def _envelope_of_job(row: Any, held: dict[str, str | None]) -> Mapping[str, Any]
         "job_id": row.id,
         "trace_id": envelope.get("trace_id") or row.id,
         "intent": envelope.get("intent") or "",
-        **{name: envelope.get(name) or {} for name in ("scope", "payload", "constraints")},
+        **{name: envelope.get(name) or {} for name in _ENVELOPE_JSON},
         "idempotency_key": f"taken:{row.id}" if taken else key,
         "execution_id": held[key] if taken else None,
+        "trigger": row.trigger or {},
         "created_at": row.created_at,
     }
 
 
-def _one_envelope(connection: sa.Connection) -> None:
-    columns = {column["name"] for column in sa.inspect(connection).get_columns("jobs")}
-    if "envelope" not in columns:  # a new database: earlier versions create today's tables
-        return
-    envelopes = tables.envelopes
-    keys = sa.select(envelopes.c.idempotency_key, envelopes.c.execution_id)
-    held: dict[str, str | None] = {str(k): e for k, e in connection.execute(keys)}
-    unrun = sa.select(_OLD_JOBS).where(_OLD_JOBS.c.id.not_in(sa.select(envelopes.c.job_id)))
-    added = [_envelope_of_job(row, held) for row in connection.execute(unrun)]
-    _rebuild(connection, envelopes, _columns_of(envelopes))
-    if added:
-        connection.execute(envelopes.insert(), added)
-    holder = (
-        sa.select(_OLD_JOBS.c.id)
-        .where(_OLD_JOBS.c.idempotency_key == _OLD_BODIES.c.idempotency_key)
-        .scalar_subquery()
+def _envelopes(connection: sa.Connection, triggers: bool) -> list[Mapping[str, Any]]:
+    """The envelope rows kept, each with its execution's trigger (``triggers``: executions
+    had theirs since version 5)."""
+    started = [_OLD_EXECUTIONS.c.trigger_type]
+    started += [_OLD_EXECUTIONS.c.trigger] if triggers else []
+    query = sa.select(_OLD_ENVELOPES, *started).outerjoin(
+        _OLD_EXECUTIONS, _OLD_EXECUTIONS.c.id == _OLD_ENVELOPES.c.execution_id
     )
-    bodies = sa.select(_OLD_BODIES.c.key, holder.label("job_id"), _OLD_BODIES.c.expires_at)
-    _rebuild(connection, tables.webhook_bodies, bodies.where(holder.is_not(None)))
-    _rebuild(connection, tables.jobs, _columns_of(tables.jobs))
+    rows: list[Mapping[str, Any]] = []
+    for row in connection.execute(query).mappings():
+        kind, trigger = row["trigger_type"], row.get("trigger") or {}
+        kept = {column.name: row[column.name] for column in _OLD_ENVELOPES.c}
+        rows.append({**kept, "trigger": {"type": kind, **trigger} if kind else {}})
+    return rows
+
+
+def _one_envelope(connection: sa.Connection) -> None:
+    inspector = sa.inspect(connection)
+    if "trigger" in {column["name"] for column in inspector.get_columns("envelopes")}:
+        return  # a new database: version 1 creates today's tables
+    changed = ("jobs", "executions", "webhook_bodies")
+    names = {name: {c["name"] for c in inspector.get_columns(name)} for name in changed}
+    envelopes, old_jobs = tables.envelopes, "envelope" in names["jobs"]
+    kept = _envelopes(connection, "trigger" in names["executions"])
+    if old_jobs:
+        held = {str(row["idempotency_key"]): row["execution_id"] for row in kept}
+        unrun = sa.select(_OLD_JOBS).where(_OLD_JOBS.c.id.not_in(sa.select(envelopes.c.job_id)))
+        kept += [_envelope_of_job(row, held) for row in connection.execute(unrun)]
+    connection.execute(sa.text("DROP TABLE envelopes"))
+    envelopes.create(connection)
+    if kept:
+        connection.execute(envelopes.insert(), kept)
+    if "idempotency_key" in names["webhook_bodies"]:
+        holder = (
+            sa.select(_OLD_JOBS.c.id)
+            .where(_OLD_JOBS.c.idempotency_key == _OLD_BODIES.c.idempotency_key)
+            .scalar_subquery()
+        )
+        bodies = sa.select(_OLD_BODIES.c.key, holder.label("job_id"), _OLD_BODIES.c.expires_at)
+        _rebuild(connection, tables.webhook_bodies, bodies.where(holder.is_not(None)))
+    for table in (tables.jobs, tables.executions):
+        if set(names[table.name]) - set(table.c.keys()):
+            _rebuild(connection, table, _columns_of(table))
 
 
 def _initial(connection: sa.Connection) -> None:
@@ -192,11 +227,6 @@ def _daemon(connection: sa.Connection) -> None:
     # Nothing wrote trigger_states before the daemon: it is recreated with the threshold state.
     connection.execute(sa.text("DROP TABLE IF EXISTS trigger_states"))
     tables.trigger_states.create(connection)
-    columns = {column["name"] for column in sa.inspect(connection).get_columns("executions")}
-    if "trigger" not in columns:  # a new database has it: version 1 creates today's tables
-        connection.execute(
-            sa.text("ALTER TABLE executions ADD COLUMN trigger JSON NOT NULL DEFAULT '{}'")
-        )
     tables.metadata.create_all(connection, tables=list(_DAEMON_TABLES))
 
 
@@ -212,7 +242,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(9, "autolearn: grading claims lapse when their process died", _grading_claims),
     Migration(10, "webhook bodies held against replays", _webhook_bodies),
     Migration(11, "tool messages keep what they say of the tool's run", _tool_messages),
-    Migration(12, "one envelope per job or execution, holding the idempotency key", _one_envelope),
+    Migration(
+        12,
+        "one envelope per job or execution, holding its trigger and idempotency key",
+        _one_envelope,
+    ),
 )
 
 

@@ -72,8 +72,6 @@ executions = sa.Table(
     sa.Column("context", sa.JSON, nullable=False),
     sa.Column("usage", sa.JSON, nullable=False),
     sa.Column("error", MaskedText),
-    # How the execution was started: {type, id?, scheduled_for?, event?, metric?} (migration 5).
-    sa.Column("trigger", sa.JSON, nullable=False, server_default="{}"),
     sa.Index("ix_executions_loop_started", "loop_id", "started_at"),
     sa.Index("ix_executions_loop_completed", "loop_id", "completed_at"),
     sa.Index("ix_executions_status", "status"),
@@ -98,7 +96,8 @@ phase_results = sa.Table(
 )
 
 # What a job or an execution is asked to do, once: a queued job's row and its execution name it
-# by ``job_id``; ``execution_id`` is the execution that took its idempotency key (migration 12).
+# by ``job_id``; ``execution_id`` is the execution that took its idempotency key, ``trigger`` how
+# it was started: {type, id?, scheduled_for?, event?, metric?, data?} (migration 12).
 envelopes = sa.Table(
     "envelopes",
     metadata,
@@ -110,6 +109,7 @@ envelopes = sa.Table(
     sa.Column("constraints", sa.JSON, nullable=False),
     sa.Column("idempotency_key", sa.String(200), nullable=False, unique=True),
     sa.Column("execution_id", sa.String(32)),
+    sa.Column("trigger", sa.JSON, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
 )
 
@@ -217,13 +217,12 @@ trigger_states = sa.Table(
 )
 
 # The queue: one row per trigger firing, claimed by a daemon's worker under a lease; its envelope
-# (and idempotency key) is the ``envelopes`` row of its id.
+# (its trigger and idempotency key too) is the ``envelopes`` row of its id.
 jobs = sa.Table(
     "jobs",
     metadata,
     sa.Column("id", sa.String(32), primary_key=True),
     sa.Column("loop_id", sa.String(200), nullable=False),
-    sa.Column("trigger", sa.JSON, nullable=False),
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("reason", MaskedText),
     sa.Column("not_before", sa.Float, nullable=False),

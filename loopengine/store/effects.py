@@ -176,7 +176,7 @@ def write_commit(connection: sa.Connection, commit: ExecutionCommit) -> None:
         check_lease(connection, commit.lease)
     if commit.first is not None:
         envelope, row = commit.first
-        insert_envelope(connection, envelope, row.id, row.started_at)
+        insert_envelope(connection, envelope, row)
         insert_execution(connection, replace(row, **commit.values))
     else:
         update_execution(connection, commit.execution_id, **commit.values)

@@ -7,7 +7,7 @@ import sqlalchemy as sa
 
 import loopengine.store._fastpath as fastpath
 from loopengine.errors import ContractError
-from loopengine.store._record import JobEnvelope
+from loopengine.store._record import ExecutionRow, JobEnvelope
 from loopengine.store._tables import envelopes
 
 __all__ = ["execution_of_key", "get_envelope", "insert_envelope", "take_envelope"]
@@ -25,11 +25,10 @@ _TAKE = (
 _TAKEN = sa.select(envelopes.c.execution_id).where(envelopes.c.job_id == sa.bindparam("job_id"))
 
 
-def insert_envelope(
-    connection: sa.Connection, envelope: JobEnvelope, execution_id: str, created_at: float
-) -> None:
-    """Record the envelope an execution runs; a reused idempotency key fails the transaction."""
-    fastpath.execute(connection, _INSERT, envelope.row(execution_id, created_at))
+def insert_envelope(connection: sa.Connection, envelope: JobEnvelope, row: ExecutionRow) -> None:
+    """Record the envelope the execution ``row`` runs; a reused idempotency key fails the
+    transaction."""
+    fastpath.execute(connection, _INSERT, envelope.row(row.id, row.started_at, row.started_by))
 
 
 def execution_of_key(connection: sa.Connection, idempotency_key: str) -> str | None:

@@ -129,11 +129,13 @@ class Job(Record):
         return shown
 
     def columns(self) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
-        """The job's row and its envelope's (a recorded non-run's too: it holds the key)."""
+        """The job's row and its envelope's (a recorded non-run's too: it holds the key and the
+        trigger)."""
         values = self.row()
         envelope = values.pop("envelope")
         key = values.pop("idempotency_key")
         kept = {
+            "trigger": values.pop("trigger"),
             "job_id": self.id,
             "trace_id": envelope.get("trace_id", self.id),
             "intent": envelope.get("intent", self.loop_id),
@@ -149,6 +151,7 @@ _ENVELOPE = ("trace_id", "intent", "scope", "payload", "constraints")
 _JOBS = sa.select(
     *jobs.c,
     *(envelopes.c[name] for name in _ENVELOPE),
+    envelopes.c.trigger,
     envelopes.c.idempotency_key,
     envelopes.c.execution_id.label("started"),
 ).join_from(jobs, envelopes, envelopes.c.job_id == jobs.c.id)

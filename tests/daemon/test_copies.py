@@ -148,6 +148,7 @@ def test_a_webhook_delivery_stores_its_payload_and_envelope_once_and_looks_its_k
     )
     lookups = trace.lookups(key)
     _report("webhook", token_at, envelope_at, key_at, lookups)
+    assert token_at == {"envelopes.trigger": 1}
     assert not envelope_at
     assert key_at == {"envelopes.idempotency_key": 1}
     assert lookups <= 1

@@ -37,13 +37,27 @@ def _columns(table: sa.Table, *, required: str = "", without: str = "") -> list[
     ]
 
 
+def _trigger() -> sa.Column[Any]:
+    return sa.Column("trigger", sa.JSON, nullable=False, server_default="{}")
+
+
 _KEY = sa.Column("idempotency_key", sa.String(200), nullable=False, unique=True)
 _V11_TABLES = (
-    sa.Table("envelopes", _V11, *_columns(tables.envelopes, required="execution_id")),
+    sa.Table(
+        "envelopes", _V11, *_columns(tables.envelopes, required="execution_id", without="trigger")
+    ),
+    sa.Table(
+        "executions",
+        _V11,
+        *_columns(tables.executions),
+        _trigger(),
+        *(sa.Index(i.name, *(c.name for c in i.columns)) for i in tables.executions.indexes),
+    ),
     sa.Table(
         "jobs",
         _V11,
         *_columns(tables.jobs),
+        _trigger(),
         sa.Column("envelope", sa.JSON, nullable=False),
         _KEY,
         sa.Index("ix_jobs_status_created", "status", "created_at"),
@@ -57,12 +71,13 @@ _V11_TABLES = (
         sa.Index("ix_webhook_bodies_expires", "expires_at"),
     ),
 )
-V11_ENVELOPES, V11_JOBS, V11_BODIES = _V11_TABLES
+V11_ENVELOPES, V11_EXECUTIONS, V11_JOBS, V11_BODIES = _V11_TABLES
 
 
 def at_version_11(connection: sa.Connection) -> None:
-    """The schema as version 11 left it: a job held its envelope and key, an envelope's row was
-    written by its execution alone, a held body named its delivery's key."""
+    """The schema as version 11 left it: a job held its envelope, trigger and key, an
+    execution its trigger, an envelope's row was written by its execution alone, a held body
+    named its delivery's key."""
     migrated_to(connection, 11)
     for table in _V11_TABLES:
         for index in table.indexes:

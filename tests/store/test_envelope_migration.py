@@ -11,9 +11,15 @@ import pytest
 import sqlalchemy as sa
 
 from loopengine.store import _tables as tables
-from loopengine.store import create_engine, migrate, queue, webhooks
+from loopengine.store import create_engine, executions, migrate, queue, webhooks
 from tests.postgres import postgres_server
-from tests.store.old_schemas import V11_BODIES, V11_ENVELOPES, V11_JOBS, at_version_11
+from tests.store.old_schemas import (
+    V11_BODIES,
+    V11_ENVELOPES,
+    V11_EXECUTIONS,
+    V11_JOBS,
+    at_version_11,
+)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -78,6 +84,22 @@ def _at_version_11(engine: sa.Engine) -> None:
             V11_ENVELOPES.insert(),
             [_envelope("ran", "k-ran", "x-ran"), _envelope("run", "k-run", "x-run")],
         )
+        ran = {
+            "id": "x-ran",
+            "loop_id": "tick",
+            "loop_version": "v",
+            "loop_file": "tick.yaml",
+            "status": "finished",
+            "job_id": "ran",
+            "trigger_type": "cron",
+            "durability": "phase",
+            "dry_run": False,
+            "started_at": 1.0,
+            "context": {},
+            "usage": {},
+            "trigger": {"id": "nightly", "scheduled_for": 1.0},
+        }
+        connection.execute(V11_EXECUTIONS.insert(), [ran])
         bodies = [("body", "k-queued"), ("forgotten", "k-gone")]
         connection.execute(
             V11_BODIES.insert(),
@@ -151,3 +173,14 @@ def test_jobs_keep_no_copy_of_their_envelope_and_new_jobs_queue(engine: sa.Engin
         assert queue.insert_job(connection, fresh)
         assert not queue.insert_job(connection, fresh)
     assert {"envelope", "idempotency_key"} & columns == set()
+
+
+def test_an_execution_keeps_how_it_was_started_in_its_envelope_alone(engine: sa.Engine) -> None:
+    _migrated(engine)
+    with engine.connect() as connection:
+        ran = executions.get_execution(connection, "x-ran")
+        columns = {column["name"] for column in sa.inspect(connection).get_columns("executions")}
+    assert ran is not None
+    assert (ran.trigger_type, ran.trigger) == ("cron", {"id": "nightly", "scheduled_for": 1.0})
+    assert _jobs(engine)["queued"].trigger == {"type": "manual"}
+    assert "trigger" not in columns
