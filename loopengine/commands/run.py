@@ -33,7 +33,7 @@ async def run_loop(
         inputs = parse_inputs(pairs, loop)
         envelope = new_envelope(loop.id, inputs, idempotency_key=idempotency_key)
         done = await runtime.engine.run(loop, envelope=envelope, dry_run=dry_run)
-        record = await runtime.store.read(executions.read_record, done.execution_id)
+        record = done.record or await runtime.store.read(executions.read_record, done.execution_id)
     assert record is not None
     live.finish()
     show_record(console, record, as_json, phases=not live.live)

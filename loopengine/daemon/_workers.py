@@ -20,7 +20,7 @@ from loopengine.contract import Loop
 from loopengine.daemon._log import DaemonLog
 from loopengine.engine import Engine, resume
 from loopengine.errors import LeaseLost, LoopEngineError, StoreUnavailable
-from loopengine.store import JobEnvelope, Store, executions, jobs, queue
+from loopengine.store import JobEnvelope, Store, executions, queue
 
 __all__ = ["MAX_CLAIMS", "Workers"]
 
@@ -177,7 +177,7 @@ class Workers:
         late = round(max(0.0, self.clock() - job.not_before), 3)
         trigger = job.trigger.get("type")
         self.log.line("start", loop=loop.id, job=lease.job_id, trigger=trigger, late_s=late)
-        known = await self.store.read(jobs.execution_of_key, envelope.idempotency_key)
+        known = job.started
         if known is None:
             done = await self.engine.run(
                 loop, envelope=envelope, trigger=dict(job.trigger), lease=lease

@@ -44,13 +44,18 @@ async def _load(engine: Engine, execution_id: str) -> tuple[ExecutionRecord, int
     return record, last
 
 
+def _trigger_of(row: ExecutionRow) -> dict[str, Any]:
+    """How the execution was started (its ``trigger``), from its row."""
+    return {**row.started_by, "fired_at": row.started_at}
+
+
 def _rebuild(record: ExecutionRecord, envelope: JobEnvelope, loop: Loop) -> Run:
     row, state = record.execution, record.execution.context
     run = Run(
         execution_id=row.id,
         loop=loop,
         envelope=envelope,
-        data=state["data"],
+        data={**state["data"], "job": envelope.as_dict(), "trigger": _trigger_of(row)},
         started_at=row.started_at,
         trigger_type=row.trigger_type,
         dry_run=row.dry_run,
@@ -108,8 +113,7 @@ async def _start_over(
 ) -> Run:
     """The run of an execution whose process died before its first commit: nothing of it was
     kept, so it starts from detect, under its own id, with the loop the file holds now."""
-    trigger = {**row.trigger, "type": row.trigger_type, "fired_at": row.started_at}
-    run = engine.new_run(loop, envelope, trigger, row.dry_run)
+    run = engine.new_run(loop, envelope, _trigger_of(row), row.dry_run)
     run.execution_id, run.started_at = row.id, row.started_at
     engine.prelude(run, *await recorder.starting_point(loop.id))
     if row.loop_version != loop.version:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -17,7 +18,9 @@ from loopengine.store import (
     Effect,
     Encoded,
     ExecutionCommit,
+    ExecutionRecord,
     ExecutionRow,
+    IndexArtifacts,
     LastRun,
     LearnedState,
     Pending,
@@ -39,6 +42,7 @@ __all__ = [
     "Journal",
     "Recorder",
     "owner_died",
+    "record_of",
 ]
 
 CommitListener = Callable[[str, str], None]
@@ -72,10 +76,14 @@ def owner_died(owner: str | None) -> bool:
     )
 
 
+_KEPT_ELSEWHERE = frozenset({"job", "trigger"})
+
+
 def snapshot(run: Run) -> dict[str, Any]:
-    """What a resumed execution needs besides its phase rows and envelope."""
+    """What a resumed execution needs besides its phase rows, its row and its envelope
+    (``data.job`` is the envelope and ``data.trigger`` the row's trigger: each is kept once)."""
     return {
-        "data": run.data,
+        "data": {name: value for name, value in run.data.items() if name not in _KEPT_ELSEWHERE},
         "rollbacks": [
             {"action_id": r.action_id, "skill": r.skill, "extra": r.extra, "key": r.key}
             for r in run.rollbacks
@@ -101,6 +109,21 @@ def _execution_row(run: Run) -> ExecutionRow:
         dry_run=run.dry_run,
         started_at=run.started_at,
         owner=OWNER,
+    )
+
+
+def record_of(run: Run, effects: Sequence[Effect], **end: Any) -> ExecutionRecord:
+    """The execution as its last commit wrote it (``end``: its status, outcome, end time,
+    error), from the run and that commit's ``effects``: a report needs no read back."""
+    row = _execution_row(run)
+    last = run.phases[-1].phase if run.phases else None
+    usage = run.usage.as_dict()
+    ended = replace(row, last_phase=last, context=snapshot(run), usage=usage, **end)
+    gates = [effect.approval() for effect in effects if isinstance(effect, RequestApproval)]
+    written = [e.artifacts for e in effects if isinstance(e, IndexArtifacts)]
+    artifacts = tuple(artifact for batch in written for artifact in batch)
+    return ExecutionRecord(
+        ended, tuple(run.phases), run.envelope, next(iter(gates), None), artifacts
     )
 
 
@@ -197,7 +220,7 @@ class Journal:
         return None
 
 
-def _start_of_next(run: Run, end: dict[str, Any]) -> tuple[LastRun, LearnedState]:
+def _start_of_next(run: Run, end: Mapping[str, Any]) -> tuple[LastRun, LearnedState]:
     """What the loop's next execution starts from once this one's last commit is in: its end,
     and the learned state its learn phase writes in that commit."""
     last = LastRun(end["outcome"], end["completed_at"], run.started_at)
@@ -239,7 +262,7 @@ class Recorder(Journal):
         """The idempotency check and what the execution starts from, in one read; none at all
         when the store still holds what this process wrote at the loop's last finish."""
         key, loop_id = run.envelope.idempotency_key, run.loop.id
-        fresh_key = key == run.envelope.job_id
+        fresh_key = key == run.envelope.job_id and self.lease is None
         known = self.store.recall(("start", loop_id)) if fresh_key else None
         if known is not None:
             last, state = known

@@ -8,6 +8,7 @@ every execution that ends. A dry run ends as ``dry_run`` where the real run woul
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from typing import Any
 
 import anyio
@@ -20,6 +21,7 @@ from loopengine.engine._persistence import (
     Journal,
     Recorder,
     owner_died,
+    record_of,
 )
 from loopengine.engine._rollback import roll_back
 from loopengine.engine._run import Run
@@ -39,6 +41,7 @@ from loopengine.errors import BudgetExceeded, LoopEngineError, NotResumable
 from loopengine.store import (
     AppendEvent,
     Effect,
+    ExecutionRecord,
     JobEnvelope,
     LastRun,
     LearnedState,
@@ -72,7 +75,7 @@ class ExecutionDone:
     also hands back the data it ended with and the tokens it spent, so no caller reads back
     what the engine just wrote."""
 
-    __slots__ = ("data", "error", "execution_id", "outcome", "tokens")
+    __slots__ = ("_recorded", "data", "error", "execution_id", "outcome", "tokens")
 
     def __init__(
         self,
@@ -81,12 +84,20 @@ class ExecutionDone:
         error: str | None = None,
         data: Mapping[str, Any] | None = None,
         tokens: int = 0,
+        recorded: Callable[[], ExecutionRecord] | None = None,
     ) -> None:
         self.execution_id = execution_id
         self.outcome = outcome
         self.error = error
         self.data = data
         self.tokens = tokens
+        self._recorded = recorded
+
+    @property
+    def record(self) -> ExecutionRecord | None:
+        """The execution as this process's last commit of it wrote it (None when another
+        process ran it: read it from the store)."""
+        return None if self._recorded is None else self._recorded()
 
 
 class Engine:
@@ -340,8 +351,10 @@ class Engine:
                 error = "; ".join(output.errors) or None
             if output.stop is Outcome.AWAITING_APPROVAL:
                 await recorder.phase(run, record, output.effects)
-                await self._suspend(run, recorder)
-                return ExecutionDone(run.execution_id, Outcome.AWAITING_APPROVAL)
+                gate = await self._suspend(run, recorder)
+                waiting = Outcome.AWAITING_APPROVAL
+                recorded = partial(record_of, run, [gate], status="waiting", outcome=waiting.value)
+                return ExecutionDone(run.execution_id, waiting, None, recorded=recorded)
             await recorder.phase(run, record, output.effects)
         ended = Outcome.DRY_RUN if run.dry_run else Outcome.COMPLETED
         return await self.finish(run, recorder, outcome or ended, [], error)
@@ -363,10 +376,13 @@ class Engine:
         if final is not outcome:
             error = "; ".join(output.errors)
         effects = [*output.effects, *self._emits(run, final), *(extra or [])]
-        await recorder.finished(
-            run, [*skipped, record], final, self.services.clock(), effects, error
+        completed_at = self.services.clock()
+        await recorder.finished(run, [*skipped, record], final, completed_at, effects, error)
+        end = {"outcome": final.value, "completed_at": completed_at, "error": error}
+        recorded = partial(record_of, run, effects, status="finished", **end)
+        return ExecutionDone(
+            run.execution_id, final, error, run.data, run.usage.tokens, recorded=recorded
         )
-        return ExecutionDone(run.execution_id, final, error, run.data, run.usage.tokens)
 
     def _store_for(self, outcome: Outcome) -> PhaseFn:
         async def store(run: Run, services: Services) -> PhaseOutput:
@@ -389,18 +405,18 @@ class Engine:
             AppendEvent(name, run.loop.id, data, now, run.execution_id) for name, data in events
         ]
 
-    async def _suspend(self, run: Run, recorder: Journal) -> None:
+    async def _suspend(self, run: Run, recorder: Journal) -> RequestApproval:
+        """Wait for a person's answer; the gate requested."""
         decision = run.data.get("decision") or {}
         gate = run.loop.spec.decide.human_approval if run.loop.spec.decide else None
         assert gate is not None
         now = self.services.clock()
-        await recorder.suspended(
-            run,
-            RequestApproval(
-                run.execution_id,
-                run.loop.id,
-                decision["action"],
-                now,
-                now + gate.timeout_hours * 3600,
-            ),
+        request = RequestApproval(
+            run.execution_id,
+            run.loop.id,
+            decision["action"],
+            now,
+            now + gate.timeout_hours * 3600,
         )
+        await recorder.suspended(run, request)
+        return request

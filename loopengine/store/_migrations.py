@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -111,6 +112,110 @@ def _tool_messages(connection: sa.Connection) -> None:
             connection.execute(sa.text(f"ALTER TABLE chat_messages ADD COLUMN {name} {kind}"))
 
 
+_OLD_JOBS = sa.table(
+    "jobs",
+    sa.column("id"),
+    sa.column("trigger", sa.JSON),
+    sa.column("envelope", sa.JSON),
+    sa.column("idempotency_key"),
+    sa.column("created_at"),
+)
+_OLD_BODIES = sa.table(
+    "webhook_bodies", sa.column("key"), sa.column("idempotency_key"), sa.column("expires_at")
+)
+_ENVELOPE_JSON = ("scope", "payload", "constraints")
+_OLD_ENVELOPES = sa.table(
+    "envelopes",
+    *(sa.column(name) for name in ("job_id", "trace_id", "intent", "idempotency_key")),
+    *(sa.column(name) for name in ("execution_id", "created_at")),
+    *(sa.column(name, sa.JSON) for name in _ENVELOPE_JSON),
+)
+_OLD_EXECUTIONS = sa.table(
+    "executions", sa.column("id"), sa.column("trigger_type"), sa.column("trigger", sa.JSON)
+)
+
+
+def _rebuild(connection: sa.Connection, table: sa.Table, rows: sa.Select[Any]) -> None:
+    """Recreate ``table`` as defined today, filled with ``rows`` of the old one (SQLite changes
+    no column in place: the new table is made beside the old, which it then replaces)."""
+    for index in table.indexes:
+        connection.execute(sa.text(f"DROP INDEX IF EXISTS {index.name}"))
+    new = table.to_metadata(sa.MetaData(), name=f"{table.name}_new")
+    new.create(connection)
+    columns = [column.name for column in rows.selected_columns]
+    connection.execute(new.insert().from_select(columns, rows))
+    connection.execute(sa.text(f"DROP TABLE {table.name}"))
+    connection.execute(sa.text(f"ALTER TABLE {table.name}_new RENAME TO {table.name}"))
+
+
+def _columns_of(table: sa.Table) -> sa.Select[Any]:
+    """The old table's columns that ``table`` keeps."""
+    names: list[sa.ColumnClause[Any]] = [sa.column(column.name) for column in table.c]
+    return sa.select(*names).select_from(sa.table(table.name))
+
+
+def _envelope_of_job(row: Any, held: dict[str, str | None]) -> Mapping[str, Any]:
+    """The envelope row of a job that ran no execution yet; a key an execution outside the queue
+    took (``loopengine run``) is left to it, and the job reports that execution when it runs."""
+    envelope, key = row.envelope or {}, str(row.idempotency_key)
+    taken = key in held
+    return {
+        "job_id": row.id,
+        "trace_id": envelope.get("trace_id") or row.id,
+        "intent": envelope.get("intent") or "",
+        **{name: envelope.get(name) or {} for name in _ENVELOPE_JSON},
+        "idempotency_key": f"taken:{row.id}" if taken else key,
+        "execution_id": held[key] if taken else None,
+        "trigger": row.trigger or {},
+        "created_at": row.created_at,
+    }
+
+
+def _envelopes(connection: sa.Connection, triggers: bool) -> list[Mapping[str, Any]]:
+    """The envelope rows kept, each with its execution's trigger (``triggers``: executions
+    had theirs since version 5)."""
+    started = [_OLD_EXECUTIONS.c.trigger_type]
+    started += [_OLD_EXECUTIONS.c.trigger] if triggers else []
+    query = sa.select(_OLD_ENVELOPES, *started).outerjoin(
+        _OLD_EXECUTIONS, _OLD_EXECUTIONS.c.id == _OLD_ENVELOPES.c.execution_id
+    )
+    rows: list[Mapping[str, Any]] = []
+    for row in connection.execute(query).mappings():
+        kind, trigger = row["trigger_type"], row.get("trigger") or {}
+        kept = {column.name: row[column.name] for column in _OLD_ENVELOPES.c}
+        rows.append({**kept, "trigger": {"type": kind, **trigger} if kind else {}})
+    return rows
+
+
+def _one_envelope(connection: sa.Connection) -> None:
+    inspector = sa.inspect(connection)
+    if "trigger" in {column["name"] for column in inspector.get_columns("envelopes")}:
+        return  # a new database: version 1 creates today's tables
+    changed = ("jobs", "executions", "webhook_bodies")
+    names = {name: {c["name"] for c in inspector.get_columns(name)} for name in changed}
+    envelopes, old_jobs = tables.envelopes, "envelope" in names["jobs"]
+    kept = _envelopes(connection, "trigger" in names["executions"])
+    if old_jobs:
+        held = {str(row["idempotency_key"]): row["execution_id"] for row in kept}
+        unrun = sa.select(_OLD_JOBS).where(_OLD_JOBS.c.id.not_in(sa.select(envelopes.c.job_id)))
+        kept += [_envelope_of_job(row, held) for row in connection.execute(unrun)]
+    connection.execute(sa.text("DROP TABLE envelopes"))
+    envelopes.create(connection)
+    if kept:
+        connection.execute(envelopes.insert(), kept)
+    if "idempotency_key" in names["webhook_bodies"]:
+        holder = (
+            sa.select(_OLD_JOBS.c.id)
+            .where(_OLD_JOBS.c.idempotency_key == _OLD_BODIES.c.idempotency_key)
+            .scalar_subquery()
+        )
+        bodies = sa.select(_OLD_BODIES.c.key, holder.label("job_id"), _OLD_BODIES.c.expires_at)
+        _rebuild(connection, tables.webhook_bodies, bodies.where(holder.is_not(None)))
+    for table in (tables.jobs, tables.executions):
+        if set(names[table.name]) - set(table.c.keys()):
+            _rebuild(connection, table, _columns_of(table))
+
+
 def _initial(connection: sa.Connection) -> None:
     later = {*_CHAT_TABLES, *_DAEMON_TABLES, *_AUTOLEARN_TABLES, *_MEMORY_TABLES}
     later |= {tables.score_history, tables.webhook_bodies}
@@ -122,11 +227,6 @@ def _daemon(connection: sa.Connection) -> None:
     # Nothing wrote trigger_states before the daemon: it is recreated with the threshold state.
     connection.execute(sa.text("DROP TABLE IF EXISTS trigger_states"))
     tables.trigger_states.create(connection)
-    columns = {column["name"] for column in sa.inspect(connection).get_columns("executions")}
-    if "trigger" not in columns:  # a new database has it: version 1 creates today's tables
-        connection.execute(
-            sa.text("ALTER TABLE executions ADD COLUMN trigger JSON NOT NULL DEFAULT '{}'")
-        )
     tables.metadata.create_all(connection, tables=list(_DAEMON_TABLES))
 
 
@@ -142,6 +242,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(9, "autolearn: grading claims lapse when their process died", _grading_claims),
     Migration(10, "webhook bodies held against replays", _webhook_bodies),
     Migration(11, "tool messages keep what they say of the tool's run", _tool_messages),
+    Migration(
+        12,
+        "one envelope per job or execution, holding its trigger and idempotency key",
+        _one_envelope,
+    ),
 )
 
 

@@ -152,8 +152,12 @@ class JobEnvelope:
             "idempotency_key": self.idempotency_key,
         }
 
-    def row(self, execution_id: str, created_at: float) -> dict[str, Any]:
-        return {**self.as_dict(), "execution_id": execution_id, "created_at": created_at}
+    def row(
+        self, execution_id: str, created_at: float, trigger: Mapping[str, Any]
+    ) -> Mapping[str, Any]:
+        """Its ``envelopes`` row, taken by ``execution_id``, started by ``trigger``."""
+        values = {"execution_id": execution_id, "created_at": created_at, "trigger": trigger}
+        return {**self.as_dict(), **values}
 
     @classmethod
     def from_row(cls, row: Mapping[Any, Any]) -> JobEnvelope:
@@ -230,9 +234,16 @@ class ExecutionRow(Record):
 
     @classmethod
     def from_row(cls, row: Mapping[Any, Any]) -> ExecutionRow:
+        """From its row and its envelope's ``trigger`` (none when it has no envelope)."""
         values = {name: row[name] for name in cls.__dataclass_fields__}
         values["dry_run"] = bool(values["dry_run"])
+        values["trigger"] = {k: v for k, v in (row["trigger"] or {}).items() if k != "type"}
         return cls(**values)
+
+    @property
+    def started_by(self) -> Mapping[str, Any]:
+        """How it was started, as its envelope keeps it (with the trigger's type)."""
+        return {"type": self.trigger_type, **self.trigger}
 
     @property
     def duration_ms(self) -> float | None:

@@ -72,8 +72,6 @@ executions = sa.Table(
     sa.Column("context", sa.JSON, nullable=False),
     sa.Column("usage", sa.JSON, nullable=False),
     sa.Column("error", MaskedText),
-    # How the execution was started: {type, id?, scheduled_for?, event?, metric?} (migration 5).
-    sa.Column("trigger", sa.JSON, nullable=False, server_default="{}"),
     sa.Index("ix_executions_loop_started", "loop_id", "started_at"),
     sa.Index("ix_executions_loop_completed", "loop_id", "completed_at"),
     sa.Index("ix_executions_status", "status"),
@@ -97,6 +95,9 @@ phase_results = sa.Table(
     sa.Column("errors", sa.JSON, nullable=False),
 )
 
+# What a job or an execution is asked to do, once: a queued job's row and its execution name it
+# by ``job_id``; ``execution_id`` is the execution that took its idempotency key, ``trigger`` how
+# it was started: {type, id?, scheduled_for?, event?, metric?, data?} (migration 12).
 envelopes = sa.Table(
     "envelopes",
     metadata,
@@ -107,7 +108,8 @@ envelopes = sa.Table(
     sa.Column("payload", sa.JSON, nullable=False),
     sa.Column("constraints", sa.JSON, nullable=False),
     sa.Column("idempotency_key", sa.String(200), nullable=False, unique=True),
-    sa.Column("execution_id", sa.String(32), nullable=False),
+    sa.Column("execution_id", sa.String(32)),
+    sa.Column("trigger", sa.JSON, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
 )
 
@@ -214,15 +216,13 @@ trigger_states = sa.Table(
     sa.Column("evaluated_at", sa.Float, nullable=False),
 )
 
-# The queue: one row per trigger firing, claimed by a daemon's worker under a lease.
+# The queue: one row per trigger firing, claimed by a daemon's worker under a lease; its envelope
+# (its trigger and idempotency key too) is the ``envelopes`` row of its id.
 jobs = sa.Table(
     "jobs",
     metadata,
     sa.Column("id", sa.String(32), primary_key=True),
     sa.Column("loop_id", sa.String(200), nullable=False),
-    sa.Column("trigger", sa.JSON, nullable=False),
-    sa.Column("envelope", sa.JSON, nullable=False),
-    sa.Column("idempotency_key", sa.String(200), nullable=False, unique=True),
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("reason", MaskedText),
     sa.Column("not_before", sa.Float, nullable=False),
@@ -272,12 +272,12 @@ paused_loops = sa.Table(
 
 # Bodies of verified deliveries whose signature covers the body alone (GitHub's), each held by
 # the first delivery sending it until its hook's tolerance ends: another delivery sending it
-# meanwhile is a replay of that one (migration 10).
+# meanwhile is a replay of that one, whose job is ``job_id`` (migrations 10, 12).
 webhook_bodies = sa.Table(
     "webhook_bodies",
     metadata,
     sa.Column("key", sa.String(200), primary_key=True),
-    sa.Column("idempotency_key", sa.String(200), nullable=False),
+    sa.Column("job_id", sa.String(32), nullable=False),
     sa.Column("expires_at", sa.Float, nullable=False),
     sa.Index("ix_webhook_bodies_expires", "expires_at"),
 )

@@ -126,8 +126,9 @@ class RequestApproval:
     requested_at: float
     deadline: float
 
-    def apply(self, connection: sa.Connection) -> None:
-        approval = Approval(
+    def approval(self) -> Approval:
+        """The gate as its row holds it, pending."""
+        return Approval(
             self.execution_id,
             self.loop_id,
             self.action,
@@ -135,7 +136,9 @@ class RequestApproval:
             self.requested_at,
             self.deadline,
         )
-        insert_approval(connection, approval)
+
+    def apply(self, connection: sa.Connection) -> None:
+        insert_approval(connection, self.approval())
 
 
 Effect = (
@@ -173,7 +176,7 @@ def write_commit(connection: sa.Connection, commit: ExecutionCommit) -> None:
         check_lease(connection, commit.lease)
     if commit.first is not None:
         envelope, row = commit.first
-        insert_envelope(connection, envelope, row.id, row.started_at)
+        insert_envelope(connection, envelope, row)
         insert_execution(connection, replace(row, **commit.values))
     else:
         update_execution(connection, commit.execution_id, **commit.values)

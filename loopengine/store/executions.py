@@ -20,9 +20,9 @@ from loopengine.store._record import (
     PhaseResult,
     Record,
 )
-from loopengine.store._tables import executions, phase_results
+from loopengine.store._tables import envelopes, executions, phase_results
 from loopengine.store.approvals import get_approval
-from loopengine.store.jobs import execution_of_key, get_envelope, insert_envelope
+from loopengine.store.jobs import execution_of_key, get_envelope, insert_envelope, take_envelope
 from loopengine.store.learning import LearnedState, get_state
 from loopengine.store.leases import Lease, check_lease
 from loopengine.store.records import artifacts_of
@@ -56,7 +56,11 @@ __all__ = [
 _INSERT = executions.insert()
 _UPDATE = executions.update().where(executions.c.id == sa.bindparam("_id"))
 _INSERT_PHASES = phase_results.insert()
-_GET = sa.select(executions).where(executions.c.id == sa.bindparam("id"))
+_ROWS = sa.select(*executions.c, envelopes.c.trigger).outerjoin_from(
+    executions, envelopes, envelopes.c.job_id == executions.c.job_id
+)
+"""Executions with how each was started (its envelope's trigger)."""
+_GET = _ROWS.where(executions.c.id == sa.bindparam("id"))
 _PHASES = (
     sa.select(phase_results)
     .where(phase_results.c.execution_id == sa.bindparam("id"))
@@ -126,7 +130,10 @@ def fail_left_running(connection: sa.Connection, job_id: str, error: str, at: fl
 
 
 def insert_execution(connection: sa.Connection, row: ExecutionRow) -> None:
-    fastpath.execute(connection, _INSERT, row.row())
+    """The execution's row; its trigger is its envelope's."""
+    values = row.row()
+    del values["trigger"]
+    fastpath.execute(connection, _INSERT, values)
 
 
 def update_execution(connection: sa.Connection, execution_id: str, /, **values: Any) -> None:
@@ -169,7 +176,7 @@ def list_executions(
 ) -> list[ExecutionRow]:
     """The newest executions first, of one loop and with one outcome when given; a page after
     another starts at ``started_by`` (inclusive), without the ``excluding`` ids it listed."""
-    query = sa.select(executions).order_by(executions.c.started_at.desc()).limit(limit)
+    query = _ROWS.order_by(executions.c.started_at.desc()).limit(limit)
     if started_by is not None:
         query = query.where(executions.c.started_at <= started_by)
     if excluding:
@@ -238,7 +245,7 @@ def _read_cursor(text: str) -> tuple[float, tuple[str, ...]]:
 
 
 def running_executions(connection: sa.Connection) -> list[ExecutionRow]:
-    query = sa.select(executions).where(executions.c.status == "running")
+    query = _ROWS.where(executions.c.status == "running")
     return [ExecutionRow.from_row(row) for row in connection.execute(query).mappings()]
 
 
@@ -301,13 +308,17 @@ def claim_key(
 ) -> Start:
     """Take ``envelope``'s idempotency key for the execution ``row`` and insert both, with where
     it starts from, unless an execution took the key already (then that one): of several
-    processes starting with one key at once, one runs and the others return its execution."""
+    processes starting with one key at once, one runs and the others return its execution. A
+    queued job's envelope (``lease`` given) is stored already: it is taken by its job id."""
     if lease is not None:
         check_lease(connection, lease)
-    existing = execution_of_key(connection, envelope.idempotency_key)
+        existing = take_envelope(connection, envelope.job_id, row.id)
+    else:
+        existing = execution_of_key(connection, envelope.idempotency_key)
     if existing is not None:
         return existing, None, None
-    insert_envelope(connection, envelope, row.id, row.started_at)
+    if lease is None:
+        insert_envelope(connection, envelope, row)
     insert_execution(connection, row)
     return None, *starting_point(connection, row.loop_id)
 

@@ -175,13 +175,26 @@ def enqueue_keyed(
 ) -> tuple[Intake, queue.Job | None]:
     """Queue a firing sent by a client under its idempotency key (a paused loop recording a
     non-run), with the job the key names. A key whose earlier firing did not run is taken
-    again: a sender retrying after a refusal gets a run, not a ``duplicate`` of nothing."""
-    key = arrival.job.idempotency_key
-    earlier = queue.job_keyed(connection, key)
-    if earlier is not None and earlier.status == queue.SKIPPED:
-        queue.release_key(connection, earlier.id)
+    again: a sender retrying after a refusal gets a run, not a ``duplicate`` of nothing. The key
+    is looked up only when the insert finds it taken."""
     [intake] = enqueue_all(connection, [arrival], now)
-    return intake, queue.job_keyed(connection, key)
+    if intake.status != DUPLICATE:
+        return intake, _written(arrival, intake)
+    earlier = queue.job_keyed(connection, arrival.job.idempotency_key)
+    if earlier is None or earlier.status != queue.SKIPPED:
+        return intake, earlier
+    queue.release_key(connection, earlier.id)
+    [intake] = enqueue_all(connection, [arrival], now)
+    return intake, _written(arrival, intake)
+
+
+def _written(arrival: Arrival, intake: Intake) -> queue.Job | None:
+    """The job ``enqueue`` wrote for ``arrival`` (queued, or a non-run with why)."""
+    if intake.job_id is None:
+        return None
+    if intake.status == queue.QUEUED:
+        return arrival.job
+    return dataclasses.replace(arrival.job, status=queue.SKIPPED, reason=intake.reason)
 
 
 def enqueue_body(
@@ -189,7 +202,7 @@ def enqueue_body(
 ) -> tuple[Intake, queue.Job | None]:
     """Queue a signed delivery (``enqueue_keyed``) unless another delivery holds its body
     ``body`` (``webhooks.hold_body``): then a ``duplicate`` of that one's job."""
-    holder = webhooks.hold_body(connection, body, arrival.job.idempotency_key, now, until)
-    if holder != arrival.job.idempotency_key:
-        return Intake(DUPLICATE), queue.job_keyed(connection, holder)
+    holder = webhooks.hold_body(connection, body, arrival.job.id, now, until)
+    if holder != arrival.job.id:
+        return Intake(DUPLICATE), queue.get_job(connection, holder)
     return enqueue_keyed(connection, arrival, now)

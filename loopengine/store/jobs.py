@@ -1,35 +1,59 @@
-"""Job envelopes, unique by idempotency key."""
+"""Job envelopes, unique by idempotency key: one row per job or execution, which both name by
+its ``job_id``; its ``execution_id`` is the execution that took the key."""
 
 from __future__ import annotations
 
 import sqlalchemy as sa
 
 import loopengine.store._fastpath as fastpath
-from loopengine.store._record import JobEnvelope
+from loopengine.errors import ContractError
+from loopengine.store._record import ExecutionRow, JobEnvelope
 from loopengine.store._tables import envelopes
 
-__all__ = ["execution_of_key", "get_envelope", "insert_envelope"]
+__all__ = ["execution_of_key", "get_envelope", "insert_envelope", "take_envelope"]
 
 _INSERT = envelopes.insert()
 _BY_KEY = sa.select(envelopes.c.execution_id).where(
     envelopes.c.idempotency_key == sa.bindparam("key")
 )
 _BY_ID = sa.select(envelopes).where(envelopes.c.job_id == sa.bindparam("job_id"))
+_TAKE = (
+    envelopes.update()
+    .where(envelopes.c.job_id == sa.bindparam("_job_id"), envelopes.c.execution_id.is_(None))
+    .values(execution_id=sa.bindparam("_execution_id"))
+)
+_TAKEN = sa.select(envelopes.c.execution_id).where(envelopes.c.job_id == sa.bindparam("job_id"))
 
 
-def insert_envelope(
-    connection: sa.Connection, envelope: JobEnvelope, execution_id: str, created_at: float
-) -> None:
-    """Record the envelope an execution runs; a reused idempotency key fails the transaction."""
-    fastpath.execute(connection, _INSERT, envelope.row(execution_id, created_at))
+def insert_envelope(connection: sa.Connection, envelope: JobEnvelope, row: ExecutionRow) -> None:
+    """Record the envelope the execution ``row`` runs; a reused idempotency key fails the
+    transaction."""
+    fastpath.execute(connection, _INSERT, envelope.row(row.id, row.started_at, row.started_by))
 
 
 def execution_of_key(connection: sa.Connection, idempotency_key: str) -> str | None:
-    """The execution that took ``idempotency_key``, if any did."""
+    """The execution that took ``idempotency_key``, if any did; ``ContractError`` when a queued
+    job holds it and has not run yet (that job's run will be the key's)."""
     row = fastpath.fetch_one(connection, _BY_KEY, {"key": idempotency_key})
-    return None if row is None else str(row["execution_id"])
+    if row is None:
+        return None
+    if row["execution_id"] is None:
+        raise ContractError(
+            f"idempotency key {idempotency_key!r} is held by a queued job that has not run yet: "
+            "let the daemon run it, or use another key"
+        )
+    return str(row["execution_id"])
 
 
 def get_envelope(connection: sa.Connection, job_id: str) -> JobEnvelope | None:
     row = connection.execute(_BY_ID, {"job_id": job_id}).mappings().first()
     return JobEnvelope.from_row(row) if row else None
+
+
+def take_envelope(connection: sa.Connection, job_id: str, execution_id: str) -> str | None:
+    """Let ``execution_id`` take the stored envelope of job ``job_id`` (its key with it), unless
+    an execution took it already: then that one."""
+    taken = connection.execute(_TAKE, {"_job_id": job_id, "_execution_id": execution_id})
+    if taken.rowcount:
+        return None
+    return connection.execute(_TAKEN, {"job_id": job_id}).scalar()

@@ -99,7 +99,7 @@ class Job(Record):
     loop_id: str
     trigger: Mapping[str, Any]
     envelope: Mapping[str, Any]
-    """The ``JobEnvelope`` it runs, as stored (read when it runs)."""
+    """The ``JobEnvelope`` it runs, as ``JobEnvelope.as_dict`` shows it (its ``envelopes`` row)."""
     idempotency_key: str
     status: str
     not_before: float
@@ -112,6 +112,49 @@ class Job(Record):
     execution_id: str | None = None
     outcome: str | None = None
     finished_at: float | None = None
+    started: str | None = None
+    """The execution that took its envelope, once one did (read with the job, never written)."""
+
+    @classmethod
+    def from_row(cls, row: Mapping[Any, Any]) -> Self:
+        """A job from a row of ``_JOBS`` (its columns, its envelope's and ``started``)."""
+        kept = (*_ENVELOPE, "idempotency_key")
+        envelope = {"job_id": row["id"], **{name: row[name] for name in kept}}
+        return super(Job, cls).from_row({**row, "envelope": envelope})
+
+    def row(self) -> dict[str, Any]:
+        """The job as the API shows it, its envelope within."""
+        shown = super(Job, self).row()
+        del shown["started"]
+        return shown
+
+    def columns(self) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+        """The job's row and its envelope's (a recorded non-run's too: it holds the key and the
+        trigger)."""
+        values = self.row()
+        envelope = values.pop("envelope")
+        key = values.pop("idempotency_key")
+        kept = {
+            "trigger": values.pop("trigger"),
+            "job_id": self.id,
+            "trace_id": envelope.get("trace_id", self.id),
+            "intent": envelope.get("intent", self.loop_id),
+            **{name: envelope.get(name, {}) for name in ("scope", "payload", "constraints")},
+            "idempotency_key": key,
+            "execution_id": None,
+            "created_at": self.created_at,
+        }
+        return values, kept
+
+
+_ENVELOPE = ("trace_id", "intent", "scope", "payload", "constraints")
+_JOBS = sa.select(
+    *jobs.c,
+    *(envelopes.c[name] for name in _ENVELOPE),
+    envelopes.c.trigger,
+    envelopes.c.idempotency_key,
+    envelopes.c.execution_id.label("started"),
+).join_from(jobs, envelopes, envelopes.c.job_id == jobs.c.id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,26 +283,31 @@ def _insert_ignoring_conflict(
 
 
 def insert_job(connection: sa.Connection, job: Job) -> bool:
-    """Queue a job (or record a non-run, status ``skipped``); False when its idempotency key was
-    already taken, by this or another daemon."""
-    return _insert_ignoring_conflict(connection, jobs, job.row())
+    """Queue a job (or record a non-run, status ``skipped``) with its envelope; False when its
+    idempotency key was already taken, by this or another daemon (nothing is written)."""
+    values, envelope = job.columns()
+    if not _insert_ignoring_conflict(connection, envelopes, envelope):
+        return False
+    connection.execute(jobs.insert().values(**values))
+    return True
 
 
 def get_job(connection: sa.Connection, job_id: str) -> Job | None:
-    row = connection.execute(sa.select(jobs).where(jobs.c.id == job_id)).mappings().first()
+    row = connection.execute(_JOBS.where(jobs.c.id == job_id)).mappings().first()
     return Job.from_row(row) if row else None
 
 
 def release_key(connection: sa.Connection, job_id: str) -> None:
     """Free the idempotency key of a non-run (its row stays, keyed by its own id), so that the
     firing it refused may be queued when it is sent again."""
-    released = jobs.update().where(jobs.c.id == job_id, jobs.c.status == SKIPPED)
+    skipped = sa.select(jobs.c.id).where(jobs.c.id == job_id, jobs.c.status == SKIPPED)
+    released = envelopes.update().where(envelopes.c.job_id.in_(skipped))
     connection.execute(released.values(idempotency_key=f"released:{job_id}"))
 
 
 def job_keyed(connection: sa.Connection, idempotency_key: str) -> Job | None:
     """The job (or recorded non-run) queued under ``idempotency_key``, if any."""
-    query = sa.select(jobs).where(jobs.c.idempotency_key == idempotency_key)
+    query = _JOBS.where(envelopes.c.idempotency_key == idempotency_key)
     row = connection.execute(query).mappings().first()
     return Job.from_row(row) if row else None
 
@@ -331,11 +379,10 @@ def claimable(
         else sa.or_(sa.and_(jobs.c.status == QUEUED, jobs.c.not_before <= now), stale)
     )
     query = (
-        sa.select(jobs)
-        .where(ready, jobs.c.loop_id.in_(list(loop_ids)))
+        _JOBS.where(ready, jobs.c.loop_id.in_(list(loop_ids)))
         .order_by(jobs.c.created_at)
         .limit(limit)
-        .with_for_update(skip_locked=True)
+        .with_for_update(skip_locked=True, of=jobs)
     )
     return [Job.from_row(row) for row in connection.execute(query).mappings()]
 
@@ -638,13 +685,12 @@ def prune_loop(connection: sa.Connection, loop_id: str, before: float) -> int:
     for table in (phase_results, envelopes, approvals):
         connection.execute(table.delete().where(table.c.execution_id.in_(old)))
     removed = connection.execute(executions.delete().where(executions.c.id.in_(old))).rowcount
-    connection.execute(
-        jobs.delete().where(
-            jobs.c.loop_id == loop_id,
-            jobs.c.created_at < before,
-            jobs.c.status.in_((DONE, SKIPPED)),
-        )
+    ended = sa.and_(
+        jobs.c.loop_id == loop_id, jobs.c.created_at < before, jobs.c.status.in_((DONE, SKIPPED))
     )
+    unrun = envelopes.c.job_id.in_(sa.select(jobs.c.id).where(ended))
+    connection.execute(envelopes.delete().where(unrun, envelopes.c.execution_id.is_(None)))
+    connection.execute(jobs.delete().where(ended))
     latest = (
         sa.select(ticks.c.trigger_id, sa.func.max(ticks.c.scheduled_for))
         .where(ticks.c.loop_id == loop_id)

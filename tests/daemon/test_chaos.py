@@ -155,7 +155,10 @@ def _pause_past_the_lease(paused: Daemon, others: list[Daemon], url: str) -> Non
 
 
 def _check_every_acknowledged_firing_ran_once(url: str, traffic: Traffic) -> None:
-    query = "SELECT trigger->'event'->>'id' FROM executions WHERE loop_id = 'on_event'"
+    query = (
+        "SELECT n.trigger->'event'->>'id' FROM executions e "
+        "JOIN envelopes n ON n.job_id = e.job_id WHERE e.loop_id = 'on_event'"
+    )
     by_event = Counter(int(str(row[0])) for row in rows(url, query))
     assert len(traffic.events) > 20
     assert {event: by_event[event] for event in traffic.events} == dict.fromkeys(traffic.events, 1)
@@ -165,7 +168,10 @@ def _check_every_acknowledged_firing_ran_once(url: str, traffic: Traffic) -> Non
 
 
 def _check_each_slot_ran_once(url: str) -> None:
-    query = "SELECT trigger->>'scheduled_for' FROM executions WHERE loop_id = 'ticker'"
+    query = (
+        "SELECT n.trigger->>'scheduled_for' FROM executions e "
+        "JOIN envelopes n ON n.job_id = e.job_id WHERE e.loop_id = 'ticker'"
+    )
     slots = Counter(row[0] for row in rows(url, query))
     assert slots
     assert max(slots.values()) == 1

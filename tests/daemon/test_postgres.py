@@ -70,7 +70,9 @@ def test_two_daemons_on_one_database_run_each_slot_and_event_once(
 
     with database.connect() as connection:
         slots = connection.execute(sa.text("SELECT scheduled_for FROM ticks")).scalars().all()
-        runs = connection.execute(sa.text("SELECT loop_id, trigger, outcome FROM executions")).all()
+        started = "SELECT e.loop_id, n.trigger, e.outcome FROM executions e "
+        started += "JOIN envelopes n ON n.job_id = e.job_id"
+        runs = connection.execute(sa.text(started)).all()
     assert len(slots) == len(set(slots)) >= 3
     by_loop = Counter(loop_id for loop_id, _, _ in runs)
     assert by_loop["on_event"] == 5

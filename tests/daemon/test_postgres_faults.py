@@ -94,7 +94,8 @@ def test_a_restarted_database_stops_no_daemon_and_loses_nothing_acknowledged(
         int(row[0])
         for row in rows(
             server.url,
-            "SELECT e.trigger->'event'->>'id' FROM executions e WHERE e.loop_id = 'on_event'",
+            "SELECT n.trigger->'event'->>'id' FROM executions e "
+            "JOIN envelopes n ON n.job_id = e.job_id WHERE e.loop_id = 'on_event'",
         )
     )
     assert len(events) >= 60

@@ -21,7 +21,7 @@ from loopengine.contract.checks import Env
 from loopengine.daemon import DaemonLog
 from loopengine.daemon._workers import Workers
 from loopengine.engine import Engine, Services, resume
-from loopengine.store import JobEnvelope, Store, intake, jobs, queue
+from loopengine.store import JobEnvelope, Store, executions, intake, queue
 from loopengine.testing import memory_store
 from tests.engine import skills_for_tests
 
@@ -78,8 +78,8 @@ STEPS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
     "envelope": lambda m: m.setattr(
         JobEnvelope, "from_row", _once(JobEnvelope.from_row, "envelope")
     ),
-    "lookup": lambda m: m.setattr(
-        jobs, "execution_of_key", _once(jobs.execution_of_key, "lookup", 2)
+    "take": lambda m: m.setattr(
+        executions, "take_envelope", _once(executions.take_envelope, "take", 2)
     ),
     "engine": lambda m: m.setattr(Engine, "prelude", staticmethod(_once(Engine.prelude, "engine"))),
     "resume": lambda m: m.setattr(
@@ -139,12 +139,16 @@ def _run(tmp_path: Path, step: str, monkeypatch: pytest.MonkeyPatch) -> tuple[li
 
 
 async def _interrupted_execution(store: Store, engine: Engine, loop: Loop) -> None:
-    """An execution of the first job that a dead daemon left after its first phases."""
-    firing = Firing(loop, {"type": "manual"}, "first")
-    envelope = JobEnvelope.from_row(
-        {**_envelope_of(firing), "job_id": "dead-job", "idempotency_key": "first"}
-    )
-    done = await engine.run(loop, envelope=envelope, trigger={"type": "manual"})
+    """An execution of the first job that a dead daemon left after its first phases: the job
+    is queued again, its execution interrupted."""
+    now = time.time()
+    await store.write(intake.enqueue, Firing(loop, {"type": "manual"}, "first").arrival(now), now)
+    claimed = await store.write(queue.claim_next, {loop.id: 1}, "dead:1:w", time.time, 30.0)
+    assert claimed is not None
+    job, lease = claimed
+    envelope = JobEnvelope.from_row(job.envelope)
+    done = await engine.run(loop, envelope=envelope, trigger={"type": "manual"}, lease=lease)
+    await store.write(queue.requeue, lease, time.time())
     await store.write(
         lambda c: c.exec_driver_sql(
             "UPDATE executions SET status = 'interrupted', outcome = 'interrupted' WHERE id = ?",
@@ -153,16 +157,11 @@ async def _interrupted_execution(store: Store, engine: Engine, loop: Loop) -> No
     )
 
 
-def _envelope_of(firing: Firing) -> dict[str, Any]:
-    from loopengine.store import new_envelope
-
-    return new_envelope(firing.loop.id, {}, idempotency_key=firing.idempotency_key).as_dict()
-
-
 def _jobs_and_executions(connection: Any) -> list[Any]:
     rows = connection.exec_driver_sql(
-        "SELECT j.idempotency_key, j.status, j.outcome, j.reason, e.status, e.outcome "
-        "FROM jobs j LEFT JOIN executions e ON e.id = j.execution_id ORDER BY j.created_at"
+        "SELECT n.idempotency_key, j.status, j.outcome, j.reason, e.status, e.outcome "
+        "FROM jobs j JOIN envelopes n ON n.job_id = j.id "
+        "LEFT JOIN executions e ON e.id = j.execution_id ORDER BY j.created_at"
     )
     return [tuple(row) for row in rows]
 
@@ -173,7 +172,7 @@ def _errors(log: str, text: str) -> int:
     return sum(1 for line in lines if line["kind"] == "error" and text in line["message"])
 
 
-@pytest.mark.parametrize("step", ["envelope", "lookup", "engine", "resume"])
+@pytest.mark.parametrize("step", ["envelope", "take", "engine", "resume"])
 def test_an_unexpected_error_fails_its_job_alone_and_the_next_job_runs(
     tmp_path: Path, step: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

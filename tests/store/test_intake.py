@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from loopengine.store import Store, intake, queue
+from loopengine.store import JobEnvelope, Store, intake, queue
 from loopengine.testing import memory_store
 
 
@@ -20,11 +20,12 @@ class Start:
 
 
 def arrival(key: str, loop_id: str = "tick", trigger_id: str = "t") -> intake.Arrival:
+    job_id = uuid.uuid4().hex
     job = queue.Job(
-        id=uuid.uuid4().hex,
+        id=job_id,
         loop_id=loop_id,
         trigger={"type": "manual", "id": trigger_id},
-        envelope={},
+        envelope=JobEnvelope(job_id, job_id, loop_id, {}, {}, {}, key).as_dict(),
         idempotency_key=key,
         status=queue.QUEUED,
         not_before=1.0,

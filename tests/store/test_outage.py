@@ -120,11 +120,12 @@ def test_a_session_paused_inside_a_transaction_lets_its_row_locks_go(
     try:
         with engine.begin() as connection:
             migrate(connection)
-            queue.insert_job(connection, _job("held"))
+            held = _job("held")
+            queue.insert_job(connection, held)
         paused = engine.connect()
         paused.begin()
-        key = sa.text("SELECT id FROM jobs WHERE idempotency_key = 'held' FOR UPDATE")
-        job_id = paused.execute(key).scalar_one()
+        lock = sa.text("SELECT id FROM jobs WHERE id = :id FOR UPDATE")
+        job_id = paused.execute(lock, {"id": held.id}).scalar_one()
 
         def claimable() -> bool:
             with engine.begin() as other:

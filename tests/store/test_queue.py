@@ -10,8 +10,16 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from loopengine.errors import LeaseLost
-from loopengine.store import ExecutionRow, PhaseResult, Store, executions, queue, signals
+from loopengine.errors import ContractError, LeaseLost
+from loopengine.store import (
+    ExecutionRow,
+    JobEnvelope,
+    PhaseResult,
+    Store,
+    executions,
+    queue,
+    signals,
+)
 from loopengine.testing import memory_store
 
 DAY = 86_400.0
@@ -30,7 +38,7 @@ def job(job_id: str, loop_id: str = "tick", created_at: float = 0.0) -> queue.Jo
         id=job_id,
         loop_id=loop_id,
         trigger={"type": "manual"},
-        envelope={},
+        envelope=JobEnvelope(job_id, job_id, loop_id, {}, {}, {}, job_id).as_dict(),
         idempotency_key=job_id,
         status=queue.QUEUED,
         not_before=created_at,
@@ -178,3 +186,18 @@ def test_the_latest_point_of_each_metric_is_read() -> None:
 
     latest = scenario(steps)
     assert {name: point.value for name, point in latest.items()} == {"cpu": 2.0, "mem": 3.0}
+
+
+def test_a_run_under_a_key_a_queued_job_holds_is_refused_and_the_job_keeps_it() -> None:
+    async def steps(store: Store) -> queue.Job | None:
+        await store.write(queue.insert_job, job("j1"))
+        envelope = JobEnvelope("r1", "r1", "tick", {}, {}, {}, "j1")
+        with pytest.raises(ContractError, match="held by a queued job"):
+            await store.write(
+                executions.claim_key, envelope, _execution("x1", 1.0, "running"), None
+            )
+        return await store.read(queue.job_keyed, "j1")
+
+    kept = scenario(steps)
+    assert kept is not None
+    assert (kept.id, kept.started) == ("j1", None)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from loopengine.store import create_engine, migrate, queue
+from loopengine.store import JobEnvelope, create_engine, migrate, queue
 from tests.postgres import migrated_engine
 
 
@@ -46,11 +46,12 @@ def _twice(engine: sa.Engine, insert: Callable[[sa.Connection], bool]) -> tuple[
 
 
 def _job(key: str) -> queue.Job:
+    job_id = uuid.uuid4().hex
     return queue.Job(
-        id=uuid.uuid4().hex,
+        id=job_id,
         loop_id="tick",
         trigger={"type": "manual"},
-        envelope={},
+        envelope=JobEnvelope(job_id, job_id, "tick", {}, {}, {}, key).as_dict(),
         idempotency_key=key,
         status=queue.QUEUED,
         not_before=0.0,
