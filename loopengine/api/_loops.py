@@ -212,7 +212,7 @@ def _add_controls(app: FastAPI, context: ApiContext) -> None:
             signals.insert_event, event.name, "api", event.data, now
         )
         context.wake()
-        appended = queue.Event(event_id, event.name, "api", event.data, now)
+        appended = queue.Event(event_id, event.name, "api", event.data, None, now)
         return EventAccepted(id=event_id, name=event.name, matched=context.matching(appended))
 
 

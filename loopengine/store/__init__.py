@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from loopengine.store.memory import UserMemory
     from loopengine.store.prompts import PromptVersion
     from loopengine.store.records import Artifact, AuditRecord
-    from loopengine.store.signals import Alert, Event, Sample, Series
+    from loopengine.store.signals import Event, Sample, Series
     from loopengine.store.threads import Batch, BatchState, Message, Thread
 
 _EXPORTS = {
@@ -65,7 +65,6 @@ _EXPORTS = {
     "LearnedState": "loopengine.store.learning",
     "Artifact": "loopengine.store.records",
     "AuditRecord": "loopengine.store.records",
-    "Alert": "loopengine.store.signals",
     "Event": "loopengine.store.signals",
     "Sample": "loopengine.store.signals",
     "Series": "loopengine.store.signals",
@@ -83,7 +82,6 @@ _EXPORTS = {
 
 __all__ = [
     "MIGRATIONS",
-    "Alert",
     "AppendEvent",
     "Approval",
     "Artifact",

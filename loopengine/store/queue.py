@@ -33,6 +33,7 @@ from loopengine.store._tables import (
 )
 from loopengine.store.executions import fail_left_running
 from loopengine.store.leases import RUNNING, Lease, check_lease, held
+from loopengine.store.signals import Event, TriggerState
 
 __all__ = [
     "Artifact",
@@ -171,18 +172,6 @@ class Tick(Record):
 
 
 @dataclass(frozen=True, slots=True)
-class Event(Record):
-    """An event of the log, as the dispatcher matches it."""
-
-    id: int
-    name: str
-    source: str
-    data: Any
-    created_at: float
-    execution_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class Point(Record):
     """A metric's point, as threshold triggers read it."""
 
@@ -190,21 +179,6 @@ class Point(Record):
     name: str
     value: float
     recorded_at: float
-
-
-@dataclass(frozen=True, slots=True)
-class TriggerState(Record):
-    """A threshold trigger's saved state (``ThresholdState``) and when it was last evaluated."""
-
-    loop_id: str
-    trigger_id: str
-    metric: str
-    state: str
-    value: float | None
-    since: float
-    armed: bool
-    cleared_at: float | None
-    evaluated_at: float
 
 
 @dataclass(frozen=True, slots=True)

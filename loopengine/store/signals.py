@@ -12,10 +12,10 @@ from loopengine.store._record import Record
 from loopengine.store._tables import events, metrics, trigger_states
 
 __all__ = [
-    "Alert",
     "Event",
     "Sample",
     "Series",
+    "TriggerState",
     "firing_alerts",
     "insert_event",
     "insert_metric",
@@ -49,8 +49,8 @@ class Sample(Record):
 
 
 @dataclass(frozen=True, slots=True)
-class Alert(Record):
-    """A threshold trigger's state: ``firing`` since ``since`` at ``value``, or not."""
+class TriggerState(Record):
+    """A threshold trigger's saved state (``ThresholdState``) and when it was last evaluated."""
 
     loop_id: str
     trigger_id: str
@@ -139,10 +139,10 @@ def metric_points(
     return [Sample.from_row(row) for row in connection.execute(query).mappings()]
 
 
-def firing_alerts(connection: sa.Connection) -> list[Alert]:
+def firing_alerts(connection: sa.Connection) -> list[TriggerState]:
     """Threshold triggers now in the ``firing`` state."""
     query = sa.select(trigger_states).where(trigger_states.c.state == "firing")
-    return [Alert.from_row(row) for row in connection.execute(query).mappings()]
+    return [TriggerState.from_row(row) for row in connection.execute(query).mappings()]
 
 
 def metric_series(
