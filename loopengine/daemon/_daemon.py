@@ -27,7 +27,7 @@ from loopengine.daemon._thresholds import ThresholdWatcher
 from loopengine.daemon._workers import Workers
 from loopengine.engine import escalate_overdue, owner_died
 from loopengine.errors import LoopEngineError, StoreUnavailable
-from loopengine.store import new_id, queue
+from loopengine.store import Artifact, new_id, queue
 
 __all__ = ["PRUNE_S", "RELOAD_S", "TIMERS_S", "Daemon", "Signals", "supervised", "wait_out_outages"]
 
@@ -196,7 +196,7 @@ class Daemon:
             self.log.line("recover", "a dead daemon's jobs are claimed again", owner=owner)
 
 
-def _remove_file(artifact: queue.Artifact) -> None:
+def _remove_file(artifact: Artifact) -> None:
     if artifact.storage == "file":
         Path(artifact.location).unlink(missing_ok=True)
 

@@ -33,10 +33,10 @@ from loopengine.store._tables import (
 )
 from loopengine.store.executions import fail_left_running
 from loopengine.store.leases import RUNNING, Lease, check_lease, held
+from loopengine.store.records import Artifact
 from loopengine.store.signals import Event, TriggerState
 
 __all__ = [
-    "Artifact",
     "Daemon",
     "Event",
     "Job",
@@ -228,22 +228,6 @@ class Daemon(Record):
 
     def row(self) -> dict[str, Any]:
         return {**super(Daemon, self).row(), "loops": [asdict(loop) for loop in self.loops]}
-
-
-@dataclass(frozen=True, slots=True)
-class Artifact(Record):
-    """An artifact's row: where its content is kept, and until when."""
-
-    id: int
-    execution_id: str
-    loop_id: str
-    name: str
-    type: str
-    storage: str
-    location: str
-    indexed: bool
-    created_at: float
-    expires_at: float | None
 
 
 def _insert_ignoring_conflict(
@@ -683,8 +667,6 @@ def prune_loop(connection: sa.Connection, loop_id: str, before: float) -> int:
 
 def prune_artifacts(connection: sa.Connection, now: float) -> list[Artifact]:
     """Forget artifacts past their retention; the rows removed (their files are the caller's)."""
-    query = sa.select(artifacts).where(artifacts.c.expires_at < now)
-    expired = [Artifact.from_row(row) for row in connection.execute(query).mappings()]
-    if expired:
-        connection.execute(artifacts.delete().where(artifacts.c.id.in_([a.id for a in expired])))
-    return expired
+    columns = [artifacts.c[name] for name in Artifact.__dataclass_fields__]
+    gone = artifacts.delete().where(artifacts.c.expires_at < now).returning(*columns)
+    return [Artifact.from_row(row) for row in connection.execute(gone).mappings()]

@@ -18,6 +18,7 @@ from loopengine.store import (
     Store,
     executions,
     queue,
+    records,
     signals,
 )
 from loopengine.testing import memory_store
@@ -201,3 +202,21 @@ def test_a_run_under_a_key_a_queued_job_holds_is_refused_and_the_job_keeps_it() 
     kept = scenario(steps)
     assert kept is not None
     assert (kept.id, kept.started) == ("j1", None)
+
+
+def test_artifacts_past_their_retention_are_forgotten_and_handed_back() -> None:
+    def artifact(name: str, expires_at: float | None) -> records.Artifact:
+        return records.Artifact(
+            "e1", "tick", name, "report", "file", f"/tmp/{name}.json", False, 0.0, expires_at
+        )
+
+    async def steps(store: Store) -> tuple[list[records.Artifact], list[str]]:
+        for name, expires_at in (("old", 10.0), ("new", 1_000.0), ("kept", None)):
+            await store.write(records.insert_artifact, artifact(name, expires_at))
+        pruned = await store.write(queue.prune_artifacts, 100.0)
+        left = await store.read(records.artifacts_of, "e1")
+        return pruned, [a.name for a in left]
+
+    pruned, left = scenario(steps)
+    assert pruned == [artifact("old", 10.0)]
+    assert sorted(left) == ["kept", "new"]
