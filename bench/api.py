@@ -73,8 +73,9 @@ def _workspace(root: Path, base_url: str) -> dict[str, str]:
     return env
 
 
-def _start_daemon(root: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
-    """The daemon with its JSON log in a file; its API URL once it is ready."""
+def start_daemon(root: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
+    """``loopengine daemon loops`` in ``root``, its JSON log in a file; its API URL once it is
+    ready (it exiting, or not ready within a minute, ends the bench)."""
     log = root / "daemon.log"
     with log.open("w") as stream:
         process = subprocess.Popen(
@@ -85,7 +86,7 @@ def _start_daemon(root: Path, env: dict[str, str]) -> tuple[subprocess.Popen[byt
             stderr=subprocess.STDOUT,
         )
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and process.poll() is None:
         for line in log.read_text().splitlines():
             record = json.loads(line) if line.startswith("{") else {}
             if record.get("kind") == "ready":
@@ -252,7 +253,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         env = _workspace(root, base_url)
-        daemon, api = _start_daemon(root, env)
+        daemon, api = start_daemon(root, env)
         try:
             endpoints = asyncio.run(bench_endpoints(api, args))
             os.environ["LOOPENGINE_DATABASE"] = env["LOOPENGINE_DATABASE"]

@@ -23,12 +23,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import multiprocessing
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -37,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from api import start_daemon
 
 from loopengine.contract import Node
 from loopengine.llm import ChatClient, Hooks, Toolbox, run_agent
@@ -54,7 +53,6 @@ async def noop(step: int) -> dict[str, int]:
 
 TURNS = 6
 ADDED_GOAL_MS = 5.0
-DAEMON_READY_S = 60.0
 
 
 def _serve(stages: int, latency_s: float, ready: Any, stop: Any) -> None:
@@ -164,19 +162,6 @@ async def main(runs: int, rounds: int, base_url: str) -> None:
     print(f"per message, outside the turns (open + user + reply commits): {per_message:.2f} ms")
 
 
-def _ready_api(log: Path, daemon: subprocess.Popen[bytes]) -> str:
-    """The API's URL once the daemon logged that it is ready."""
-    deadline = time.monotonic() + DAEMON_READY_S
-    while time.monotonic() < deadline:
-        if daemon.poll() is not None:
-            raise SystemExit(f"the daemon exited: {log.read_text()[-2000:]}")
-        for line in log.read_text().splitlines():
-            if line.startswith("{") and (said := json.loads(line)).get("kind") == "ready":
-                return str(said["api"])
-        time.sleep(0.05)
-    raise SystemExit(f"the daemon was not ready within {DAEMON_READY_S:g} s")
-
-
 def _timed_post(http: httpx.Client, url: str, body: dict[str, Any], times: list[float]) -> None:
     """Post ``body`` to ``url``, adding the milliseconds it took to ``times``."""
     started = time.perf_counter()
@@ -197,17 +182,8 @@ def through_daemon(base_url: str, requests: int) -> None:
         )
         env = {**os.environ, "LOOPENGINE_DATABASE": f"sqlite:///{root / 'store.db'}"}
         env.pop("LOOPENGINE_CONFIG", None)
-        log = root / "daemon.log"
-        with log.open("w") as stream:
-            daemon = subprocess.Popen(
-                [sys.executable, "-m", "loopengine", "daemon", "loops", "--json"],
-                cwd=root,
-                env=env,
-                stdout=stream,
-                stderr=subprocess.STDOUT,
-            )
+        daemon, api = start_daemon(root, env)
         try:
-            api = _ready_api(log, daemon)
             question = [{"role": "user", "content": "hi"}]
             through = {"model": "loopengine-simple", "messages": question}
             straight = {"model": "chat", "messages": question}
