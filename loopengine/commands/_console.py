@@ -6,11 +6,21 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
-__all__ = ["Console"]
+__all__ = ["Console", "near"]
 
 _CODES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
+
+
+def near(location: Path | str) -> str:
+    """A local path relative to the working directory when it lies under it, else as given (a
+    URL, say)."""
+    path = Path(location)
+    if path.is_absolute() and path.is_relative_to(Path.cwd()):
+        return os.path.relpath(path)
+    return str(location)
 
 
 def _wants_colour(stream: TextIO) -> bool:

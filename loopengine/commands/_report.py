@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
-from loopengine.commands._console import Console
+from loopengine.commands._console import Console, near
 from loopengine.commands._progress import phase_note
 from loopengine.contract import Outcome
 from loopengine.errors import NotResumable
@@ -85,7 +84,7 @@ def _print_summary(console: Console, view: dict[str, Any], *, phases: bool = Tru
         more = len(results) - _SHOWN_RESULTS
         console.print(f"  … and {more} more results (`show --json` has them all)")
     for artifact in view.get("artifacts", ()):
-        console.print(f"  artifact {artifact['name']}: {_near(artifact['location'])}")
+        console.print(f"  artifact {artifact['name']}: {near(artifact['location'])}")
 
 
 def _print_approval(console: Console, view: dict[str, Any], gated: bool) -> None:
@@ -154,14 +153,3 @@ def _results(view: dict[str, Any]) -> list[str]:
                 dry = " (dry run)" if call.get("dry_run") else ""
                 lines.append(f"  result of {call['step']}{dry}: {_short(call['result'])}")
     return lines
-
-
-def _near(location: str) -> str:
-    """A local artifact path relative to the working directory when it lies under it."""
-    path = Path(location)
-    if not path.is_absolute():
-        return location
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return location

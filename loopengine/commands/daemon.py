@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from contextlib import redirect_stderr, redirect_stdout
@@ -10,7 +9,7 @@ from pathlib import Path
 
 from loopengine._secrets import MaskedStream
 from loopengine.app import read_settings, read_store
-from loopengine.commands._console import Console
+from loopengine.commands._console import Console, near
 from loopengine.store import iso, status
 
 __all__ = ["run_daemon_command", "run_status"]
@@ -38,11 +37,6 @@ def _trigger_name(trigger: status.ShownTrigger) -> str:
     return trigger.type if trigger.id == trigger.type else f"{trigger.type}:{trigger.id}"
 
 
-def _near(path: Path | str) -> str:
-    """``path`` from the working directory when it is below it, else as it is."""
-    return os.path.relpath(path) if Path(path).is_relative_to(Path.cwd()) else str(path)
-
-
 def run_status(console: Console, config: Path | None, as_json: bool) -> int:
     settings = read_settings(config)
     with read_store(settings) as reader:
@@ -52,8 +46,8 @@ def run_status(console: Console, config: Path | None, as_json: bool) -> int:
     if as_json:
         console.json({"config": file, "store": settings.store, **view.as_json()})
         return 0
-    console.print(f"config: {'none (defaults)' if file is None else _near(file)}")
-    console.print(f"store: {_near(settings.store)}")
+    console.print(f"config: {'none (defaults)' if file is None else near(file)}")
+    console.print(f"store: {near(settings.store)}")
     if not view.daemons:
         console.print("No daemon is running: start one with `loopengine daemon`.")
     for daemon in view.daemons:

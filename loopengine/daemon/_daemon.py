@@ -189,9 +189,9 @@ class Daemon:
 
     async def release_dead(self) -> None:
         """Free the jobs of daemons that died on this host: they are claimed again at once."""
-
         dead = [owner for owner in await self.store.read(queue.running_owners) if owner_died(owner)]
-        await self.store.write(queue.release_owners, dead)
+        if dead:
+            await self.store.write(queue.release_owners, dead)
         for owner in dead:
             self.log.line("recover", "a dead daemon's jobs are claimed again", owner=owner)
 

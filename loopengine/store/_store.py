@@ -196,7 +196,7 @@ class Store:
     ) -> T:
         """Run ``operation(connection, *args, **kwargs)`` in a write transaction; committed when
         this returns."""
-        return await self._queued(_bound(operation, *args, **kwargs), writer=True).wait()
+        return await self.submit(operation, *args, **kwargs).wait()
 
     async def read(
         self,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import sqlalchemy as sa
 
@@ -34,4 +34,4 @@ def save_health(connection: sa.Connection, rows: Sequence[NodeHealthRow]) -> Non
     """Replace the recorded health with ``rows`` (one per node)."""
     connection.execute(node_health.delete())
     if rows:
-        connection.execute(node_health.insert(), [asdict(row) for row in rows])
+        connection.execute(node_health.insert(), [row.row() for row in rows])

@@ -77,7 +77,7 @@ def _non_run(
 ) -> Intake:
     if arrival.slot is not None:
         return _record_slot(connection, arrival, status, reason, now)
-    skipped = dataclasses.replace(arrival.job, status=queue.SKIPPED, reason=reason)
+    skipped = _skipped(arrival, reason)
     won = queue.insert_job(connection, skipped)
     return Intake(status if won else DUPLICATE, skipped.id if won else None, reason)
 
@@ -194,7 +194,12 @@ def _written(arrival: Arrival, intake: Intake) -> queue.Job | None:
         return None
     if intake.status == queue.QUEUED:
         return arrival.job
-    return dataclasses.replace(arrival.job, status=queue.SKIPPED, reason=intake.reason)
+    return _skipped(arrival, intake.reason)
+
+
+def _skipped(arrival: Arrival, reason: str | None) -> queue.Job:
+    """The job ``arrival`` leaves when it does not run, and why."""
+    return dataclasses.replace(arrival.job, status=queue.SKIPPED, reason=reason)
 
 
 def enqueue_body(

@@ -544,13 +544,16 @@ def latest_metric_id(connection: sa.Connection) -> int:
     return int(connection.execute(sa.select(sa.func.max(metrics.c.id))).scalar() or 0)
 
 
+_POINTS = sa.select(*(metrics.c[name] for name in Point.__dataclass_fields__))
+"""A metric's points as ``Point`` records."""
+
+
 def metric_points_after(
     connection: sa.Connection, position: int, names: Iterable[str], limit: int
 ) -> list[Point]:
     """Points of the metrics ``names`` recorded after id ``position``, in recording order."""
     query = (
-        sa.select(metrics.c.id, metrics.c.name, metrics.c.value, metrics.c.recorded_at)
-        .where(metrics.c.id > position, metrics.c.name.in_(list(names)))
+        _POINTS.where(metrics.c.id > position, metrics.c.name.in_(list(names)))
         .order_by(metrics.c.id)
         .limit(limit)
     )
@@ -562,10 +565,7 @@ def latest_points(connection: sa.Connection, names: Iterable[str]) -> dict[str, 
     found = {}
     for name in names:
         query = (
-            sa.select(metrics.c.id, metrics.c.name, metrics.c.value, metrics.c.recorded_at)
-            .where(metrics.c.name == name)
-            .order_by(metrics.c.recorded_at.desc())
-            .limit(1)
+            _POINTS.where(metrics.c.name == name).order_by(metrics.c.recorded_at.desc()).limit(1)
         )
         row = connection.execute(query).mappings().first()
         if row is not None:
