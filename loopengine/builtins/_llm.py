@@ -95,7 +95,7 @@ async def _converse(
     stage's response is kept for scoring under ``category``, and the exchange in the memory of
     ``user`` (a message without one has no memory: it reads none and adds to none); a dry run
     feeds neither. What the message starts from is one read; the reply, the nodes' health and
-    those are one write."""
+    those are written with the step's commit."""
     from loopengine.llm import Hooks
     from loopengine.store import autolearn
 
@@ -140,10 +140,7 @@ async def _converse(
     remembered = (user, exchange, keep) if user and result.reply else None
     if ctx.dry_run:
         samples, remembered = [], None
-    health = runtime.health_rows()
-    await runtime.store.write(
-        autolearn.record_reply, reply, health, samples, remembered, ctx.clock()
-    )
+    recorded = autolearn.RecordReply(reply, runtime.health_rows(), samples, remembered, ctx.clock())
     answered = [s for s in result.stages if s.status != "skipped"]
     chat = {
         **result.as_dict(),
@@ -154,7 +151,7 @@ async def _converse(
         "skipped": [s.node for s in result.stages if s.status == "skipped"],
     }
     metrics = {"llm.tokens": float(calls["tokens"]), "llm.calls": float(calls["llm_calls"])}
-    return SkillOutput(data={"chat": chat}, metrics=metrics)
+    return SkillOutput(data={"chat": chat}, metrics=metrics, effects=(recorded,))
 
 
 @skill("llm.agent", description="One node answers with the agent loop and tools.")

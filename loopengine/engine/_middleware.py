@@ -170,7 +170,7 @@ class _Retry(_Layer):
 class _Trace(_Layer):
     """Records each call (step, attempts, duration, ok, metrics; for an action's call what it
     returned, bounded) for the phase record; a skill's metrics are also summed into the
-    execution's."""
+    execution's, and its writes join the phase's commit."""
 
     async def __call__(self, call: SkillCall) -> SkillOutput:
         started = time.perf_counter()
@@ -186,6 +186,7 @@ class _Trace(_Layer):
             entry["ok"] = True
             if call.keep_result:
                 entry["result"] = kept(result.data)
+            call.run.written.extend(result.effects)
             if result.metrics:
                 entry["metrics"] = dict(result.metrics)
                 for name, value in result.metrics.items():

@@ -127,16 +127,6 @@ def record_of(run: Run, effects: Sequence[Effect], **end: Any) -> ExecutionRecor
     )
 
 
-_NO_ERRORS = Encoded.of([])
-
-
-def _phase_row(execution_id: str, seq: int, result: PhaseResult) -> Any:
-    row = result.row(execution_id, seq)
-    row["data"] = Encoded.of(row["data"])
-    row["errors"] = Encoded.of(row["errors"]) if row["errors"] else _NO_ERRORS
-    return row
-
-
 class _Commit:
     """One transaction of an execution's rows, open to the next phases until the store takes it.
 
@@ -169,7 +159,8 @@ class _Commit:
                 "usage": run.usage.as_dict(),
                 **end,
             }
-            rows = [_phase_row(run.execution_id, seq, result) for seq, result in held]
+            done = [result for _, result in held]
+            rows = [executions.PhaseRows.of(held[-1][0], done)] if held else []
         except (TypeError, ValueError) as exc:
             raise StorageError(f"cannot record {what} of {run.execution_id}: {exc}") from None
         record = self.record

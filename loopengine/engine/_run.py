@@ -8,6 +8,7 @@ from typing import Any
 from loopengine.contract import Loop
 from loopengine.expr import Template
 from loopengine.store import Artifact, JobEnvelope, PhaseResult, Usage
+from loopengine.store.effects import Effect
 
 __all__ = ["Rollback", "Run"]
 
@@ -36,6 +37,8 @@ class Run:
     usage: Usage = field(default_factory=Usage)
     rollbacks: list[Rollback] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
+    written: list[Effect] = field(default_factory=list)
+    """The writes the current phase's skills handed over (``SkillOutput.effects``)."""
     artifacts: list[Artifact] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)
     act_attempts: int = 0

@@ -250,7 +250,7 @@ class Engine:
     ) -> tuple[PhaseResult, PhaseOutput]:
         clock = self.services.clock
         started = clock()
-        run.calls = []
+        run.calls, run.written = [], []
         timeout_ms = spec.timeout_ms if spec is not None else None
         try:
             if timeout_ms is None:
@@ -268,6 +268,7 @@ class Engine:
             output = PhaseOutput(stop=Outcome.FAILED, errors=[str(exc)])
         if run.calls:
             output.data["calls"] = run.calls
+        output.effects.extend(run.written)
         record = PhaseResult(
             phase,
             started,
@@ -286,7 +287,9 @@ class Engine:
         """An act that failed part-way is undone when the loop enables auto-rollback."""
         rollback = run.loop.spec.validate_.auto_rollback if run.loop.spec.validate_ else None
         if output.stop is Outcome.FAILED and run.rollbacks and rollback and rollback.enabled:
+            run.written = []
             result = await roll_back(run, self.services, rollback.max_rollback_time_ms)
+            output.effects.extend(run.written)
             output.data["rollback"] = result
             output.errors.extend(result["errors"])
             if result["complete"]:

@@ -14,6 +14,7 @@ from loopengine.contract import Config
 
 if TYPE_CHECKING:
     from loopengine.store import Store
+    from loopengine.store.effects import Effect
 
 __all__ = ["Progress", "SkillContext", "SkillOutput", "Spend"]
 
@@ -72,3 +73,6 @@ class SkillOutput:
     artifacts: tuple[Mapping[str, Any], ...] = ()
     metrics: Mapping[str, float] = field(default_factory=dict)
     confidence: float | None = None
+    effects: tuple[Effect, ...] = ()
+    """What the store writes for the call with its phase's commit (a built-in skill's records):
+    kept exactly when the phase is, in the same transaction."""

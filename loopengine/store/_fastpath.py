@@ -61,9 +61,15 @@ class _Prepared:
         return encode(item) if encode else item
 
 
+_EMPTY: dict[type, Encoded] = {dict: Encoded("{}"), list: Encoded("[]")}
+"""Empty objects and lists (most envelopes' constraints, most phases' errors) as written."""
+
+
 def _json(item: Any) -> Any:
     if item is None or isinstance(item, Encoded):
         return item
+    if not item and (empty := _EMPTY.get(type(item))) is not None:
+        return empty
     return dumps(item)
 
 

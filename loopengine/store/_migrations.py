@@ -216,6 +216,40 @@ def _one_envelope(connection: sa.Connection) -> None:
             _rebuild(connection, table, _columns_of(table))
 
 
+_OLD_PHASES = sa.table(
+    "phase_results",
+    *(sa.column(name) for name in ("execution_id", "seq", "phase", "started_at", "completed_at")),
+    *(sa.column(name) for name in ("success", "outcome")),
+    *(sa.column(name, sa.JSON) for name in ("data", "errors")),
+)
+_MOVED_AT_ONCE = 1000
+
+
+def _phases_per_commit(connection: sa.Connection) -> None:
+    """Each phase row becomes a commit's row listing that one phase, moved a thousand at a time
+    so a large store is never held in memory."""
+    if not sa.inspect(connection).has_table("phase_results"):
+        return  # a new database: version 1 creates today's tables
+    tables.phases.create(connection, checkfirst=True)
+    old = _OLD_PHASES.c
+    page = sa.select(_OLD_PHASES).order_by(old.execution_id, old.seq).limit(_MOVED_AT_ONCE)
+    after: tuple[str, int] | None = None
+    while True:
+        query = page if after is None else page.where(sa.tuple_(old.execution_id, old.seq) > after)
+        rows = connection.execute(query).mappings().all()
+        if not rows:
+            break
+        connection.execute(tables.phases.insert(), [_phase_of(row) for row in rows])
+        after = (rows[-1]["execution_id"], rows[-1]["seq"])
+    connection.execute(sa.text("DROP TABLE phase_results"))
+
+
+def _phase_of(row: Mapping[Any, Any]) -> dict[str, Any]:
+    stored = {name: row[name] for name in ("phase", "started_at", "completed_at", "outcome")}
+    stored |= {"success": bool(row["success"]), "data": row["data"], "errors": row["errors"]}
+    return {"execution_id": row["execution_id"], "seq": row["seq"], "results": [stored]}
+
+
 def _initial(connection: sa.Connection) -> None:
     later = {*_CHAT_TABLES, *_DAEMON_TABLES, *_AUTOLEARN_TABLES, *_MEMORY_TABLES}
     later |= {tables.score_history, tables.webhook_bodies}
@@ -247,6 +281,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         "one envelope per job or execution, holding its trigger and idempotency key",
         _one_envelope,
     ),
+    Migration(13, "an execution's phases, a row per commit", _phases_per_commit),
 )
 
 

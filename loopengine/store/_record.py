@@ -80,10 +80,9 @@ class PhaseResult:
     def duration_ms(self) -> float:
         return _ms(self.started_at, self.completed_at)
 
-    def row(self, execution_id: str, seq: int) -> dict[str, Any]:
+    def stored(self) -> dict[str, Any]:
+        """The phase as its commit's row lists it (``phases.results``)."""
         return {
-            "execution_id": execution_id,
-            "seq": seq,
             "phase": self.phase,
             "started_at": self.started_at,
             "completed_at": self.completed_at,
@@ -94,15 +93,15 @@ class PhaseResult:
         }
 
     @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> PhaseResult:
+    def from_stored(cls, item: Mapping[str, Any]) -> PhaseResult:
         return cls(
-            row["phase"],
-            row["started_at"],
-            row["completed_at"],
-            bool(row["success"]),
-            row["data"],
-            tuple(row["errors"]),
-            row["outcome"],
+            item["phase"],
+            item["started_at"],
+            item["completed_at"],
+            bool(item["success"]),
+            item["data"],
+            tuple(item["errors"]),
+            item["outcome"],
         )
 
     def view(self) -> dict[str, Any]:

@@ -32,7 +32,7 @@ __all__ = [
     "metrics",
     "node_health",
     "paused_loops",
-    "phase_results",
+    "phases",
     "reviews",
     "routing_orders",
     "schema_version",
@@ -81,18 +81,15 @@ executions = sa.Table(
     sa.Index("ix_executions_loop_outcome_started", "loop_id", "outcome", "started_at"),
 )
 
-phase_results = sa.Table(
-    "phase_results",
+# An execution's phase results, a row per commit: ``results`` holds the phases that commit
+# recorded, in order, as ``PhaseResult.stored`` makes them; ``seq`` numbers the last of them, so
+# an execution committed once keeps its seven phases in one row (migration 13).
+phases = sa.Table(
+    "phases",
     metadata,
     sa.Column("execution_id", sa.String(32), primary_key=True),
     sa.Column("seq", sa.Integer, primary_key=True),
-    sa.Column("phase", sa.String(16), nullable=False),
-    sa.Column("started_at", sa.Float, nullable=False),
-    sa.Column("completed_at", sa.Float, nullable=False),
-    sa.Column("success", sa.Boolean, nullable=False),
-    sa.Column("outcome", sa.String(32)),
-    sa.Column("data", sa.JSON, nullable=False),
-    sa.Column("errors", sa.JSON, nullable=False),
+    sa.Column("results", sa.JSON, nullable=False),
 )
 
 # What a job or an execution is asked to do, once: a queued job's row and its execution name it

@@ -9,7 +9,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from loopengine.store._record import Record, iso
-from loopengine.store._tables import approvals, phase_results
+from loopengine.store._tables import approvals, phases
 
 __all__ = [
     "MAX_WAITING",
@@ -69,15 +69,7 @@ def pending_approvals(connection: sa.Connection) -> list[Approval]:
 
 
 _WAITING = (
-    sa.select(approvals, phase_results.c.data)
-    .join(
-        phase_results,
-        sa.and_(
-            phase_results.c.execution_id == approvals.c.execution_id,
-            phase_results.c.phase == "decide",
-        ),
-        isouter=True,
-    )
+    sa.select(approvals)
     .where(approvals.c.status == "pending")
     .order_by(approvals.c.requested_at, approvals.c.execution_id)
 )
@@ -99,19 +91,20 @@ class WaitingApproval:
     plan: list[dict[str, Any]] | None
 
     @classmethod
-    def from_row(cls, row: Mapping[Any, Any], now: float) -> WaitingApproval:
-        data = row["data"] or {}
-        gate = data.get("approval") or {}
+    def of(cls, gate: Approval, decided: Mapping[str, Any] | None, now: float) -> WaitingApproval:
+        """``gate`` with what its execution's decide phase left (``decided``)."""
+        data = decided or {}
+        plan = data.get("approval") or {}
         return cls(
-            row["execution_id"],
-            row["loop_id"],
-            row["action"],
-            row["requested_at"],
-            row["deadline"],
-            max(0.0, round(row["deadline"] - now, 3)),
-            row["deadline"] < now,
+            gate.execution_id,
+            gate.loop_id,
+            gate.action,
+            gate.requested_at,
+            gate.deadline,
+            max(0.0, round(gate.deadline - now, 3)),
+            gate.deadline < now,
             data.get("decision"),
-            gate.get("plan"),
+            plan.get("plan"),
         )
 
     def as_json(self) -> dict[str, Any]:
@@ -132,5 +125,15 @@ class WaitingApproval:
 def waiting(connection: sa.Connection, now: float, limit: int) -> list[WaitingApproval]:
     """What waits for a person at ``now``, oldest first (an overdue one is escalated by the next
     command that runs loops)."""
-    rows = connection.execute(_WAITING.limit(limit)).mappings()
-    return [WaitingApproval.from_row(row, now) for row in rows]
+    gates = [Approval.from_row(row) for row in connection.execute(_WAITING.limit(limit)).mappings()]
+    ids = [gate.execution_id for gate in gates]
+    committed = sa.select(phases.c.execution_id, phases.c.results).where(
+        phases.c.execution_id.in_(ids)
+    )
+    decided = {
+        execution_id: item["data"]
+        for execution_id, results in connection.execute(committed)
+        for item in results
+        if item["phase"] == "decide"
+    }
+    return [WaitingApproval.of(gate, decided.get(gate.execution_id), now) for gate in gates]

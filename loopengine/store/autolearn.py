@@ -25,6 +25,7 @@ __all__ = [
     "ChatStart",
     "HistoryEntry",
     "Learned",
+    "RecordReply",
     "Rollback",
     "RoutingOrder",
     "add_history",
@@ -42,7 +43,6 @@ __all__ = [
     "prune_samples",
     "put_routing",
     "put_routings",
-    "record_reply",
     "record_scores",
     "release",
     "review_window",
@@ -536,18 +536,21 @@ def chat_start(
     )
 
 
-def record_reply(
-    connection: sa.Connection,
-    reply: tuple[threads.Batch, int] | None,
-    nodes: Sequence[health.NodeHealthRow],
-    samples: Sequence[Mapping[str, Any]],
-    remembered: Remembered | None,
-    now: float,
-) -> threads.Thread | None:
-    """Record an answered message in one transaction: its ``reply`` batch appended to a thread
-    held at a version (``threads.extend_thread``, whose answer it returns), the nodes' health,
-    and ``record_answer``'s responses to score and memory."""
-    stored = threads.extend_thread(connection, *reply) if reply is not None else None
-    health.save_health(connection, nodes)
-    record_answer(connection, samples, remembered, now)
-    return stored
+@dataclass(frozen=True, slots=True)
+class RecordReply:
+    """An answered message, written with the commit of the step that answered it, so the reply
+    is kept exactly when its execution's record is: its ``reply`` batch appended to a thread held
+    at a version (``threads.extend_thread``), the nodes' health, and ``record_answer``'s
+    responses to score and memory."""
+
+    reply: tuple[threads.Batch, int] | None
+    nodes: Sequence[health.NodeHealthRow]
+    samples: Sequence[Mapping[str, Any]]
+    remembered: Remembered | None
+    at: float
+
+    def apply(self, connection: sa.Connection) -> None:
+        if self.reply is not None:
+            threads.extend_thread(connection, *self.reply)
+        health.save_health(connection, self.nodes)
+        record_answer(connection, self.samples, self.remembered, self.at)

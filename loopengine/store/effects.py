@@ -7,20 +7,26 @@ transaction of the execution's row and phase rows, so they are kept exactly when
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import sqlalchemy as sa
 
+from loopengine.store._fastpath import Encoded
 from loopengine.store._record import ExecutionRow, JobEnvelope
 from loopengine.store.approvals import Approval, insert_approval
-from loopengine.store.executions import insert_execution, insert_phases, update_execution
+from loopengine.store.autolearn import RecordReply
+from loopengine.store.executions import (
+    PhaseRows,
+    insert_execution,
+    insert_phases,
+    update_execution,
+)
 from loopengine.store.jobs import insert_envelope
 from loopengine.store.learning import put_state, queue_review
 from loopengine.store.leases import Lease, check_lease
 from loopengine.store.records import Artifact, insert_artifact, insert_audit
-from loopengine.store.signals import insert_event, insert_metric
+from loopengine.store.signals import insert_event, insert_metrics
 
 __all__ = [
     "AppendEvent",
@@ -28,9 +34,11 @@ __all__ = [
     "Effect",
     "ExecutionCommit",
     "IndexArtifacts",
+    "Metric",
     "PutState",
     "QueueReview",
-    "RecordMetric",
+    "RecordMetrics",
+    "RecordReply",
     "RequestApproval",
     "write_commit",
 ]
@@ -61,16 +69,34 @@ class IndexArtifacts:
 
 
 @dataclass(frozen=True, slots=True)
-class RecordMetric:
+class Metric:
     """A metric point the learn phase records."""
 
     name: str
     value: float
     labels: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordMetrics:
+    """The metric points the learn phase records, at ``at``."""
+
+    points: tuple[Metric, ...]
     at: float
 
     def apply(self, connection: sa.Connection) -> None:
-        insert_metric(connection, self.name, self.value, self.at, self.labels)
+        labels: list[tuple[dict[str, Any], Encoded]] = []
+
+        def encoded(given: dict[str, Any]) -> Encoded:
+            """Points with equal labels (a loop's usual case) share one encoding."""
+            for known, text in labels:
+                if known == given:
+                    return text
+            labels.append((given, Encoded.of(given)))
+            return labels[-1][1]
+
+        rows = [(p.name, p.value, encoded(p.labels)) for p in self.points]
+        insert_metrics(connection, rows, self.at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,11 +170,12 @@ class RequestApproval:
 Effect = (
     AuditEntry
     | IndexArtifacts
-    | RecordMetric
+    | RecordMetrics
     | QueueReview
     | PutState
     | AppendEvent
     | RequestApproval
+    | RecordReply
 )
 
 
@@ -164,8 +191,8 @@ class ExecutionCommit:
     """The envelope and execution row to insert, for the execution's first commit."""
     values: dict[str, Any] = field(default_factory=dict)
     """The execution row's columns as they are now."""
-    phases: list[Mapping[str, Any]] = field(default_factory=list)
-    """Phase rows made by ``PhaseResult.row``."""
+    phases: list[PhaseRows] = field(default_factory=list)
+    """The phases each joined commit recorded."""
     effects: list[Effect] = field(default_factory=list)
 
 
@@ -180,6 +207,6 @@ def write_commit(connection: sa.Connection, commit: ExecutionCommit) -> None:
         insert_execution(connection, replace(row, **commit.values))
     else:
         update_execution(connection, commit.execution_id, **commit.values)
-    insert_phases(connection, commit.phases)
+    insert_phases(connection, commit.execution_id, commit.phases)
     for effect in commit.effects:
         effect.apply(connection)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,7 @@ from loopengine.store._record import (
     PhaseResult,
     Record,
 )
-from loopengine.store._tables import envelopes, executions, phase_results
+from loopengine.store._tables import envelopes, executions, phases
 from loopengine.store.approvals import get_approval
 from loopengine.store.jobs import execution_of_key, get_envelope, insert_envelope, take_envelope
 from loopengine.store.learning import LearnedState, get_state
@@ -31,6 +31,7 @@ __all__ = [
     "MAX_CURSOR",
     "LastRun",
     "Page",
+    "PhaseRows",
     "Start",
     "claim_execution",
     "claim_key",
@@ -55,16 +56,16 @@ __all__ = [
 
 _INSERT = executions.insert()
 _UPDATE = executions.update().where(executions.c.id == sa.bindparam("_id"))
-_INSERT_PHASES = phase_results.insert()
+_INSERT_PHASES = phases.insert()
 _ROWS = sa.select(*executions.c, envelopes.c.trigger).outerjoin_from(
     executions, envelopes, envelopes.c.job_id == executions.c.job_id
 )
 """Executions with how each was started (its envelope's trigger)."""
 _GET = _ROWS.where(executions.c.id == sa.bindparam("id"))
 _PHASES = (
-    sa.select(phase_results)
-    .where(phase_results.c.execution_id == sa.bindparam("id"))
-    .order_by(phase_results.c.seq)
+    sa.select(phases.c.results)
+    .where(phases.c.execution_id == sa.bindparam("id"))
+    .order_by(phases.c.seq)
 )
 _LAST_FINISHED = (
     sa.select(executions.c.outcome, executions.c.completed_at, executions.c.started_at)
@@ -141,10 +142,27 @@ def update_execution(connection: sa.Connection, execution_id: str, /, **values: 
     fastpath.execute(connection, _UPDATE, {"_id": execution_id, **values})
 
 
-def insert_phases(connection: sa.Connection, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Phase rows made by ``PhaseResult.row``."""
+@dataclass(frozen=True, slots=True)
+class PhaseRows:
+    """The phases one commit records, ``seq`` numbering the last: ``results`` is their list as
+    ``PhaseResult.stored`` makes it, encoded once for the commit, so it no longer changes as the
+    execution goes on."""
+
+    seq: int
+    results: fastpath.Encoded
+
+    @classmethod
+    def of(cls, seq: int, results: Sequence[PhaseResult]) -> PhaseRows:
+        return cls(seq, fastpath.Encoded.of([result.stored() for result in results]))
+
+    def row(self, execution_id: str) -> dict[str, Any]:
+        return {"execution_id": execution_id, "seq": self.seq, "results": self.results}
+
+
+def insert_phases(connection: sa.Connection, execution_id: str, rows: Sequence[PhaseRows]) -> None:
+    """What ``rows`` record of ``execution_id``'s phases, a row each."""
     if rows:
-        fastpath.execute_many(connection, _INSERT_PHASES, rows)
+        fastpath.execute_many(connection, _INSERT_PHASES, [row.row(execution_id) for row in rows])
 
 
 def get_execution(connection: sa.Connection, execution_id: str) -> ExecutionRow | None:
@@ -153,15 +171,14 @@ def get_execution(connection: sa.Connection, execution_id: str) -> ExecutionRow 
 
 
 def phases_of(connection: sa.Connection, execution_id: str) -> list[PhaseResult]:
-    rows = connection.execute(_PHASES, {"id": execution_id}).mappings()
-    return [PhaseResult.from_row(row) for row in rows]
+    """The execution's phases, in the order they ran."""
+    rows = connection.execute(_PHASES, {"id": execution_id}).scalars()
+    return [PhaseResult.from_stored(item) for results in rows for item in results]
 
 
 def last_seq(connection: sa.Connection, execution_id: str) -> int:
-    """The last committed phase row's number (0 when none is)."""
-    query = sa.select(sa.func.max(phase_results.c.seq)).where(
-        phase_results.c.execution_id == execution_id
-    )
+    """The number of the last committed phase (0 when none is)."""
+    query = sa.select(sa.func.max(phases.c.seq)).where(phases.c.execution_id == execution_id)
     return int(connection.execute(query).scalar() or 0)
 
 

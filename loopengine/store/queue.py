@@ -27,7 +27,7 @@ from loopengine.store._tables import (
     jobs,
     metrics,
     paused_loops,
-    phase_results,
+    phases,
     ticks,
     trigger_states,
 )
@@ -640,7 +640,7 @@ def prune_loop(connection: sa.Connection, loop_id: str, before: float) -> int:
         )
         .scalar_subquery()
     )
-    for table in (phase_results, envelopes, approvals):
+    for table in (phases, envelopes, approvals):
         connection.execute(table.delete().where(table.c.execution_id.in_(old)))
     removed = connection.execute(executions.delete().where(executions.c.id.in_(old))).rowcount
     ended = sa.and_(

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
+import loopengine.store._fastpath as fastpath
 from loopengine.store._record import Record
 from loopengine.store._tables import events, metrics, trigger_states
 
@@ -19,6 +20,7 @@ __all__ = [
     "firing_alerts",
     "insert_event",
     "insert_metric",
+    "insert_metrics",
     "list_events",
     "metric_points",
     "metric_series",
@@ -123,6 +125,18 @@ def insert_metric(
     connection.execute(
         metrics.insert().values(name=name, value=value, labels=labels, recorded_at=at)
     )
+
+
+_INSERT_METRIC = metrics.insert()
+
+
+def insert_metrics(
+    connection: sa.Connection, points: Sequence[tuple[str, float, Any]], at: float
+) -> None:
+    """``(name, value, labels)`` points recorded at ``at``, in one ``executemany``; labels may
+    come encoded already (``Encoded``)."""
+    rows = [{"name": n, "value": v, "labels": labels, "recorded_at": at} for n, v, labels in points]
+    fastpath.execute_many(connection, _INSERT_METRIC, rows)
 
 
 def metric_points(

@@ -10,7 +10,7 @@ import pytest
 
 from loopengine.builtins import LLMRuntime, builtin_registry
 from loopengine.contract import Config
-from loopengine.skills import Registry, SkillContext
+from loopengine.skills import Registry, SkillContext, SkillOutput
 from loopengine.store import Store, threads
 from loopengine.testing import FakeLLMServer, reply, tool_call
 
@@ -45,8 +45,19 @@ def _ctx(runtime: LLMRuntime, execution: str = "e1") -> SkillContext:
     )
 
 
-async def _agent(ctx: SkillContext, **params: Any) -> Any:
-    return await builtin_registry().skill("llm.agent").fn(ctx, **params)
+def _commit(connection: Any, output: SkillOutput) -> None:
+    for effect in output.effects:
+        effect.apply(connection)
+
+
+async def _agent(ctx: SkillContext, *, committed: bool = True, **params: Any) -> Any:
+    """The skill's output, its writes committed as its step's commit would, unless not
+    ``committed`` (the process died before)."""
+    output: SkillOutput = await builtin_registry().skill("llm.agent").fn(ctx, **params)
+    if committed:
+        runtime = ctx.llm
+        await runtime.store.write(_commit, output)
+    return output
 
 
 async def _thread(runtime: LLMRuntime, session: str) -> list[dict[str, Any]]:
@@ -54,7 +65,7 @@ async def _thread(runtime: LLMRuntime, session: str) -> list[dict[str, Any]]:
     return [m.as_json() for m in await runtime.store.read(threads.load_thread, session)]
 
 
-async def test_a_step_run_again_stores_the_message_once_and_answers_anew(
+async def test_a_step_run_again_stores_the_message_once_and_the_reply_of_the_run_kept(
     server: FakeLLMServer, runtime: LLMRuntime
 ) -> None:
     server.script(
@@ -66,14 +77,13 @@ async def test_a_step_run_again_stores_the_message_once_and_answers_anew(
             reply("Second run."),
         ],
     )
-    await _agent(_ctx(runtime), message="What is here?", session="s1")
+    await _agent(_ctx(runtime), message="What is here?", session="s1", committed=False)
     again = await _agent(_ctx(runtime), message="What is here?", session="s1")
     assert again.data["chat"]["reply"] == "Second run."
     thread = await _thread(runtime, "s1")
     assert [m["content"] for m in thread if m["role"] == "user"] == ["What is here?"]
     assert [m["content"] for m in thread if m["role"] == "assistant" and m["content"]] == [
-        "First run.",
-        "Second run.",
+        "Second run."
     ]
 
 

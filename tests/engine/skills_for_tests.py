@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 
 from loopengine import SkillContext, SkillError, SkillOutput, skill
+from loopengine.store import AppendEvent
 
 CALLS: list[dict[str, Any]] = []
 FAILURES: dict[str, int] = {}
@@ -109,3 +110,11 @@ async def secretive(ctx: SkillContext, token: str) -> dict[str, Any]:
 async def sized(ctx: SkillContext, size: int = 0) -> dict[str, Any]:
     """Return ``size`` characters of text."""
     return {"text": "x" * size}
+
+
+@skill("note_event")
+async def note_event(ctx: SkillContext) -> SkillOutput:
+    """Hand the store an event to write with this step's commit."""
+    _record(ctx, "note_event")
+    written = AppendEvent("noted", ctx.loop_id, {"step": ctx.step}, ctx.clock(), ctx.execution_id)
+    return SkillOutput(data={"noted": True}, effects=(written,))

@@ -118,7 +118,8 @@ def _check(database: Path, acks: list[tuple[str, str]]) -> list[str]:
                 problems.append(f"lost the end of {execution_id}")
             elif what not in ("started", "finished", "waiting"):
                 found = db.execute(
-                    "SELECT 1 FROM phase_results WHERE execution_id = ? AND phase = ?",
+                    "SELECT 1 FROM phases, json_each(phases.results) AS done"
+                    " WHERE execution_id = ? AND json_extract(done.value, '$.phase') = ?",
                     (execution_id, what),
                 ).fetchone()
                 if found is None:

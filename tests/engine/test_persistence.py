@@ -20,7 +20,7 @@ from loopengine.contract.checks import Env
 from loopengine.engine import Engine, Services, answer_approval, escalate_overdue, resume
 from loopengine.errors import NotResumable
 from loopengine.skills import Registry
-from loopengine.store import Store, approvals, executions, learning, new_envelope
+from loopengine.store import Store, approvals, executions, learning, new_envelope, signals
 from loopengine.testing import memory_store
 from tests.engine import skills_for_tests
 from tests.engine.conftest import Harness, open_harness
@@ -57,6 +57,16 @@ async def test_every_phase_is_recorded_in_order(harness: Harness, durability: st
     assert [p["phase"] for p in view["phases"]] == phases
     expected = ["started", *phases[:-1], "finished"] if durability == "phase" else ["finished"]
     assert commits == expected
+
+
+@pytest.mark.parametrize("durability", ["phase", "execution"])
+async def test_what_a_skill_hands_the_store_is_written_once_with_its_phase(
+    harness: Harness, durability: str
+) -> None:
+    text = SEVEN.replace("DURABILITY", durability).replace("skill_id: fix", "skill_id: note_event")
+    done = await harness.engine.run(harness.loop(text))
+    written = await harness.store.read(signals.list_events, "noted".__eq__, 10)
+    assert [(e.data, e.execution_id) for e in written] == [({"step": "go"}, done.execution_id)]
 
 
 async def test_a_repeated_idempotency_key_returns_the_first_execution(harness: Harness) -> None:
@@ -143,10 +153,11 @@ async def _interrupted_after_decide(harness: Harness) -> str:
     execution_id = done.execution_id
 
     def interrupt_after_decide(connection: sa.Connection) -> None:
+        kept = executions.phases_of(connection, execution_id)[:3]
         connection.execute(
-            sa.text("DELETE FROM phase_results WHERE execution_id = :id AND seq > 3"),
-            {"id": execution_id},
+            sa.text("DELETE FROM phases WHERE execution_id = :id"), {"id": execution_id}
         )
+        executions.insert_phases(connection, execution_id, [executions.PhaseRows.of(3, kept)])
         executions.update_execution(
             connection, execution_id, status="interrupted", outcome="interrupted"
         )

@@ -245,7 +245,7 @@ async def test_node_health_survives_a_restart(server: FakeLLMServer, tmp_path: P
     from loopengine.contract import Config
     from loopengine.errors import LLMError
     from loopengine.skills import Registry
-    from loopengine.store import Store, autolearn
+    from loopengine.store import Store, health
 
     config = Config.model_validate(
         {"cluster": _config(server, offline=frozenset({"OL1"})).model_dump()}
@@ -256,7 +256,7 @@ async def test_node_health_survives_a_restart(server: FakeLLMServer, tmp_path: P
         for _ in range(3):
             with pytest.raises(LLMError):
                 await first.cluster.chat("OL1", [])
-        await store.write(autolearn.record_reply, None, first.health_rows(), [], None, 0.0)
+        await store.write(health.save_health, first.health_rows())
         await first.aclose()
         second = LLMRuntime(config, tmp_path, Registry(), store, {})
         await second.prepare("default", None, "s1", "s1:user")

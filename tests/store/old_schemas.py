@@ -72,15 +72,30 @@ _V11_TABLES = (
     ),
 )
 V11_ENVELOPES, V11_EXECUTIONS, V11_JOBS, V11_BODIES = _V11_TABLES
+V11_PHASES = sa.Table(
+    "phase_results",
+    _V11,
+    sa.Column("execution_id", sa.String(32), primary_key=True),
+    sa.Column("seq", sa.Integer, primary_key=True),
+    sa.Column("phase", sa.String(16), nullable=False),
+    sa.Column("started_at", sa.Float, nullable=False),
+    sa.Column("completed_at", sa.Float, nullable=False),
+    sa.Column("success", sa.Boolean, nullable=False),
+    sa.Column("outcome", sa.String(32)),
+    sa.Column("data", sa.JSON, nullable=False),
+    sa.Column("errors", sa.JSON, nullable=False),
+)
 
 
 def at_version_11(connection: sa.Connection) -> None:
     """The schema as version 11 left it: a job held its envelope, trigger and key, an
     execution its trigger, an envelope's row was written by its execution alone, a held body
-    named its delivery's key."""
+    named its delivery's key, and each phase had its row."""
     migrated_to(connection, 11)
     for table in _V11_TABLES:
         for index in table.indexes:
             connection.execute(sa.text(f"DROP INDEX IF EXISTS {index.name}"))
         connection.execute(sa.text(f"DROP TABLE {table.name}"))
         table.create(connection)
+    connection.execute(sa.text(f"DROP TABLE {tables.phases.name}"))
+    V11_PHASES.create(connection)

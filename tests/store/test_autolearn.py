@@ -186,15 +186,9 @@ def test_an_answered_message_is_recorded_in_one_write_and_starts_the_next_in_one
     exchange = {"session_id": "s1", "category": "code", "message": "hi", "reply": "Hello."}
     remembered = ("ada", exchange, 5)
     with connection.begin():
-        stored = autolearn.record_reply(
-            connection,
-            (_reply("s1", "Hello.", "op:reply"), 0),
-            health,
-            [_sample("OL1")],
-            remembered,
-            1.0,
-        )
-    assert stored is None
+        autolearn.RecordReply(
+            (_reply("s1", "Hello.", "op:reply"), 0), health, [_sample("OL1")], remembered, 1.0
+        ).apply(connection)
     start = autolearn.chat_start(connection, "code", ["OL1"], 5, "ada", "s1", "op:reply", True)
     assert ([m.content for m in start.thread.messages], start.thread.version) == (["Hello."], 1)
     assert start.asked
@@ -213,5 +207,5 @@ def test_a_dry_run_records_the_reply_and_health_without_responses_nor_memory(
     connection: sa.Connection,
 ) -> None:
     with connection.begin():
-        autolearn.record_reply(connection, None, [], [], None, 1.0)
+        autolearn.RecordReply(None, [], [], None, 1.0).apply(connection)
     assert autolearn.exploration_counts(connection, "code", ["OL1"], 5) == {"OL1": (0, 0)}

@@ -12,10 +12,11 @@ from loopengine.store import (
     ExecutionCommit,
     ExecutionRow,
     IndexArtifacts,
+    Metric,
     PhaseResult,
     PutState,
     QueueReview,
-    RecordMetric,
+    RecordMetrics,
     RequestApproval,
     approvals,
     effects,
@@ -50,12 +51,12 @@ def test_a_first_commit_inserts_the_execution_its_phases_and_each_effect(
 ) -> None:
     commit, _ = _first()
     commit.values.update(status="waiting", last_phase="decide")
-    commit.phases.append(PhaseResult("detect", 10.0, 11.0, True).row("e1", 1))
+    commit.phases.append(executions.PhaseRows.of(1, [PhaseResult("detect", 10.0, 11.0, True)]))
     artifact = Artifact("e1", "l1", "report", "decision", "file", "/tmp/r.json", True, 12.0)
     commit.effects += [
         AuditEntry("e1", "l1", {"outcome": "completed"}, 12.0),
         IndexArtifacts((artifact,)),
-        RecordMetric("latency_ms", 120.0, {"node": "a"}, 12.0),
+        RecordMetrics((Metric("latency_ms", 120.0, {"node": "a"}),), 12.0),
         QueueReview("e1", "l1", "confidence 0.2 below 0.5", 12.0),
         PutState("l1", {"score": 0.5}, 3, 11.0, 12.0),
         AppendEvent("loop.done", "l1", {"n": 1}, 12.0, "e1"),

@@ -120,8 +120,9 @@ def test_retention_prunes_old_finished_work_and_keeps_the_rest() -> None:
             ("recent", now - DAY, "finished"),
         ):
             executions.insert_execution(connection, _execution(execution_id, started, status))
+            detected = PhaseResult("detect", started, started, True)
             executions.insert_phases(
-                connection, [PhaseResult("detect", started, started, True).row(execution_id, 0)]
+                connection, execution_id, [executions.PhaseRows.of(1, [detected])]
             )
         for slot in (now - 30 * DAY, now - 20 * DAY):
             queue.insert_tick(
@@ -134,7 +135,7 @@ def test_retention_prunes_old_finished_work_and_keeps_the_rest() -> None:
 
         def left(connection: sa.Connection) -> tuple[Any, ...]:
             ids = connection.exec_driver_sql("SELECT id FROM executions ORDER BY id").scalars()
-            phases = connection.exec_driver_sql("SELECT count(*) FROM phase_results").scalar()
+            phases = connection.exec_driver_sql("SELECT count(*) FROM phases").scalar()
             slots = connection.exec_driver_sql("SELECT scheduled_for FROM ticks").scalars()
             return list(ids), phases, list(slots)
 

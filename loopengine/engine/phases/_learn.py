@@ -9,7 +9,7 @@ from loopengine.engine._learning import Signal, gate, score, step
 from loopengine.engine._run import Run
 from loopengine.engine._services import Services
 from loopengine.engine.phases._base import PhaseOutput
-from loopengine.store import PutState, QueueReview, RecordMetric, signals
+from loopengine.store import Metric, PutState, QueueReview, RecordMetrics, signals
 
 __all__ = ["run_learn"]
 
@@ -88,7 +88,8 @@ async def run_learn(run: Run, services: Services) -> PhaseOutput:
     run.data["learn"] = {"score": execution_score}
     if points:
         output.data["recorded"] = points
-        output.effects += [RecordMetric(p["name"], p["value"], p["labels"], now) for p in points]
+        recorded = tuple(Metric(p["name"], p["value"], p["labels"]) for p in points)
+        output.effects.append(RecordMetrics(recorded, now))
     loop_id, execution_id = run.loop.id, run.execution_id
     confidence = float(run.data.get("confidence", 1.0))
     guard = spec.anti_hallucination
