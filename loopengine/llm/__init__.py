@@ -24,7 +24,13 @@ from loopengine.llm._pattern import (
     check_pattern,
     pattern_size,
 )
-from loopengine.llm._routing import DEFAULT_CATEGORY, message_category, order_source, route_order
+from loopengine.llm._routing import (
+    DEFAULT_CATEGORY,
+    OrderSource,
+    message_category,
+    order_source,
+    route_order,
+)
 from loopengine.llm._stats import LATENCY_BUCKETS_S, NodeStats
 from loopengine.llm._stream import Assembly, event_data, token_usage
 from loopengine.llm._toolbox import TOOL_TIMEOUT_S, Toolbox, ToolOutcome
@@ -48,6 +54,7 @@ __all__ = [
     "LoopGuard",
     "NodeHealth",
     "NodeStats",
+    "OrderSource",
     "PatternSize",
     "RoundCommit",
     "StageSpec",
