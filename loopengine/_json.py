@@ -14,7 +14,7 @@ from typing import Any, TypeAlias
 
 __all__ = ["JSON", "JSONObject", "NonFiniteNumber", "loads"]
 
-JSON: TypeAlias = "None | bool | int | float | str | Sequence[JSON] | Mapping[str, JSON]"
+JSON: TypeAlias = "bool | int | float | str | Sequence[JSON] | Mapping[str, JSON] | None"
 """A JSON value as this package writes it (read-only containers, so a ``list[str]`` is one)."""
 JSONObject: TypeAlias = "dict[str, JSON]"
 """A JSON object this package builds and hands on (a skill's output, a view the faces print)."""
