@@ -33,7 +33,7 @@ from loopengine.llm._routing import (
 )
 from loopengine.llm._stats import LATENCY_BUCKETS_S, NodeStats
 from loopengine.llm._stream import Assembly, event_data, token_usage
-from loopengine.llm._toolbox import TOOL_TIMEOUT_S, Toolbox, ToolOutcome
+from loopengine.llm._toolbox import TOOL_TIMEOUT_S, FunctionSpec, Toolbox, ToolOutcome, ToolSpec
 from loopengine.llm._toolcalls import new_call_id, parse_arguments, parse_reply
 
 __all__ = [
@@ -50,6 +50,7 @@ __all__ = [
     "ChatClient",
     "Cluster",
     "Explore",
+    "FunctionSpec",
     "Hooks",
     "LoopGuard",
     "NodeHealth",
@@ -59,6 +60,7 @@ __all__ = [
     "RoundCommit",
     "StageSpec",
     "ToolOutcome",
+    "ToolSpec",
     "Toolbox",
     "answer_messages",
     "call_key",
