@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeAlias
 
-__all__ = ["NonFiniteNumber", "loads"]
+__all__ = ["JSON", "JSONObject", "NonFiniteNumber", "loads"]
+
+JSON: TypeAlias = "bool | int | float | str | Sequence[JSON] | Mapping[str, JSON] | None"
+"""A JSON value as this package writes it (read-only containers, so a ``list[str]`` is one)."""
+JSONObject: TypeAlias = "dict[str, JSON]"
+"""A JSON object this package builds and hands on (a skill's output, a view the faces print)."""
 
 
 class _NonFinite:

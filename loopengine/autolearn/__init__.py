@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from loopengine.autolearn._learned import (
         AUTOLEARN_LOOPS,
         AutolearnLoop,
+        FollowedOrder,
         followed_routing,
         history_view,
         memory_view,
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "AUTOLEARN_LOOPS": "loopengine.autolearn._learned",
     "AutolearnLoop": "loopengine.autolearn._learned",
+    "FollowedOrder": "loopengine.autolearn._learned",
     "followed_routing": "loopengine.autolearn._learned",
     "history_view": "loopengine.autolearn._learned",
     "memory_view": "loopengine.autolearn._learned",
@@ -108,6 +110,7 @@ __all__ = [
     "REVIEW_THRESHOLD",
     "AutolearnLoop",
     "Exchange",
+    "FollowedOrder",
     "NodeScore",
     "Profile",
     "Review",

@@ -5,17 +5,20 @@ JSON."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from loopengine._json import JSONObject
 from loopengine.autolearn._scores import Sample, score_nodes
 from loopengine.contract import Config
-from loopengine.llm import DEFAULT_CATEGORY, order_source, route_order
+from loopengine.llm import DEFAULT_CATEGORY, OrderSource, order_source, route_order
 from loopengine.store import UserMemory, iso
 from loopengine.store.autolearn import HistoryEntry, Learned, RoutingOrder
 
 __all__ = [
     "AUTOLEARN_LOOPS",
     "AutolearnLoop",
+    "FollowedOrder",
     "followed_routing",
     "history_view",
     "memory_view",
@@ -28,33 +31,39 @@ AutolearnLoop = Literal["autotune", "autoreview", "memory"]
 AUTOLEARN_LOOPS: tuple[AutolearnLoop, ...] = get_args(AutolearnLoop)
 
 
-def followed_routing(
-    config: Config, tuned: Mapping[str, RoutingOrder]
-) -> dict[str, dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class FollowedOrder:
+    """A category's routing order the chat follows, and where it comes from."""
+
+    nodes: list[str]
+    order: OrderSource
+
+    def as_json(self) -> JSONObject:
+        return {"nodes": self.nodes, "order": self.order}
+
+
+def followed_routing(config: Config, tuned: Mapping[str, RoutingOrder]) -> dict[str, FollowedOrder]:
     """Each category's routing order the chat follows (``Cluster.route``: the tuned one,
-    ``autolearn.routing``'s, over the config's) and where it comes from (``order``:
-    ``tuned``, ``configured`` or ``fallback``); ``default`` always, the others the config or
-    the autotune loop name."""
+    ``autolearn.routing``'s, over the config's) and where it comes from (``tuned``,
+    ``configured`` or ``fallback``); ``default`` always, the others the config or the autotune
+    loop name."""
     cluster, grader = config.cluster, config.autolearn.grader
     if not cluster.nodes:
         return {}
     orders = {c: list(order.nodes) for c, order in tuned.items()}
     categories = dict.fromkeys([*cluster.routing, *orders, DEFAULT_CATEGORY])
     return {
-        c: {
-            "nodes": route_order(cluster, c, orders, grader),
-            "order": order_source(cluster, c, orders),
-        }
+        c: FollowedOrder(route_order(cluster, c, orders, grader), order_source(cluster, c, orders))
         for c in categories
     }
 
 
-def scores_view(config: Config, learned: Learned) -> dict[str, Any]:
+def scores_view(config: Config, learned: Learned) -> JSONObject:
     """Each category's nodes with their scores, and the routing the chat follows."""
     scored = score_nodes([Sample.of(row) for row in learned.samples], config.autolearn.window)
     return {
         "categories": {c: [n.as_dict() for n in nodes] for c, nodes in scored.items()},
-        "routing": followed_routing(config, learned.routing),
+        "routing": {c: f.as_json() for c, f in followed_routing(config, learned.routing).items()},
     }
 
 
@@ -107,6 +116,6 @@ def memory_view(remembered: list[UserMemory]) -> list[dict[str, Any]]:
     ]
 
 
-def history_view(history: list[HistoryEntry]) -> list[dict[str, Any]]:
+def history_view(history: list[HistoryEntry]) -> list[JSONObject]:
     """Every change, newest first."""
     return [entry.as_json() for entry in history]

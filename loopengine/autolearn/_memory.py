@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
+from loopengine._json import JSONObject
 from loopengine.autolearn._text import CONTROL, drop_think
 
 __all__ = [
@@ -148,7 +149,7 @@ class Profile:
     exchanges: int
     """How many exchanges it was detected from."""
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSONObject:
         return {
             "language": self.language,
             "expertise": self.expertise,

@@ -4,8 +4,7 @@ analysis node (the research node when it cannot). The chat reads both at each me
 
 from __future__ import annotations
 
-from typing import Any
-
+from loopengine._json import JSONObject
 from loopengine.autolearn._skills import ask, store_of
 from loopengine.skills import SkillContext, skill
 
@@ -21,7 +20,7 @@ SUMMARY_TIMEOUT_S = 120.0
     "with exchanges it has not read, at most `limit` users a cycle, and list the users due for "
     "a deep summary.",
 )
-async def autolearn_profile(ctx: SkillContext, limit: int = 100) -> dict[str, Any]:
+async def autolearn_profile(ctx: SkillContext, limit: int = 100) -> JSONObject:
     from loopengine.autolearn._memory import Exchange, detect_profile
     from loopengine.store import memory
 
@@ -54,7 +53,7 @@ async def autolearn_profile(ctx: SkillContext, limit: int = 100) -> dict[str, An
 )
 async def autolearn_summarize(
     ctx: SkillContext, users: list[str], limit: int = 3, dry_run: bool = False
-) -> dict[str, Any]:
+) -> JSONObject:
     from loopengine.autolearn._memory import Exchange, Profile, read_summary, summary_messages
     from loopengine.store import memory
 

@@ -6,8 +6,10 @@ rule: the candidate must score strictly better). Versions live in the store; no 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from loopengine._json import JSONObject
 from loopengine.autolearn._skills import (
     NO_CLUSTER,
     ask,
@@ -19,6 +21,7 @@ from loopengine.autolearn._skills import (
 from loopengine.skills import SkillContext, skill
 
 if TYPE_CHECKING:
+    from loopengine.autolearn._review import Judgement
     from loopengine.store import PromptVersion
     from loopengine.store.autolearn import ChatSample
 
@@ -43,9 +46,32 @@ PER_CATEGORY = 3
 """Weak responses a proposal is made from, and replayed."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Judged:
+    """A watched version's judgement (``judge_version``), made through response ``through``;
+    ``to`` is the version a rollback gives back."""
+
+    category: str
+    version: int
+    to: int
+    judgement: Judgement
+    reason: str
+    through: int
+
+    def as_json(self) -> JSONObject:
+        return {
+            "category": self.category,
+            "version": self.version,
+            "to": self.to,
+            "judgement": self.judgement,
+            "reason": self.reason,
+            "through": self.through,
+        }
+
+
 def _judgements(
     active: dict[str, PromptVersion], rows: list[ChatSample], min_samples: int
-) -> list[dict[str, Any]]:
+) -> list[_Judged]:
     """How each watched version fares against the mean grade before it (``judge_version``);
     a version with no response since it was last judged waits (a cycle counts on new evidence
     only)."""
@@ -63,6 +89,7 @@ def _judgements(
             if (grade := judged_grade(Sample.of(r))) is not None
         ]
         through = max((sample_id for sample_id, _ in under), default=0)
+        verdict: Judgement
         if through and through <= prompt.judged_id:
             verdict, reason = "wait", "no graded response since the last judgement"
         else:
@@ -72,16 +99,13 @@ def _judgements(
                 cycles_watched=prompt.watched,
                 min_samples=min_samples,
             )
-        found.append(
-            {"category": category, "version": prompt.version, "to": prompt.parent,
-             "judgement": verdict, "reason": reason, "through": through}
-        )  # fmt: skip
+        found.append(_Judged(category, prompt.version, prompt.parent, verdict, reason, through))
     return found
 
 
 def _weakest_category(
     active: dict[str, PromptVersion], rows: list[ChatSample], min_samples: int
-) -> tuple[dict[str, Any] | None, str]:
+) -> tuple[JSONObject | None, str]:
     """The category to review (the lowest mean grade among those with weak responses under a
     version no longer watched), and one line saying why."""
     from loopengine.autolearn._review import category_means, judged_grade, weakest
@@ -109,7 +133,7 @@ def _weakest_category(
         return None, "no weak responses: every graded response is good enough"
     category = min(weak, key=lambda c: (means.get(c, 10.0), c))
     prompt = active.get(category)
-    chosen = {
+    chosen: JSONObject = {
         "category": category,
         "version": prompt.version if prompt else 0,
         "text": prompt.text if prompt else "",
@@ -129,28 +153,29 @@ def _weakest_category(
     description="Judge each category's watched instructions against the mean grade before them "
     "(a drop of more than 15 % rolls them back), then pick the weakest category to review.",
 )
-async def autolearn_watch(ctx: SkillContext) -> dict[str, Any]:
+async def autolearn_watch(ctx: SkillContext) -> JSONObject:
     from loopengine.store import autolearn, prompts
 
     settings = ctx.config.autolearn
     store = store_of(ctx)
     active, rows = await store.read(autolearn.review_window, settings.window)
     judged = _judgements(active, rows, settings.min_samples)
-    rollbacks = [j for j in judged if j["judgement"] == "rollback"]
+    rollbacks = [j for j in judged if j.judgement == "rollback"]
     if not ctx.dry_run:
         for j in judged:
-            if j["judgement"] in ("keep", "confirm"):
-                confirm = j["judgement"] == "confirm"
-                mark = (j["category"], j["version"], j["through"])
+            if j.judgement in ("keep", "confirm"):
+                confirm = j.judgement == "confirm"
+                mark = (j.category, j.version, j.through)
                 await store.write(prompts.judged, *mark, confirm=confirm)
+    shown = [j.as_json() for j in judged]
     if rollbacks:
-        verdict = "; ".join(f"{j['category']} v{j['version']}: {j['reason']}" for j in rollbacks)
-        return {"review": {"rollbacks": rollbacks, "judged": judged, "chosen": None,
-                           "verdict": f"roll back ({verdict})"}}  # fmt: skip
+        verdict = "; ".join(f"{j.category} v{j.version}: {j.reason}" for j in rollbacks)
+        return {"review": {"rollbacks": [j.as_json() for j in rollbacks], "judged": shown,
+                           "chosen": None, "verdict": f"roll back ({verdict})"}}  # fmt: skip
     chosen, verdict = _weakest_category(active, rows, settings.min_samples)
     if not ctx.config.cluster.nodes:
         chosen, verdict = None, NO_CLUSTER
-    return {"review": {"rollbacks": [], "judged": judged, "chosen": chosen, "verdict": verdict}}
+    return {"review": {"rollbacks": [], "judged": shown, "chosen": chosen, "verdict": verdict}}
 
 
 def _runtime_or_none(ctx: SkillContext) -> Any:
@@ -171,7 +196,7 @@ def _weak_of(chosen: dict[str, Any]) -> list[Any]:
     description="Have the review node propose better instructions for the chosen category from "
     "its weak responses (60 s).",
 )
-async def autolearn_propose(ctx: SkillContext, chosen: dict[str, Any] | None) -> dict[str, Any]:
+async def autolearn_propose(ctx: SkillContext, chosen: dict[str, Any] | None) -> JSONObject:
     from loopengine.autolearn._review import parse_proposal, review_messages
     from loopengine.store import prompts
 
@@ -198,7 +223,7 @@ async def autolearn_propose(ctx: SkillContext, chosen: dict[str, Any] | None) ->
 )
 async def autolearn_check(
     ctx: SkillContext, chosen: dict[str, Any] | None, proposal: dict[str, Any] | None
-) -> dict[str, Any]:
+) -> JSONObject:
     from loopengine.autolearn._review import validation_messages
     from loopengine.autolearn._scores import parse_grade
 
@@ -223,7 +248,7 @@ async def autolearn_vote(
     chosen: dict[str, Any] | None,
     proposal: dict[str, Any] | None,
     validation: dict[str, Any] | None,
-) -> dict[str, Any]:
+) -> JSONObject:
     from loopengine.autolearn._review import parse_vote, validated, vote_messages
 
     runtime = _runtime_or_none(ctx)
@@ -272,7 +297,7 @@ async def autolearn_replay(
     validation: dict[str, Any] | None,
     vote: dict[str, Any] | None,
     verdict: str = "",
-) -> dict[str, Any]:
+) -> JSONObject:
     from loopengine.autolearn._review import Vote, decide_candidate, worth_replaying
 
     if chosen is None or proposal is None or not proposal["candidate"]:
@@ -303,7 +328,7 @@ async def autolearn_apply_prompt(
     proposal: dict[str, Any],
     reason: str,
     dry_run: bool = False,
-) -> dict[str, Any]:
+) -> JSONObject:
     from loopengine.store import autolearn
 
     category = chosen["category"]
@@ -333,7 +358,7 @@ async def autolearn_apply_prompt(
 )
 async def autolearn_rollback_prompt(
     ctx: SkillContext, rollbacks: list[dict[str, Any]], dry_run: bool = False
-) -> dict[str, Any]:
+) -> JSONObject:
     from loopengine.store import autolearn
 
     lines = [f"{r['category']}: v{r['version']} → v{r['to']} ({r['reason']})" for r in rollbacks]

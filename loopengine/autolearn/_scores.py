@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
+from loopengine._json import JSONObject
+
 if TYPE_CHECKING:
     from loopengine.store.autolearn import ChatSample
 
@@ -86,7 +88,7 @@ class NodeScore:
     reliability: float
     samples: int
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSONObject:
         return {
             "node": self.node,
             "score": round(self.score, 3),

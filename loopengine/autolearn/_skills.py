@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from loopengine._json import JSONObject
 from loopengine.errors import SkillError
 from loopengine.skills import SkillContext, skill
 
@@ -59,7 +60,7 @@ async def current_orders(ctx: SkillContext) -> dict[str, list[str]]:
     from loopengine.store import autolearn
 
     followed = followed_routing(ctx.config, await store_of(ctx).read(autolearn.routing))
-    return {category: found["nodes"] for category, found in followed.items()}
+    return {category: found.nodes for category, found in followed.items()}
 
 
 async def ask(
@@ -106,7 +107,7 @@ def grader_of(ctx: SkillContext) -> tuple[Any, str | None]:
     "leaves the response ungraded for good; while the grader cools down, the rest wait for a "
     "later cycle).",
 )
-async def autolearn_grade(ctx: SkillContext, limit: int = 20) -> dict[str, Any]:
+async def autolearn_grade(ctx: SkillContext, limit: int = 20) -> JSONObject:
     from loopengine.store import autolearn
 
     runtime, grader = grader_of(ctx)
@@ -133,7 +134,7 @@ async def autolearn_grade(ctx: SkillContext, limit: int = 20) -> dict[str, Any]:
 
 async def _grade_claimed(
     store: Store, runtime: Any, grader: str, rows: list[ChatSample], left: list[int]
-) -> dict[str, Any]:
+) -> JSONObject:
     """Grade the claimed ``rows`` in order, taking each id out of ``left`` once graded; stops
     when the grader cools down."""
     from loopengine.store import autolearn
@@ -156,7 +157,7 @@ async def _grade_claimed(
     "routing orders they earn (seed 003: 0.3 speed + 0.5 quality + 0.2 reliability); samples "
     "older than two windows are dropped.",
 )
-async def autolearn_scores(ctx: SkillContext) -> dict[str, Any]:
+async def autolearn_scores(ctx: SkillContext) -> JSONObject:
     from loopengine.autolearn._scores import Sample, tune
     from loopengine.autolearn._trends import trends
     from loopengine.store import autolearn
@@ -199,7 +200,7 @@ async def autolearn_scores(ctx: SkillContext) -> dict[str, Any]:
 )
 async def autolearn_route(
     ctx: SkillContext, changes: list[dict[str, Any]], reason: str, dry_run: bool = False
-) -> dict[str, Any]:
+) -> JSONObject:
     from loopengine.store import autolearn
 
     if dry_run or ctx.dry_run:
@@ -223,7 +224,7 @@ async def autolearn_route(
 )
 async def autolearn_analyze_trends(
     ctx: SkillContext, trends: dict[str, list[dict[str, Any]]], timeout_s: float = 60.0
-) -> dict[str, Any]:
+) -> JSONObject:
     from loopengine.autolearn._trends import MAX_ANALYSIS, trend_messages
 
     node = ctx.config.autolearn.node("analysis", ctx.config.cluster.chain)
@@ -243,7 +244,7 @@ async def autolearn_analyze_trends(
 )
 async def autolearn_record_scores(
     ctx: SkillContext, categories: dict[str, list[dict[str, Any]]], dry_run: bool = False
-) -> dict[str, Any]:
+) -> JSONObject:
     from loopengine.store import autolearn
 
     count = sum(len(nodes) for nodes in categories.values())

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from loopengine._json import JSONObject
+
 __all__ = ["MAX_ANALYSIS", "trend_messages", "trends"]
 
 MAX_ANALYSIS = 1000
@@ -16,10 +18,10 @@ _SHOWN_NODES = 20
 def trends(
     categories: Mapping[str, Sequence[Mapping[str, Any]]],
     previous: Mapping[tuple[str, str], float],
-) -> dict[str, list[dict[str, Any]]]:
+) -> dict[str, list[JSONObject]]:
     """Each category's nodes (``NodeScore.as_dict`` rows) with the score of the last recorded
     cycle and the change since (None for a node not scored then)."""
-    found: dict[str, list[dict[str, Any]]] = {}
+    found: dict[str, list[JSONObject]] = {}
     for category, nodes in categories.items():
         found[category] = []
         for node in nodes:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
+from loopengine._json import JSON, JSONObject
 from loopengine.contract import BuiltinAction
 from loopengine.skills import SkillContext, skill
 
 __all__ = ["escalate_to_human", "log_and_notify", "log_only", "none_action", "notify"]
 
 
-async def _announce(ctx: SkillContext, name: str, data: dict[str, Any], dry_run: bool) -> bool:
+async def _announce(ctx: SkillContext, name: str, data: Mapping[str, JSON], dry_run: bool) -> bool:
     """Append ``name`` to the store's event log, where a daemon's event triggers see it; not in
     a dry run, nor outside an engine. Whether it was appended."""
     if dry_run or ctx.dry_run or ctx.store is None:
@@ -30,7 +31,7 @@ def _decided(ctx: SkillContext) -> str:
 
 
 @skill(BuiltinAction.NONE, description="Do nothing; the decision is only recorded.")
-async def none_action(ctx: SkillContext) -> dict[str, Any]:
+async def none_action(ctx: SkillContext) -> JSONObject:
     return {}
 
 
@@ -39,7 +40,7 @@ async def none_action(ctx: SkillContext) -> dict[str, Any]:
 )
 async def log_only(
     ctx: SkillContext, message: str | None = None, dry_run: bool = False
-) -> dict[str, Any]:
+) -> JSONObject:
     text = message or _decided(ctx)
     ctx.logger.info("%s", text)
     return {"log": {"message": text}}
@@ -55,7 +56,7 @@ async def notify(
     event: str = "loop.notification",
     severity: str = "info",
     dry_run: bool = False,
-) -> dict[str, Any]:
+) -> JSONObject:
     text = message or _decided(ctx)
     ctx.logger.info("notify %s: %s", event, text)
     notification = {"event": event, "message": text, "severity": severity}
@@ -69,7 +70,7 @@ async def log_and_notify(
     message: str | None = None,
     event: str = "loop.notification",
     dry_run: bool = False,
-) -> dict[str, Any]:
+) -> JSONObject:
     logged = await log_only(ctx, message)
     notified = await notify(ctx, message, event, dry_run=dry_run)
     return {**logged, **notified}
@@ -82,7 +83,7 @@ async def log_and_notify(
 )
 async def escalate_to_human(
     ctx: SkillContext, reason: str | None = None, target: str | None = None, dry_run: bool = False
-) -> dict[str, Any]:
+) -> JSONObject:
     text = reason or _decided(ctx)
     ctx.logger.warning("escalated to %s: %s", target or "a human", text)
     event = target or "loop.escalated"

@@ -8,8 +8,9 @@ from __future__ import annotations
 import statistics
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from loopengine._json import JSONObject
 from loopengine.errors import SkillError, StorageError
 from loopengine.skills import SkillContext, skill
 from loopengine.triggers import matches
@@ -38,7 +39,7 @@ def _since(ctx: SkillContext, freshness_hours: float | None, default: float | No
 @skill("source.metric", description="Points of the metric series `name` from the metrics store.")
 async def metric_source(
     ctx: SkillContext, name: str, freshness_hours: float | None = None
-) -> dict[str, Any]:
+) -> JSONObject:
     from loopengine.store import signals
 
     since = _since(ctx, freshness_hours, None)
@@ -60,7 +61,7 @@ async def metric_source(
 @skill("source.event", description="Recent events whose name matches the pattern `name`.")
 async def event_source(
     ctx: SkillContext, name: str, freshness_hours: float | None = None
-) -> dict[str, Any]:
+) -> JSONObject:
     from loopengine.store import signals
 
     since = _since(ctx, freshness_hours, _DEFAULT_WINDOW_S) or 0.0
@@ -84,7 +85,7 @@ def _tail(path: Path, needle: str | None) -> list[str]:
 
 
 @skill("source.log", description="Lines of the log file `name` (or `audit`), `filter` a substring.")
-async def log_source(ctx: SkillContext, name: str, filter: str | None = None) -> dict[str, Any]:
+async def log_source(ctx: SkillContext, name: str, filter: str | None = None) -> JSONObject:
     if name == "audit":
         from loopengine.store import records
 
@@ -107,7 +108,7 @@ async def log_source(ctx: SkillContext, name: str, filter: str | None = None) ->
 
 
 @skill("source.alert", description="Threshold triggers now firing whose metric matches `name`.")
-async def alert_source(ctx: SkillContext, name: str) -> dict[str, Any]:
+async def alert_source(ctx: SkillContext, name: str) -> JSONObject:
     from loopengine.store import signals
 
     rows = await _store(ctx).read(signals.firing_alerts)
@@ -116,7 +117,7 @@ async def alert_source(ctx: SkillContext, name: str) -> dict[str, Any]:
     return {"alerts": firing, "count": len(firing), "latest_at": latest}
 
 
-def _select(url: str, table: str, where: str | None, limit: int) -> list[dict[str, Any]]:
+def _select(url: str, table: str, where: str | None, limit: int) -> list[JSONObject]:
     from loopengine.store import select_from
 
     if where and ";" in where:
@@ -133,7 +134,7 @@ def _select(url: str, table: str, where: str | None, limit: int) -> list[dict[st
 )
 async def database_source(
     ctx: SkillContext, name: str, filter: str | None = None, database: str = "default"
-) -> dict[str, Any]:
+) -> JSONObject:
     url = ctx.config.databases.get(database) or ctx.config.database
     limit = int(ctx.scope.get("limit", 1000))
     from anyio.to_thread import run_sync

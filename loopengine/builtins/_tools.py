@@ -10,13 +10,14 @@ import time
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio.to_thread
 import httpx
 from pydantic import Field
 
+from loopengine._json import JSONObject
 from loopengine.builtins._sandbox import Sandbox
 from loopengine.contract import Config
 from loopengine.llm import TOOL_TIMEOUT_S, check_pattern
@@ -92,7 +93,7 @@ def checked_address(host: str, allowed: frozenset[str]) -> str:
     return str(addresses[0])
 
 
-async def _fetch(url: str, allowed: frozenset[str], limit: int) -> dict[str, Any]:
+async def _fetch(url: str, allowed: frozenset[str], limit: int) -> JSONObject:
     """GET ``url`` from the checked address, reading at most ``limit`` bytes of the body."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -147,13 +148,13 @@ def builtin_tools(
     allowed = frozenset(http_allow)
 
     @tool("list_dir")
-    def list_dir(path: str = ".") -> list[dict[str, Any]]:
+    def list_dir(path: str = ".") -> list[JSONObject]:
         """List a folder of the workspace.
 
         Args:
             path: Folder, relative to the workspace root.
         """
-        entries = []
+        entries: list[JSONObject] = []
         for entry in sandbox.entries(sandbox.path(path))[:MAX_ENTRIES]:
             info = entry.stat(follow_symlinks=False)
             kind = "link" if entry.is_symlink() else "dir" if entry.is_dir() else "file"
@@ -163,7 +164,7 @@ def builtin_tools(
         return entries
 
     @tool("read_file")
-    def read_file(path: str, max_bytes: _ReadSize = _MAX_TEXT) -> dict[str, Any]:
+    def read_file(path: str, max_bytes: _ReadSize = _MAX_TEXT) -> JSONObject:
         """Read a text file of the workspace.
 
         Args:
@@ -174,9 +175,7 @@ def builtin_tools(
         return {"path": path, "text": data.decode("utf-8", "replace"), "truncated": more}
 
     @tool("search_files")
-    def search_files(
-        pattern: str, path: str = ".", max_results: _Results = 50
-    ) -> list[dict[str, Any]]:
+    def search_files(pattern: str, path: str = ".", max_results: _Results = 50) -> list[JSONObject]:
         """Find lines matching a regular expression in the workspace's text files.
 
         Args:
@@ -191,7 +190,7 @@ def builtin_tools(
             expression = regex.compile(pattern, regex.IGNORECASE | regex.V0, cache_pattern=False)
         except regex.error as exc:
             raise ValueError(f"invalid regular expression: {exc}") from None
-        found: list[dict[str, Any]] = []
+        found: list[JSONObject] = []
         budget = MAX_SCANNED
         ends = time.monotonic() + TOOL_TIMEOUT_S  # the thread stops too, not only the wait
         for file in sandbox.files(sandbox.path(path), partial(_in_time, ends))[:MAX_ENTRIES]:
@@ -220,7 +219,7 @@ def builtin_tools(
         return found
 
     @tool("query_db")
-    def query_db(sql: str, limit: _Rows = 100) -> dict[str, Any]:
+    def query_db(sql: str, limit: _Rows = 100) -> JSONObject:
         """Run one read-only SELECT on the configured database.
 
         Args:
@@ -241,7 +240,7 @@ def builtin_tools(
         return {"columns": columns, "rows": rows, "count": len(rows)}
 
     @tool("http_get")
-    async def http_get(url: str, max_bytes: _ReadSize = _MAX_TEXT) -> dict[str, Any]:
+    async def http_get(url: str, max_bytes: _ReadSize = _MAX_TEXT) -> JSONObject:
         """Fetch a URL (loopback and private addresses only when allowed in the config).
 
         Args:

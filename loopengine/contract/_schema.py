@@ -7,7 +7,7 @@ import json
 import numbers
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
@@ -99,7 +99,7 @@ class _Compiler:
     """Mirrors jsonschema's Draft 2020-12 keywords used by the generated schemas; a schema with
     any other keyword (or an ``enum`` of non-strings) answers no, which only costs speed."""
 
-    def __init__(self, root: dict[str, Any]) -> None:
+    def __init__(self, root: Mapping[str, object]) -> None:
         self.root = root
         self.refs: dict[str, SchemaTest] = {}
 
@@ -120,7 +120,7 @@ class _Compiler:
             tests.append(test)
         return _all(tests) if tests else _yes
 
-    def keyword(self, keyword: str, value: Any, schema: dict[str, Any]) -> SchemaTest | None:
+    def keyword(self, keyword: str, value: Any, schema: Mapping[str, object]) -> SchemaTest | None:
         if keyword == "$ref" and str(value).startswith("#/"):
             return self.ref(value)
         if keyword == "type":
@@ -158,6 +158,19 @@ class _Compiler:
             compiled.append(self.compile(target))
         return self.refs[ref]
 
+    def combine(self, keyword: str, branches: list[SchemaTest]) -> SchemaTest:
+        if keyword == "anyOf":
+            return lambda value: any(branch(value) for branch in branches)
+        if keyword == "oneOf":
+            return lambda value: sum(branch(value) for branch in branches) == 1
+        return _all(branches)
+
+    def condition(self, condition: Any, schema: Mapping[str, object]) -> SchemaTest:
+        test_if = self.compile(condition)
+        then = self.compile(schema.get("then", True))
+        otherwise = self.compile(schema.get("else", True))
+        return lambda value: then(value) if test_if(value) else otherwise(value)
+
     def object(self, schema: dict[str, Any]) -> SchemaTest:
         properties = {name: self.compile(sub) for name, sub in schema.get("properties", {}).items()}
         required = tuple(schema.get("required", ()))
@@ -175,19 +188,6 @@ class _Compiler:
             return True
 
         return test
-
-    def combine(self, keyword: str, branches: list[SchemaTest]) -> SchemaTest:
-        if keyword == "anyOf":
-            return lambda value: any(branch(value) for branch in branches)
-        if keyword == "oneOf":
-            return lambda value: sum(branch(value) for branch in branches) == 1
-        return _all(branches)
-
-    def condition(self, condition: Any, schema: dict[str, Any]) -> SchemaTest:
-        test_if = self.compile(condition)
-        then = self.compile(schema.get("then", True))
-        otherwise = self.compile(schema.get("else", True))
-        return lambda value: then(value) if test_if(value) else otherwise(value)
 
 
 def _simple(keyword: str, value: Any) -> SchemaTest | None:
@@ -209,7 +209,7 @@ def _simple(keyword: str, value: Any) -> SchemaTest | None:
     return None
 
 
-def compile_schema(schema: dict[str, Any]) -> SchemaTest:
+def compile_schema(schema: Mapping[str, object]) -> SchemaTest:
     """A fast yes/no test equal to jsonschema's verdict on ``schema``, ``$ref``s resolved within it
     (it answers no to what it cannot check, so a no must be confirmed by jsonschema)."""
     return _Compiler(schema).compile(schema)

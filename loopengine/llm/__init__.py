@@ -24,10 +24,16 @@ from loopengine.llm._pattern import (
     check_pattern,
     pattern_size,
 )
-from loopengine.llm._routing import DEFAULT_CATEGORY, message_category, order_source, route_order
+from loopengine.llm._routing import (
+    DEFAULT_CATEGORY,
+    OrderSource,
+    message_category,
+    order_source,
+    route_order,
+)
 from loopengine.llm._stats import LATENCY_BUCKETS_S, NodeStats
 from loopengine.llm._stream import Assembly, event_data, token_usage
-from loopengine.llm._toolbox import TOOL_TIMEOUT_S, Toolbox, ToolOutcome
+from loopengine.llm._toolbox import TOOL_TIMEOUT_S, FunctionSpec, Toolbox, ToolOutcome, ToolSpec
 from loopengine.llm._toolcalls import new_call_id, parse_arguments, parse_reply
 
 __all__ = [
@@ -44,14 +50,17 @@ __all__ = [
     "ChatClient",
     "Cluster",
     "Explore",
+    "FunctionSpec",
     "Hooks",
     "LoopGuard",
     "NodeHealth",
     "NodeStats",
+    "OrderSource",
     "PatternSize",
     "RoundCommit",
     "StageSpec",
     "ToolOutcome",
+    "ToolSpec",
     "Toolbox",
     "answer_messages",
     "call_key",

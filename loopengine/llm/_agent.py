@@ -10,6 +10,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from loopengine._concurrency import run_all
+from loopengine._json import JSONObject
 from loopengine.contract import Node
 from loopengine.llm._client import Completion
 from loopengine.llm._guard import LoopGuard, call_key
@@ -50,7 +51,7 @@ class StageReport:
     turns: int = 0
     reply: str = ""
     reason: str | None = None
-    tools_used: list[dict[str, Any]] = field(default_factory=list)
+    tools_used: list[JSONObject] = field(default_factory=list)
     messages: list[dict[str, Any]] = field(default_factory=list)
     duration_ms: float = 0.0
     tokens: int = 0
@@ -65,8 +66,8 @@ class StageReport:
     def partial(self) -> bool:
         return self.status in ("budget", "loop_stopped")
 
-    def as_dict(self) -> dict[str, Any]:
-        entry: dict[str, Any] = {
+    def as_dict(self) -> JSONObject:
+        entry: JSONObject = {
             "node": self.node,
             "model": self.model,
             "turns": self.turns,

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from loopengine._json import JSONObject
 from loopengine.errors import LLMError
 from loopengine.llm._agent import NO_HOOKS, Hooks, StageReport, run_agent
 from loopengine.llm._cluster import Cluster, Explore
@@ -80,10 +81,10 @@ class ChainResult:
         return sum(stage.turns for stage in self.stages)
 
     @property
-    def tools_used(self) -> list[dict[str, Any]]:
+    def tools_used(self) -> list[JSONObject]:
         return [used for stage in self.stages for used in stage.tools_used]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSONObject:
         return {
             "reply": self.reply,
             "mode": self.mode,

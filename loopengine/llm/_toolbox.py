@@ -8,18 +8,34 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import anyio.to_thread
 from pydantic import ValidationError
 
+from loopengine._json import JSONObject
 from loopengine._suggestions import did_you_mean
 from loopengine.skills import ToolDef
 
-__all__ = ["TOOL_TIMEOUT_S", "ToolOutcome", "Toolbox"]
+__all__ = ["TOOL_TIMEOUT_S", "FunctionSpec", "ToolOutcome", "ToolSpec", "Toolbox"]
 
 TOOL_TIMEOUT_S = 30.0
 """A tool call's total deadline: past it the model is told, and the chat goes on."""
+
+
+class FunctionSpec(TypedDict):
+    """The function a tool offers (OpenAI ``FunctionDefinition``)."""
+
+    name: str
+    description: str
+    parameters: JSONObject
+
+
+class ToolSpec(TypedDict):
+    """One entry of a request's ``tools`` (OpenAI ``ChatCompletionToolParam``)."""
+
+    type: Literal["function"]
+    function: FunctionSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +54,8 @@ class ToolOutcome:
         body = {"result": self.result} if self.ok else {"error": self.error}
         return json.dumps(body, ensure_ascii=False, default=str)
 
-    def as_dict(self) -> dict[str, Any]:
-        entry = {
+    def as_dict(self) -> JSONObject:
+        entry: JSONObject = {
             "name": self.name,
             "args": self.arguments,
             "ok": self.ok,
@@ -67,18 +83,16 @@ class Toolbox:
         self.tools = {definition.name: definition for definition in tools}
         self.timeout_s = timeout_s
         self._specs = {
-            d.name: {
-                "type": "function",
-                "function": {
-                    "name": d.name,
-                    "description": d.description,
-                    "parameters": d.json_schema(),
-                },
-            }
+            d.name: ToolSpec(
+                type="function",
+                function=FunctionSpec(
+                    name=d.name, description=d.description, parameters=d.json_schema()
+                ),
+            )
             for d in self.tools.values()
         }
 
-    def specs(self, names: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    def specs(self, names: Iterable[str] | None = None) -> list[ToolSpec]:
         """OpenAI ``tools`` for ``names`` (all when None); the schemas are built once."""
         if names is None:
             return list(self._specs.values())

@@ -14,6 +14,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from loopengine._json import JSONObject
+
 __all__ = ["ParsedReply", "ToolCall", "new_call_id", "parse_arguments", "parse_reply"]
 
 _ALPHABET = string.ascii_letters + string.digits
@@ -39,7 +41,7 @@ class ToolCall:
     arguments: dict[str, Any]
     problem: str | None = None
 
-    def as_message(self) -> dict[str, Any]:
+    def as_message(self) -> JSONObject:
         """The call as it goes back into the thread (OpenAI shape)."""
         return {
             "id": self.id,

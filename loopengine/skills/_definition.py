@@ -13,6 +13,7 @@ from typing import Any, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from loopengine._json import JSONObject
 from loopengine._suggestions import hint
 from loopengine.contract import ParamProblem
 from loopengine.errors import ContractError
@@ -101,7 +102,7 @@ def _param_problem(definition: SkillDef, error: Any) -> ParamProblem:
 class ToolDef(Definition):
     """A function offered to LLMs, with the JSON Schema of its arguments."""
 
-    def json_schema(self) -> dict[str, Any]:
+    def json_schema(self) -> JSONObject:
         """OpenAI ``function.parameters`` of this tool."""
         schema = self.params.model_json_schema()
         schema.pop("title", None)

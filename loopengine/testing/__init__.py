@@ -24,12 +24,13 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from loopengine._json import JSON, JSONObject
 from loopengine.store import Store
 
 __all__ = [
@@ -55,12 +56,12 @@ __all__ = [
 class Response:
     """One scripted answer: a chat completion ``message``, or an HTTP status, after a delay."""
 
-    message: dict[str, Any] | None = None
+    message: JSONObject | None = None
     finish_reason: str = "stop"
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
-    body: dict[str, Any] | None = None
+    body: JSONObject | None = None
     chunk_delay_s: float = 0.0
     """When streamed, the pause before each chunk (a slow model that keeps talking)."""
     usage: dict[str, int] = field(
@@ -79,7 +80,7 @@ class Forever:
 class Answering:
     """Answer every request from now on with what ``respond`` makes of it (its JSON body)."""
 
-    respond: Callable[[dict[str, Any]], Response]
+    respond: Callable[[JSONObject], Response]
 
 
 def reply(content: str, finish_reason: str = "stop") -> Response:
@@ -116,7 +117,7 @@ def tool_call(name: str, arguments: Any = None, content: str | None = None) -> R
     return tool_calls((name, {} if arguments is None else arguments), content=content)
 
 
-def raw(body: dict[str, Any]) -> Response:
+def raw(body: JSONObject) -> Response:
     """A response body sent exactly as given."""
     return Response(body=body)
 
@@ -135,7 +136,7 @@ def hang(seconds: float, then: Response | None = None) -> Response:
     return Response(base.message, base.finish_reason, base.status, base.headers, seconds, base.body)
 
 
-def answering(respond: Callable[[dict[str, Any]], Response]) -> Answering:
+def answering(respond: Callable[[JSONObject], Response]) -> Answering:
     """Answer each request with ``respond(request)`` (a model whose answer depends on what it
     is asked: a grader, a node whose quality changes while a test runs)."""
     return Answering(respond)
@@ -146,8 +147,9 @@ def forever(response: Response) -> Forever:
     return Forever(response)
 
 
-def _last_user_text(request: dict[str, Any]) -> str:
-    messages = [m for m in request.get("messages") or () if isinstance(m, dict)]
+def _last_user_text(request: JSONObject) -> str:
+    sent = request.get("messages")
+    messages = [m for m in sent if isinstance(m, dict)] if isinstance(sent, list) else []
     content = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), "")
     if isinstance(content, list):
         return "".join(str(part.get("text") or "") for part in content if isinstance(part, dict))
@@ -172,7 +174,7 @@ class FakeLLMServer:
     def __init__(self, port: int = 0) -> None:
         self._scripts: dict[str, Script] = {}
         self._lock = threading.Lock()
-        self.requests: list[dict[str, Any]] = []
+        self.requests: list[JSONObject] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -190,10 +192,10 @@ class FakeLLMServer:
         with self._lock:
             self._scripts[model] = steps
 
-    def requests_for(self, model: str) -> list[dict[str, Any]]:
+    def requests_for(self, model: str) -> list[JSONObject]:
         return [r for r in self.requests if r.get("model") == model]
 
-    def _next(self, model: str, request: dict[str, Any]) -> Response:
+    def _next(self, model: str, request: JSONObject) -> Response:
         with self._lock:
             script = self._scripts.get(model, self._scripts.get(ANY_MODEL))
             if not script:
@@ -235,9 +237,7 @@ class FakeLLMServer:
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
-            def _send(
-                self, code: int, body: dict[str, Any], headers: dict[str, str] | None = None
-            ) -> None:
+            def _send(self, code: int, body: JSON, headers: dict[str, str] | None = None) -> None:
                 data = json.dumps(body).encode()
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
@@ -278,7 +278,7 @@ class FakeLLMServer:
                 else:
                     self._send(200, _completion(request, response))
 
-            def _stream(self, request: dict[str, Any], response: Response) -> None:
+            def _stream(self, request: JSONObject, response: Response) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Connection", "close")
@@ -300,7 +300,7 @@ def _usage(response: Response) -> dict[str, int]:
     return usage
 
 
-def _completion(request: dict[str, Any], response: Response) -> dict[str, Any]:
+def _completion(request: JSONObject, response: Response) -> JSONObject:
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
         "object": "chat.completion",
@@ -313,7 +313,7 @@ def _completion(request: dict[str, Any], response: Response) -> dict[str, Any]:
     }
 
 
-def _chunks(request: dict[str, Any], response: Response) -> Iterator[dict[str, Any]]:
+def _chunks(request: JSONObject, response: Response) -> Iterator[JSONObject]:
     """The answer as real servers stream it: text and call arguments in small pieces, usage last
     when ``stream_options.include_usage`` asks for it."""
     message = response.message or {}
@@ -323,24 +323,35 @@ def _chunks(request: dict[str, Any], response: Response) -> Iterator[dict[str, A
         "model": request.get("model"),
     }
 
-    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+    def chunk(delta: JSONObject, finish_reason: str | None = None) -> JSONObject:
         return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
 
     yield chunk({"role": "assistant"})
     content = message.get("content") or ""
-    for start in range(0, len(content), 8):
-        yield chunk({"content": content[start : start + 8]})
-    for index, call in enumerate(message.get("tool_calls") or ()):
+    for piece in _pieces(content):
+        yield chunk({"content": piece})
+    calls = message.get("tool_calls") or ()
+    for index, call in enumerate(calls if isinstance(calls, Sequence) else ()):
+        if not isinstance(call, Mapping):
+            continue
         function = call.get("function") or {}
-        head = {**call, "function": {"name": function.get("name"), "arguments": ""}}
+        named = function.get("name") if isinstance(function, Mapping) else None
+        head = {**call, "function": {"name": named, "arguments": ""}}
         yield chunk({"tool_calls": [{"index": index, **head}]})
-        arguments = function.get("arguments") or ""
-        for start in range(0, len(arguments), 8):
-            piece = {"index": index, "function": {"arguments": arguments[start : start + 8]}}
-            yield chunk({"tool_calls": [piece]})
+        arguments = function.get("arguments") or "" if isinstance(function, Mapping) else ""
+        for part in _pieces(arguments):
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]})
     yield chunk({}, response.finish_reason)
-    if (request.get("stream_options") or {}).get("include_usage"):
+    options = request.get("stream_options")
+    if isinstance(options, Mapping) and options.get("include_usage"):
         yield {**base, "choices": [], "usage": _usage(response)}
+
+
+def _pieces(text: JSON) -> Iterator[JSON]:
+    """``text`` in pieces of 8, as a server streams it (nothing when it is not a sequence)."""
+    if isinstance(text, Sequence):
+        for start in range(0, len(text), 8):
+            yield text[start : start + 8]
 
 
 @asynccontextmanager

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from loopengine.autolearn import followed_routing
+from loopengine.autolearn import FollowedOrder, followed_routing
 from loopengine.contract import Cluster as ClusterConfig
 from loopengine.contract import Config
 from loopengine.llm import message_category
@@ -71,8 +71,8 @@ def test_the_views_show_the_order_the_chat_follows_and_where_it_comes_from() -> 
         for category, nodes in (("code", ["M1", "GONE"]), ("chat", ["M2"]))
     }
     assert followed_routing(config, tuned) == {
-        "code": {"nodes": ["M1", "OL1"], "order": "tuned"},
-        "chat": {"nodes": ["M2", "M1"], "order": "tuned"},
-        "default": {"nodes": ["M1", "M2"], "order": "fallback"},
+        "code": FollowedOrder(["M1", "OL1"], "tuned"),
+        "chat": FollowedOrder(["M2", "M1"], "tuned"),
+        "default": FollowedOrder(["M1", "M2"], "fallback"),
     }
-    assert followed_routing(config, {})["code"] == {"nodes": ["OL1", "M1"], "order": "configured"}
+    assert followed_routing(config, {})["code"] == FollowedOrder(["OL1", "M1"], "configured")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from loopengine._suggestions import did_you_mean, hint, within_two_edits
@@ -35,14 +35,16 @@ _EFFECTS = {BuiltinAction.LOG_AND_NOTIFY.value: frozenset({"notify", "log_only"}
 """Built-in actions that do what others do: gating one gates them."""
 
 
-def _key(action: dict[str, Any]) -> ActionKey:
+def _key(action: Mapping[str, object]) -> ActionKey:
     on = action.get("on")
     tags = [t for t in on if isinstance(t, str)] if isinstance(on, list) else None
     action_id = action.get("action_id")
     return (action_id if isinstance(action_id, str) else None), tags
 
 
-def _check_gate(checked: Checked, decided: dict[Path, str], actions: list[dict[str, Any]]) -> None:
+def _check_gate(
+    checked: Checked, decided: dict[Path, str], actions: Sequence[Mapping[str, object]]
+) -> None:
     """The approval gate cannot be bypassed by naming: a decision that falls to the catch-all
     while it nearly spells a known name is a typo, and a decision the gate does not cover must
     not run an action a gated decision runs."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Mapping
 
 from loopengine.contract._schema import compile_schema
 from loopengine.contract.checks._walk import Checked, Env, walk
@@ -19,7 +19,7 @@ _NUMBERS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximu
 _COUNTS = frozenset({"minLength", "maxLength", "minItems", "maxItems"})
 
 
-def _plain(fragment: dict[str, Any]) -> bool:
+def _plain(fragment: Mapping[str, object]) -> bool:
     """Whether ``fragment`` is made only of the keywords params use most (type, bounds, enum,
     pattern, items…), each with a value of the right kind: then it is a valid schema, known
     without loading jsonschema's meta-schema (a third of ``run``'s start-up)."""
@@ -67,12 +67,12 @@ def check_params(checked: Checked) -> None:
             _check_with_jsonschema(checked, name, fragment)
 
 
-def _default_fits(fragment: dict[str, Any]) -> bool:
+def _default_fits(fragment: Mapping[str, object]) -> bool:
     """For a plain fragment: no default, or one the compiled schema accepts."""
     return "default" not in fragment or compile_schema(fragment)(fragment["default"])
 
 
-def _check_with_jsonschema(checked: Checked, name: str, fragment: dict[str, Any]) -> None:
+def _check_with_jsonschema(checked: Checked, name: str, fragment: Mapping[str, object]) -> None:
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from loopengine._suggestions import did_you_mean
@@ -23,7 +24,7 @@ _SKILL_REFS: tuple[tuple[tuple[str, ...], str, str], ...] = (
 _SOURCE_TYPES = frozenset(kind.value for kind in SourceType)
 
 
-def _dynamic(params: dict[str, Any]) -> frozenset[str]:
+def _dynamic(params: Mapping[str, object]) -> frozenset[str]:
     return frozenset(key for key, value in params.items() if "${" in repr(value))
 
 
@@ -79,7 +80,9 @@ def check_skills(checked: Checked, env: Env) -> None:
     _check_dry_run(checked, env)
 
 
-def _check_reader_params(checked: Checked, env: Env, path: Path, source: dict[str, Any]) -> None:
+def _check_reader_params(
+    checked: Checked, env: Env, path: Path, source: Mapping[str, object]
+) -> None:
     """A built-in source's ``params`` go to its reader skill: each must be one it takes."""
     params, kind = source.get("params"), source.get("type")
     if not isinstance(kind, str) or kind not in _SOURCE_TYPES:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
-from typing import Any
 from zoneinfo import available_timezones
 
 from loopengine._suggestions import hint
@@ -24,13 +24,15 @@ def _zones() -> frozenset[str]:
     return frozenset(available_timezones())
 
 
-def _triggers(data: dict[str, Any], checked: Checked) -> list[tuple[Path, dict[str, Any]]]:
+def _triggers(
+    data: Mapping[str, object], checked: Checked
+) -> list[tuple[Path, Mapping[str, object]]]:
     single, several = data.get("trigger"), data.get("triggers")
     if single is None and several is None:
         checked.error((), "missing required key 'trigger' (or 'triggers:' for several)")
     if single is not None and several is not None:
         checked.error(("triggers",), "write either 'trigger' or 'triggers', not both", at_key=True)
-    found: list[tuple[Path, dict[str, Any]]] = []
+    found: list[tuple[Path, Mapping[str, object]]] = []
     if isinstance(single, dict):
         found.append((("trigger",), single))
     if isinstance(several, list):
@@ -38,7 +40,7 @@ def _triggers(data: dict[str, Any], checked: Checked) -> list[tuple[Path, dict[s
     return found
 
 
-def _check_cron(path: Path, config: dict[str, Any], checked: Checked) -> None:
+def _check_cron(path: Path, config: Mapping[str, object], checked: Checked) -> None:
     expression = config.get("expression")
     if isinstance(expression, str) and (problem := cron_problem(expression)):
         checked.error((*path, "expression"), problem)
@@ -47,7 +49,7 @@ def _check_cron(path: Path, config: dict[str, Any], checked: Checked) -> None:
         checked.error((*path, "timezone"), f"unknown time zone {zone!r}; {hint(zone, _zones())}")
 
 
-def _check_threshold(path: Path, config: dict[str, Any], checked: Checked) -> None:
+def _check_threshold(path: Path, config: Mapping[str, object], checked: Checked) -> None:
     operator, value, clear = config.get("operator"), config.get("value"), config.get("clear_value")
     if not isinstance(value, int | float) or not isinstance(clear, int | float):
         return
@@ -62,7 +64,7 @@ def _check_threshold(path: Path, config: dict[str, Any], checked: Checked) -> No
         )
 
 
-def _check_webhook(path: Path, config: dict[str, Any], checked: Checked, env: Env) -> None:
+def _check_webhook(path: Path, config: Mapping[str, object], checked: Checked, env: Env) -> None:
     """A secret must give a key of at least 16 bytes where the loop runs; one written in clear
     is a warning, one whose variable is not set an error only where ``env`` requires it."""
     secret = config.get("secret")
@@ -85,7 +87,7 @@ def _in_clear(secret: str) -> bool:
         return False
 
 
-def _check_event(path: Path, config: dict[str, Any], checked: Checked) -> None:
+def _check_event(path: Path, config: Mapping[str, object], checked: Checked) -> None:
     pattern = at(config, "event_pattern")
     if isinstance(pattern, str) and (problem := pattern_problem(pattern)):
         checked.error((*path, "event_pattern"), problem)
