@@ -11,6 +11,7 @@
      │    └── ThreadError     a chat-thread batch refused (``status``: 409, 412, 422, 428)
      ├── BudgetExceeded       a loop's token, call or time budget ran out
      ├── NotResumable         an execution is not in a state that allows the request
+     ├── NotFound             what a request names (an execution, a served loop) does not exist
      └── LeaseLost            a job's lease passed to another daemon: its holder stops
 
 Foreign errors (yaml, jmespath, httpx, sqlite, a skill's own exceptions) are translated where
@@ -32,6 +33,7 @@ __all__ = [
     "LLMError",
     "LeaseLost",
     "LoopEngineError",
+    "NotFound",
     "NotResumable",
     "SkillError",
     "StorageError",
@@ -129,6 +131,11 @@ class ThreadError(StorageError):
 
 class NotResumable(LoopEngineError):
     """The execution is not in a state that allows the request (resume, approve, reject)."""
+
+
+class NotFound(LoopEngineError):
+    """What a request names (an execution, a loop a daemon serves) does not exist; the HTTP API
+    answers 404."""
 
 
 class LeaseLost(LoopEngineError):

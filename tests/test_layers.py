@@ -48,9 +48,20 @@ LAYERS: dict[str, frozenset[str]] = {
     ),
     # The engine hands LLM skills the built-ins' LLM runtime (cluster, toolbox, threads).
     "engine": frozenset({"contract", "expr", "skills", "builtins", "llm", "store", "triggers"}),
-    # The composition: settings, the workspace (built-ins and plugins), the runtime over the engine.
+    # The composition: settings, the workspace (built-ins and plugins), the runtime over the engine,
+    # and the operations every face calls (what autolearn learned among them).
     "app": frozenset(
-        {"contract", "expr", "triggers", "store", "skills", "builtins", "llm", "engine"}
+        {
+            "contract",
+            "expr",
+            "triggers",
+            "store",
+            "skills",
+            "builtins",
+            "llm",
+            "engine",
+            "autolearn",
+        }
     ),
     "testing": frozenset({"llm", "store"}),
     # The daemon runs on the composed runtime (store, engine, registry), as ``run`` does, and

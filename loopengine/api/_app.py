@@ -31,7 +31,7 @@ from loopengine.api._hooks import add_hook_routes
 from loopengine.api._loops import add_loop_routes
 from loopengine.api._metrics import add_metrics_routes
 from loopengine.api._threads import add_thread_routes
-from loopengine.errors import StoreUnavailable
+from loopengine.errors import NotFound, StoreUnavailable
 from loopengine.store import impatient, new_id
 
 __all__ = ["BODY_DEADLINE_S", "MAX_BODY", "MAX_IN_FLIGHT", "BodyBounds", "InFlight", "create_app"]
@@ -303,6 +303,10 @@ def create_app(context: ApiContext) -> FastAPI:
     @app.exception_handler(HTTPException)
     async def httperror_response(request: Request, exc: HTTPException) -> JSONResponse:
         return error_response(exc.status_code, str(exc.detail), dict(exc.headers or {}))
+
+    @app.exception_handler(NotFound)
+    async def not_found(request: Request, exc: NotFound) -> JSONResponse:
+        return error_response(404, str(exc))
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -3,28 +3,23 @@ prints it, and a tuning cycle queued now."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Query
 from starlette.exceptions import HTTPException
 
-from loopengine.api._context import (
-    MAX_SESSION_ID,
-    SESSION_ID,
-    ApiContext,
-    queue_firing,
-    queued_job,
-)
-from loopengine.app import Firing
+from loopengine.api._context import MAX_SESSION_ID, SESSION_ID, ApiContext, queue_manual
+from loopengine.app import learned, learning_history, perform, remembered
+from loopengine.app import trigger as manual_job
 from loopengine.autolearn import (
-    AUTOLEARN_LOOPS,
     AutolearnLoop,
     history_view,
     memory_view,
     scores_view,
     status_view,
 )
-from loopengine.store import autolearn, memory, new_id
+from loopengine.store import autolearn
 
 __all__ = ["add_autolearn_routes"]
 
@@ -34,24 +29,24 @@ def add_autolearn_routes(app: FastAPI, context: ApiContext) -> None:
     ``POST /autolearn/trigger``."""
     config = context.runtime.workspace.config
 
-    async def learned() -> autolearn.Learned:
-        return await context.store.read(autolearn.learned, config.autolearn.window, AUTOLEARN_LOOPS)
+    async def learned_now() -> autolearn.Learned:
+        return await perform(context.store, learned(config.autolearn.window))
 
     @app.get("/autolearn/status")
     async def autolearn_status() -> dict[str, Any]:
         """Responses scored and graded, the tuned routing orders, each autolearn loop's last
         execution: what ``loopengine autolearn status --json`` prints."""
-        return status_view(await learned())
+        return status_view(await learned_now())
 
     @app.get("/autolearn/scores")
     async def autolearn_scores() -> dict[str, Any]:
         """Each category's nodes with their scores, and the routing the chat follows."""
-        return scores_view(config, await learned())
+        return scores_view(config, await learned_now())
 
     @app.get("/autolearn/history")
     async def autolearn_history() -> dict[str, Any]:
         """Every routing change, newest first, with its reason and execution."""
-        return {"history": history_view(await context.store.read(autolearn.history))}
+        return {"history": history_view(await perform(context.store, learning_history()))}
 
     @app.get("/autolearn/memory")
     async def autolearn_memory(
@@ -59,7 +54,7 @@ def add_autolearn_routes(app: FastAPI, context: ApiContext) -> None:
     ) -> dict[str, Any]:
         """What the chat remembers of each user (of ``user`` only, when given): exchanges,
         profile and deep summary; what ``loopengine autolearn memory --json`` prints."""
-        return {"users": memory_view(await context.store.read(memory.remembered, user))}
+        return {"users": memory_view(await perform(context.store, remembered(user)))}
 
     @app.post("/autolearn/trigger", status_code=202)
     async def autolearn_trigger(loop: AutolearnLoop = "autotune") -> dict[str, Any]:
@@ -73,8 +68,4 @@ def add_autolearn_routes(app: FastAPI, context: ApiContext) -> None:
                 f"the daemon serves no {loop_id!r} loop: set daemon.autolearn: true in "
                 f"loopengine.yaml, or copy the shipped loops/{loop_id}.yaml into its loops folder",
             )
-        firing = Firing(served, {"type": "manual", "id": "api"}, f"manual:{new_id()}")
-        intake, queued = await queue_firing(context, firing)
-        job = queued_job(firing, intake, queued)
-        context.queued()
-        return {"job_id": job["id"], "loop_id": loop_id, "status": intake.status}
+        return asdict(await queue_manual(context, manual_job(served, {}, "api")))

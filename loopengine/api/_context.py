@@ -12,9 +12,10 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
 from loopengine.api._prometheus import DaemonMetrics
-from loopengine.app import Firing, Runtime
+from loopengine.app import Firing, Operation, Queued, Runtime, perform
 from loopengine.contract import Loop
 from loopengine.daemon import DaemonLog, HookRoute
+from loopengine.errors import ContractError
 from loopengine.store import Store, intake, queue
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "ErrorBody",
     "error_response",
     "queue_firing",
+    "queue_manual",
     "queued_job",
 ]
 
@@ -110,6 +112,18 @@ def queued_job(firing: Firing, taken: intake.Intake, job: queue.Job | None) -> d
         reason = taken.reason or (job.reason if job else taken.status)
         raise HTTPException(409, f"loop {firing.loop.id!r} did not queue the job: {reason}")
     return job.row()
+
+
+async def queue_manual(context: ApiContext, operation: Operation[Queued]) -> Queued:
+    """Queue a manual job (``trigger``) and wake the workers; 409 with the reason when the loop
+    does not take it."""
+    try:
+        queued = await perform(context.store, operation)
+    except ContractError as exc:
+        raise HTTPException(409, str(exc)) from None
+    if queued.status != "duplicate":
+        context.queued()
+    return queued
 
 
 def error_response(

@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import time
 from importlib.metadata import version
 from typing import Annotated, Any, Literal
 
@@ -14,20 +12,31 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
-from loopengine.api._context import ApiContext, queue_firing, queued_job
-from loopengine.app import Firing
+from loopengine.api._context import ApiContext, queue_manual
+from loopengine.app import (
+    MAX_LISTED,
+    Paused,
+    emit,
+    history,
+    perform,
+    served_loop,
+    served_loops,
+    waiting_approvals,
+)
+from loopengine.app import answer as answer_gate
+from loopengine.app import daemon_status as status_of
+from loopengine.app import execution as execution_of
+from loopengine.app import pause as pause_loop
+from loopengine.app import trigger as manual_job
 from loopengine.contract import Outcome, input_problems
-from loopengine.engine import answer_approval
-from loopengine.errors import ContractError, LoopEngineError, StoreUnavailable
-from loopengine.store import approvals, executions, new_id, queue, signals, status
-from loopengine.triggers import MAX_EVENT_BYTES, MAX_EVENT_DEPTH, event_problem, nesting
+from loopengine.errors import ContractError, LoopEngineError, NotFound, StoreUnavailable
+from loopengine.store import approvals, executions
+from loopengine.triggers import MAX_EVENT_BYTES, MAX_EVENT_DEPTH, nesting
 
 __all__ = ["MAX_LISTED", "add_loop_routes"]
 
 _SHOWN_PROBLEMS = 5
 """Most input problems one answer lists (a body of 20,000 unknown names is not echoed)."""
-MAX_LISTED = 10_000
-"""Most executions one listing returns (as ``history --limit``)."""
 
 
 class TriggerIn(BaseModel):
@@ -98,19 +107,19 @@ def _add_reads(app: FastAPI, context: ApiContext, release: str) -> None:
     async def daemon_status() -> dict[str, Any]:
         """Daemons alive, loops with their next fires and pause state, running executions,
         queue depth: what ``loopengine status --json`` prints."""
-        since = time.time() - context.lease_s
-        return (await context.store.read(status.view, since)).as_json()
+        return (await perform(context.store, status_of(context.lease_s))).as_json()
 
     @app.get("/loops")
     async def loops() -> dict[str, Any]:
         """The loops the running daemons serve, each with its triggers' next fires and pause
         state."""
-        return {"loops": [served.as_json() for served in await _loops(context)]}
+        found = await perform(context.store, served_loops(context.lease_s))
+        return {"loops": [served.as_json() for served in found]}
 
     @app.get("/loops/{loop_id}")
     async def loop(loop_id: str) -> dict[str, Any]:
         """One served loop."""
-        return (await _served(context, loop_id)).as_json()
+        return (await perform(context.store, served_loop(loop_id, context.lease_s))).as_json()
 
     @app.get("/executions")
     async def execution_list(
@@ -121,15 +130,8 @@ def _add_reads(app: FastAPI, context: ApiContext, release: str) -> None:
     ) -> ExecutionPage:
         """The newest executions first, of one loop and with one outcome when given: what
         ``loopengine history --json`` prints. ``next_cursor`` asks for the following page."""
-        wanted = outcome.value if outcome is not None else None
         try:
-            page = await context.store.read(
-                executions.page_of_executions,
-                loop_id=loop_id,
-                outcome=wanted,
-                limit=limit,
-                cursor=cursor,
-            )
+            page = await perform(context.store, history(loop_id, outcome, limit, cursor))
         except ContractError as exc:
             raise HTTPException(422, f"cursor: {exc}") from None
         listed = [row.summary() for row in page.rows]
@@ -138,10 +140,7 @@ def _add_reads(app: FastAPI, context: ApiContext, release: str) -> None:
     @app.get("/executions/{execution_id}")
     async def execution(execution_id: str) -> dict[str, Any]:
         """One execution's record: what ``loopengine show --json`` prints."""
-        record = await context.store.read(executions.read_record, execution_id)
-        if record is None:
-            raise HTTPException(404, f"no execution {execution_id!r}")
-        view: dict[str, Any] = record.view()
+        view: dict[str, Any] = (await perform(context.store, execution_of(execution_id))).view()
         return view
 
 
@@ -149,20 +148,17 @@ def _add_controls(app: FastAPI, context: ApiContext) -> None:
     """The endpoints that change something: pause, trigger, events."""
 
     @app.post("/loops/{loop_id}/pause")
-    async def pause(loop_id: str) -> dict[str, Any]:
+    async def pause(loop_id: str) -> Paused:
         """Stop the loop's triggers (persisted; no catch-up on unpause): as ``loopengine
         pause``."""
-        await _served(context, loop_id)
-        now = time.time()
-        changed = await context.store.write(queue.pause, loop_id, now)
-        return {"loop_id": loop_id, "state": "paused", "changed": changed}
+        await perform(context.store, served_loop(loop_id, context.lease_s))
+        return await perform(context.store, pause_loop(loop_id, True))
 
     @app.post("/loops/{loop_id}/unpause")
-    async def unpause(loop_id: str) -> dict[str, Any]:
+    async def unpause(loop_id: str) -> Paused:
         """Restart the loop's triggers: as ``loopengine unpause``."""
-        await _served(context, loop_id)
-        changed = await context.store.write(queue.unpause, loop_id)
-        return {"loop_id": loop_id, "state": "active", "changed": changed}
+        await perform(context.store, served_loop(loop_id, context.lease_s))
+        return await perform(context.store, pause_loop(loop_id, False))
 
     @app.post("/loops/{loop_id}/trigger", status_code=202)
     async def trigger(
@@ -180,40 +176,34 @@ def _add_controls(app: FastAPI, context: ApiContext) -> None:
             shown = "; ".join(problems[:_SHOWN_PROBLEMS])
             more = len(problems) - _SHOWN_PROBLEMS
             raise HTTPException(422, shown + (f"; and {more} more" if more > 0 else ""))
-        if idempotency_key:
-            named = f"{loop_id}\n{idempotency_key}".encode()
-            key = f"api:{hashlib.sha256(named).hexdigest()}"
-        else:
-            key = f"manual:{new_id()}"
-        constraints = {"dry_run": True} if request.dry_run else None
-        firing = Firing(
-            loop, {"type": "manual", "id": "api"}, key, request.inputs, constraints=constraints
+        queued = await queue_manual(
+            context,
+            manual_job(
+                loop,
+                request.inputs,
+                "api",
+                idempotency_key=idempotency_key,
+                dry_run=request.dry_run,
+            ),
         )
-        taken, queued = await queue_firing(context, firing)
-        job = queued_job(firing, taken, queued)
-        if taken.status == "duplicate":
+        if queued.status == "duplicate":
             response.status_code = 200
-        else:
-            context.queued()
-        return TriggerAccepted(job_id=job["id"], loop_id=loop_id, status=taken.status)
+        return TriggerAccepted(job_id=queued.job_id, loop_id=loop_id, status=queued.status)
 
     @app.post("/events", status_code=202)
     async def post_event(event: EventIn) -> EventAccepted:
         """Append an event to the log, as ``loopengine emit`` does; the loops it fires are
         queued by the dispatcher."""
-        if problem := event_problem(event.name):
-            raise HTTPException(422, problem)
         if nesting(event.data) > MAX_EVENT_DEPTH:
             raise HTTPException(422, f"data is nested more than {MAX_EVENT_DEPTH} levels")
         if len(json.dumps(event.data, separators=(",", ":"), default=str)) > MAX_EVENT_BYTES:
             raise HTTPException(413, f"data is over {MAX_EVENT_BYTES} bytes as JSON")
-        now = time.time()
-        event_id = await context.store.write(
-            signals.insert_event, event.name, "api", event.data, now
-        )
+        try:
+            appended = await perform(context.store, emit(event.name, event.data, "api"))
+        except ContractError as exc:
+            raise HTTPException(422, str(exc)) from None
         context.wake()
-        appended = queue.Event(event_id, event.name, "api", event.data, None, now)
-        return EventAccepted(id=event_id, name=event.name, matched=context.matching(appended))
+        return EventAccepted(id=appended.id, name=event.name, matched=context.matching(appended))
 
 
 class Waiting(BaseModel):
@@ -232,8 +222,7 @@ def _add_approvals(app: FastAPI, context: ApiContext) -> None:
         """What waits for approval, oldest first, each with its decision, the plan it would
         run and the time left before it escalates: what ``loopengine approvals --json``
         prints."""
-        now = time.time()
-        found = await context.store.read(approvals.waiting, now, limit)
+        found = await perform(context.store, waiting_approvals(limit))
         return Waiting(approvals=[gate.as_json() for gate in found])
 
     @app.post("/approvals/{execution_id}")
@@ -241,33 +230,12 @@ def _add_approvals(app: FastAPI, context: ApiContext) -> None:
         """Approve (the gated action runs now, in the daemon) or reject an execution waiting
         for approval, as ``loopengine approve`` / ``reject`` do; its record afterwards (409
         when it is not waiting, or its window closed)."""
-        runtime = context.runtime
-        known = await context.store.read(executions.get_execution, execution_id)
-        if known is None:
-            raise HTTPException(404, f"no execution {execution_id!r}")
         approve = answer.decision == "approve"
         try:
-            await answer_approval(
-                runtime.engine, runtime.load_loop, execution_id, approve, answer.note
-            )
-        except StoreUnavailable:
+            record = await answer_gate(context.runtime, execution_id, approve, answer.note)
+        except (StoreUnavailable, NotFound):
             raise
         except LoopEngineError as exc:
             raise HTTPException(409, str(exc)) from None
-        record = await context.store.read(executions.read_record, execution_id)
-        assert record is not None
         view: dict[str, Any] = record.view()
         return view
-
-
-async def _loops(context: ApiContext) -> list[status.ServedLoop]:
-    since = time.time() - context.lease_s
-    return await context.store.read(status.served, since)
-
-
-async def _served(context: ApiContext, loop_id: str) -> status.ServedLoop:
-    """The served loop ``loop_id`` as ``/loops`` lists it; 404 when no daemon serves it."""
-    for loop in await _loops(context):
-        if loop.loop_id == loop_id:
-            return loop
-    raise HTTPException(404, f"no loop {loop_id!r} is served (see GET /loops)")

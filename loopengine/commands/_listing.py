@@ -6,11 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from fnmatch import fnmatchcase
 
+from loopengine.app import MAX_LISTED
 from loopengine.errors import ContractError
 
 __all__ = ["MAX_LISTED", "name_filter"]
-
-MAX_LISTED = 10_000
 
 
 def name_filter(pattern: str | None, limit: int) -> Callable[[str], bool]:

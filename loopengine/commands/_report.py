@@ -8,31 +8,14 @@ from typing import Any
 from loopengine.commands._console import Console, near
 from loopengine.commands._progress import phase_note
 from loopengine.contract import Outcome
-from loopengine.errors import NotResumable
 from loopengine.store import ExecutionRecord
 
-__all__ = ["MIN_PREFIX", "NAMED", "execution_named", "plan_lines", "show_record"]
+__all__ = ["plan_lines", "show_record"]
 
-MIN_PREFIX = 4
-"""Shortest prefix of an execution id a command accepts."""
-NAMED = 6
-"""Most ids read for a prefix: more than one is an ambiguous prefix, and five are listed."""
 _SHOWN_RESULTS = 10
 """Most action results the summary prints, one line each (``--json`` has them all)."""
 _VALUE_WIDTH = 100
 """Most of a value (an action's result, a step's analysis, params, items) a line shows, as JSON."""
-
-
-def execution_named(given: str, found: list[str]) -> str:
-    """The execution id ``given`` names, whole or as a unique prefix (like git's short hashes),
-    of the ids ``found`` for it (``executions.ids_named``); ``NotResumable`` when none or several
-    match, listing them."""
-    if len(found) == 1:
-        return found[0]
-    if found:
-        shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
-        raise NotResumable(f"{given!r} names several executions ({shown}): give more of it")
-    raise NotResumable(f"no execution {given!r} (see `loopengine history`)")
 
 
 _SUCCEEDED = frozenset(outcome.value for outcome in Outcome if outcome.succeeded)

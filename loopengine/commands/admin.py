@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-from loopengine.app import open_runtime
+from loopengine.app import list_flags, open_runtime, perform, set_flag
 from loopengine.commands._console import Console
 from loopengine.errors import ContractError
-from loopengine.store import flags, iso
+from loopengine.store import iso
 
 __all__ = ["run_flags_list", "run_flags_set"]
 
@@ -22,7 +21,7 @@ async def run_flags_set(
         raise ContractError(f"flag state {state!r}: write on or off")
     enabled = _ON[state.lower()]
     async with open_runtime(config, create=False) as runtime:
-        await runtime.store.write(flags.set_flag, name, enabled, time.time())
+        await perform(runtime.store, set_flag(name, enabled))
     if as_json:
         console.json({"name": name, "enabled": enabled})
     else:
@@ -32,7 +31,7 @@ async def run_flags_set(
 
 async def run_flags_list(console: Console, config: Path | None, as_json: bool) -> int:
     async with open_runtime(config, create=False) as runtime:
-        rows = await runtime.store.read(flags.list_flags)
+        rows = await perform(runtime.store, list_flags())
     if as_json:
         console.json({"flags": [flag.as_json() for flag in rows]})
     elif not rows:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-from loopengine.app import open_reader
+from loopengine.app import open_reader, read_now, waiting_approvals
 from loopengine.commands._console import Console
 from loopengine.commands._report import plan_lines
 from loopengine.errors import ContractError
@@ -34,9 +33,8 @@ def run_approvals(console: Console, limit: int, config: Path | None, as_json: bo
         raise ContractError(
             f"--limit {limit}: write a whole number from 1 to {approvals.MAX_WAITING}"
         )
-    now = time.time()
     with open_reader(config) as reader:
-        found = reader.read(approvals.waiting, now, limit)
+        found = read_now(reader, waiting_approvals(limit))
     if as_json:
         console.json({"approvals": [gate.as_json() for gate in found]})
         return 0

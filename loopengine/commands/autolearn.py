@@ -6,25 +6,31 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from loopengine.app import open_reader, read_settings, read_store
+from loopengine.app import (
+    learned,
+    learning_history,
+    open_reader,
+    read_now,
+    read_settings,
+    read_store,
+    remembered,
+)
 from loopengine.autolearn import (
-    AUTOLEARN_LOOPS,
     history_view,
     memory_view,
     scores_view,
     status_view,
 )
 from loopengine.commands._console import Console
-from loopengine.store import autolearn, memory
+from loopengine.store import autolearn
 
 __all__ = ["run_autolearn"]
 
 
 def _learned(config: Path | None) -> autolearn.Learned:
     settings = read_settings(config)
-    window = settings.config.autolearn.window
     with read_store(settings) as reader:
-        return reader.read(autolearn.learned, window, AUTOLEARN_LOOPS)
+        return read_now(reader, learned(settings.config.autolearn.window))
 
 
 def _print_scores(console: Console, view: dict[str, Any]) -> None:
@@ -63,7 +69,7 @@ def _show_scores(
 
 def _show_history(console: Console, config: Path | None, as_json: bool) -> None:
     with open_reader(config) as reader:
-        entries = history_view(reader.read(autolearn.history))
+        entries = history_view(read_now(reader, learning_history()))
     if as_json:
         console.json({"history": entries})
     elif not entries:
@@ -96,7 +102,7 @@ def _show_status(console: Console, learned: autolearn.Learned, as_json: bool) ->
 
 def _show_memory(console: Console, config: Path | None, user: str | None, as_json: bool) -> None:
     with open_reader(config) as reader:
-        users = memory_view(reader.read(memory.remembered, user))
+        users = memory_view(read_now(reader, remembered(user)))
     if as_json:
         console.json({"users": users})
     elif not users:

@@ -3,18 +3,27 @@ not one runs (nothing is lost while it is down)."""
 
 from __future__ import annotations
 
-import time
+from dataclasses import asdict
 from pathlib import Path
 
 import anyio
 
-from loopengine.app import Workspace, open_runtime
+from loopengine.app import (
+    Workspace,
+    daemons_alive,
+    execution,
+    finished_job,
+    open_runtime,
+    pause,
+    perform,
+    trigger,
+)
 from loopengine.commands._console import Console
 from loopengine.commands._inputs import parse_inputs
 from loopengine.commands._report import show_record
 from loopengine.contract import Loop, LoopLoader, Outcome, find_loop_files
 from loopengine.errors import ContractError
-from loopengine.store import Store, executions, intake, new_id, queue
+from loopengine.store import Store
 
 __all__ = ["find_loop", "run_pause", "run_trigger"]
 
@@ -46,10 +55,6 @@ def find_loop(workspace: Workspace, loader: LoopLoader, name: str) -> tuple[Loop
     raise ContractError(f"no loop '{name}' in {folder} (loops there: {listed}); give its file")
 
 
-async def _alive(store: Store, lease_s: float) -> bool:
-    return bool(await store.read(queue.active_daemons, time.time() - lease_s))
-
-
 async def run_trigger(
     console: Console,
     name: str,
@@ -59,68 +64,50 @@ async def run_trigger(
     as_json: bool,
     dry_run: bool = False,
 ) -> int:
-    from loopengine.app import Firing
-
     async with open_runtime(config) as runtime:
         loop, served = find_loop(runtime.workspace, runtime.loader, name)
         inputs = parse_inputs(pairs, loop)
-        key, constraints = f"manual:{new_id()}", {"dry_run": True} if dry_run else None
-        firing = Firing(loop, {"type": "manual", "id": "cli"}, key, inputs, constraints=constraints)
-        now = time.time()
-        [taken] = await runtime.store.write(intake.enqueue_all, [firing.arrival(now)], now)
+        queued = await perform(runtime.store, trigger(loop, inputs, "cli", dry_run=dry_run))
         lease_s = runtime.workspace.config.daemon.lease_s
-        if taken.status != queue.QUEUED:
-            raise ContractError(f"loop '{loop.id}' did not queue the job: {taken.reason}")
         if not served:
             folder = runtime.workspace.base / runtime.workspace.config.daemon.loops
             console.problem(
                 f"note: loop '{loop.id}' is not in {folder}: the job waits for a daemon whose "
                 "folder holds it"
             )
-        elif not await _alive(runtime.store, lease_s):
+        elif not await perform(runtime.store, daemons_alive(lease_s)):
             console.problem(
                 "note: no daemon is running on this store: the job waits in the queue until "
                 "`loopengine daemon` starts"
             )
         if not wait:
             if as_json:
-                console.json({"job_id": taken.job_id, "loop_id": loop.id, "status": "queued"})
+                console.json(asdict(queued))
             else:
-                console.print(f"queued job {taken.job_id} for {loop.id}")
+                console.print(f"queued job {queued.job_id} for {loop.id}")
             return 0
-        return await _wait_for(console, runtime.store, str(taken.job_id), as_json)
+        return await _wait_for(console, runtime.store, queued.job_id, as_json)
 
 
 async def _wait_for(console: Console, store: Store, job_id: str, as_json: bool) -> int:
     """Wait for the job's outcome, then print its execution as ``run`` does."""
-    while True:
-        job = await store.read(queue.get_job, job_id)
-        if job is not None and job.status in (queue.DONE, queue.SKIPPED):
-            break
+    while (job := await perform(store, finished_job(job_id))) is None:
         await anyio.sleep(_WAIT_POLL_S)
-    record = None
-    if job.execution_id is not None:
-        record = await store.read(executions.read_record, job.execution_id)
-    if record is None:
+    if job.execution_id is None:
         raise ContractError(f"job {job_id} ended without an execution: {job.reason}")
-    show_record(console, record, as_json)
+    show_record(console, await perform(store, execution(job.execution_id)), as_json)
     return 0 if Outcome(str(job.outcome)).succeeded else 1
 
 
 async def run_pause(
-    console: Console, loop_id: str, pause: bool, config: Path | None, as_json: bool
+    console: Console, loop_id: str, paused: bool, config: Path | None, as_json: bool
 ) -> int:
-    now = time.time()
     async with open_runtime(config, create=False) as runtime:
-        if pause:
-            changed = await runtime.store.write(queue.pause, loop_id, now)
-        else:
-            changed = await runtime.store.write(queue.unpause, loop_id)
-    state = "paused" if pause else "active"
+        done = await perform(runtime.store, pause(loop_id, paused))
     if as_json:
-        console.json({"loop_id": loop_id, "state": state, "changed": changed})
-    elif changed:
-        console.print(f"{loop_id} is {state}")
+        console.json(asdict(done))
+    elif done.changed:
+        console.print(f"{loop_id} is {done.state}")
     else:
-        console.print(f"{loop_id} was already {state}")
+        console.print(f"{loop_id} was already {done.state}")
     return 0

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import sys
-import time
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 from loopengine._secrets import MaskedStream
-from loopengine.app import read_settings, read_store
+from loopengine.app import daemon_status, read_now, read_settings, read_store
 from loopengine.commands._console import Console, near
 from loopengine.store import iso, status
 
@@ -40,8 +39,7 @@ def _trigger_name(trigger: status.ShownTrigger) -> str:
 def run_status(console: Console, config: Path | None, as_json: bool) -> int:
     settings = read_settings(config)
     with read_store(settings) as reader:
-        since = time.time() - settings.config.daemon.lease_s
-        view = reader.read(status.view, since)
+        view = read_now(reader, daemon_status(settings.config.daemon.lease_s))
     file = None if settings.file is None else str(settings.file.resolve())
     if as_json:
         console.json({"config": file, "store": settings.store, **view.as_json()})

@@ -7,17 +7,16 @@ in loops, and its start-up is most of its cost.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 from loopengine._json import NonFiniteNumber, loads
-from loopengine.app import open_reader, read_settings
+from loopengine.app import emit, events, open_reader, read_now, read_settings, write_now
 from loopengine.commands._console import Console
 from loopengine.commands._listing import name_filter
 from loopengine.errors import ContractError
-from loopengine.store import iso, signals, write_once
-from loopengine.triggers import MAX_EVENT_BYTES, MAX_EVENT_DEPTH, event_problem, nesting
+from loopengine.store import iso
+from loopengine.triggers import MAX_EVENT_BYTES, MAX_EVENT_DEPTH, nesting
 
 __all__ = ["run_emit", "run_events_list"]
 
@@ -46,16 +45,15 @@ def _event_data(text: str | None) -> Any:
 def run_emit(
     console: Console, name: str, data_text: str | None, config: Path | None, as_json: bool
 ) -> int:
-    if problem := event_problem(name):
-        raise ContractError(problem)
     data = _event_data(data_text)
-    now = time.time()
     url = read_settings(config).database_url
-    event_id = write_once(url, signals.insert_event, name, "cli", data, now)
+    event = write_now(url, emit(name, data, "cli"))
     if as_json:
-        console.json({"id": event_id, "name": name, "data": data, "created_at": iso(now)})
+        console.json(
+            {"id": event.id, "name": name, "data": data, "created_at": iso(event.created_at)}
+        )
     else:
-        console.print(f"emitted {name} (event {event_id})")
+        console.print(f"emitted {name} (event {event.id})")
     return 0
 
 
@@ -64,7 +62,7 @@ def run_events_list(
 ) -> int:
     wanted = name_filter(pattern, limit)
     with open_reader(config) as reader:
-        rows = reader.read(signals.list_events, wanted, limit)
+        rows = read_now(reader, events(wanted, limit))
     views = [
         {
             "id": row.id,

@@ -3,32 +3,34 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from loopengine._suggestions import did_you_mean
-from loopengine.app import open_reader
+from loopengine.app import MAX_LISTED, execution, history, named, open_reader, read_now
 from loopengine.commands._console import Console
-from loopengine.commands._report import MIN_PREFIX, NAMED, execution_named, show_record
-from loopengine.errors import ContractError, LoopEngineError
-from loopengine.store import executions
+from loopengine.commands._report import show_record
+from loopengine.errors import ContractError
 
-__all__ = ["MAX_HISTORY", "run_history", "run_show"]
-
-
-MAX_HISTORY = 10_000
-
-
-def _check_filters(limit: int, outcome: str | None) -> None:
-    """Refuse a filter that could only show nothing, or everything."""
+if TYPE_CHECKING:
     from loopengine.contract import Outcome
 
-    if not 1 <= limit <= MAX_HISTORY:
-        raise ContractError(f"--limit {limit}: write a whole number from 1 to {MAX_HISTORY}")
+__all__ = ["run_history", "run_show"]
+
+
+def _filters(limit: int, outcome: str | None) -> Outcome | None:
+    """The outcome ``--outcome`` names; refuses a filter that could only show nothing, or
+    everything."""
+    from loopengine.contract import Outcome
+
+    if not 1 <= limit <= MAX_LISTED:
+        raise ContractError(f"--limit {limit}: write a whole number from 1 to {MAX_LISTED}")
     known = [o.value for o in Outcome]
     if outcome is not None and outcome not in known:
         raise ContractError(
             f"--outcome {outcome}: not an outcome{did_you_mean(outcome, known)} "
             f"(outcomes: {', '.join(known)})"
         )
+    return None if outcome is None else Outcome(outcome)
 
 
 def run_history(
@@ -39,12 +41,10 @@ def run_history(
     config: Path | None,
     as_json: bool,
 ) -> int:
-    _check_filters(limit, outcome)
+    wanted = _filters(limit, outcome)
     with open_reader(config) as reader:
-        rows = reader.read(
-            executions.list_executions, loop_id=loop_id, outcome=outcome, limit=limit
-        )
-    views = [row.summary() for row in rows]
+        page = read_now(reader, history(loop_id, wanted, limit))
+    views = [row.summary() for row in page.rows]
     if as_json:
         console.json({"executions": views})
         return 0
@@ -75,10 +75,6 @@ def run_history(
 
 def run_show(console: Console, given: str, config: Path | None, as_json: bool) -> int:
     with open_reader(config) as reader:
-        found = reader.read(executions.ids_named, given, MIN_PREFIX, NAMED)
-        execution_id = execution_named(given, found)
-        record = reader.read(executions.read_record, execution_id)
-    if record is None:
-        raise LoopEngineError(f"no execution {execution_id!r} (see `loopengine history`)")
+        record = read_now(reader, execution(read_now(reader, named(given))))
     show_record(console, record, as_json)
     return 0

@@ -7,15 +7,21 @@ call it in loops, and its start-up is most of its cost.
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict
 from pathlib import Path
 
-from loopengine.app import open_reader, read_settings
+from loopengine.app import (
+    metric_series,
+    open_reader,
+    read_now,
+    read_settings,
+    record_metric,
+    write_now,
+)
 from loopengine.commands._console import Console
 from loopengine.commands._listing import name_filter
 from loopengine.errors import ContractError
-from loopengine.store import iso, signals, write_once
+from loopengine.store import iso
 
 __all__ = ["run_metric", "run_metrics_list"]
 
@@ -38,11 +44,12 @@ def run_metric(
     except ValueError:
         raise ContractError(f"metric value {value!r} is not a number") from None
     labels = _labels(pairs)
-    now = time.time()
     url = read_settings(config).database_url
-    write_once(url, signals.insert_metric, name, number, now, labels)
+    point = write_now(url, record_metric(name, number, labels))
     if as_json:
-        console.json({"name": name, "value": number, "labels": labels, "recorded_at": iso(now)})
+        console.json(
+            {"name": name, "value": number, "labels": labels, "recorded_at": iso(point.recorded_at)}
+        )
     else:
         console.print(f"recorded {name} = {number:g}")
     return 0
@@ -53,7 +60,7 @@ def run_metrics_list(
 ) -> int:
     wanted = name_filter(pattern, limit)
     with open_reader(config) as reader:
-        series = reader.read(signals.metric_series, wanted, limit)
+        series = read_now(reader, metric_series(wanted, limit))
     if as_json:
         console.json(
             {"metrics": [{**asdict(s), "recorded_at": iso(s.recorded_at)} for s in series]}

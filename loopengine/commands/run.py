@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from loopengine._resources import shipped_loop
-from loopengine.app import open_runtime
+from loopengine.app import open_runtime, record_of
 from loopengine.commands._console import Console
 from loopengine.commands._inputs import parse_inputs
 from loopengine.commands._progress import LivePhases
 from loopengine.commands._report import show_record
-from loopengine.store import executions, new_envelope
+from loopengine.store import new_envelope
 
 __all__ = ["run_loop"]
 
@@ -33,8 +33,7 @@ async def run_loop(
         inputs = parse_inputs(pairs, loop)
         envelope = new_envelope(loop.id, inputs, idempotency_key=idempotency_key)
         done = await runtime.engine.run(loop, envelope=envelope, dry_run=dry_run)
-        record = done.record or await runtime.store.read(executions.read_record, done.execution_id)
-    assert record is not None
+        record = await record_of(runtime, done)
     live.finish()
     show_record(console, record, as_json, phases=not live.live)
     return 0 if done.outcome.succeeded else 1
