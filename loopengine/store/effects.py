@@ -8,14 +8,13 @@ transaction of the execution's row and phase rows, so they are kept exactly when
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 
 from loopengine.store._fastpath import Encoded
 from loopengine.store._record import ExecutionRow, JobEnvelope
 from loopengine.store.approvals import Approval, insert_approval
-from loopengine.store.autolearn import RecordReply
 from loopengine.store.executions import (
     PhaseRows,
     insert_execution,
@@ -38,7 +37,6 @@ __all__ = [
     "PutState",
     "QueueReview",
     "RecordMetrics",
-    "RecordReply",
     "RequestApproval",
     "write_commit",
 ]
@@ -167,16 +165,11 @@ class RequestApproval:
         insert_approval(connection, self.approval())
 
 
-Effect = (
-    AuditEntry
-    | IndexArtifacts
-    | RecordMetrics
-    | QueueReview
-    | PutState
-    | AppendEvent
-    | RequestApproval
-    | RecordReply
-)
+class Effect(Protocol):
+    """A write the store makes in an execution's commit (``write_commit``): one of the values
+    above, or a store module's own (``autolearn.RecordReply``) that a skill hands over."""
+
+    def apply(self, connection: sa.Connection) -> None: ...
 
 
 @dataclass(slots=True)
