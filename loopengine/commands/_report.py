@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from loopengine._json import JSON
 from loopengine.commands._console import Console, near
 from loopengine.commands._progress import phase_note
 from loopengine.contract import Outcome
-from loopengine.store import ExecutionRecord
+from loopengine.store import ExecutionRecord, PhaseResult, iso
+from loopengine.store.approvals import Approval
 
 __all__ = ["plan_lines", "show_record"]
 
@@ -29,70 +32,74 @@ def show_record(
 ) -> None:
     """An execution as ``show`` prints it: the full view with ``--json``, else the summary
     (without the phase table when live lines have just shown the phases)."""
-    view = record.view()
     if as_json:
-        console.json(view)
+        console.json(record.view())
     else:
-        _print_summary(console, view, phases=phases)
+        _print_summary(console, record, phases=phases)
 
 
-def _print_summary(console: Console, view: dict[str, Any], *, phases: bool = True) -> None:
+def _print_summary(console: Console, record: ExecutionRecord, *, phases: bool = True) -> None:
     """The human summary of an execution record."""
-    outcome = view["outcome"] or view["status"]
+    execution = record.execution
+    data = execution.context.get("data", {})
+    outcome = execution.outcome or execution.status
     good = outcome in _SUCCEEDED
     console.print(
-        f"{console.style(view['loop_id'], 'bold')}  {view['execution_id']}  "
+        f"{console.style(execution.loop_id, 'bold')}  {execution.id}  "
         + console.style(outcome, "green" if good else "red", "bold")
     )
-    decision = view.get("decision")
+    decision = data.get("decision")
     if decision:
         console.print(f"  decision: {decision.get('action')} ({decision.get('reason')})")
-    gated = view.get("plan") is not None and outcome in _BEFORE_ACT
-    for line in _analysis_lines(view.get("analysis")) if gated else ():
+    plan = record.plan
+    gated = plan is not None and outcome in _BEFORE_ACT
+    for line in _analysis_lines(data.get("analysis")) if gated else ():
         console.print(line)
-    _print_approval(console, view, gated)
-    for line in plan_lines(view["plan"]) if gated else ():
+    _print_approval(console, record.approval, decision, gated)
+    for line in plan_lines(plan) if plan is not None and gated else ():
         console.print(line)
-    if view.get("error") and view["error"] != (view.get("approval") or {}).get("note"):
+    note = record.approval.note if record.approval is not None else None
+    if execution.error and execution.error != note:
         if outcome in _ANSWERED:  # a person's note, or why it was escalated: not a failure
-            console.print(f"  note: {view['error']}")
+            console.print(f"  note: {execution.error}")
         else:
-            console.print("  error: " + console.style(str(view["error"]), "red"))
+            console.print("  error: " + console.style(execution.error, "red"))
     if phases:
-        _print_phases(console, view)
-    results = _results(view)
+        _print_phases(console, record.phases)
+    results = _results(record.phases)
     for line in results[:_SHOWN_RESULTS]:
         console.print(line)
     if len(results) > _SHOWN_RESULTS:
         more = len(results) - _SHOWN_RESULTS
         console.print(f"  … and {more} more results (`show --json` has them all)")
-    for artifact in view.get("artifacts", ()):
-        console.print(f"  artifact {artifact['name']}: {near(artifact['location'])}")
+    for artifact in record.artifacts:
+        console.print(f"  artifact {artifact.name}: {near(artifact.location)}")
 
 
-def _print_approval(console: Console, view: dict[str, Any], gated: bool) -> None:
-    gate = view.get("approval")
-    if gate:
+def _print_approval(
+    console: Console, gate: Approval | None, decision: Mapping[str, Any] | None, gated: bool
+) -> None:
+    if gate is not None:
         when = (
-            f"deadline {gate['deadline']}"
-            if gate["status"] == "pending"
-            else f"{gate['decided_at']}" + (f": {gate['note']}" if gate.get("note") else "")
+            f"deadline {iso(gate.deadline)}"
+            if gate.status == "pending"
+            else f"{iso(gate.decided_at)}" + (f": {gate.note}" if gate.note else "")
         )
-        console.print(f"  approval: {gate['action']} {gate['status']} ({when})")
+        console.print(f"  approval: {gate.action} {gate.status} ({when})")
     elif gated:  # a dry run, stopped where the real run waits
-        action = (view.get("decision") or {}).get("action")
+        action = (decision or {}).get("action")
         console.print(f"  approval: {action} would wait for approval (dry run)")
 
 
-def _print_phases(console: Console, view: dict[str, Any]) -> None:
+def _print_phases(console: Console, phases: Sequence[PhaseResult]) -> None:
     rows = [("phase", "ms", "ok", "outcome / note")]
-    for phase in view["phases"]:
-        skipped = phase["data"].get("skipped")
-        note = skipped or phase_note(phase["data"]) or phase["outcome"] or ""
-        if phase["errors"]:
-            note = phase["errors"][0]
-        ran = "–" if skipped else "yes" if phase["success"] else "no"
-        rows.append((phase["phase"], f"{phase['duration_ms']:.1f}", ran, str(note)))
+    for phase in phases:
+        skipped = phase.data.get("skipped")
+        note = skipped or phase_note(phase.data) or phase.outcome or ""
+        if phase.errors:
+            note = phase.errors[0]
+        ran = "–" if skipped else "yes" if phase.success else "no"
+        rows.append((phase.phase, f"{phase.duration_ms:.1f}", ran, str(note)))
     console.table(rows, (("bold",), (), (), ()))
 
 
@@ -108,7 +115,7 @@ def _analysis_lines(analysis: Any) -> list[str]:
     return [f"  analysis {name}: {_short(found)}" for name, found in steps]
 
 
-def plan_lines(plan: list[dict[str, Any]]) -> list[str]:
+def plan_lines(plan: Sequence[Mapping[str, JSON]]) -> list[str]:
     """A line for each action a gated decision would run: its skill, params and items."""
     lines = []
     for step in plan:
@@ -126,12 +133,12 @@ def plan_lines(plan: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def _results(view: dict[str, Any]) -> list[str]:
+def _results(phases: Sequence[PhaseResult]) -> list[str]:
     """A line for what each action call returned (a built-in decision's is on the act line)."""
     lines = []
-    for phase in view["phases"]:
-        builtin = phase["data"].get("builtin")
-        for call in phase["data"].get("calls", ()):
+    for phase in phases:
+        builtin = phase.data.get("builtin")
+        for call in phase.data.get("calls", ()):
             if "result" in call and call["step"] != builtin:
                 dry = " (dry run)" if call.get("dry_run") else ""
                 lines.append(f"  result of {call['step']}{dry}: {_short(call['result'])}")

@@ -10,6 +10,7 @@ from loopengine.app import MAX_LISTED, execution, history, named, open_reader, r
 from loopengine.commands._console import Console
 from loopengine.commands._report import show_record
 from loopengine.errors import ContractError
+from loopengine.store import iso
 
 if TYPE_CHECKING:
     from loopengine.contract import Outcome
@@ -44,11 +45,10 @@ def run_history(
     wanted = _filters(limit, outcome)
     with open_reader(config) as reader:
         page = read_now(reader, history(loop_id, wanted, limit))
-    views = [row.summary() for row in page.rows]
     if as_json:
-        console.json({"executions": views})
+        console.json({"executions": [row.summary() for row in page.rows]})
         return 0
-    if not views:
+    if not page.rows:
         filters = [f"loop {loop_id}"] if loop_id else []
         filters += [f"outcome {outcome}"] if outcome else []
         if filters:
@@ -57,17 +57,11 @@ def run_history(
             console.print("No executions yet: start one with `loopengine run LOOP.yaml`.")
         return 0
     table = [("execution", "loop", "trigger", "outcome", "started", "ms")]
-    for view in views:
-        duration = "" if view["duration_ms"] is None else f"{view['duration_ms']:.0f}"
+    for row in page.rows:
+        duration = "" if row.duration_ms is None else f"{row.duration_ms:.0f}"
+        started = str(iso(row.started_at))
         table.append(
-            (
-                view["execution_id"],
-                view["loop_id"],
-                view["trigger_type"],
-                str(view["outcome"] or view["status"]),
-                str(view["started_at"]),
-                duration,
-            )
+            (row.id, row.loop_id, row.trigger_type, row.outcome or row.status, started, duration)
         )
     console.table(table, (("dim",), ("bold",), ("dim",), (), (), ()))
     return 0

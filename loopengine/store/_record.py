@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from loopengine._json import JSONObject
 from loopengine.errors import ContractError
 
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ class PhaseResult:
     def duration_ms(self) -> float:
         return _ms(self.started_at, self.completed_at)
 
-    def stored(self) -> dict[str, Any]:
+    def stored(self) -> JSONObject:
         """The phase as its commit's row lists it (``phases.results``)."""
         return {
             "phase": self.phase,
@@ -104,7 +105,7 @@ class PhaseResult:
             item["outcome"],
         )
 
-    def view(self) -> dict[str, Any]:
+    def view(self) -> JSONObject:
         return {
             "phase": self.phase,
             "started_at": iso(self.started_at),
@@ -140,7 +141,7 @@ class JobEnvelope:
     constraints: Mapping[str, Any] = field(default_factory=dict)
     idempotency_key: str = ""
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSONObject:
         return {
             "job_id": self.job_id,
             "trace_id": self.trace_id,
@@ -248,7 +249,7 @@ class ExecutionRow(Record):
     def duration_ms(self) -> float | None:
         return None if self.completed_at is None else _ms(self.started_at, self.completed_at)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> JSONObject:
         """One line of ``history``."""
         return {
             "execution_id": self.id,
@@ -274,7 +275,7 @@ class ExecutionRecord:
     artifacts: tuple[Artifact, ...]
 
     @property
-    def plan(self) -> list[dict[str, Any]] | None:
+    def plan(self) -> list[JSONObject] | None:
         """What a gated decision would run (its params, the items it would affect), as decide
         recorded it; None when the decision was not gated."""
         for phase in self.phases:
@@ -283,7 +284,7 @@ class ExecutionRecord:
                 return gate.get("plan") if isinstance(gate, dict) else None
         return None
 
-    def view(self) -> dict[str, Any]:
+    def view(self) -> JSONObject:
         """The full record as ``show --json`` prints it."""
         execution = self.execution
         data = execution.context.get("data", {})

@@ -8,6 +8,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from loopengine._json import JSONObject
 from loopengine.store._record import Record, iso
 from loopengine.store._tables import approvals, phases
 
@@ -87,8 +88,8 @@ class WaitingApproval:
     deadline: float
     time_left_s: float
     overdue: bool
-    decision: dict[str, Any] | None
-    plan: list[dict[str, Any]] | None
+    decision: JSONObject | None
+    plan: list[JSONObject] | None
 
     @classmethod
     def of(cls, gate: Approval, decided: Mapping[str, Any] | None, now: float) -> WaitingApproval:
@@ -107,7 +108,7 @@ class WaitingApproval:
             plan.get("plan"),
         )
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> JSONObject:
         """What ``loopengine approvals --json`` and ``GET /approvals`` list (times in ISO)."""
         return {
             "execution_id": self.execution_id,

@@ -10,6 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 
 import loopengine.store._fastpath as fastpath
+from loopengine._json import JSONObject
 from loopengine.store import executions, health, memory, prompts, threads
 from loopengine.store._record import ExecutionRow, Record, iso
 from loopengine.store._tables import autolearn_history, chat_scores, routing_orders, score_history
@@ -102,11 +103,11 @@ class HistoryEntry(Record):
     id: int
     kind: str
     category: str | None
-    detail: dict[str, Any]
+    detail: JSONObject
     execution_id: str | None
     created_at: float
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> JSONObject:
         """The entry as ``GET /autolearn/history`` and ``autolearn history --json`` show it."""
         return {**asdict(self), "created_at": iso(self.created_at)}
 
@@ -410,12 +411,12 @@ class Rollback:
     restored: int
     reason: str
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> JSONObject:
         """The rollback as the history keeps it, with its category."""
         return {"category": self.category, **self.detail}
 
     @property
-    def detail(self) -> dict[str, Any]:
+    def detail(self) -> JSONObject:
         return {"from": self.version, "to": self.restored, "reason": self.reason}
 
 

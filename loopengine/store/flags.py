@@ -8,6 +8,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from loopengine._json import JSONObject
 from loopengine.store._record import iso
 from loopengine.store._tables import feature_flags
 
@@ -26,7 +27,7 @@ class Flag:
     def from_row(cls, row: Mapping[Any, Any]) -> Flag:
         return cls(row["name"], bool(row["enabled"]), row["updated_at"])
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> JSONObject:
         """The flag as ``flags list --json`` prints it."""
         return {"name": self.name, "enabled": self.enabled, "updated_at": iso(self.updated_at)}
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from loopengine._json import JSONObject
 from loopengine.store._dialect import dialect_insert
 from loopengine.store._record import Record
 from loopengine.store._tables import memory_exchanges, memory_profiles
@@ -55,7 +56,7 @@ class UserMemory(Record):
 
     user_id: str
     exchanges: int
-    profile: dict[str, Any] | None
+    profile: JSONObject | None
     profiled_at: int
     summary: str | None
     summary_node: str | None
@@ -165,7 +166,7 @@ def most_pending(connection: sa.Connection) -> int:
 
 
 def put_profile(
-    connection: sa.Connection, user_id: str, detected: dict[str, Any], at: int, now: float
+    connection: sa.Connection, user_id: str, detected: JSONObject, at: int, now: float
 ) -> None:
     """Store the profile detected from the user's exchanges up to their ``at``-th."""
     connection.execute(

@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import sqlalchemy as sa
 
+from loopengine._json import JSONObject
 from loopengine.store import executions, queue
 from loopengine.store._record import ExecutionRow, iso
 
@@ -24,7 +24,7 @@ class ShownTrigger:
     type: str
     next_fire: float | None
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> JSONObject:
         return {"id": self.id, "type": self.type, "next_fire": iso(self.next_fire)}
 
 
@@ -38,7 +38,7 @@ class ServedLoop:
     triggers: tuple[ShownTrigger, ...]
     paused_at: float | None
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> JSONObject:
         """One loop of ``GET /loops`` and ``status --json``."""
         return {
             "loop_id": self.loop_id,
@@ -59,7 +59,7 @@ class View:
     depth: dict[str, int]
     """Jobs ``queued`` and ``running``."""
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> JSONObject:
         """What ``loopengine status --json`` and ``GET /status`` show."""
         return {
             "daemons": [
