@@ -12,9 +12,10 @@ import secrets
 import string
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from loopengine._json import JSONObject
+if TYPE_CHECKING:
+    from loopengine.store.threads import MessageToolCall
 
 __all__ = ["ParsedReply", "ToolCall", "new_call_id", "parse_arguments", "parse_reply"]
 
@@ -41,7 +42,7 @@ class ToolCall:
     arguments: dict[str, Any]
     problem: str | None = None
 
-    def as_message(self) -> JSONObject:
+    def as_message(self) -> MessageToolCall:
         """The call as it goes back into the thread (OpenAI shape)."""
         return {
             "id": self.id,
