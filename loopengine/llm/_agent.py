@@ -14,7 +14,7 @@ from loopengine._json import JSONObject
 from loopengine.contract import Node
 from loopengine.llm._client import Completion
 from loopengine.llm._guard import LoopGuard, call_key
-from loopengine.llm._toolbox import Toolbox, ToolOutcome
+from loopengine.llm._toolbox import Toolbox, ToolOutcome, ToolSpec
 from loopengine.llm._toolcalls import ToolCall, parse_reply
 from loopengine.skills import Progress
 
@@ -123,7 +123,9 @@ class ChatNode(Protocol):
     name: str
     node: Node
 
-    async def chat(self, messages: Sequence[ChatMessage], tools: Any = None) -> Completion: ...
+    async def chat(
+        self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec] | None = None
+    ) -> Completion: ...
 
 
 async def _run_calls(toolbox: Toolbox, calls: Sequence[ToolCall]) -> list[ToolOutcome]:
