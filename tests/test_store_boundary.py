@@ -19,7 +19,7 @@ STORE = ROOT / "store"
 OUTSIDE = sorted(path for path in ROOT.rglob("*.py") if STORE not in path.parents)
 _STORE_CALLS = frozenset({"read", "write", "submit", "write_once"})
 UNTYPED = re.compile(r"dict\[str, Any\]")
-UNTYPED_MOST = 242
+UNTYPED_MOST = 192
 """``dict[str, Any]`` in the package may not grow past this (the goal is 200)."""
 
 
