@@ -19,8 +19,8 @@ STORE = ROOT / "store"
 OUTSIDE = sorted(path for path in ROOT.rglob("*.py") if STORE not in path.parents)
 _STORE_CALLS = frozenset({"read", "write", "submit", "write_once"})
 UNTYPED = re.compile(r"dict\[str, Any\]")
-UNTYPED_MOST = 218
-"""``dict[str, Any]`` in the package may not grow past this (the goal is 200)."""
+UNTYPED_MOST = 168
+"""``dict[str, Any]`` in the package may not grow past this (it was 418; the goal was 200)."""
 
 
 def _name(path: Path) -> str:

@@ -4,8 +4,9 @@ seed 000 §5: what ``loopengine chat`` and the daemon's chat endpoints share."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
+from loopengine._json import JSONObject
 from loopengine._resources import shipped_loop
 from loopengine.app._runtime import Runtime, listening
 from loopengine.contract import Loop, Outcome, input_problems
@@ -31,13 +32,13 @@ class ChatAnswer:
     mode: str | None
     turns: int
     session_id: str | None
-    chain: list[dict[str, Any]]
-    tools_used: list[dict[str, Any]]
+    chain: list[JSONObject]
+    tools_used: list[JSONObject]
     execution_id: str
     outcome: Outcome
     tokens: int
 
-    def response(self) -> dict[str, Any]:
+    def response(self) -> JSONObject:
         """The chat response: what ``loopengine chat --json`` prints and ``POST /chat`` returns."""
         return {name: getattr(self, name) for name in _RESPONSE}
 

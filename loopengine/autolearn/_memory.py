@@ -17,10 +17,13 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from statistics import median
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loopengine._json import JSONObject
 from loopengine.autolearn._text import CONTROL, drop_think
+
+if TYPE_CHECKING:
+    from loopengine.store.threads import ChatMessage
 
 __all__ = [
     "EXCHANGE_CHARS",
@@ -257,7 +260,7 @@ def _topics(words: list[list[str]]) -> tuple[str, ...]:
 
 def summary_messages(
     exchanges: Sequence[Exchange], previous: str | None, profile: Profile
-) -> list[dict[str, str]]:
+) -> list[ChatMessage]:
     """The chat messages asking a node for a deep summary of the user: the previous summary, the
     profile and the exchanges (oldest first, each side cut to ``EXCHANGE_CHARS``), the oldest
     left out so that both messages hold at most 12,000 characters."""

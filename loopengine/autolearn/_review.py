@@ -27,6 +27,7 @@ from loopengine.autolearn._scores import Sample
 
 if TYPE_CHECKING:
     from loopengine.store.autolearn import ChatSample
+    from loopengine.store.threads import ChatMessage
 from loopengine.autolearn._text import CONTROL, drop_think
 
 __all__ = [
@@ -149,7 +150,7 @@ def _instructions(label: str, text: str) -> str:
     return f"{label}:\n<instructions>\n{_shown(text, MAX_PROMPT) or '(none)'}\n</instructions>\n"
 
 
-def _messages(system: str, head: str, weak: Sequence[Weak]) -> list[dict[str, str]]:
+def _messages(system: str, head: str, weak: Sequence[Weak]) -> list[ChatMessage]:
     """System and user messages, with as many weak exchanges (weakest first) as fit the bound."""
     user, room = head, _MAX_SHOWN - len(system) - len(head)
     for index, item in enumerate(weak, 1):
@@ -168,7 +169,7 @@ def _category(category: str) -> str:
     return f"Category: {_shown(category, 100)}\n"
 
 
-def review_messages(category: str, current: str, weak: Sequence[Weak]) -> list[dict[str, str]]:
+def review_messages(category: str, current: str, weak: Sequence[Weak]) -> list[ChatMessage]:
     """Ask the review node for improved instructions, answered between ``<prompt>`` tags."""
     system = (
         "You improve the instructions appended to a chat assistant's system prompt for the "
@@ -186,7 +187,7 @@ def review_messages(category: str, current: str, weak: Sequence[Weak]) -> list[d
 
 def validation_messages(
     category: str, current: str, candidate: str, weak: Sequence[Weak]
-) -> list[dict[str, str]]:
+) -> list[ChatMessage]:
     """Ask the grader to grade the candidate 1–10, answered with the number only."""
     system = (
         "You grade a proposed change to the instructions appended to a chat assistant's system "
@@ -206,7 +207,7 @@ def validation_messages(
 
 def vote_messages(
     category: str, current: str, candidate: str, validation: float
-) -> list[dict[str, str]]:
+) -> list[ChatMessage]:
     """Ask the analysis node to approve or reject the change: APPROVE or REJECT on the first
     line, a one-line reason on the second."""
     system = (

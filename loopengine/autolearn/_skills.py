@@ -13,8 +13,11 @@ from loopengine.errors import SkillError
 from loopengine.skills import SkillContext, skill
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from loopengine.store import Store
     from loopengine.store.autolearn import ChatSample
+    from loopengine.store.threads import ChatMessage
 
 __all__ = [
     "GRADE_TIMEOUT_S",
@@ -64,7 +67,7 @@ async def current_orders(ctx: SkillContext) -> dict[str, list[str]]:
 
 
 async def ask(
-    runtime: Any, node: str, messages: list[dict[str, str]], timeout_s: float
+    runtime: Any, node: str, messages: Sequence[ChatMessage], timeout_s: float
 ) -> str | None:
     """``node``'s answer (its reasoning left out); None when it is cooling down, fails or takes
     over ``timeout_s`` (then it cools down, so the next call does not wait as long again)."""

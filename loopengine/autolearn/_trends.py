@@ -4,9 +4,12 @@ asked about it (seed 003: "analyse tendances via M1", optional); pure."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loopengine._json import JSONObject
+
+if TYPE_CHECKING:
+    from loopengine.store.threads import ChatMessage
 
 __all__ = ["MAX_ANALYSIS", "trend_messages", "trends"]
 
@@ -33,7 +36,7 @@ def trends(
     return found
 
 
-def trend_messages(found: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict[str, str]]:
+def trend_messages(found: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[ChatMessage]:
     """Ask the analysis node which nodes improve or degrade and what the routing should watch,
     in three sentences at most; the scores are data, shown as such."""
     lines = []

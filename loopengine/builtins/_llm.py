@@ -9,12 +9,14 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from loopengine._json import JSONObject
 from loopengine.errors import SkillError
 from loopengine.skills import SkillContext, SkillOutput, skill
 
 if TYPE_CHECKING:
     from loopengine.builtins._runtime import ChatContext, LLMRuntime
     from loopengine.llm import ChainResult, Hooks, RoundCommit
+    from loopengine.store.threads import ChatMessage
 
 __all__ = ["classify", "llm_agent", "llm_reflexive"]
 
@@ -31,7 +33,7 @@ def _runtime(ctx: SkillContext) -> LLMRuntime:
 
 
 @skill("llm.classify", description="Classify a chat message as simple or reflexive (seed rules).")
-async def classify(ctx: SkillContext, message: str, category: str | None = None) -> dict[str, Any]:
+async def classify(ctx: SkillContext, message: str, category: str | None = None) -> JSONObject:
     from loopengine.llm import classify_complexity
 
     result = classify_complexity(message, category)
@@ -103,7 +105,7 @@ async def _converse(
     session_id = session or uuid.uuid4().hex
     asking = f"{ctx.idempotency_key}:user"
     context, conversation, asked = await runtime.prepare(category, user, session_id, asking)
-    question = [{"role": "user", "content": message}]
+    question: list[ChatMessage] = [{"role": "user", "content": message}]
     sent = None if asked else conversation.commit(question, asking)
     calls = {"tokens": 0, "llm_calls": 0}
 
@@ -115,7 +117,7 @@ async def _converse(
     rounds = 0
     attempt = f"{ctx.idempotency_key}:{uuid.uuid4().hex[:12]}"
 
-    def on_round(messages: list[dict[str, Any]]) -> RoundCommit:
+    def on_round(messages: list[ChatMessage]) -> RoundCommit:
         nonlocal rounds
         rounds += 1
         return conversation.commit(messages, f"{attempt}:round:{rounds}")
@@ -127,7 +129,7 @@ async def _converse(
     finally:
         if sent is not None:
             await sent.committed
-    answer = [{"role": "assistant", "content": result.reply}]
+    answer: list[ChatMessage] = [{"role": "assistant", "content": result.reply}]
     reply = conversation.batch(answer, f"{attempt}:reply") if result.reply else None
     samples = _samples(ctx, result, message, session_id, category, context.prompt_version)
     exchange = {
@@ -168,7 +170,7 @@ async def llm_agent(
     routed = _category(ctx, category, "simple")
 
     async def run(
-        runtime: LLMRuntime, history: list[dict[str, Any]], hooks: Hooks, context: ChatContext
+        runtime: LLMRuntime, history: list[ChatMessage], hooks: Hooks, context: ChatContext
     ) -> ChainResult:
         return await run_simple(
             runtime.cluster,
@@ -203,7 +205,7 @@ async def llm_reflexive(
         chosen = chain_stages(ctx.config.cluster.chain)
 
     async def run(
-        runtime: LLMRuntime, history: list[dict[str, Any]], hooks: Hooks, context: ChatContext
+        runtime: LLMRuntime, history: list[ChatMessage], hooks: Hooks, context: ChatContext
     ) -> ChainResult:
         return await run_chain(
             runtime.cluster,

@@ -7,16 +7,19 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from loopengine._concurrency import run_all
 from loopengine._json import JSONObject
 from loopengine.contract import Node
 from loopengine.llm._client import Completion
 from loopengine.llm._guard import LoopGuard, call_key
-from loopengine.llm._toolbox import Toolbox, ToolOutcome
+from loopengine.llm._toolbox import Toolbox, ToolOutcome, ToolSpec
 from loopengine.llm._toolcalls import ToolCall, parse_reply
 from loopengine.skills import Progress
+
+if TYPE_CHECKING:
+    from loopengine.store.threads import ChatMessage
 
 __all__ = [
     "ANSWER_AFTER_STOP",
@@ -52,7 +55,7 @@ class StageReport:
     reply: str = ""
     reason: str | None = None
     tools_used: list[JSONObject] = field(default_factory=list)
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[ChatMessage] = field(default_factory=list)
     duration_ms: float = 0.0
     tokens: int = 0
     output_tokens: int = 0
@@ -90,11 +93,11 @@ class RoundCommit:
     commit, which settles with None when the store holds exactly that thread, else with the
     store's thread (the next call's answer is then discarded and the call made again)."""
 
-    thread: list[dict[str, Any]]
-    committed: Awaitable[list[dict[str, Any]] | None]
+    thread: list[ChatMessage]
+    committed: Awaitable[list[ChatMessage] | None]
 
 
-RoundHook = Callable[[list[dict[str, Any]]], RoundCommit]
+RoundHook: TypeAlias = "Callable[[list[ChatMessage]], RoundCommit]"
 """Told each round's messages (assistant tool calls + results) as the round ends."""
 
 
@@ -120,7 +123,9 @@ class ChatNode(Protocol):
     name: str
     node: Node
 
-    async def chat(self, messages: Sequence[dict[str, Any]], tools: Any = None) -> Completion: ...
+    async def chat(
+        self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec] | None = None
+    ) -> Completion: ...
 
 
 async def _run_calls(toolbox: Toolbox, calls: Sequence[ToolCall]) -> list[ToolOutcome]:
@@ -154,7 +159,7 @@ class _Run:
     def __init__(
         self,
         client: ChatNode,
-        messages: Sequence[dict[str, Any]],
+        messages: Sequence[ChatMessage],
         toolbox: Toolbox,
         tools: Sequence[str] | None,
         hooks: Hooks,
@@ -166,7 +171,7 @@ class _Run:
         self.history = list(messages)
         self.prefix = [m for m in self.history if m.get("role") == "system"]
         self.guard = LoopGuard()
-        self.pending: Awaitable[list[dict[str, Any]] | None] | None = None
+        self.pending: Awaitable[list[ChatMessage] | None] | None = None
 
     async def settle(self) -> bool:
         """Wait for the last round's commit; True when the thread held was not the store's."""
@@ -204,7 +209,7 @@ class _Run:
             self.report.status, self.report.reason = "budget", reason
         return reason is not None
 
-    def add(self, message: dict[str, Any]) -> None:
+    def add(self, message: ChatMessage) -> None:
         self.history.append(message)
         self.report.messages.append(message)
 
@@ -258,7 +263,7 @@ class _Run:
 
 async def run_agent(
     client: ChatNode,
-    messages: Sequence[dict[str, Any]],
+    messages: Sequence[ChatMessage],
     toolbox: Toolbox,
     *,
     tools: Sequence[str] | None = None,

@@ -7,13 +7,16 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from loopengine._json import JSONObject
 from loopengine.errors import LLMError
 from loopengine.llm._agent import NO_HOOKS, Hooks, StageReport, run_agent
 from loopengine.llm._cluster import Cluster, Explore
 from loopengine.llm._toolbox import Toolbox
+
+if TYPE_CHECKING:
+    from loopengine.store.threads import ChatMessage
 
 __all__ = [
     "DEFAULT_STAGES",
@@ -108,19 +111,19 @@ def _briefing(stages: Sequence[StageReport]) -> str | None:
 
 
 def _messages(
-    role: str, history: Sequence[dict[str, Any]], briefing: str | None, instructions: str | None
-) -> list[dict[str, Any]]:
+    role: str, history: Sequence[ChatMessage], briefing: str | None, instructions: str | None
+) -> list[ChatMessage]:
     system = _ROLES.get(role, role)
     if instructions:
         system = f"{system}\n\n{instructions}"
-    messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+    messages: list[ChatMessage] = [{"role": "system", "content": system}]
     messages.extend(history)
     if briefing:
         messages.append({"role": "system", "content": briefing})
     return messages
 
 
-def answer_messages(message: str, instructions: str | None) -> list[dict[str, Any]]:
+def answer_messages(message: str, instructions: str | None) -> list[ChatMessage]:
     """What a single node answering ``message`` alone is sent (how autoreview replays it)."""
     return _messages("answer", [{"role": "user", "content": message}], None, instructions)
 
@@ -134,7 +137,7 @@ def _skipped(spec: StageSpec, cluster: Cluster, reason: str) -> StageReport:
 async def _stage(
     spec: StageSpec,
     cluster: Cluster,
-    history: Sequence[dict[str, Any]],
+    history: Sequence[ChatMessage],
     done: Sequence[StageReport],
     toolbox: Toolbox,
     turns: int,
@@ -166,7 +169,7 @@ async def _stage(
 
 async def run_chain(
     cluster: Cluster,
-    history: Sequence[dict[str, Any]],
+    history: Sequence[ChatMessage],
     toolbox: Toolbox,
     *,
     stages: Sequence[StageSpec] = DEFAULT_STAGES,
@@ -199,7 +202,7 @@ async def run_chain(
 
 async def run_simple(
     cluster: Cluster,
-    history: Sequence[dict[str, Any]],
+    history: Sequence[ChatMessage],
     toolbox: Toolbox,
     category: str,
     *,

@@ -8,7 +8,7 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 import anyio
 import httpx
@@ -17,7 +17,11 @@ from loopengine.contract import Node
 from loopengine.errors import LLMError
 from loopengine.llm._stream import DONE, Assembly, event_data, token_usage
 
-__all__ = ["ChatClient", "Completion", "TextSink"]
+if TYPE_CHECKING:
+    from loopengine.llm._toolbox import ToolSpec
+    from loopengine.store.threads import ChatMessage
+
+__all__ = ["ChatClient", "ChatRequest", "Completion", "TextSink"]
 
 TextSink = Callable[[str], None]
 """Told each piece of an answer's text as a streamed call receives it."""
@@ -26,11 +30,29 @@ _RETRYABLE = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 _MAX_RETRY_AFTER_S = 30.0
 
 
+class StreamOptions(TypedDict):
+    include_usage: bool
+
+
+class ChatRequest(TypedDict):
+    """A chat completion request's body, as a node is sent it (OpenAI shape)."""
+
+    model: str
+    messages: list[ChatMessage]
+    tools: NotRequired[list[ToolSpec]]
+    tool_choice: NotRequired[str]
+    max_tokens: NotRequired[int]
+    temperature: NotRequired[float]
+    stream: NotRequired[bool]
+    stream_options: NotRequired[StreamOptions]
+
+
 @dataclass(frozen=True, slots=True)
 class Completion:
-    """One answer: the first choice, token usage and how long it took."""
+    """One answer: the first choice, as the node sent it (``parse_reply`` reads it, trusting
+    none of it), token usage and how long it took."""
 
-    choice: dict[str, Any]
+    choice: Mapping[str, Any]
     usage: dict[str, int]
     model: str
     latency_ms: float
@@ -84,18 +106,19 @@ class ChatClient:
 
     def _body(
         self,
-        messages: Sequence[Mapping[str, Any]],
-        tools: Sequence[Mapping[str, Any]] | None,
-        **extra: Any,
-    ) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.node.model, "messages": list(messages)}
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolSpec] | None,
+        temperature: float | None,
+    ) -> ChatRequest:
+        body: ChatRequest = {"model": self.node.model, "messages": list(messages)}
         if tools:
             body["tools"] = list(tools)
             if self.node.tool_choice:
                 body["tool_choice"] = "auto"
         if self.node.max_tokens is not None:
             body["max_tokens"] = self.node.max_tokens
-        body.update({k: v for k, v in extra.items() if v is not None})
+        if temperature is not None:
+            body["temperature"] = temperature
         return body
 
     def _unreachable(self, exc: httpx.TransportError) -> LLMError:
@@ -114,7 +137,7 @@ class ChatClient:
             retry_after=_retry_after(response),
         )
 
-    async def _plain(self, body: dict[str, Any], started: float) -> Completion:
+    async def _plain(self, body: ChatRequest, started: float) -> Completion:
         try:
             response = await self.http.post(self.url, json=body, headers=self.headers)
         except httpx.TransportError as exc:
@@ -138,7 +161,7 @@ class ChatClient:
         )
 
     async def _streamed(
-        self, body: dict[str, Any], started: float, on_text: TextSink | None
+        self, body: ChatRequest, started: float, on_text: TextSink | None
     ) -> Completion:
         body = {**body, "stream": True, "stream_options": {"include_usage": True}}
         assembly = Assembly()
@@ -171,8 +194,8 @@ class ChatClient:
 
     async def chat(
         self,
-        messages: Sequence[Mapping[str, Any]],
-        tools: Sequence[Mapping[str, Any]] | None = None,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolSpec] | None = None,
         *,
         temperature: float | None = None,
         on_text: TextSink | None = None,
@@ -181,7 +204,7 @@ class ChatClient:
 
         Streamed when the node says ``stream: true`` or ``on_text`` wants the answer's text as it
         comes; the deadline covers the whole stream, not each chunk."""
-        body = self._body(messages, tools, temperature=temperature)
+        body = self._body(messages, tools, temperature)
         streamed = self.node.stream or on_text is not None
         deadline = self.node.timeout_s
         try:

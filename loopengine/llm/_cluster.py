@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import httpx
 
@@ -15,6 +15,10 @@ from loopengine.llm._client import ChatClient, Completion
 from loopengine.llm._health import NodeHealth
 from loopengine.llm._routing import route_order
 from loopengine.llm._stats import NodeStats
+
+if TYPE_CHECKING:
+    from loopengine.llm._toolbox import ToolSpec
+    from loopengine.store.threads import ChatMessage
 
 __all__ = ["BoundNode", "Cluster", "Explore"]
 
@@ -102,7 +106,7 @@ class Cluster:
         )
 
     async def chat(
-        self, name: str, messages: Sequence[dict[str, Any]], tools: Any = None
+        self, name: str, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec] | None = None
     ) -> Completion:
         """A completion from ``name``, keeping its health and counters up to date."""
         started = time.perf_counter()
@@ -142,5 +146,7 @@ class BoundNode:
         self.name = name
         self.node = cluster.config.nodes[name]
 
-    async def chat(self, messages: Sequence[dict[str, Any]], tools: Any = None) -> Completion:
+    async def chat(
+        self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec] | None = None
+    ) -> Completion:
         return await self.cluster.chat(self.name, messages, tools)

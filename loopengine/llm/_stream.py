@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 from loopengine.errors import LLMError
 
-__all__ = ["DONE", "USAGE_KEYS", "Assembly", "event_data", "token_usage"]
+if TYPE_CHECKING:
+    from loopengine.store.threads import MessageToolCall
+
+__all__ = ["DONE", "USAGE_KEYS", "Assembly", "CompletionChoice", "event_data", "token_usage"]
 
 DONE = "[DONE]"
 
@@ -36,6 +39,21 @@ def token_usage(raw: Any) -> dict[str, int]:
         for key in USAGE_KEYS
         if type(value := raw.get(key)) is int and 0 <= value <= _MOST_TOKENS
     }
+
+
+class ReplyMessage(TypedDict):
+    role: Literal["assistant"]
+    content: str | None
+    reasoning_content: NotRequired[str]
+    tool_calls: NotRequired[list[MessageToolCall]]
+
+
+class CompletionChoice(TypedDict):
+    """A completion's ``choices[0]`` (OpenAI shape)."""
+
+    index: int
+    message: ReplyMessage
+    finish_reason: str | None
 
 
 @dataclass(slots=True)
@@ -99,9 +117,9 @@ class Assembly:
             call.name += name
         call.arguments += function.get("arguments") or ""
 
-    def choice(self) -> dict[str, Any]:
+    def choice(self) -> CompletionChoice:
         """The assembled ``choices[0]`` in the shape of a plain (non-streamed) completion."""
-        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.content) or None}
+        message: ReplyMessage = {"role": "assistant", "content": "".join(self.content) or None}
         if self.reasoning:
             message["reasoning_content"] = "".join(self.reasoning)
         if self.calls:

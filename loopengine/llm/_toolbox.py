@@ -43,7 +43,7 @@ class ToolOutcome:
     """What a call gave: ``result`` when ``ok``, else ``error`` (both fed back to the model)."""
 
     name: str
-    arguments: dict[str, Any]
+    arguments: JSONObject
     ok: bool
     result: Any = None
     error: str | None = None

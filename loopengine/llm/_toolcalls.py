@@ -12,9 +12,12 @@ import secrets
 import string
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loopengine._json import JSONObject
+
+if TYPE_CHECKING:
+    from loopengine.store.threads import MessageToolCall
 
 __all__ = ["ParsedReply", "ToolCall", "new_call_id", "parse_arguments", "parse_reply"]
 
@@ -38,10 +41,10 @@ class ToolCall:
 
     id: str
     name: str
-    arguments: dict[str, Any]
+    arguments: JSONObject
     problem: str | None = None
 
-    def as_message(self) -> JSONObject:
+    def as_message(self) -> MessageToolCall:
         """The call as it goes back into the thread (OpenAI shape)."""
         return {
             "id": self.id,
@@ -98,7 +101,7 @@ def _objects(text: str) -> list[Any]:
     return found
 
 
-def parse_arguments(raw: Any) -> tuple[list[dict[str, Any]], str | None]:
+def parse_arguments(raw: Any) -> tuple[list[JSONObject], str | None]:
     """Arguments as sent (JSON, object, empty, truncated, ``{…}{…}``) → one mapping per call."""
     if raw is None or (isinstance(raw, str) and not raw.strip()):
         return [{}], None
@@ -141,7 +144,7 @@ def _native(raw_calls: Any, make_id: Callable[[], str]) -> list[ToolCall]:
     return calls
 
 
-def _json_call(text: str, offered: Collection[str]) -> tuple[str, dict[str, Any]] | None:
+def _json_call(text: str, offered: Collection[str]) -> tuple[str, JSONObject] | None:
     fenced = _FENCE.match(text.strip())
     body = fenced.group(1) if fenced else text.strip()
     try:
@@ -163,11 +166,9 @@ def _parameter_value(text: str) -> Any:
         return stripped
 
 
-def _text_calls(
-    content: str, offered: Collection[str]
-) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
+def _text_calls(content: str, offered: Collection[str]) -> tuple[str, list[tuple[str, JSONObject]]]:
     """Calls written in the text, for offered tools only; returns the text without them."""
-    found: list[tuple[str, dict[str, Any]]] = []
+    found: list[tuple[str, JSONObject]] = []
 
     def tool_call_tag(match: re.Match[str]) -> str:
         call = _json_call(match.group(1), offered)

@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict
 
 import sqlalchemy as sa
 
 import loopengine.store._fastpath as fastpath
+from loopengine._json import JSONObject
 from loopengine.errors import ThreadError
 from loopengine.store._tables import chat_messages, chat_operations, chat_sessions
 
@@ -22,7 +23,11 @@ __all__ = [
     "Batch",
     "BatchResult",
     "BatchState",
+    "CalledFunction",
+    "ChatMessage",
     "Message",
+    "MessageToolCall",
+    "Role",
     "Thread",
     "advance",
     "answered",
@@ -187,18 +192,49 @@ def operation_messages(
     return [Message.from_row(row) for row in fastpath.fetch_all(connection, _OPERATION, params)]
 
 
-_KEYS = {"name": "name", "tool_call_id": "tool_call_id", "tool_calls": "tool_calls"}
+Role = Literal["system", "user", "assistant", "tool"]
+"""Who says a message (the roles a thread admits)."""
+
+
+class CalledFunction(TypedDict):
+    name: str
+    arguments: str | JSONObject
+    """A JSON object as text, as OpenAI sends it; a thread's batch may send the object itself."""
+
+
+class MessageToolCall(TypedDict):
+    """A tool call an assistant message makes, in OpenAI shape."""
+
+    id: str
+    type: str
+    function: CalledFunction
+
+
+class ChatMessage(TypedDict):
+    """A message in OpenAI shape; a thread's read with ``meta`` adds what it said of a tool's run
+    (``META_COLUMNS``), which no model is sent."""
+
+    role: Role
+    content: str | None
+    name: NotRequired[str]
+    tool_call_id: NotRequired[str]
+    tool_calls: NotRequired[list[MessageToolCall]]
+    timestamp: NotRequired[str]
+    relance_index: NotRequired[int]
+    success: NotRequired[bool]
+    error: NotRequired[str]
+    duration_ms: NotRequired[float]
 
 
 @dataclass(frozen=True, slots=True)
 class Message:
     """One message of a thread as stored, with what it said of a tool's run (``META_COLUMNS``)."""
 
-    role: str
+    role: Role
     content: str | None
     name: str | None
     tool_call_id: str | None
-    tool_calls: list[dict[str, Any]] | None
+    tool_calls: list[MessageToolCall] | None
     sent_at: str | None
     relance_index: int | None
     success: bool | None
@@ -211,13 +247,27 @@ class Message:
         values = {name: row[name] for name in cls.__dataclass_fields__}
         return cls(**{**values, "success": None if success is None else bool(success)})
 
-    def as_json(self, *, meta: bool = False) -> dict[str, Any]:
+    def as_json(self, *, meta: bool = False) -> ChatMessage:
         """The message in OpenAI shape, with what it said of a tool's run when ``meta`` (a model
         is sent none of it)."""
-        message: dict[str, Any] = {"role": self.role, "content": self.content}
-        for key, column in (_KEYS | META_COLUMNS if meta else _KEYS).items():
-            if (value := getattr(self, column)) is not None:
-                message[key] = value
+        message = ChatMessage(role=self.role, content=self.content)
+        if self.name is not None:
+            message["name"] = self.name
+        if self.tool_call_id is not None:
+            message["tool_call_id"] = self.tool_call_id
+        if self.tool_calls is not None:
+            message["tool_calls"] = self.tool_calls
+        if meta:
+            if self.sent_at is not None:
+                message["timestamp"] = self.sent_at
+            if self.relance_index is not None:
+                message["relance_index"] = self.relance_index
+            if self.success is not None:
+                message["success"] = self.success
+            if self.error is not None:
+                message["error"] = self.error
+            if self.duration_ms is not None:
+                message["duration_ms"] = self.duration_ms
         return message
 
 
@@ -228,7 +278,7 @@ class Thread:
     version: int
     messages: list[Message]
 
-    def as_json(self, *, meta: bool = False) -> list[dict[str, Any]]:
+    def as_json(self, *, meta: bool = False) -> list[ChatMessage]:
         return [message.as_json(meta=meta) for message in self.messages]
 
 

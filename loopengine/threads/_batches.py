@@ -19,6 +19,7 @@ from typing import Any
 from loopengine.errors import ThreadError
 from loopengine.llm import new_call_id
 from loopengine.store import Batch, BatchState
+from loopengine.store.threads import ChatMessage, MessageToolCall
 
 __all__ = [
     "call_ids",
@@ -134,10 +135,10 @@ def call_ids(messages: Iterable[Mapping[str, Any]]) -> set[str]:
 
 
 def with_fresh_call_ids(
-    messages: Sequence[dict[str, Any]],
+    messages: Sequence[ChatMessage],
     taken: Collection[str],
     make_id: Callable[[], str] = new_call_id,
-) -> list[dict[str, Any]]:
+) -> list[ChatMessage]:
     """``messages`` with each call whose id ``taken`` holds renamed, and the results answering it:
     some servers number calls ``call_0``… in every reply, yet in a session a result answers one
     call (a later result for a known id is taken for a replay and dropped)."""
@@ -145,16 +146,16 @@ def with_fresh_call_ids(
         return list(messages)
     renamed: dict[str, str] = {}
 
-    def fresh_call(call: Any) -> Any:
-        if isinstance(call, Mapping) and str(call.get("id")) in taken:
-            renamed[str(call["id"])] = make_id()
-            return {**call, "id": renamed[str(call["id"])]}
+    def fresh_call(call: MessageToolCall) -> MessageToolCall:
+        if call["id"] in taken:
+            renamed[call["id"]] = make_id()
+            return {**call, "id": renamed[call["id"]]}
         return call
 
-    def fresh_message(message: dict[str, Any]) -> dict[str, Any]:
+    def fresh_message(message: ChatMessage) -> ChatMessage:
         if message.get("tool_calls"):
             return {**message, "tool_calls": [fresh_call(c) for c in message["tool_calls"]]}
-        if message.get("role") == "tool" and message.get("tool_call_id") in renamed:
+        if message["role"] == "tool" and message.get("tool_call_id") in renamed:
             return {**message, "tool_call_id": renamed[message["tool_call_id"]]}
         return message
 
@@ -239,7 +240,7 @@ def _with_relance(message: Mapping[str, Any], relance_index: int | None) -> Mapp
     return message
 
 
-def prune(messages: Sequence[dict[str, Any]], keep: int) -> list[dict[str, Any]]:
+def prune(messages: Sequence[ChatMessage], keep: int) -> list[ChatMessage]:
     """The last ``keep`` messages or a few more: never a tool message without its assistant call.
 
     Leading system messages are always kept.

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from loopengine.llm import RoundCommit
 from loopengine.store import Pending, Store, threads
+from loopengine.store.threads import ChatMessage
 from loopengine.threads._batches import call_ids, new_batch, prune, with_fresh_call_ids
 
 __all__ = ["THREAD_WINDOW", "Conversation"]
 
 THREAD_WINDOW = 40
-Messages = list[dict[str, Any]]
+Messages = list[ChatMessage]
 """Messages in OpenAI shape."""
 
 
@@ -26,7 +26,7 @@ class Conversation:
         self,
         store: Store,
         session: str,
-        messages: Sequence[dict[str, Any]] = (),
+        messages: Sequence[ChatMessage] = (),
         version: int = 0,
         *,
         window: int = THREAD_WINDOW,

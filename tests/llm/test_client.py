@@ -49,6 +49,19 @@ async def test_tools_are_offered_with_tool_choice_when_the_node_accepts_it(
     assert second["tools"] == tools
 
 
+async def test_a_request_sends_the_node_s_bounds_and_a_temperature_only_when_given(
+    server: FakeLLMServer, http: httpx.AsyncClient
+) -> None:
+    server.script("m", [reply("one"), reply("two")])
+    client = _client(server, http, max_tokens=64)
+    await client.chat([{"role": "user", "content": "hi"}], temperature=0.2)
+    await client.chat([{"role": "user", "content": "hi"}])
+    warm, plain = server.requests
+    assert list(warm) == ["model", "messages", "max_tokens", "temperature"]
+    assert (warm["max_tokens"], warm["temperature"]) == (64, 0.2)
+    assert list(plain) == ["model", "messages", "max_tokens"]
+
+
 async def test_5xx_and_429_are_retried_honouring_retry_after(
     server: FakeLLMServer, http: httpx.AsyncClient
 ) -> None:

@@ -51,3 +51,22 @@ async def test_an_operation_of_no_thread_has_no_messages(
     store: Store, session: str, operation: str
 ) -> None:
     assert await store.read(threads.operation_messages, session, operation) == []
+
+
+async def test_a_message_reads_in_openai_shape_and_tells_of_its_tool_s_run_only_with_meta(
+    store: Store,
+) -> None:
+    tool = {"role": "tool", "tool_call_id": "call_c", "content": "{}", "success": True}
+    tool |= {"timestamp": "2026-11-23T18:50:02Z", "error": "slow", "duration_ms": 12.5}
+    call = {"id": "call_c", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+    asked = {"role": "assistant", "content": None, "tool_calls": [call]}
+    await store.write(threads.append_batch, _append([asked, tool], "op-3"))
+
+    stored = (await store.read(threads.operation_messages, "s1", "op-3"))[1]
+
+    assert json.dumps(stored.as_json()) == json.dumps(
+        {"role": "tool", "content": "{}", "tool_call_id": "call_c"}
+    )
+    assert list(stored.as_json(meta=True)) == [
+        *("role", "content", "tool_call_id", "timestamp", "success", "error", "duration_ms")
+    ]
