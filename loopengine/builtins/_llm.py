@@ -96,8 +96,9 @@ async def _converse(
     again; that run's rounds and reply are its own (the model may answer otherwise). Each
     stage's response is kept for scoring under ``category``, and the exchange in the memory of
     ``user`` (a message without one has no memory: it reads none and adds to none); a dry run
-    feeds neither. What the message starts from is one read; the reply, the nodes' health and
-    those are written with the step's commit."""
+    feeds neither. What the message starts from is one read; the message (unless a round of
+    tool calls, which follows it in the thread, wrote it first), the reply, the nodes' health
+    and those are written with the step's commit."""
     from loopengine.llm import Hooks
     from loopengine.store import autolearn
 
@@ -106,7 +107,8 @@ async def _converse(
     asking = f"{ctx.idempotency_key}:user"
     context, conversation, asked = await runtime.prepare(category, user, session_id, asking)
     question: list[ChatMessage] = [{"role": "user", "content": message}]
-    sent = None if asked else conversation.commit(question, asking)
+    unsent = None if asked else conversation.batch(question, asking)
+    sent: RoundCommit | None = None
     calls = {"tokens": 0, "llm_calls": 0}
 
     def spend(tokens: int, count: int) -> str | None:
@@ -118,8 +120,10 @@ async def _converse(
     attempt = f"{ctx.idempotency_key}:{uuid.uuid4().hex[:12]}"
 
     def on_round(messages: list[ChatMessage]) -> RoundCommit:
-        nonlocal rounds
+        nonlocal rounds, sent, unsent
         rounds += 1
+        if unsent is not None:
+            sent, unsent = conversation.send(unsent), None
         return conversation.commit(messages, f"{attempt}:round:{rounds}")
 
     started = time.perf_counter()
@@ -129,8 +133,13 @@ async def _converse(
     finally:
         if sent is not None:
             await sent.committed
-    answer: list[ChatMessage] = [{"role": "assistant", "content": result.reply}]
-    reply = conversation.batch(answer, f"{attempt}:reply") if result.reply else None
+    answer: list[ChatMessage] = (
+        [{"role": "assistant", "content": result.reply}] if result.reply else []
+    )
+    if unsent is not None:
+        batches = [conversation.amend(unsent, answer)]
+    else:
+        batches = [conversation.batch(answer, f"{attempt}:reply")] if answer else []
     samples = _samples(ctx, result, message, session_id, category, context.prompt_version)
     exchange = {
         "session_id": session_id,
@@ -142,7 +151,9 @@ async def _converse(
     remembered = (user, exchange, keep) if user and result.reply else None
     if ctx.dry_run:
         samples, remembered = [], None
-    recorded = autolearn.RecordReply(reply, runtime.health_rows(), samples, remembered, ctx.clock())
+    recorded = autolearn.RecordReply(
+        tuple(batches), runtime.health_changes(), samples, remembered, ctx.clock()
+    )
     answered = [s for s in result.stages if s.status != "skipped"]
     chat = {
         **result.as_dict(),

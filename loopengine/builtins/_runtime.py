@@ -58,6 +58,8 @@ class LLMRuntime:
         self.toolbox = Toolbox(offered_tools(config, base, registry, private))
         self.store = store
         self._health_loaded = False
+        self._health_kept: dict[str, NodeHealth] = {}
+        """The nodes' health the store holds from this runtime: loaded, or last handed over."""
 
     def _remember_health(self, rows: Sequence[NodeHealthRow]) -> None:
         """Remember nodes cooled down by an earlier process."""
@@ -66,6 +68,7 @@ class LLMRuntime:
                 self.cluster.health[row.node] = NodeHealth(
                     row.failures, row.cooled_until, row.last_error
                 )
+        self._health_kept = dict(self.cluster.health)
         self._health_loaded = True
 
     async def prepare(
@@ -113,10 +116,16 @@ class LLMRuntime:
     def health_rows(self) -> list[NodeHealthRow]:
         """Each node's health now, as the store records it."""
         now = time.time()
+        self._health_kept = dict(self.cluster.health)
         return [
             NodeHealthRow(name, h.failures, h.cooled_until, h.last_error, now)
-            for name, h in self.cluster.health.items()
+            for name, h in self._health_kept.items()
         ]
+
+    def health_changes(self) -> list[NodeHealthRow] | None:
+        """``health_rows`` when a node's health changed since the store last had it from this
+        runtime, else None: most messages change none, and write none."""
+        return None if self.cluster.health == self._health_kept else self.health_rows()
 
     async def aclose(self) -> None:
         await self.cluster.aclose()

@@ -9,6 +9,7 @@ replace``) cancels that job's execution, which is then recorded as ``cancelled``
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
@@ -29,8 +30,53 @@ MAX_CLAIMS = 10
 that crashes the process) fails instead of taking down the next daemon too."""
 
 
+class _Idle:
+    """Where idle workers wait for a job. One of them at a time polls the store every ``poll_s``
+    (jobs queued by other processes); the others wait to be woken, one per job queued here or
+    claimed, so a backlog is taken by as many workers as it needs while an idle daemon claims
+    once a period, not once per worker."""
+
+    def __init__(self, poll_s: float) -> None:
+        self.poll_s = poll_s
+        self.waiting: deque[anyio.Event] = deque()
+        self.polling = False
+        self.woken = False
+        """A wake-up that found no worker waiting: the next to rest claims again at once."""
+
+    def wake_one(self) -> None:
+        if self.waiting:
+            self.waiting.popleft().set()
+        else:
+            self.woken = True
+
+    def wake_all(self) -> None:
+        while self.waiting:
+            self.waiting.popleft().set()
+
+    async def rest(self) -> None:
+        if self.woken:
+            self.woken = False
+            return
+        event = anyio.Event()
+        self.waiting.append(event)
+        polls = not self.polling
+        self.polling = True
+        try:
+            if polls:
+                with anyio.move_on_after(self.poll_s):
+                    await event.wait()
+            else:
+                await event.wait()
+        finally:
+            if polls:
+                self.polling = False
+            if event in self.waiting:
+                self.waiting.remove(event)
+
+
 class Workers:
-    """``count`` workers sharing one wake-up event, and the heartbeat that renews their leases."""
+    """``count`` workers, the idle ones waiting together (``_Idle``), and the heartbeat that
+    renews their leases."""
 
     def __init__(
         self,
@@ -53,18 +99,17 @@ class Workers:
         self.owner = owner
         self.count = count
         self.lease_s = lease_s
-        self.poll_s = poll_s
         self.clock = clock
         self.running: dict[str, anyio.CancelScope] = {}
         self.lost: set[str] = set()
         """Jobs whose lease expired and passed to another daemon: cancelled, not recorded."""
         self.accepting = True
-        self._wake = anyio.Event()
+        self._resting = _Idle(poll_s)
         self._idle = anyio.Event()
 
     def wake(self) -> None:
-        """Tell idle workers a job was queued (by this process: others are found by polling)."""
-        self._wake.set()
+        """Tell an idle worker a job was queued (by this process: others are found by polling)."""
+        self._resting.wake_one()
 
     async def run(self) -> None:
         async with anyio.create_task_group() as group:
@@ -76,7 +121,7 @@ class Workers:
         """Stop claiming; wait up to ``grace_s`` (or until ``hurry`` is set) for running jobs;
         whether all finished."""
         self.accepting = False
-        self._wake.set()
+        self._resting.wake_all()
 
         async def finished() -> None:
             while self.running:
@@ -111,10 +156,9 @@ class Workers:
                 continue
             pause = None
             if claimed is None:
-                self._wake = anyio.Event()
-                with anyio.move_on_after(self.poll_s):
-                    await self._wake.wait()
+                await self._resting.rest()
                 continue
+            self._resting.wake_one()
             await self._execute(*claimed)
 
     def limits(self) -> dict[str, int]:

@@ -539,19 +539,23 @@ def chat_start(
 
 @dataclass(frozen=True, slots=True)
 class RecordReply:
-    """An answered message, written with the commit of the step that answered it, so the reply
-    is kept exactly when its execution's record is: its ``reply`` batch appended to a thread held
-    at a version (``threads.extend_thread``), the nodes' health, and ``record_answer``'s
-    responses to score and memory."""
+    """An answered message, written with the commit of the step that answered it, so the
+    exchange is kept exactly when its execution's record is: its ``batches`` appended to a
+    thread held at a version (``threads.extend_thread``), the nodes' health, and
+    ``record_answer``'s responses to score and memory."""
 
-    reply: tuple[threads.Batch, int] | None
-    nodes: Sequence[health.NodeHealthRow]
+    batches: tuple[tuple[threads.Batch, int], ...]
+    """What the thread gains, each at the version it follows: the message and its reply as one
+    batch, or the reply alone when a round of tool calls wrote the message first."""
+    nodes: Sequence[health.NodeHealthRow] | None
+    """The nodes' health to record; None when it did not change."""
     samples: Sequence[Mapping[str, Any]]
     remembered: Remembered | None
     at: float
 
     def apply(self, connection: sa.Connection) -> None:
-        if self.reply is not None:
-            threads.extend_thread(connection, *self.reply)
-        health.save_health(connection, self.nodes)
+        for batch, version in self.batches:
+            threads.extend_thread(connection, batch, version)
+        if self.nodes is not None:
+            health.save_health(connection, self.nodes)
         record_answer(connection, self.samples, self.remembered, self.at)

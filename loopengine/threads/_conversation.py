@@ -63,7 +63,11 @@ class Conversation:
         """Append ``messages`` as one atomic batch; the write starts now, its outcome is awaited
         through the returned commit (see ``RoundCommit``). Calls reusing an id of the session are
         renamed, in the returned thread too."""
-        written = self.store.submit(threads.extend_thread, *self.batch(messages, operation_id))
+        return self.send(self.batch(messages, operation_id))
+
+    def send(self, batch: tuple[threads.Batch, int]) -> RoundCommit:
+        """Start the write of a ``batch`` taken into the thread earlier (see ``commit``)."""
+        written = self.store.submit(threads.extend_thread, *batch)
         return RoundCommit(self.thread, self._settle(written))
 
     def batch(self, messages: Messages, operation_id: str) -> tuple[threads.Batch, int]:
@@ -76,6 +80,20 @@ class Conversation:
         self._version = version + 1
         now = time.time()
         return new_batch(self.session, messages, operation_id=operation_id, now=now), version
+
+    def amend(
+        self, unsent: tuple[threads.Batch, int], messages: Messages
+    ) -> tuple[threads.Batch, int]:
+        """``messages`` taken into the thread after a batch not written yet, as one batch that
+        appends both under the first's operation (one write instead of two)."""
+        messages = with_fresh_call_ids(messages, self._call_ids)
+        self._call_ids |= call_ids(messages)
+        self._messages = [*self._messages, *messages]
+        batch, version = unsent
+        joined = [*batch.messages, *messages]
+        return new_batch(
+            self.session, joined, operation_id=batch.operation_id, now=batch.now
+        ), version
 
     async def append(self, messages: Messages, operation_id: str) -> None:
         """Append ``messages`` as one atomic batch, committed when this returns."""

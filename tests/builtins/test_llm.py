@@ -81,6 +81,7 @@ async def test_a_step_run_again_stores_the_message_once_and_the_reply_of_the_run
     again = await _agent(_ctx(runtime), message="What is here?", session="s1")
     assert again.data["chat"]["reply"] == "Second run."
     thread = await _thread(runtime, "s1")
+    assert (thread[0]["role"], thread[0]["content"]) == ("user", "What is here?")
     assert [m["content"] for m in thread if m["role"] == "user"] == ["What is here?"]
     assert [m["content"] for m in thread if m["role"] == "assistant" and m["content"]] == [
         "Second run."

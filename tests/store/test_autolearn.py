@@ -187,7 +187,7 @@ def test_an_answered_message_is_recorded_in_one_write_and_starts_the_next_in_one
     remembered = ("ada", exchange, 5)
     with connection.begin():
         autolearn.RecordReply(
-            (_reply("s1", "Hello.", "op:reply"), 0), health, [_sample("OL1")], remembered, 1.0
+            ((_reply("s1", "Hello.", "op:reply"), 0),), health, [_sample("OL1")], remembered, 1.0
         ).apply(connection)
     start = autolearn.chat_start(connection, "code", ["OL1"], 5, "ada", "s1", "op:reply", True)
     assert ([m.content for m in start.thread.messages], start.thread.version) == (["Hello."], 1)
@@ -207,5 +207,5 @@ def test_a_dry_run_records_the_reply_and_health_without_responses_nor_memory(
     connection: sa.Connection,
 ) -> None:
     with connection.begin():
-        autolearn.RecordReply(None, [], [], None, 1.0).apply(connection)
+        autolearn.RecordReply((), [], [], None, 1.0).apply(connection)
     assert autolearn.exploration_counts(connection, "code", ["OL1"], 5) == {"OL1": (0, 0)}
