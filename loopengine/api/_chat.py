@@ -226,22 +226,25 @@ def add_chat_routes(app: FastAPI, context: ApiContext) -> None:
     @app.post("/v1/chat/completions", response_model=None, responses={200: {"model": Completion}})
     async def completions(
         request: CompletionIn,
-        response: Response,
         x_session_id: Annotated[
             str | None, Header(max_length=MAX_SESSION_ID, pattern=SESSION_ID)
         ] = None,
-    ) -> Completion | _EventStream:
+    ) -> Response:
         """OpenAI-compatible: the last user message through the chain of ``model``; ``stream``
-        sends ``chat.completion.chunk`` events, the chain's progress as comments meanwhile."""
+        sends ``chat.completion.chunk`` events, the chain's progress as comments meanwhile. A
+        completion is encoded by its model at once (what FastAPI would encode it to, for less)."""
         mode = _mode(request.model)
         message = _last_user_text(request.messages)
         session = x_session_id or request.user or new_id()
         call = _Call(context, chat_loop_of(), message, session, mode, request.user)
         reply = _Reply(call, request.model)
+        headers = {"X-Session-ID": session}
         if request.stream:
-            return _EventStream(reply.stream, {"X-Session-ID": session})
-        response.headers["X-Session-ID"] = session
-        return reply.completion(await call())
+            return _EventStream(reply.stream, headers)
+        completion = reply.completion(await call())
+        return Response(
+            completion.model_dump_json(), media_type="application/json", headers=headers
+        )
 
 
 @dataclass(frozen=True, slots=True)
