@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from loopengine.contract import Diagnostic
+    from loopengine._diagnostics import Diagnostic
 
 __all__ = [
     "BudgetExceeded",

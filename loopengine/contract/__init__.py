@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 from loopengine._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from loopengine._diagnostics import Diagnostic, Level
     from loopengine.contract._config import Cluster, Config, DaemonSettings, Node
-    from loopengine.contract._diagnostics import Diagnostic, Level
     from loopengine.contract._documents import (
         SchemaValidator,
         build_model,
@@ -110,12 +110,12 @@ _EXPORTS = {
     "CronTrigger": "loopengine.contract._triggers",
     "DaemonSettings": "loopengine.contract._config",
     "Detect": "loopengine.contract._phases",
-    "Diagnostic": "loopengine.contract._diagnostics",
+    "Diagnostic": "loopengine._diagnostics",
     "Durability": "loopengine.contract._enums",
     "ExecMode": "loopengine.contract._enums",
     "FeedbackType": "loopengine.contract._enums",
     "Learn": "loopengine.contract._phases",
-    "Level": "loopengine.contract._diagnostics",
+    "Level": "loopengine._diagnostics",
     "LoadReport": "loopengine.contract._loader",
     "Loop": "loopengine.contract._loader",
     "LoopIds": "loopengine.contract._loader",

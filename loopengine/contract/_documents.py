@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from loopengine.contract._diagnostics import Diagnostic
+from loopengine._diagnostics import Diagnostic
 from loopengine.contract._schema import SchemaTest, body_schema, compile_schema, shipped_schema
 from loopengine.contract._yaml_source import YamlDocument
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopengine.contract._diagnostics import Diagnostic, shown_key
+from loopengine._diagnostics import Diagnostic, shown_key
 from loopengine.contract._documents import build_model, loop_validator, schema_check
 from loopengine.contract._yaml_source import YamlDocument, parse_yaml, read_source
 from loopengine.contract.checks import Env, semantic_diagnostics

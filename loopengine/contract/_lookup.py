@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from loopengine.contract._diagnostics import Path
+from loopengine._diagnostics import Path
 
 __all__ = ["ParamProblem", "SkillInfo", "SkillLookup"]
 

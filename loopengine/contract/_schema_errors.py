@@ -14,8 +14,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
+from loopengine._diagnostics import Diagnostic, Path, shown_key
 from loopengine._suggestions import did_you_mean, hint
-from loopengine.contract._diagnostics import Diagnostic, Path, shown_key
 from loopengine.contract._fields import DURATION_PATTERN
 from loopengine.contract._yaml_source import YamlDocument
 

@@ -22,7 +22,7 @@ import yaml
 from yaml import nodes
 from yaml.error import Mark
 
-from loopengine.contract._diagnostics import Diagnostic, Level, Path, shown_key
+from loopengine._diagnostics import Diagnostic, Level, Path, shown_key
 from loopengine.contract._yaml_depth import too_deep
 from loopengine.errors import ContractError
 

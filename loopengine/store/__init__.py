@@ -15,7 +15,6 @@ from loopengine.store._migrations import MIGRATIONS, migrate
 from loopengine.store._reading import Reader, open_read_only
 from loopengine.store._readonly import read_only_query, select_from
 from loopengine.store._record import (
-    ExecutionRecord,
     ExecutionRow,
     JobEnvelope,
     PhaseResult,
@@ -41,7 +40,7 @@ if TYPE_CHECKING:
         RecordMetrics,
         RequestApproval,
     )
-    from loopengine.store.executions import LastRun, Start
+    from loopengine.store.executions import ExecutionRecord, LastRun, Start
     from loopengine.store.health import NodeHealthRow
     from loopengine.store.learning import LearnedState
     from loopengine.store.memory import UserMemory
@@ -62,6 +61,7 @@ _EXPORTS = {
     "Metric": "loopengine.store.effects",
     "RecordMetrics": "loopengine.store.effects",
     "RequestApproval": "loopengine.store.effects",
+    "ExecutionRecord": "loopengine.store.executions",
     "LastRun": "loopengine.store.executions",
     "Start": "loopengine.store.executions",
     "LearnedState": "loopengine.store.learning",

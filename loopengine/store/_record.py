@@ -11,19 +11,14 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from loopengine._json import JSONObject
 from loopengine.errors import ContractError
 
-if TYPE_CHECKING:
-    from loopengine.store.approvals import Approval
-    from loopengine.store.records import Artifact
-
 __all__ = [
     "DEFAULT_LIMIT",
     "MAX_LIMIT",
-    "ExecutionRecord",
     "ExecutionRow",
     "JobEnvelope",
     "PhaseResult",
@@ -262,60 +257,3 @@ class ExecutionRow(Record):
             "trigger_type": self.trigger_type,
             "trigger": {"type": self.trigger_type, **self.trigger},
         }
-
-
-@dataclass(frozen=True, slots=True)
-class ExecutionRecord:
-    """Everything stored about one execution, read in one transaction."""
-
-    execution: ExecutionRow
-    phases: tuple[PhaseResult, ...]
-    envelope: JobEnvelope | None
-    approval: Approval | None
-    artifacts: tuple[Artifact, ...]
-
-    @property
-    def plan(self) -> list[JSONObject] | None:
-        """What a gated decision would run (its params, the items it would affect), as decide
-        recorded it; None when the decision was not gated."""
-        for phase in self.phases:
-            if phase.phase == "decide":
-                gate = phase.data.get("approval")
-                return gate.get("plan") if isinstance(gate, dict) else None
-        return None
-
-    def view(self) -> JSONObject:
-        """The full record as ``show --json`` prints it."""
-        execution = self.execution
-        data = execution.context.get("data", {})
-        view = {
-            **execution.summary(),
-            "loop_version": execution.loop_version,
-            "loop_file": execution.loop_file,
-            "dry_run": execution.dry_run,
-            "durability": execution.durability,
-            "job": self.envelope.as_dict() if self.envelope else {},
-            "decision": data.get("decision"),
-            "analysis": data.get("analysis"),
-            "plan": self.plan,
-            "validate": data.get("validate"),
-            "learn": data.get("learn"),
-            "phases": [phase.view() for phase in self.phases],
-            "artifacts": [
-                {"name": a.name, "type": a.type, "storage": a.storage, "location": a.location}
-                for a in self.artifacts
-            ],
-            "usage": execution.usage,
-            "error": execution.error,
-        }
-        if self.approval is not None:
-            gate = self.approval
-            view["approval"] = {
-                "action": gate.action,
-                "status": gate.status,
-                "requested_at": iso(gate.requested_at),
-                "deadline": iso(gate.deadline),
-                "decided_at": iso(gate.decided_at),
-                "note": gate.note,
-            }
-        return view

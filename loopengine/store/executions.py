@@ -12,23 +12,25 @@ from typing import Any
 import sqlalchemy as sa
 
 import loopengine.store._fastpath as fastpath
+from loopengine._json import JSONObject
 from loopengine.errors import ContractError
 from loopengine.store._record import (
-    ExecutionRecord,
     ExecutionRow,
     JobEnvelope,
     PhaseResult,
     Record,
+    iso,
 )
 from loopengine.store._tables import envelopes, executions, phases
-from loopengine.store.approvals import get_approval
+from loopengine.store.approvals import Approval, get_approval
 from loopengine.store.jobs import execution_of_key, get_envelope, insert_envelope, take_envelope
 from loopengine.store.learning import LearnedState, get_state
 from loopengine.store.leases import Lease, check_lease
-from loopengine.store.records import artifacts_of
+from loopengine.store.records import Artifact, artifacts_of
 
 __all__ = [
     "MAX_CURSOR",
+    "ExecutionRecord",
     "LastRun",
     "Page",
     "PhaseRows",
@@ -53,6 +55,64 @@ __all__ = [
     "starting_point",
     "update_execution",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionRecord:
+    """Everything stored about one execution, read in one transaction."""
+
+    execution: ExecutionRow
+    phases: tuple[PhaseResult, ...]
+    envelope: JobEnvelope | None
+    approval: Approval | None
+    artifacts: tuple[Artifact, ...]
+
+    @property
+    def plan(self) -> list[JSONObject] | None:
+        """What a gated decision would run (its params, the items it would affect), as decide
+        recorded it; None when the decision was not gated."""
+        for phase in self.phases:
+            if phase.phase == "decide":
+                gate = phase.data.get("approval")
+                return gate.get("plan") if isinstance(gate, dict) else None
+        return None
+
+    def view(self) -> JSONObject:
+        """The full record as ``show --json`` prints it."""
+        execution = self.execution
+        data = execution.context.get("data", {})
+        view = {
+            **execution.summary(),
+            "loop_version": execution.loop_version,
+            "loop_file": execution.loop_file,
+            "dry_run": execution.dry_run,
+            "durability": execution.durability,
+            "job": self.envelope.as_dict() if self.envelope else {},
+            "decision": data.get("decision"),
+            "analysis": data.get("analysis"),
+            "plan": self.plan,
+            "validate": data.get("validate"),
+            "learn": data.get("learn"),
+            "phases": [phase.view() for phase in self.phases],
+            "artifacts": [
+                {"name": a.name, "type": a.type, "storage": a.storage, "location": a.location}
+                for a in self.artifacts
+            ],
+            "usage": execution.usage,
+            "error": execution.error,
+        }
+        if self.approval is not None:
+            gate = self.approval
+            view["approval"] = {
+                "action": gate.action,
+                "status": gate.status,
+                "requested_at": iso(gate.requested_at),
+                "deadline": iso(gate.deadline),
+                "decided_at": iso(gate.decided_at),
+                "note": gate.note,
+            }
+        return view
+
 
 _INSERT = executions.insert()
 _UPDATE = executions.update().where(executions.c.id == sa.bindparam("_id"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loopengine.contract._diagnostics import Diagnostic
+from loopengine._diagnostics import Diagnostic
 from loopengine.contract._yaml_source import YamlDocument
 from loopengine.contract.checks._actions import check_actions, check_unique_names
 from loopengine.contract.checks._expressions import check_expressions

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from loopengine._diagnostics import Path
 from loopengine._suggestions import did_you_mean, hint, within_two_edits
-from loopengine.contract._diagnostics import Path
 from loopengine.contract._enums import BuiltinAction
 from loopengine.contract._routing import ActionKey, routed
 from loopengine.contract.checks._walk import Checked, at, walk

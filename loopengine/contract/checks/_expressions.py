@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from loopengine._diagnostics import Path
 from loopengine._suggestions import did_you_mean
-from loopengine.contract._diagnostics import Path
 from loopengine.contract.checks._walk import Checked, walk
 from loopengine.errors import ExpressionError
 from loopengine.expr import compile_expression, compile_template

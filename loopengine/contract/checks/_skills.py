@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from loopengine._diagnostics import Path
 from loopengine._suggestions import did_you_mean
-from loopengine.contract._diagnostics import Path
 from loopengine.contract._enums import SourceType
 from loopengine.contract._lookup import SkillInfo
 from loopengine.contract.checks._walk import Checked, Env, at, walk

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from functools import cache
 from zoneinfo import available_timezones
 
+from loopengine._diagnostics import Path
 from loopengine._suggestions import hint
-from loopengine.contract._diagnostics import Path
 from loopengine.contract.checks._walk import Checked, Env, at
 from loopengine.errors import ExpressionError
 from loopengine.expr import compile_template

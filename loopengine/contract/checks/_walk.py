@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from loopengine.contract._diagnostics import Diagnostic, Level, Path
+from loopengine._diagnostics import Diagnostic, Level, Path
 from loopengine.contract._lookup import SkillLookup
 from loopengine.contract._yaml_source import YamlDocument
 
