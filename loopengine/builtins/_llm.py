@@ -98,7 +98,8 @@ async def _converse(
     ``user`` (a message without one has no memory: it reads none and adds to none); a dry run
     feeds neither. What the message starts from is one read; the message (unless a round of
     tool calls, which follows it in the thread, wrote it first), the reply, the nodes' health
-    and those are written with the step's commit."""
+    and those are written with the step's commit: a step that fails before any round leaves
+    its thread as it was (its execution records the message and why)."""
     from loopengine.llm import Hooks
     from loopengine.store import autolearn
 

@@ -114,7 +114,8 @@ class LLMRuntime:
         return replace(context, tuned=tuned, explore=explore), conversation, start.asked
 
     def health_rows(self) -> list[NodeHealthRow]:
-        """Each node's health now, as the store records it."""
+        """Each node's health now, as the store records it; from now on, what the store is
+        taken to hold (``health_changes``)."""
         now = time.time()
         self._health_kept = dict(self.cluster.health)
         return [
@@ -124,7 +125,9 @@ class LLMRuntime:
 
     def health_changes(self) -> list[NodeHealthRow] | None:
         """``health_rows`` when a node's health changed since the store last had it from this
-        runtime, else None: most messages change none, and write none."""
+        runtime, else None: most messages change none, and write none. A commit lost with its
+        step (a crash) leaves the store's health behind until a node's changes again: health
+        only orders and cools nodes, and a stale row costs one call to a node still down."""
         return None if self.cluster.health == self._health_kept else self.health_rows()
 
     async def aclose(self) -> None:

@@ -37,7 +37,7 @@ def _rollback_template(loop: Loop, action_id: str) -> Any:
 
 
 async def _load(engine: Engine, execution_id: str) -> tuple[ExecutionRecord, int]:
-    """The execution's record and the number of its last phase row (the next one follows it)."""
+    """The execution's record and the number of its last committed phase (the next follows)."""
     record, last = await engine.services.store.read(executions.resume_point, execution_id)
     if record is None or record.envelope is None:
         raise NotResumable(f"no execution {execution_id!r} (see `loopengine history`)")

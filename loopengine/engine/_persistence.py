@@ -80,7 +80,7 @@ _KEPT_ELSEWHERE = frozenset({"job", "trigger"})
 
 
 def snapshot(run: Run) -> dict[str, Any]:
-    """What a resumed execution needs besides its phase rows, its row and its envelope
+    """What a resumed execution needs besides its phases, its row and its envelope
     (``data.job`` is the envelope and ``data.trigger`` the row's trigger: each is kept once)."""
     return {
         "data": {name: value for name, value in run.data.items() if name not in _KEPT_ELSEWHERE},
@@ -149,7 +149,7 @@ class _Commit:
     def add(
         self, held: list[tuple[int, PhaseResult]], effects: list[Effect], what: str, **end: Any
     ) -> None:
-        """Take ``held`` phase rows, ``effects`` and the run as it is now (``end``: the
+        """Take ``held`` phases, ``effects`` and the run as it is now (``end``: the
         outcome)."""
         run = self.run
         try:
@@ -223,7 +223,7 @@ class Recorder(Journal):
     """Commits an execution's rows; with ``durability: execution`` everything waits for the end.
 
     Each commit is one transaction in one store hop: the execution row (inserted the first time,
-    updated after), its new phase rows in one ``executemany``, and the phases' effects.
+    updated after), the phases it records in one row, and the phases' effects.
     """
 
     def __init__(
@@ -283,7 +283,7 @@ class Recorder(Journal):
             await self.store.write(queue.check_lease, lease)
 
     def hold(self, run: Run, record: PhaseResult) -> None:
-        """Queue a phase row for the next commit (rows stay in phase order)."""
+        """Queue a phase for the next commit (phases stay in order)."""
         self.seq += 1
         self.held.append((self.seq, record))
 
@@ -357,7 +357,7 @@ class Recorder(Journal):
         effects: Sequence[Effect],
         error: str | None,
     ) -> None:
-        """The last commit: remaining phase rows, the outcome, and the store phase's effects."""
+        """The last commit: the phases left, the outcome, and the store phase's effects."""
         for record in skipped:
             self.hold(run, record)
         self.effects.extend(effects)

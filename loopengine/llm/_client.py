@@ -102,14 +102,15 @@ class ChatClient:
         self.http = http
         self.retries = retries
         self.backoff_s = backoff_s
-        self.headers = {"Content-Type": "application/json"}
+        self.headers = {**http.headers, "Content-Type": "application/json"}
         if api_key:
             self.headers["Authorization"] = f"Bearer {api_key}"
         self.url = httpx.URL(node.base_url.rstrip("/") + "/chat/completions")
 
     def _request(self, body: ChatRequest) -> httpx.Request:
         """The POST of ``body``, made here rather than by the client's ``post``: merging the
-        client's defaults into each request costs more than the call to a local node."""
+        client's defaults into each request costs more than the call to a local node, so its
+        headers are merged once (``__init__``)."""
         encoded = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         return httpx.Request("POST", self.url, headers=self.headers, content=encoded.encode())
 

@@ -206,7 +206,7 @@ def new_envelope(
 
 @dataclass(frozen=True, slots=True)
 class ExecutionRow(Record):
-    """One execution as stored; ``context`` is what a resume needs besides the phase rows."""
+    """One execution as stored; ``context`` is what a resume needs besides its phases."""
 
     id: str
     loop_id: str

@@ -9,7 +9,7 @@ disk (in memory, or ``synchronous`` off/normal: tens of microseconds against ~15
 hop), run in the event loop, and go to the thread only when another process holds the lock they
 need.
 Writes that queue up while a batch runs are committed together (group commit: one fsync for many
-executions' phase rows); should the group fail, each write is retried alone so only the faulty one
+executions' phases); should the group fail, each write is retried alone so only the faulty one
 fails. A read sees every write submitted before it. A cancelled caller does not cancel a write
 already queued: its outcome is unknown to that caller, which is why executions carry idempotency
 keys. The flusher ignores cancellation and drains the queue before the store closes, so a

@@ -95,7 +95,7 @@ class WaitingApproval:
     def of(cls, gate: Approval, decided: Mapping[str, Any] | None, now: float) -> WaitingApproval:
         """``gate`` with what its execution's decide phase left (``decided``)."""
         data = decided or {}
-        plan = data.get("approval") or {}
+        requested = data.get("approval") or {}
         return cls(
             gate.execution_id,
             gate.loop_id,
@@ -105,7 +105,7 @@ class WaitingApproval:
             max(0.0, round(gate.deadline - now, 3)),
             gate.deadline < now,
             data.get("decision"),
-            plan.get("plan"),
+            requested.get("plan"),
         )
 
     def as_json(self) -> JSONObject:
@@ -127,14 +127,17 @@ def waiting(connection: sa.Connection, now: float, limit: int) -> list[WaitingAp
     """What waits for a person at ``now``, oldest first (an overdue one is escalated by the next
     command that runs loops)."""
     gates = [Approval.from_row(row) for row in connection.execute(_WAITING.limit(limit)).mappings()]
+    if not gates:
+        return []
     ids = [gate.execution_id for gate in gates]
-    committed = sa.select(phases.c.execution_id, phases.c.results).where(
-        phases.c.execution_id.in_(ids)
+    committed = (
+        sa.select(phases.c.execution_id, phases.c.results)
+        .where(phases.c.execution_id.in_(ids))
+        .order_by(phases.c.execution_id, phases.c.seq)
     )
-    decided = {
-        execution_id: item["data"]
-        for execution_id, results in connection.execute(committed)
-        for item in results
-        if item["phase"] == "decide"
-    }
+    decided: dict[str, JSONObject] = {}
+    for execution_id, results in connection.execute(committed):
+        for item in results:
+            if item["phase"] == "decide":
+                decided.setdefault(execution_id, item["data"])
     return [WaitingApproval.of(gate, decided.get(gate.execution_id), now) for gate in gates]

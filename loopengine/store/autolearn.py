@@ -11,6 +11,7 @@ import sqlalchemy as sa
 
 import loopengine.store._fastpath as fastpath
 from loopengine._json import JSONObject
+from loopengine.errors import ThreadError
 from loopengine.store import executions, health, memory, prompts, threads
 from loopengine.store._record import ExecutionRow, Record, iso
 from loopengine.store._tables import autolearn_history, chat_scores, routing_orders, score_history
@@ -554,8 +555,15 @@ class RecordReply:
     at: float
 
     def apply(self, connection: sa.Connection) -> None:
+        """A batch the thread's rules refuse (``ThreadError``: its operation applied with another
+        body meanwhile) is left out, in a savepoint, and the rest is kept: the execution's record
+        holds the reply either way."""
         for batch, version in self.batches:
-            threads.extend_thread(connection, batch, version)
+            try:
+                with connection.begin_nested():
+                    threads.extend_thread(connection, batch, version)
+            except ThreadError:
+                continue
         if self.nodes is not None:
             health.save_health(connection, self.nodes)
         record_answer(connection, self.samples, self.remembered, self.at)

@@ -2,7 +2,7 @@
 ``PutState``…), and the unit of work that writes one commit (``write_commit``).
 
 Phases and the recorder build these values; only ``write_commit`` turns them into rows, in the
-transaction of the execution's row and phase rows, so they are kept exactly when those are.
+transaction of the execution's row and phases, so they are kept exactly when those are.
 """
 
 from __future__ import annotations
@@ -191,7 +191,7 @@ class ExecutionCommit:
 
 def write_commit(connection: sa.Connection, commit: ExecutionCommit) -> None:
     """An execution's commit, atomically: its lease still held, its row inserted (with its
-    envelope) or updated, its phase rows and its effects."""
+    envelope) or updated, its phases and its effects."""
     if commit.lease is not None:
         check_lease(connection, commit.lease)
     if commit.first is not None:

@@ -403,7 +403,7 @@ def claim_key(
 def resume_point(
     connection: sa.Connection, execution_id: str
 ) -> tuple[ExecutionRecord | None, int]:
-    """The execution's record and the number of its last phase row, read together."""
+    """The execution's record and the number of its last committed phase, read together."""
     return read_record(connection, execution_id), last_seq(connection, execution_id)
 
 

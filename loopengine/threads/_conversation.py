@@ -73,10 +73,8 @@ class Conversation:
     def batch(self, messages: Messages, operation_id: str) -> tuple[threads.Batch, int]:
         """``messages`` taken into the thread, as the batch that appends them to the version the
         store holds now, for the caller to write (``threads.extend_thread``)."""
-        messages = with_fresh_call_ids(messages, self._call_ids)
-        self._call_ids |= call_ids(messages)
+        messages = self._take(messages)
         version = self._version
-        self._messages = [*self._messages, *messages]
         self._version = version + 1
         now = time.time()
         return new_batch(self.session, messages, operation_id=operation_id, now=now), version
@@ -85,15 +83,17 @@ class Conversation:
         self, unsent: tuple[threads.Batch, int], messages: Messages
     ) -> tuple[threads.Batch, int]:
         """``messages`` taken into the thread after a batch not written yet, as one batch that
-        appends both under the first's operation (one write instead of two)."""
+        appends both under the first's operation, written now (one write instead of two)."""
+        joined = [*unsent[0].messages, *self._take(messages)]
+        operation = unsent[0].operation_id
+        return new_batch(self.session, joined, operation_id=operation, now=time.time()), unsent[1]
+
+    def _take(self, messages: Messages) -> Messages:
+        """``messages`` added to the thread, a call reusing an id of the session renamed."""
         messages = with_fresh_call_ids(messages, self._call_ids)
         self._call_ids |= call_ids(messages)
         self._messages = [*self._messages, *messages]
-        batch, version = unsent
-        joined = [*batch.messages, *messages]
-        return new_batch(
-            self.session, joined, operation_id=batch.operation_id, now=batch.now
-        ), version
+        return messages
 
     async def append(self, messages: Messages, operation_id: str) -> None:
         """Append ``messages`` as one atomic batch, committed when this returns."""

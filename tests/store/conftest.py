@@ -1,4 +1,5 @@
-"""A migrated SQLite store on disk, as repository functions see it: a connection."""
+"""A migrated SQLite store on disk, as repository functions see it: a connection; and an empty
+database of each backend, for the migration tests to build an older schema in."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from loopengine.store import create_engine, migrate
+from tests.postgres import postgres_server
 
 
 @pytest.fixture
@@ -19,3 +21,17 @@ def connection(tmp_path: Path) -> Iterator[sa.Connection]:
             migrate(opened)
         yield opened
     engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[sa.Engine]:
+    """An empty database of each backend (modules with their own ``engine`` keep theirs)."""
+    if request.param == "sqlite":
+        built = create_engine(f"sqlite:///{tmp_path / 'store.db'}")
+        yield built
+        built.dispose()
+        return
+    with postgres_server() as url:
+        built = create_engine(url)
+        yield built
+        built.dispose()

@@ -209,3 +209,16 @@ def test_a_dry_run_records_the_reply_and_health_without_responses_nor_memory(
     with connection.begin():
         autolearn.RecordReply((), [], [], None, 1.0).apply(connection)
     assert autolearn.exploration_counts(connection, "code", ["OL1"], 5) == {"OL1": (0, 0)}
+
+
+def test_a_reply_the_thread_refuses_is_left_out_and_the_rest_kept(
+    connection: sa.Connection,
+) -> None:
+    with connection.begin():
+        threads.extend_thread(connection, _reply("s1", "First.", "op:reply"), 0)
+    refused = (_reply("s1", "Other.", "op:reply"), 1)
+    with connection.begin():
+        autolearn.RecordReply((refused,), [], [_sample("OL1")], None, 1.0).apply(connection)
+    said = [m.content for m in threads.read_thread(connection, "s1").messages]
+    assert said == ["First."]
+    assert autolearn.exploration_counts(connection, "code", ["OL1"], 5) == {"OL1": (1, 1)}

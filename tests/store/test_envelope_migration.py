@@ -3,16 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 import sqlalchemy as sa
 
 from loopengine.store import _tables as tables
-from loopengine.store import create_engine, executions, migrate, queue, webhooks
-from tests.postgres import postgres_server
+from loopengine.store import executions, migrate, queue, webhooks
 from tests.store.old_schemas import (
     V11_BODIES,
     V11_ENVELOPES,
@@ -20,19 +16,6 @@ from tests.store.old_schemas import (
     V11_JOBS,
     at_version_11,
 )
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[sa.Engine]:
-    if request.param == "sqlite":
-        built = create_engine(f"sqlite:///{tmp_path / 'store.db'}")
-        yield built
-        built.dispose()
-        return
-    with postgres_server() as url:
-        built = create_engine(url)
-        yield built
-        built.dispose()
 
 
 def _job(job_id: str, key: str, status: str = queue.QUEUED, **values: Any) -> dict[str, Any]:

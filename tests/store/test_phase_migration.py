@@ -3,31 +3,15 @@ listing that phase, so its executions read back as they were, however many rows 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
-from loopengine.store import _migrations, approvals, create_engine, executions, migrate
-from tests.postgres import postgres_server
+from loopengine.store import _migrations, approvals, executions, migrate
 from tests.store.old_schemas import V11_EXECUTIONS, V11_PHASES, at_version_11
 
 PHASES = ("detect", "analyze", "decide")
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[sa.Engine]:
-    if request.param == "sqlite":
-        built = create_engine(f"sqlite:///{tmp_path / 'store.db'}")
-        yield built
-        built.dispose()
-        return
-    with postgres_server() as url:
-        built = create_engine(url)
-        yield built
-        built.dispose()
 
 
 def _phase(execution_id: str, seq: int, phase: str) -> dict[str, Any]:
