@@ -6,7 +6,7 @@ from pydantic import Field
 
 from loopengine.contract._base import Name, Strict
 
-__all__ = ["Autolearn", "Cluster", "Config", "DaemonSettings", "Node"]
+__all__ = ["Actions", "ActionsHttp", "Autolearn", "Cluster", "Config", "DaemonSettings", "Node"]
 
 DEFAULT_DATABASE = "sqlite:///.loopengine/loopengine.db"
 
@@ -162,8 +162,32 @@ class Autolearn(Strict):
         return defaults.get(role, chain[-1])
 
 
+class ActionsHttp(Strict):
+    """Where ``http.request`` and ``webhook.send`` may go besides public addresses."""
+
+    allow: list[Name] = Field(
+        default_factory=list,
+        description="Hosts they may reach although loopback or private: globs of `host` or "
+        "`host:port` (e.g. `127.0.0.1:8080`, `*.internal.example`).",
+    )
+
+
+class Actions(Strict):
+    """The built-in actions (``shell``, ``file.*``, ``http.request``…)."""
+
+    root: str | None = Field(
+        None,
+        description="Folder the shell and file actions work under (relative to this file); "
+        "default: each loop file's folder.",
+    )
+    http: ActionsHttp = Field(
+        ActionsHttp.model_construct(), description="Destinations of the HTTP actions."
+    )
+
+
 class Config(Strict):
-    """loopengine.yaml: database, plugins, tools sandbox, cluster, storage, daemon, autolearn."""
+    """loopengine.yaml: database, plugins, tools sandbox, cluster, storage, daemon, autolearn,
+    actions."""
 
     database: str = Field(
         DEFAULT_DATABASE, description="SQLAlchemy URL: `sqlite:///path` or `postgresql://…`."
@@ -195,4 +219,7 @@ class Config(Strict):
     )
     autolearn: Autolearn = Field(
         Autolearn.model_construct(), description="Scoring and tuning of the chat."
+    )
+    actions: Actions = Field(
+        Actions.model_construct(), description="The built-in actions' root and destinations."
     )
