@@ -74,12 +74,20 @@ class _Journal:
         self.folder = trash / hashlib.sha256(key.encode()).hexdigest()[:32]
 
     def read(self) -> dict[str, Any] | None:
+        """The call's record; None if it never began (a folder without one: it stopped half
+        way, and what it took away may be there)."""
         try:
             with open(self.folder / _RECORD, "rb") as stream:
                 record: dict[str, Any] = json.load(stream)
         except FileNotFoundError:
+            if self.folder.exists():
+                raise self._half_way() from None
             return None
         return record
+
+    def _half_way(self) -> FileExistsError:
+        said = f"an earlier attempt of this call stopped half way: see {self.folder}"
+        return FileExistsError(said)
 
     @contextmanager
     def begun(self) -> Iterator[int]:
@@ -88,9 +96,7 @@ class _Journal:
         try:
             self.folder.mkdir(mode=0o700)
         except FileExistsError:
-            raise FileExistsError(
-                f"an earlier attempt of this call stopped half way: see {self.folder}"
-            ) from None
+            raise self._half_way() from None
         with self.opened() as folder:
             try:
                 yield folder
@@ -417,7 +423,8 @@ def file_undo(ctx: SkillContext) -> JSONObject:
     if key is None:
         raise SkillError("file.undo undoes a file action: name it as that action's rollback_skill")
     journal = _Journal(trash_folder(ctx), key)
-    record = journal.read()
+    with _acting("file.undo"):
+        record = journal.read()
     if record is None:
         raise SkillError(
             f"file.undo: no file action is recorded under {key!r}: the action ran no file "

@@ -234,6 +234,24 @@ def test_a_rerun_of_a_recorded_call_returns_its_result_without_acting(root: Path
     assert _tree(root) == {"a.txt": "a"}
 
 
+def test_a_call_that_stopped_half_way_is_not_run_again(root: Path) -> None:
+    (root / "a.txt").write_text("a")
+    trash = Path(_call(root, "file.delete", path="a.txt")["trash"])
+    (trash / "record.json").unlink()
+    with pytest.raises(SkillError, match="stopped half way: see "):
+        _call(root, "file.delete", path="a.txt")
+    assert (trash / "entry").read_text() == "a"
+
+
+def test_undo_of_a_delete_never_replaces_what_took_its_place(root: Path) -> None:
+    (root / "a.txt").write_text("old")
+    trash = Path(_call(root, "file.delete", path="a.txt")["trash"])
+    (root / "a.txt").write_text("new")
+    with pytest.raises(SkillError, match=re.escape("'a.txt' exists already")):
+        _undo(root)
+    assert ((root / "a.txt").read_text(), (trash / "entry").read_text()) == ("new", "old")
+
+
 def test_undo_outside_a_rollback_is_refused(root: Path) -> None:
     with pytest.raises(SkillError, match="name it as that action's rollback_skill"):
         _REGISTRY.skill("file.undo").fn(_ctx(root))
