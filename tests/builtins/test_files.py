@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from loopengine.builtins import builtin_registry
+from loopengine.builtins import _confined, builtin_registry
 from loopengine.builtins._confined import Root, parts_of
 from loopengine.builtins._files import MAX_CONTENT, trash_folder
 from loopengine.contract import Config, Outcome
@@ -197,7 +197,12 @@ def test_move_renames_and_undo_moves_back(root: Path) -> None:
     assert _tree(root) == {"big.log": "data"}
 
 
-def test_move_never_replaces_the_target(root: Path) -> None:
+@pytest.mark.parametrize("renameat2", [True, False], ids=["renameat2", "without"])
+def test_move_never_replaces_the_target(
+    root: Path, renameat2: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not renameat2:
+        monkeypatch.setattr(_confined, "_renameat2", lambda: None)
     (root / "a.txt").write_text("a")
     (root / "b.txt").write_text("b")
     with pytest.raises(SkillError, match=re.escape("'b.txt' exists already")):
