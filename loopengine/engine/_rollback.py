@@ -9,6 +9,7 @@ import anyio
 from loopengine.engine._run import Run
 from loopengine.engine._services import Services
 from loopengine.errors import LoopEngineError
+from loopengine.skills import ROLLBACK_SUFFIX
 
 __all__ = ["roll_back"]
 
@@ -28,7 +29,7 @@ async def roll_back(run: Run, services: Services, max_ms: int) -> dict[str, Any]
                     entry.skill,
                     entry.params,
                     extra=entry.extra,
-                    key=f"{entry.key}:rollback",
+                    key=f"{entry.key}{ROLLBACK_SUFFIX}",
                     keep_result=True,
                 )
             except LoopEngineError as exc:

@@ -155,6 +155,8 @@ class Services:
             store=self.store,
             config=self.config,
             base=self.base,
+            loop_file=Path(run.loop.file),
+            private=self.private,
             scope=run.envelope.scope,
             clock=self.clock,
         )

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from loopengine.store import Store
     from loopengine.store.effects import Effect
 
-__all__ = ["Progress", "SkillContext", "SkillOutput", "Spend"]
+__all__ = ["ROLLBACK_SUFFIX", "Progress", "SkillContext", "SkillOutput", "Spend"]
 
 Progress = Callable[[str, Mapping[str, Any]], None]
 """Told what a long skill is doing (an event name and its fields), for live displays."""
@@ -24,6 +24,9 @@ Spend = Callable[[int, int], str | None]
 """Counts ``(tokens, llm_calls)`` into the loop's budget as they happen (the one way usage is
 counted); returns why the budget is spent, if it is."""
 
+
+ROLLBACK_SUFFIX = ":rollback"
+"""Ends the idempotency key of a rollback call, after the key of the action call it undoes."""
 
 _LOGGER = logging.getLogger("loopengine.skills")
 """What skills log to; secret values are masked in every record it takes."""
@@ -54,6 +57,10 @@ class SkillContext:
     config: Config = field(default_factory=Config)
     base: Path = field(default_factory=Path.cwd)
     """The folder relative paths of the config start from."""
+    loop_file: Path | None = None
+    """The loop's file (the actions' default root is its folder); None outside an engine."""
+    private: tuple[Path, ...] = ()
+    """What the tools never see and the file actions never touch (the config, the store)."""
     scope: Mapping[str, Any] = field(default_factory=dict)
     """The job's bounded scope (``limit``…)."""
     clock: Callable[[], float] = time.time
@@ -63,6 +70,13 @@ class SkillContext:
         """The engine's LLM runtime (cluster, tools, threads), for LLM skills; None without one.
         Built when a skill first asks: the HTTP client costs ~0.3 s that other skills never pay."""
         return None if self.llm_runtime is None else self.llm_runtime()
+
+    @property
+    def undoes(self) -> str | None:
+        """The idempotency key of the action call this rollback call undoes; None when this is
+        no rollback call."""
+        key = self.idempotency_key
+        return key.removesuffix(ROLLBACK_SUFFIX) if key.endswith(ROLLBACK_SUFFIX) else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -114,6 +114,13 @@ def is_inline(url: str) -> bool:
     return _is_memory(parsed) or _synchronous(parsed)[1] in _INLINE
 
 
+def sqlite_file(url: sa.URL) -> Path | None:
+    """The file a SQLite URL names; None for a server or a database in memory."""
+    if url.get_backend_name() != "sqlite" or _is_memory(url):
+        return None
+    return Path(str(url.database)).expanduser()
+
+
 def _sqlite_engine(url: sa.URL, read_only: bool) -> sa.Engine:
     url, synchronous = _synchronous(url)
     memory = _is_memory(url)

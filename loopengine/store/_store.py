@@ -35,6 +35,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Hashable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
+from pathlib import Path
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
 import anyio
@@ -48,6 +49,7 @@ from loopengine.store._database import (
     WRITER,
     create_engine,
     is_inline,
+    sqlite_file,
     translated,
 )
 from loopengine.store._migrations import migrate
@@ -128,6 +130,11 @@ class Store:
         """Why the database is unavailable, while it is."""
         self.on_outage: Callable[[StoreUnavailable | None], None] | None = None
         """Told once when the database becomes unavailable (the error), and when it is back."""
+
+    @property
+    def file(self) -> Path | None:
+        """The SQLite file this store is; None for a server or a database in memory."""
+        return sqlite_file(self.engine.url)
 
     @classmethod
     @asynccontextmanager
