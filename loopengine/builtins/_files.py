@@ -13,10 +13,10 @@ import json
 import os
 import secrets
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import IO, Annotated, Any, Literal
+from typing import IO, Annotated, Literal, TypedDict
 
 from pydantic import Field
 
@@ -66,6 +66,19 @@ def trash_folder(ctx: SkillContext) -> Path:
     return Path(os.path.abspath(ctx.base / ".loopengine" / "trash"))
 
 
+class _Record(TypedDict, total=False):
+    """A call's ``record.json``, as the call wrote it: what it did and what undoing it needs."""
+
+    op: str
+    root: str
+    result: JSONObject
+    undone: JSONObject
+    previous: bool
+    made: list[str]
+    written: list[int]
+    moved: list[int]
+
+
 class _Journal:
     """The trash folder of one call, named by its idempotency key: ``entry``, what the call took
     away, and ``record.json``, what it did, written once it is done."""
@@ -73,12 +86,12 @@ class _Journal:
     def __init__(self, trash: Path, key: str) -> None:
         self.folder = trash / hashlib.sha256(key.encode()).hexdigest()[:32]
 
-    def read(self) -> dict[str, Any] | None:
+    def read(self) -> _Record | None:
         """The call's record; None if it never began (a folder without one: it stopped half
         way, and what it took away may be there)."""
         try:
             with open(self.folder / _RECORD, "rb") as stream:
-                record: dict[str, Any] = json.load(stream)
+                record: _Record = json.load(stream)
         except FileNotFoundError:
             if self.folder.exists():
                 raise self._half_way() from None
@@ -117,7 +130,7 @@ class _Journal:
         """Record what the call did (``result``) and what undoing it needs."""
         self.write(folder, {**undo, "root": str(root.path), "result": result})
 
-    def write(self, folder: int, record: JSONObject) -> None:
+    def write(self, folder: int, record: Mapping[str, object]) -> None:
         """Replace the record at once: a reader sees the old one or the new one."""
         temp = f"{_RECORD}.{secrets.token_hex(4)}"
         with os.fdopen(os.open(temp, _CREATE, 0o600, dir_fd=folder), "w") as stream:
@@ -152,7 +165,7 @@ def _recorded(
     with _acting(name):
         record = journal.read()
         if record is not None:
-            return record["result"]  # type: ignore[no-any-return]
+            return record["result"]
         with _root(ctx) as root:
             return act(root, journal)
 
@@ -383,9 +396,9 @@ def _unmake(root: Root, made: list[str]) -> None:
             return
 
 
-def _undo_write(root: Root, record: dict[str, Any], kept: int) -> JSONObject:
+def _undo_write(root: Root, record: _Record, kept: int) -> JSONObject:
     """Put the old file back, or remove the one the action made."""
-    place, info = root.existing(record["result"]["path"])
+    place, info = root.existing(str(record["result"]["path"]))
     _same(place, info, record["written"])
     if record["previous"]:
         os.rename(_ENTRY, place.name, src_dir_fd=kept, dst_dir_fd=place.folder)
@@ -395,17 +408,17 @@ def _undo_write(root: Root, record: dict[str, Any], kept: int) -> JSONObject:
     return {"path": place.shown, "restored": record["previous"], "removed": not record["previous"]}
 
 
-def _undo_move(root: Root, record: dict[str, Any], kept: int) -> JSONObject:
-    moved, info = root.existing(record["result"]["target"])
+def _undo_move(root: Root, record: _Record, kept: int) -> JSONObject:
+    moved, info = root.existing(str(record["result"]["target"]))
     _same(moved, info, record["moved"])
-    back = root.reach(record["result"]["source"])
+    back = root.reach(str(record["result"]["source"]))
     rename_new(moved, back)
     _unmake(root, record["made"])
     return {"source": moved.shown, "target": back.shown}
 
 
-def _undo_delete(root: Root, record: dict[str, Any], kept: int) -> JSONObject:
-    back = root.reach(record["result"]["path"])
+def _undo_delete(root: Root, record: _Record, kept: int) -> JSONObject:
+    back = root.reach(str(record["result"]["path"]))
     rename_new(Place(kept, _ENTRY, "the trash"), back)
     return {"path": back.shown, "restored": True}
 
@@ -431,7 +444,7 @@ def file_undo(ctx: SkillContext) -> JSONObject:
             "skill, or its trash folder is gone"
         )
     if "undone" in record:
-        return record["undone"]  # type: ignore[no-any-return]
+        return record["undone"]
     done = f"file.{record['op']}"
     if ctx.dry_run:
         return {"dry_run": True, "undo": done, **record["result"]}
