@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, FiniteFloat, StringConstraints
+from pydantic import AfterValidator, FiniteFloat, StringConstraints
 
 from loopengine.errors import SkillError
 from loopengine.skills import SkillContext, SkillOutput, skill
@@ -27,14 +27,28 @@ EventName = Annotated[str, AfterValidator(_event_name)]
 """An event name (``seo.page.updated``): checked at ``validate`` when written as is, and when the
 step runs once rendered."""
 MetricName = Annotated[str, StringConstraints(min_length=1, max_length=200)]
-Labels = Annotated[
-    dict[
-        Annotated[str, StringConstraints(min_length=1, max_length=100)],
-        Annotated[str, StringConstraints(max_length=1000)],
-    ],
-    Field(max_length=32),
-]
-"""At most 32 labels, keys of at most 100 characters, values of at most 1000."""
+MAX_LABELS = 32
+MAX_LABEL_KEY = 100
+MAX_LABEL_VALUE = 1000
+
+
+def _labels(labels: dict[str, str] | None) -> dict[str, str] | None:
+    if labels is None:
+        return None
+    if len(labels) > MAX_LABELS:
+        raise ValueError(f"{len(labels)} labels: a point takes at most {MAX_LABELS}")
+    for key, value in labels.items():
+        if not 0 < len(key) <= MAX_LABEL_KEY:
+            raise ValueError(
+                f"label {key[:MAX_LABEL_KEY]!r}: write 1 to {MAX_LABEL_KEY} characters"
+            )
+        if len(value) > MAX_LABEL_VALUE:
+            raise ValueError(f"label {key!r} is over {MAX_LABEL_VALUE} characters")
+    return labels
+
+
+Labels = Annotated[dict[str, str] | None, AfterValidator(_labels)]
+"""At most 32 labels, keys of 1 to 100 characters, values of at most 1000."""
 
 
 def _bounded(data: Any) -> Any:
@@ -85,7 +99,7 @@ async def record_metric(
     ctx: SkillContext,
     name: MetricName,
     value: FiniteFloat,
-    labels: Labels | None = None,
+    labels: Labels = None,
     dry_run: bool = False,
 ) -> SkillOutput:
     """Args:

@@ -118,8 +118,20 @@ def test_a_dry_run_records_no_metric_point() -> None:
         {"name": "m", "value": 1, "labels": {f"k{i}": "v" for i in range(33)}},
         {"name": "m", "value": 1, "labels": {"k": "v" * 1001}},
         {"name": "m", "value": 1, "labels": {"k": 3}},
+        {"name": "m", "value": 1, "labels": {"": "v"}},
+        {"name": "m", "value": 1, "labels": {"k" * 101: "v"}},
     ],
-    ids=["nan", "infinity", "empty-name", "long-name", "many-labels", "long-label", "number-label"],
+    ids=[
+        "nan",
+        "infinity",
+        "empty-name",
+        "long-name",
+        "many-labels",
+        "long-label",
+        "number-label",
+        "empty-key",
+        "long-key",
+    ],
 )
 def test_metrics_record_refuses_a_point_past_its_bounds_at_validate(
     params: dict[str, Any],
@@ -174,3 +186,8 @@ async def test_a_dry_run_of_the_loop_writes_neither(harness: Harness) -> None:
     assert done.outcome is Outcome.DRY_RUN
     assert await harness.store.read(signals.recent_events, 0) == []
     assert await harness.store.read(signals.metric_points, "disk.freed", None) == []
+
+
+def test_a_point_at_its_bounds_is_taken() -> None:
+    labels = {f"{i:0100d}": "v" * 1000 for i in range(32)}
+    assert _problems("metrics.record", name="m" * 200, value=1e308, labels=labels) == []
