@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from loopengine._lazy import lazy_exports
 from loopengine.autolearn import _memory_skills, _review_skills, _skills
-from loopengine.builtins import _actions, _emit, _llm, _sources
+from loopengine.builtins import _actions, _complete, _emit, _llm, _sources
 from loopengine.skills import Registry
 
 if TYPE_CHECKING:
@@ -53,6 +53,7 @@ def builtin_registry() -> Registry:
     for module in (
         _actions,
         _emit,
+        _complete,
         _skills,
         _llm,
         _memory_skills,
