@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from loopengine.builtins import builtin_registry
-from loopengine.contract import Outcome
+from loopengine.contract import LoopLoader, Outcome
+from loopengine.contract.checks import Env
 from loopengine.errors import SkillError
 from loopengine.skills import SkillContext, SkillOutput
 from loopengine.store import signals
@@ -75,6 +76,14 @@ def test_an_action_called_with_dry_run_emits_nothing() -> None:
 def test_an_event_name_that_is_not_one_is_refused_at_validate() -> None:
     [problem] = _problems("event.emit", name="disk cleaned!")
     assert "write dot-separated names" in problem
+
+
+def test_validate_points_at_an_event_name_in_a_loop_file() -> None:
+    text = CHAIN.replace("name: disk.cleaned", 'name: "disk cleaned!"')
+    report = LoopLoader(Env(builtin_registry(), frozenset())).load_text(text, "loop.yaml")
+    [problem] = [d.format() for d in report.diagnostics]
+    assert problem.startswith("loop.yaml:8:22: act.actions[0].params.name: ")
+    assert "e.g. seo.page.updated" in problem
 
 
 def test_event_data_larger_than_emit_takes_is_refused() -> None:
