@@ -200,3 +200,14 @@ async def test_a_dry_run_of_the_loop_writes_neither(harness: Harness) -> None:
 def test_a_point_at_its_bounds_is_taken() -> None:
     labels = {f"{i:0100d}": "v" * 1000 for i in range(32)}
     assert _problems("metrics.record", name="m" * 200, value=1e308, labels=labels) == []
+
+
+@pytest.mark.anyio
+async def test_a_secret_in_the_data_is_masked_in_the_event_log(tmp_path: Path) -> None:
+    loop = CHAIN.replace('by: "${ decision.action }"', 'token: "${ secret.EMIT_TOKEN }"')
+    environ = {"EMIT_TOKEN": "emitT0kenZq81xw"}
+    async with open_harness(tmp_path, builtin_registry(), environ=environ) as harness:
+        await harness.engine.run(harness.loop(loop))
+        [event] = await harness.store.read(signals.recent_events, 0)
+    assert "emitT0kenZq81xw" not in str(event.data)
+    assert event.data["freed"] == 42
