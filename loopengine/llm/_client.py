@@ -119,14 +119,16 @@ class ChatClient:
         messages: Sequence[ChatMessage],
         tools: Sequence[ToolSpec] | None,
         temperature: float | None,
+        max_tokens: int | None,
     ) -> ChatRequest:
         body: ChatRequest = {"model": self.node.model, "messages": list(messages)}
         if tools:
             body["tools"] = list(tools)
             if self.node.tool_choice:
                 body["tool_choice"] = "auto"
-        if self.node.max_tokens is not None:
-            body["max_tokens"] = self.node.max_tokens
+        most = [n for n in (max_tokens, self.node.max_tokens) if n is not None]
+        if most:
+            body["max_tokens"] = min(most)
         if temperature is not None:
             body["temperature"] = temperature
         return body
@@ -210,12 +212,14 @@ class ChatClient:
         *,
         temperature: float | None = None,
         on_text: TextSink | None = None,
+        max_tokens: int | None = None,
     ) -> Completion:
-        """One completion within the node's total deadline (``timeout_s``), retrying what can be.
+        """One completion within the node's total deadline (``timeout_s``), retrying what can be;
+        at most ``max_tokens`` long when given (and the node's own ``max_tokens``).
 
         Streamed when the node says ``stream: true`` or ``on_text`` wants the answer's text as it
         comes; the deadline covers the whole stream, not each chunk."""
-        body = self._body(messages, tools, temperature)
+        body = self._body(messages, tools, temperature, max_tokens)
         streamed = self.node.stream or on_text is not None
         deadline = self.node.timeout_s
         try:

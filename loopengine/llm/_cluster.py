@@ -106,12 +106,18 @@ class Cluster:
         )
 
     async def chat(
-        self, name: str, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec] | None = None
+        self,
+        name: str,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolSpec] | None = None,
+        *,
+        max_tokens: int | None = None,
     ) -> Completion:
-        """A completion from ``name``, keeping its health and counters up to date."""
+        """A completion from ``name`` (at most ``max_tokens`` long when given), keeping its health
+        and counters up to date."""
         started = time.perf_counter()
         try:
-            completion = await self.client(name).chat(messages, tools)
+            completion = await self.client(name).chat(messages, tools, max_tokens=max_tokens)
         except LLMError as exc:
             self.failed(name, exc)
             self._count(name, started, failed=True)

@@ -7,6 +7,7 @@ the modules it is given, so importing a module twice or into two registries is h
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, overload
@@ -144,7 +145,11 @@ def _model_builder(
             described = Field(default, description=docs.get(parameter.name))
             fields[parameter.name] = (annotation, described)
         config = ConfigDict(extra=extra, arbitrary_types_allowed=True)
-        return create_model(f"{name}_params", __config__=config, **fields)
+        with warnings.catch_warnings():
+            # A param may be named as pydantic's deprecated methods are (``schema``, ``json``):
+            # the model's attribute is then the param's value, which is all a call reads.
+            warnings.filterwarnings("ignore", "Field name .* shadows an attribute", UserWarning)
+            return create_model(f"{name}_params", __config__=config, **fields)
 
     return build
 

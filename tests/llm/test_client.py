@@ -62,6 +62,16 @@ async def test_a_request_sends_the_node_s_bounds_and_a_temperature_only_when_giv
     assert list(plain) == ["model", "messages", "max_tokens"]
 
 
+async def test_a_call_s_max_tokens_is_sent_within_the_node_s(
+    server: FakeLLMServer, http: httpx.AsyncClient
+) -> None:
+    server.script("m", [reply("one"), reply("two"), reply("three")])
+    await _client(server, http).chat([], max_tokens=50)
+    await _client(server, http, max_tokens=64).chat([], max_tokens=50)
+    await _client(server, http, max_tokens=64).chat([], max_tokens=500)
+    assert [r["max_tokens"] for r in server.requests] == [50, 50, 64]
+
+
 async def test_5xx_and_429_are_retried_honouring_retry_after(
     server: FakeLLMServer, http: httpx.AsyncClient
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from loopengine._diagnostics import Diagnostic
 from loopengine.contract._yaml_source import YamlDocument
 from loopengine.contract.checks._actions import check_actions, check_unique_names
+from loopengine.contract.checks._emits import check_own_events
 from loopengine.contract.checks._expressions import check_expressions
 from loopengine.contract.checks._inputs import check_params, check_storage
 from loopengine.contract.checks._skills import check_skills
@@ -23,6 +24,7 @@ def semantic_diagnostics(document: YamlDocument, env: Env) -> list[Diagnostic]:
         check_expressions(checked)
         check_skills(checked, env)
         check_actions(checked)
+        check_own_events(checked)
         check_unique_names(checked)
         check_storage(checked, env)
     return sorted(checked.found, key=lambda d: (d.line, d.column))
