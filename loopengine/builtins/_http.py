@@ -23,13 +23,22 @@ if TYPE_CHECKING:
 
     from loopengine.builtins._net import Allowed, Reply
 
-__all__ = ["MAX_BODY", "MAX_REDIRECTS", "Request", "http_request", "perform"]
+__all__ = [
+    "MAX_BODY",
+    "MAX_REDIRECTS",
+    "Request",
+    "Timeout",
+    "http_request",
+    "json_bytes",
+    "perform",
+]
 
 MAX_BODY = 65_536
 """Most bytes of an answer's body read and recorded."""
 MAX_REDIRECTS = 5
 _MAX_RETRY_AFTER_S = 60.0
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_JSON_TYPE = {"content-type": "application/json"}
 _CREDENTIALS = ("authorization", "cookie", "proxy-authorization")
 
 Method = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
@@ -193,16 +202,21 @@ def _check_status(request: Request, reply: Reply) -> None:
     raise _failed(request, f"{why}, expected {wanted} (expect lists the statuses that succeed)")
 
 
+def json_bytes(value: Any, what: str) -> bytes:
+    """``value`` as the JSON text sent (UTF-8); ``SkillError`` naming ``what`` when it is no
+    JSON (NaN, a set, an object)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False).encode()
+    except (TypeError, ValueError) as exc:
+        raise SkillError(f"{what} is not JSON: {exc}") from None
+
+
 def _encoded(json_: Any, body: str | None) -> tuple[bytes | None, JSONObject, dict[str, str]]:
     """The content to send, how the record shows it, and the content type it implies."""
     if json_ is not None and body is not None:
         raise SkillError("http.request takes json or body, not both")
     if json_ is not None:
-        try:
-            text = json.dumps(json_, ensure_ascii=False, allow_nan=False)
-        except ValueError as exc:
-            raise SkillError(f"http.request: json is not JSON: {exc}") from None
-        return text.encode(), {"json": json_}, {"content-type": "application/json"}
+        return json_bytes(json_, "http.request: json"), {"json": json_}, _JSON_TYPE
     if body is not None:
         return body.encode(), {"body": body}, {}
     return None, {}, {}

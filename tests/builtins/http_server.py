@@ -8,6 +8,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 GIB = 1 << 30
@@ -34,7 +35,14 @@ class _Handler(BaseHTTPRequestHandler):
         query = {key: values[0] for key, values in parse_qs(parts.query).items()}
         length = int(self.headers.get("content-length") or 0)
         body = self.rfile.read(length).decode()
-        self.server.seen.append({"method": self.command, "path": parts.path})
+        self.server.seen.append(
+            {
+                "method": self.command,
+                "path": parts.path,
+                "headers": dict(self.headers),
+                "body": body,
+            }
+        )
         route = parts.path.strip("/").split("/")
         if route[0] == "echo":
             echoed = {"method": self.command, "headers": dict(self.headers), "body": body}
@@ -90,7 +98,7 @@ class HostileServer(ThreadingHTTPServer):
 
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
-        self.seen: list[dict[str, str]] = []
+        self.seen: list[dict[str, Any]] = []
         self.statuses: list[int] = []
         """Statuses ``/status/…`` answers first, in order, before the one its path names."""
         self.stopping = threading.Event()

@@ -18,6 +18,7 @@ from loopengine.contract import Config, LoadReport
 from loopengine.errors import SkillError
 from loopengine.skills import SkillContext
 from tests.builtins.http_server import HostileServer, serving
+from tests.builtins.skill_calls import call, context
 from tests.engine.conftest import open_harness
 
 pytestmark = pytest.mark.anyio
@@ -29,30 +30,12 @@ def server() -> Iterator[HostileServer]:
         yield running
 
 
-def _ctx(*allow: str, dry_run: bool = False) -> SkillContext:
-    config = Config.model_validate({"actions": {"http": {"allow": list(allow)}}})
-    return SkillContext(
-        execution_id="e1",
-        loop_id="pinging",
-        phase="act",
-        step="ping",
-        idempotency_key="e1:act:ping",
-        config=config,
-        dry_run=dry_run,
-    )
+def _allowing(server: HostileServer) -> SkillContext:
+    return context(f"127.0.0.1:{server.port}")
 
 
 async def request(ctx: SkillContext, **params: Any) -> Any:
-    """Call ``http.request`` as the engine does: params checked by its model, then passed on."""
-    definition = builtin_registry().skill("http.request")
-    model = definition.params.model_validate(params)
-    return await definition.fn(
-        ctx, **{name: getattr(model, name) for name in type(model).model_fields}
-    )
-
-
-def _allowing(server: HostileServer) -> SkillContext:
-    return _ctx(f"127.0.0.1:{server.port}")
+    return await call("http.request", ctx, **params)
 
 
 async def test_a_json_answer_is_recorded_parsed(server: HostileServer) -> None:
@@ -102,7 +85,7 @@ async def test_a_dry_run_records_the_request_and_sends_nothing(server: HostileSe
 
 
 async def test_an_execution_dry_run_sends_nothing_either(server: HostileServer) -> None:
-    ctx = _ctx(f"127.0.0.1:{server.port}", dry_run=True)
+    ctx = context(f"127.0.0.1:{server.port}", dry_run=True)
     assert (await request(ctx, url=server.url("/echo")))["sent"] is False
     assert server.seen == []
 
@@ -129,7 +112,7 @@ async def test_a_refused_connection_is_worth_retrying() -> None:
     with serving() as gone:
         port = gone.port
     with pytest.raises(SkillError) as failed:
-        await request(_ctx(f"127.0.0.1:{port}"), url=f"http://127.0.0.1:{port}/")
+        await request(context(f"127.0.0.1:{port}"), url=f"http://127.0.0.1:{port}/")
     assert failed.value.retryable
 
 
@@ -137,7 +120,7 @@ async def test_a_host_not_allowed_is_refused_saying_how_to_allow_it(
     server: HostileServer,
 ) -> None:
     with pytest.raises(SkillError) as refused:
-        await request(_ctx(), url=server.url("/echo"))
+        await request(context(), url=server.url("/echo"))
     message = str(refused.value)
     assert "\n" not in message
     assert message.endswith(
