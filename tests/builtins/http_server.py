@@ -52,7 +52,7 @@ class _Handler(BaseHTTPRequestHandler):
             status = statuses.pop(0) if statuses else int(route[1])
             self._answer(status, b'{"status": "as asked"}', {"retry-after": "0"})
         elif route[0] == "redirect":
-            self._answer(302, b"", {"location": query["to"]})
+            self._answer(302, b"", {"location": query.get("to", "/redirect")})
         elif route[0] == "drip":
             self._drip()
         elif route[0] == "flood":

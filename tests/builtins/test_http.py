@@ -223,3 +223,30 @@ def test_validate_knows_the_json_param_by_the_name_a_loop_writes(
     report = load(text.replace("headers:", "jsn: {n: 1}\n        headers:"))
     [problem] = [d.message for d in report.diagnostics]
     assert "skill 'http.request' has no param 'jsn'; did you mean 'json'?" in problem
+
+
+async def test_a_name_is_connected_to_at_its_checked_address_and_still_named(
+    server: HostileServer,
+) -> None:
+    url = f"http://localhost:{server.port}/echo"
+    result = await request(context(f"localhost:{server.port}"), url=url)
+    assert result["body"]["headers"]["Host"] == f"localhost:{server.port}"
+
+
+async def test_credentials_do_not_follow_a_redirect_to_another_host(
+    server: HostileServer,
+) -> None:
+    with serving() as other:
+        ctx = context(f"127.0.0.1:{server.port}", f"127.0.0.1:{other.port}")
+        headers = {"Authorization": "Bearer t0k3n-not-for-others", "X-Trace": "t1"}
+        target = other.url("/echo")
+        await request(ctx, url=server.url(f"/redirect?to={target}"), headers=headers)
+        [seen] = other.seen
+    assert "Authorization" not in seen["headers"]
+    assert seen["headers"]["X-Trace"] == "t1"
+
+
+async def test_a_redirect_loop_ends_after_five_hops(server: HostileServer) -> None:
+    with pytest.raises(SkillError, match="more than 5 redirects"):
+        await request(_allowing(server), url=server.url("/redirect"))
+    assert len(server.seen) == 6
