@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_BODY",
+    "MAX_RECORDED",
     "MAX_REDIRECTS",
     "Request",
     "Timeout",
@@ -34,7 +35,10 @@ __all__ = [
 ]
 
 MAX_BODY = 65_536
-"""Most bytes of an answer's body read and recorded."""
+"""Most bytes of an answer's body read (and parsed, when JSON)."""
+MAX_RECORDED = 8192
+"""Most bytes of a body the record keeps, as JSON: an action's result is kept up to 16 KiB, and
+past that its status and headers would no longer be readable (``act.<id>.result.status``)."""
 MAX_REDIRECTS = 5
 _MAX_RETRY_AFTER_S = 60.0
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -86,8 +90,7 @@ async def perform(ctx: SkillContext, request: Request, dry_run: bool) -> JSONObj
         "request": described,
         "status": reply.status,
         "headers": _headers(reply.headers),
-        "body": _body(reply),
-        "truncated": reply.truncated,
+        **_recorded(_body(reply), reply),
         "duration_ms": round((time.perf_counter() - started) * 1000, 3),
     }
     if url != request.url:
@@ -179,6 +182,25 @@ def _body(reply: Reply) -> JSON:
             return text
         return parsed
     return text
+
+
+def _json_size(value: JSON) -> int:
+    return len(json.dumps(value, ensure_ascii=False).encode())
+
+
+def _recorded(body: JSON, reply: Reply) -> JSONObject:
+    """The body as the record keeps it: whole within ``MAX_RECORDED``, else the start of its
+    text and a marker; ``truncated`` when it is not all the body sent."""
+    size = _json_size(body)
+    if size <= MAX_RECORDED:
+        return {"body": body, "truncated": reply.truncated}
+    text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
+    more = ", more sent" if reply.truncated else ""
+    marker = f"… [cut: {len(reply.body):,} bytes read{more}]"
+    budget = MAX_RECORDED - _json_size(marker)
+    while (size := _json_size(text)) > budget:
+        text = text[: len(text) * budget // size]
+    return {"body": text + marker, "truncated": True}
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -58,7 +58,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif route[0] == "flood":
             self._flood()
         else:
-            self._answer(200, b"plain text", {"content-type": "text/plain; charset=utf-8"})
+            text = b"x" * int(query["size"]) if "size" in query else b"plain text"
+            self._answer(200, text, {"content-type": "text/plain; charset=utf-8"})
 
     def _drip(self) -> None:
         """One byte a second of a body that claims a minute's worth, until the client leaves."""

@@ -10,11 +10,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from loopengine.builtins import builtin_registry
-from loopengine.builtins._http import MAX_BODY
+from loopengine.builtins._http import MAX_RECORDED, _body
+from loopengine.builtins._net import Reply
 from loopengine.contract import Config, LoadReport
+from loopengine.engine._results import MAX_RESULT_BYTES
 from loopengine.errors import SkillError
 from loopengine.skills import SkillContext
 from tests.builtins.http_server import HostileServer, serving
@@ -49,6 +52,16 @@ async def test_a_json_answer_is_recorded_parsed(server: HostileServer) -> None:
 async def test_a_text_answer_is_recorded_as_text(server: HostileServer) -> None:
     result = await request(_allowing(server), url=server.url("/text"))
     assert (result["body"], result["truncated"]) == ("plain text", False)
+
+
+async def test_a_body_past_what_the_record_keeps_is_cut_and_the_status_stays_readable(
+    server: HostileServer,
+) -> None:
+    result = await request(_allowing(server), url=server.url("/text?size=40000"))
+    assert (result["status"], result["truncated"]) == (200, True)
+    assert result["body"].endswith("x… [cut: 40,000 bytes read]")
+    assert len(json.dumps(result["body"], ensure_ascii=False).encode()) <= MAX_RECORDED
+    assert len(json.dumps(result).encode()) < MAX_RESULT_BYTES
 
 
 async def test_a_text_body_and_headers_are_sent_as_given(server: HostileServer) -> None:
@@ -158,7 +171,7 @@ async def test_a_body_of_1_gib_is_cut_and_memory_stays_bounded(server: HostileSe
     finally:
         tracemalloc.stop()
     assert result["truncated"] is True
-    assert result["body"] == "[" * MAX_BODY
+    assert result["body"].endswith("[[[… [cut: 65,536 bytes read, more sent]")
     assert peak < 16 * 1_048_576
 
 
@@ -250,3 +263,9 @@ async def test_a_redirect_loop_ends_after_five_hops(server: HostileServer) -> No
     with pytest.raises(SkillError, match="more than 5 redirects"):
         await request(_allowing(server), url=server.url("/redirect"))
     assert len(server.seen) == 6
+
+
+def test_json_nested_past_the_recursion_limit_is_kept_as_text() -> None:
+    deep = b"[" * 30_000 + b"]" * 30_000
+    reply = Reply(200, httpx.Headers({"content-type": "application/json"}), deep, False, None)
+    assert _body(reply) == deep.decode()
