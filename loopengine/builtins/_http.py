@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from loopengine._json import JSON, JSONObject
 from loopengine._secrets import redact
@@ -29,6 +29,7 @@ __all__ = [
     "MAX_REDIRECTS",
     "Request",
     "Timeout",
+    "Url",
     "http_request",
     "json_bytes",
     "perform",
@@ -47,6 +48,17 @@ _CREDENTIALS = ("authorization", "cookie", "proxy-authorization")
 
 Method = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 Timeout = Annotated[float, Field(gt=0, le=600)]
+
+
+def _http_url(url: str) -> str:
+    scheme, _, rest = url.partition("://")
+    if scheme.lower() not in ("http", "https") or not rest[:1].strip("/?#"):
+        raise ValueError(f"{url!r} is no http or https URL (write http://host/… or https://…)")
+    return url
+
+
+Url = Annotated[str, AfterValidator(_http_url)]
+"""An http or https URL naming a host: checked at ``validate`` when the loop writes it out."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,15 +164,15 @@ async def _followed(
         location = reply.headers.get("location")
         if reply.status not in _REDIRECTS or location is None:
             return reply, url
-        target = str(httpx.URL(url).join(location))
-        if httpx.URL(target).netloc != httpx.URL(url).netloc:
+        source, target = httpx.URL(url), httpx.URL(url).join(location)
+        if (target.scheme, target.netloc) != (source.scheme, source.netloc):
             for name in _CREDENTIALS:
                 headers.pop(name, None)
         if reply.status == 303 or (reply.status in (301, 302) and method == "POST"):
             method = "GET" if method != "HEAD" else method
             content = None
             headers.pop("content-type", None)
-        url = target
+        url = str(target)
     raise ValueError(f"more than {MAX_REDIRECTS} redirects")
 
 
@@ -168,7 +180,7 @@ def _headers(headers: httpx.Headers) -> dict[str, JSON]:
     joined: dict[str, str] = {}
     for name, value in headers.multi_items():
         joined[name] = f"{joined[name]}, {value}" if name in joined else value
-    return dict(joined)
+    return {**joined}
 
 
 def _body(reply: Reply) -> JSON:
@@ -251,7 +263,7 @@ def _encoded(json_: Any, body: str | None) -> tuple[bytes | None, JSONObject, di
 )
 async def http_request(
     ctx: SkillContext,
-    url: str,
+    url: Url,
     method: Method = "GET",
     headers: dict[str, str] | None = None,
     json_: Annotated[Any, Field(alias="json")] = None,

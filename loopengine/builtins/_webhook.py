@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from loopengine._json import JSON, JSONObject
-from loopengine.builtins._http import Request, Timeout, json_bytes, perform
+from loopengine.builtins._http import Request, Timeout, Url, json_bytes, perform
 from loopengine.errors import SkillError, TriggerError
 from loopengine.skills import SkillContext, skill
 
@@ -55,7 +55,7 @@ def signed(secret: str, delivery: str, stamp: int, body: bytes) -> dict[str, str
 )
 async def webhook_send(
     ctx: SkillContext,
-    url: str,
+    url: Url,
     payload: Any,
     secret: str | None = None,
     format: Format = "json",

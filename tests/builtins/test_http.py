@@ -238,6 +238,15 @@ def test_validate_knows_the_json_param_by_the_name_a_loop_writes(
     assert "skill 'http.request' has no param 'jsn'; did you mean 'json'?" in problem
 
 
+def test_validate_refuses_a_url_that_is_not_http(load: Callable[[str], LoadReport]) -> None:
+    report = load(_pinging("ftp://example.com/"))
+    [problem] = [d.message for d in report.diagnostics]
+    assert problem.endswith(
+        "param of skill 'http.request': Value error, 'ftp://example.com/' is no http or https "
+        "URL (write http://host/… or https://…)"
+    )
+
+
 async def test_a_name_is_connected_to_at_its_checked_address_and_still_named(
     server: HostileServer,
 ) -> None:
