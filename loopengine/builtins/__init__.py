@@ -10,27 +10,31 @@ from typing import TYPE_CHECKING
 
 from loopengine._lazy import lazy_exports
 from loopengine.autolearn import _memory_skills, _review_skills, _skills
-from loopengine.builtins import _actions, _complete, _emit, _files, _llm, _sources
+from loopengine.builtins import (
+    _actions,
+    _complete,
+    _emit,
+    _files,
+    _http,
+    _llm,
+    _sources,
+    _webhook,
+)
 from loopengine.skills import Registry
 
 if TYPE_CHECKING:
+    from loopengine.builtins._net import checked_address, reaches_inside
     from loopengine.builtins._runtime import ChatContext, LLMRuntime
-    from loopengine.builtins._tools import (
-        MAX_READ,
-        builtin_tools,
-        checked_address,
-        offered_tools,
-        reaches_inside,
-    )
+    from loopengine.builtins._tools import MAX_READ, builtin_tools, offered_tools
 
 _EXPORTS = {
     "ChatContext": "loopengine.builtins._runtime",
     "LLMRuntime": "loopengine.builtins._runtime",
     "MAX_READ": "loopengine.builtins._tools",
     "builtin_tools": "loopengine.builtins._tools",
-    "checked_address": "loopengine.builtins._tools",
+    "checked_address": "loopengine.builtins._net",
     "offered_tools": "loopengine.builtins._tools",
-    "reaches_inside": "loopengine.builtins._tools",
+    "reaches_inside": "loopengine.builtins._net",
 }
 
 __all__ = [
@@ -54,6 +58,8 @@ def builtin_registry() -> Registry:
         _actions,
         _emit,
         _files,
+        _http,
+        _webhook,
         _complete,
         _skills,
         _llm,

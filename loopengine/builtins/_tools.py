@@ -3,21 +3,18 @@ them with validated arguments)."""
 
 from __future__ import annotations
 
-import ipaddress
 import re
-import socket
 import time
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
 from typing import Annotated
-from urllib.parse import urlsplit, urlunsplit
 
-import anyio.to_thread
 import httpx
 from pydantic import Field
 
 from loopengine._json import JSONObject
+from loopengine.builtins._net import Allowed, send
 from loopengine.builtins._sandbox import Sandbox
 from loopengine.contract import Config
 from loopengine.llm import TOOL_TIMEOUT_S, check_pattern
@@ -30,9 +27,7 @@ __all__ = [
     "MAX_SCANNED",
     "REGEX_TIMEOUT_S",
     "builtin_tools",
-    "checked_address",
     "offered_tools",
-    "reaches_inside",
 ]
 
 _MAX_TEXT = 65_536
@@ -52,73 +47,15 @@ def _in_time(ends: float) -> None:
         raise TimeoutError(f"search_files ran past {TOOL_TIMEOUT_S:g} s: narrow it")
 
 
-_INSIDE_NETWORKS = (ipaddress.ip_network("100.64.0.0/10"), ipaddress.ip_network("192.0.0.0/24"))
-"""Carrier-grade NAT and IETF protocol space: cloud metadata services live there, yet neither
-is "private" to Python."""
-
-
-def reaches_inside(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    """Whether ``address`` reaches this machine, its network or a metadata service, looking
-    through the IPv6 forms that carry an IPv4 address (mapped, 6to4, Teredo)."""
-    if isinstance(address, ipaddress.IPv6Address):
-        teredo = address.teredo[1] if address.teredo else None
-        carried = address.ipv4_mapped or address.sixtofour or teredo
-        if carried is not None:
-            return reaches_inside(carried)
-    return (
-        address.is_loopback
-        or address.is_private
-        or address.is_link_local
-        or address.is_reserved
-        or address.is_multicast
-        or address.is_unspecified
-        or (address.version == 4 and any(address in network for network in _INSIDE_NETWORKS))
-        or (address.version == 6 and address.is_site_local)
-    )
-
-
-def checked_address(host: str, allowed: frozenset[str]) -> str:
-    """The address to connect to for ``host``: resolved once, every answer checked, so a name
-    that resolves again to another address (DNS rebinding) cannot reach what was refused."""
-    try:
-        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
-    except socket.gaierror as exc:
-        raise ValueError(f"cannot resolve {host!r}: {exc}") from None
-    addresses = [ipaddress.ip_address(info[4][0]) for info in infos]
-    for address in addresses:
-        if host not in allowed and str(address) not in allowed and reaches_inside(address):
-            raise PermissionError(
-                f"{host} is a loopback, private or metadata address (allow it with http_allow)"
-            )
-    return str(addresses[0])
-
-
-async def _fetch(url: str, allowed: frozenset[str], limit: int) -> JSONObject:
+async def _fetch(url: str, allowed: Allowed, limit: int) -> JSONObject:
     """GET ``url`` from the checked address, reading at most ``limit`` bytes of the body."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError("only http and https URLs are allowed")
-    host = parts.hostname
-    address = await anyio.to_thread.run_sync(checked_address, host, allowed)
-    shown = f"[{address}]" if ":" in address else address
-    port = f":{parts.port}" if parts.port else ""
-    target = urlunsplit(parts._replace(netloc=f"{shown}{port}"))
-    headers = {"Host": f"{f'[{host}]' if ':' in host else host}{port}"}
-    body = bytearray()
-    async with (
-        httpx.AsyncClient(follow_redirects=False, timeout=10) as client,
-        client.stream("GET", target, headers=headers, extensions={"sni_hostname": host}) as reply,
-    ):
-        async for chunk in reply.aiter_bytes():
-            body += chunk
-            if len(body) > limit:
-                break
-    charset = reply.charset_encoding or "utf-8"
+    async with httpx.AsyncClient(follow_redirects=False, timeout=10) as client:
+        reply = await send(client, "GET", url, allowed, limit=limit)
     return {
-        "status": reply.status_code,
+        "status": reply.status,
         "content_type": reply.headers.get("content-type"),
-        "text": bytes(body[:limit]).decode(charset, "replace"),
-        "truncated": len(body) > limit,
+        "text": reply.text,
+        "truncated": reply.truncated,
     }
 
 
@@ -145,7 +82,7 @@ def builtin_tools(
     the file tools never see ``private`` paths (files, or folders with all they hold) nor
     hidden ones below ``base`` or ``root``."""
     sandbox = Sandbox(root, private, base)
-    allowed = frozenset(http_allow)
+    allowed = Allowed(tuple(http_allow))
 
     @tool("list_dir")
     def list_dir(path: str = ".") -> list[JSONObject]:

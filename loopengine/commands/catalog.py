@@ -29,7 +29,7 @@ def _type_name(annotation: Any) -> str:
 def _params(model: type[BaseModel]) -> list[dict[str, Any]]:
     described = []
     for name, info in model.model_fields.items():
-        entry: dict[str, Any] = {"name": name, "type": _type_name(info.annotation)}
+        entry: dict[str, Any] = {"name": info.alias or name, "type": _type_name(info.annotation)}
         if info.default is not PydanticUndefined:
             entry["default"] = info.default
         else:

@@ -64,7 +64,7 @@ class SkillDef(Definition):
 
     @property
     def param_names(self) -> frozenset[str]:
-        return frozenset(self.params.model_fields)
+        return frozenset(info.alias or name for name, info in self.params.model_fields.items())
 
     @property
     def accepts_any_param(self) -> bool:

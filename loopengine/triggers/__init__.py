@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         delivery_of,
         replay_digest,
         secret_problem,
+        standard_signature,
         verify_delivery,
         webhook_key,
     )
@@ -68,6 +69,7 @@ _EXPORTS = {
     "replay_digest": "loopengine.triggers._webhooks",
     "SecretProblem": "loopengine.triggers._webhooks",
     "secret_problem": "loopengine.triggers._webhooks",
+    "standard_signature": "loopengine.triggers._webhooks",
     "verify_delivery": "loopengine.triggers._webhooks",
     "webhook_key": "loopengine.triggers._webhooks",
 }
@@ -101,6 +103,7 @@ __all__ = [
     "pattern_problem",
     "replay_digest",
     "secret_problem",
+    "standard_signature",
     "time_zone",
     "verify_delivery",
     "webhook_key",

@@ -33,6 +33,7 @@ __all__ = [
     "delivery_of",
     "replay_digest",
     "secret_problem",
+    "standard_signature",
     "verify_delivery",
     "webhook_key",
 ]
@@ -152,11 +153,17 @@ def _standard(
         raise TriggerError("header webhook-timestamp must be whole seconds since 1970")
     _fresh(int(stamp), now, tolerance_s)
     entries = (entry.partition(",") for entry in _header(headers, "webhook-signature").split())
-    mac = hmac.digest(key, f"{delivery}.{stamp}.".encode() + body, hashlib.sha256)
-    expected = base64.b64encode(mac)
+    expected = standard_signature(key, delivery, stamp, body).encode()
     if not any(version == "v1" and _signed(expected, sig) for version, _, sig in entries):
         raise TriggerError("no v1 signature in webhook-signature matches the hook's secret")
     return delivery
+
+
+def standard_signature(key: bytes, delivery: str, stamp: str, body: bytes) -> str:
+    """The Standard Webhooks signature of ``body`` sent as ``delivery`` at ``stamp`` (whole
+    seconds): base64 of the HMAC-SHA256 of ``"{delivery}.{stamp}.{body}"``, without ``v1,``."""
+    mac = hmac.digest(key, f"{delivery}.{stamp}.".encode() + body, hashlib.sha256)
+    return base64.b64encode(mac).decode()
 
 
 def _github(key: bytes, headers: Mapping[str, str], body: bytes) -> str:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import ipaddress
 import os
-import socket
 import sqlite3
 import time
 from pathlib import Path
@@ -12,13 +10,7 @@ from typing import Any
 
 import pytest
 
-from loopengine.builtins import (
-    MAX_READ,
-    builtin_tools,
-    checked_address,
-    offered_tools,
-    reaches_inside,
-)
+from loopengine.builtins import MAX_READ, builtin_tools, offered_tools
 from loopengine.contract import Config
 from loopengine.llm import Toolbox
 from loopengine.skills import Registry
@@ -224,40 +216,3 @@ async def test_a_relative_tools_database_starts_at_the_config_folder(root: Path)
     toolbox = Toolbox(offered_tools(config, root, Registry(), ()))
     outcome = await _run(toolbox, "query_db", sql="select name from users order by name")
     assert [row["name"] for row in outcome.result["rows"]] == ["ada", "alan"]
-
-
-@pytest.mark.parametrize(
-    "address",
-    [
-        "127.0.0.1",
-        "10.1.2.3",
-        "100.100.100.200",
-        "169.254.169.254",
-        "224.0.0.1",
-        "0.0.0.0",
-        "::1",
-        "::ffff:127.0.0.1",
-        "2002:7f00:0001::",
-        "2001:0:4136:e378:8000:63bf:80ff:fffe",
-        "192.0.0.192",
-        "fec0::1",
-    ],
-)
-def test_addresses_that_reach_inside_are_forbidden(address: str) -> None:
-    assert reaches_inside(ipaddress.ip_address(address))
-
-
-def test_a_public_address_is_allowed() -> None:
-    assert not reaches_inside(ipaddress.ip_address("93.184.215.14"))
-
-
-def test_a_name_is_checked_once_and_connected_to_as_checked(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    answers = iter(["93.184.215.14", "127.0.0.1"])
-
-    def rebinding(host: str, *_: Any, **__: Any) -> list[Any]:
-        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (next(answers), 0))]
-
-    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
-    assert checked_address("rebind.example", frozenset()) == "93.184.215.14"

@@ -1,0 +1,146 @@
+"""Where the built-in HTTP clients (``http_get``, ``http.request``, ``webhook.send``) may go: a
+host resolved once per request, every address it has checked (loopback, private, link-local and
+metadata addresses refused unless allowed), and the request sent to the address checked."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from urllib.parse import urlsplit, urlunsplit
+
+import anyio.to_thread
+import httpx
+
+__all__ = ["Allowed", "Reply", "checked_address", "reaches_inside", "send"]
+
+_INSIDE_NETWORKS = (ipaddress.ip_network("100.64.0.0/10"), ipaddress.ip_network("192.0.0.0/24"))
+"""Carrier-grade NAT and IETF protocol space: cloud metadata services live there, yet neither
+is "private" to Python."""
+
+
+def reaches_inside(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Whether ``address`` reaches this machine, its network or a metadata service, looking
+    through the IPv6 forms that carry an IPv4 address (mapped, 6to4, Teredo)."""
+    if isinstance(address, ipaddress.IPv6Address):
+        teredo = address.teredo[1] if address.teredo else None
+        carried = address.ipv4_mapped or address.sixtofour or teredo
+        if carried is not None:
+            return reaches_inside(carried)
+    return (
+        address.is_loopback
+        or address.is_private
+        or address.is_link_local
+        or address.is_reserved
+        or address.is_multicast
+        or address.is_unspecified
+        or (address.version == 4 and any(address in network for network in _INSIDE_NETWORKS))
+        or (address.version == 6 and address.is_site_local)
+    )
+
+
+def _globs(pattern: str) -> tuple[str, str]:
+    """The host and port globs of ``host``, ``host:port``, ``[v6]`` or ``[v6]:port``."""
+    pattern = pattern.lower()
+    if pattern.startswith("["):
+        host, _, rest = pattern[1:].partition("]")
+        return host, rest.removeprefix(":") or "*"
+    if pattern.count(":") == 1:
+        host, _, port = pattern.partition(":")
+        return host, port
+    return pattern, "*"
+
+
+@dataclass(frozen=True, slots=True)
+class Allowed:
+    """The loopback or private destinations allowed all the same: globs of ``host`` or
+    ``host:port``, matched against a URL's host name and each address it resolves to;
+    ``setting`` names where a user lists more."""
+
+    patterns: tuple[str, ...] = ()
+    setting: str = "http_allow"
+
+    def admits(self, host: str, port: int) -> bool:
+        return any(
+            fnmatchcase(host.lower(), host_glob) and fnmatchcase(str(port), port_glob)
+            for host_glob, port_glob in map(_globs, self.patterns)
+        )
+
+
+def checked_address(host: str, port: int, allowed: Allowed) -> str:
+    """The address to connect to for ``host``: resolved once, every answer checked, so a name
+    that resolves again to another address (DNS rebinding) cannot reach what was refused."""
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except socket.gaierror as exc:
+        raise ConnectionError(f"cannot resolve {host!r}: {exc}") from None
+    addresses = [ipaddress.ip_address(info[4][0]) for info in infos]
+    shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    for address in addresses:
+        if (
+            reaches_inside(address)
+            and not allowed.admits(host, port)
+            and not allowed.admits(str(address), port)
+        ):
+            raise PermissionError(
+                f"{shown} is a loopback, private or metadata address ({address}); to reach it, "
+                f"list '{shown}' under {allowed.setting}"
+            )
+    return str(addresses[0])
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """An answer, its body read up to a bound (``truncated`` when there was more)."""
+
+    status: int
+    headers: httpx.Headers
+    body: bytes
+    truncated: bool
+    charset: str | None
+
+    @property
+    def text(self) -> str:
+        """The body decoded by its charset (UTF-8 when it names none this Python knows)."""
+        try:
+            return self.body.decode(self.charset or "utf-8", "replace")
+        except LookupError:
+            return self.body.decode("utf-8", "replace")
+
+
+async def send(
+    client: httpx.AsyncClient,
+    method: str,
+    url: str,
+    allowed: Allowed,
+    *,
+    limit: int,
+    headers: httpx.Headers | None = None,
+    content: bytes | None = None,
+) -> Reply:
+    """One request to ``url`` at the address checked for its host (``Host`` and TLS still name
+    the host), no redirect followed, at most ``limit`` bytes of the body read."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("only http and https URLs are allowed")
+    host = parts.hostname
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    address = await anyio.to_thread.run_sync(
+        checked_address, host, port, allowed, abandon_on_cancel=True
+    )
+    shown = f"[{address}]" if ":" in address else address
+    given = f":{parts.port}" if parts.port else ""
+    target = urlunsplit(parts._replace(netloc=f"{shown}{given}"))
+    sent = httpx.Headers(headers)
+    sent["Host"] = f"{f'[{host}]' if ':' in host else host}{given}"
+    body = bytearray()
+    async with client.stream(
+        method, target, headers=sent, content=content, extensions={"sni_hostname": host}
+    ) as reply:
+        async for chunk in reply.aiter_bytes():
+            body += chunk
+            if len(body) > limit:
+                break
+    cut = bytes(body[:limit])
+    return Reply(reply.status_code, reply.headers, cut, len(body) > limit, reply.charset_encoding)

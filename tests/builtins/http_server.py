@@ -1,0 +1,126 @@
+"""A hostile-when-asked HTTP server on 127.0.0.1, in a thread: it echoes, answers a status, drips,
+floods, and redirects, so the HTTP actions' bounds are tested against a real socket."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+GIB = 1 << 30
+_CHUNK = 65_536
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: HostileServer
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet: the tests read what was asked, not a log."""
+
+    def _answer(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        for name, value in {"content-type": "application/json", **(headers or {})}.items():
+            self.send_header(name, value)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _handle(self) -> None:
+        parts = urlsplit(self.path)
+        query = {key: values[0] for key, values in parse_qs(parts.query).items()}
+        length = int(self.headers.get("content-length") or 0)
+        body = self.rfile.read(length).decode()
+        self.server.seen.append(
+            {
+                "method": self.command,
+                "path": parts.path,
+                "headers": dict(self.headers),
+                "body": body,
+            }
+        )
+        route = parts.path.strip("/").split("/")
+        if route[0] == "echo":
+            echoed = {"method": self.command, "headers": dict(self.headers), "body": body}
+            self._answer(200, json.dumps(echoed).encode())
+        elif route[0] == "status":
+            statuses = self.server.statuses
+            status = statuses.pop(0) if statuses else int(route[1])
+            self._answer(status, b'{"status": "as asked"}', {"retry-after": "0"})
+        elif route[0] == "redirect":
+            self._answer(302, b"", {"location": query.get("to", "/redirect")})
+        elif route[0] == "drip":
+            self._drip()
+        elif route[0] == "flood":
+            self._flood()
+        else:
+            text = b"x" * int(query["size"]) if "size" in query else b"plain text"
+            self._answer(200, text, {"content-type": "text/plain; charset=utf-8"})
+
+    def _drip(self) -> None:
+        """One byte a second of a body that claims a minute's worth, until the client leaves."""
+        self.send_response(200)
+        self.send_header("content-length", "60")
+        self.end_headers()
+        for _ in range(60):
+            if self.server.stopping.wait(1):
+                return
+            try:
+                self.wfile.write(b"x")
+                self.wfile.flush()
+            except OSError:
+                return
+
+    def _flood(self) -> None:
+        """A body of 1 GiB, written until the client stops reading."""
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(GIB))
+        self.end_headers()
+        chunk = b"[" * _CHUNK
+        for _ in range(GIB // _CHUNK):
+            if self.server.stopping.is_set():
+                return
+            try:
+                self.wfile.write(chunk)
+            except OSError:
+                return
+
+    do_GET = do_POST = do_PUT = do_DELETE = _handle
+
+
+class HostileServer(ThreadingHTTPServer):
+    daemon_threads = False
+    """Closing the server waits for each answer to end (each ends once the server stops)."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.seen: list[dict[str, Any]] = []
+        self.statuses: list[int] = []
+        """Statuses ``/status/…`` answers first, in order, before the one its path names."""
+        self.stopping = threading.Event()
+
+    @property
+    def port(self) -> int:
+        return self.server_address[1]
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+
+@contextmanager
+def serving() -> Iterator[HostileServer]:
+    server = HostileServer()
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.stopping.set()
+        server.shutdown()
+        server.server_close()
+        thread.join()
