@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from loopengine._lazy import lazy_exports
 from loopengine.autolearn import _memory_skills, _review_skills, _skills
-from loopengine.builtins import _actions, _llm, _sources
+from loopengine.builtins import _actions, _llm, _shell, _sources
 from loopengine.skills import Registry
 
 if TYPE_CHECKING:
@@ -50,6 +50,6 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 def builtin_registry() -> Registry:
     """A registry holding the built-in skills (plugins are added to it by the workspace)."""
     registry = Registry()
-    for module in (_actions, _skills, _llm, _memory_skills, _review_skills, _sources):
+    for module in (_actions, _skills, _llm, _memory_skills, _review_skills, _sources, _shell):
         registry.add_module(module)
     return registry

@@ -155,6 +155,7 @@ class Services:
             store=self.store,
             config=self.config,
             base=self.base,
+            loop_file=Path(run.loop.file),
             scope=run.envelope.scope,
             clock=self.clock,
         )

@@ -54,6 +54,8 @@ class SkillContext:
     config: Config = field(default_factory=Config)
     base: Path = field(default_factory=Path.cwd)
     """The folder relative paths of the config start from."""
+    loop_file: Path | None = None
+    """The loop's file (the actions' default root is its folder); None outside an engine."""
     scope: Mapping[str, Any] = field(default_factory=dict)
     """The job's bounded scope (``limit``…)."""
     clock: Callable[[], float] = time.time
