@@ -7,6 +7,7 @@ from loopengine.contract._yaml_source import YamlDocument
 from loopengine.contract.checks._actions import check_actions, check_unique_names
 from loopengine.contract.checks._expressions import check_expressions
 from loopengine.contract.checks._inputs import check_params, check_storage
+from loopengine.contract.checks._shell import check_shell
 from loopengine.contract.checks._skills import check_skills
 from loopengine.contract.checks._triggers import check_triggers
 from loopengine.contract.checks._walk import Checked, Env
@@ -22,6 +23,7 @@ def semantic_diagnostics(document: YamlDocument, env: Env) -> list[Diagnostic]:
         check_params(checked)
         check_expressions(checked)
         check_skills(checked, env)
+        check_shell(checked)
         check_actions(checked)
         check_unique_names(checked)
         check_storage(checked, env)
