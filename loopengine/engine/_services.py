@@ -156,6 +156,7 @@ class Services:
             config=self.config,
             base=self.base,
             loop_file=Path(run.loop.file),
+            private=self.private,
             scope=run.envelope.scope,
             clock=self.clock,
         )

@@ -56,6 +56,8 @@ class SkillContext:
     """The folder relative paths of the config start from."""
     loop_file: Path | None = None
     """The loop's file (the actions' default root is its folder); None outside an engine."""
+    private: tuple[Path, ...] = ()
+    """What the tools never see and the file actions never touch (the config, the store)."""
     scope: Mapping[str, Any] = field(default_factory=dict)
     """The job's bounded scope (``limit``…)."""
     clock: Callable[[], float] = time.time
