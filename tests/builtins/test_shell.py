@@ -274,3 +274,16 @@ async def test_a_dry_run_of_a_loop_records_the_argv_it_would_run(tmp_path: Path)
         "cwd": str(tmp_path.resolve()),
         "env": [],
     }
+
+
+async def test_a_secret_given_in_env_is_masked_in_the_recorded_result(tmp_path: Path) -> None:
+    loop = GREET.replace(
+        "command: [printf, '%s', '${ input.name }']",
+        "command: [printenv, TOKEN]\n        env: {TOKEN: '${ secret.SHELL_TOKEN }'}",
+    )
+    token = "s3cr3t-t0ken-4-shell"
+    environ = {"SHELL_TOKEN": token}
+    async with open_harness(tmp_path, builtin_registry(), environ=environ) as harness:
+        done = await harness.engine.run(harness.loop(loop), inputs={"name": "x"})
+        [call] = harness.phase(await harness.view(done), "act")["data"]["calls"]
+    assert call["result"]["stdout"] == "***\n"
