@@ -4,6 +4,7 @@ process group, under the actions root, with a deadline and bounded output."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -13,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-from pydantic import BeforeValidator, Field
+from pydantic import Field, PlainValidator
+from typing_extensions import TypeAliasType
 
 from loopengine._json import JSON, JSONObject
 from loopengine._secrets import redact
@@ -35,13 +37,20 @@ _FAILURE_SHOWN = 500
 """Most characters of stderr's end a failure's message quotes."""
 
 
-def _as_text(value: object) -> object:
-    """A number in an argv is the text it reads as; anything else is left to the type check."""
-    is_number = isinstance(value, int | float) and not isinstance(value, bool)
-    return str(value) if is_number else value
+def _argument(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        return json.dumps(value)
+    raise ValueError(f"an argument is text or a number, not {type(value).__name__}")
 
 
-Argument = Annotated[str, BeforeValidator(_as_text)]
+Argument = TypeAliasType(
+    "Argument",
+    Annotated[str, PlainValidator(_argument, json_schema_input_type=str | int | float | bool)],
+)
+"""An item of an argv: text as is; a number or a boolean as its JSON text (``3``, ``true``), as
+a ``${ }`` inside text is; nothing else."""
 
 
 @dataclass(slots=True)
@@ -185,11 +194,10 @@ async def shell(
         ok_codes: The exit codes that are a success.
         dry_run: Record the argv and run nothing.
     """
-    folder = _workdir(ctx, cwd)
-    given = env or {}
+    folder, given = _workdir(ctx, cwd), env or {}
     if dry_run or ctx.dry_run:
-        argv: list[JSON] = list(command)
-        return {"dry_run": True, "argv": argv, "cwd": str(folder), "env": sorted(given)}
+        planned: list[JSON] = list(command)
+        return {"dry_run": True, "argv": planned, "cwd": str(folder), "env": sorted(given)}
     started = time.monotonic()
     finished = await _run(command, folder, _environment(given), timeout_s)
     duration_ms = round((time.monotonic() - started) * 1000, 3)
