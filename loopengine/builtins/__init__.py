@@ -17,6 +17,7 @@ from loopengine.builtins import (
     _files,
     _http,
     _llm,
+    _shell,
     _sources,
     _webhook,
 )
@@ -58,6 +59,7 @@ def builtin_registry() -> Registry:
         _actions,
         _emit,
         _files,
+        _shell,
         _http,
         _webhook,
         _complete,

@@ -8,6 +8,7 @@ from loopengine.contract.checks._actions import check_actions, check_unique_name
 from loopengine.contract.checks._emits import check_own_events
 from loopengine.contract.checks._expressions import check_expressions
 from loopengine.contract.checks._inputs import check_params, check_storage
+from loopengine.contract.checks._shell import check_shell
 from loopengine.contract.checks._skills import check_skills
 from loopengine.contract.checks._triggers import check_triggers
 from loopengine.contract.checks._walk import Checked, Env
@@ -23,6 +24,7 @@ def semantic_diagnostics(document: YamlDocument, env: Env) -> list[Diagnostic]:
         check_params(checked)
         check_expressions(checked)
         check_skills(checked, env)
+        check_shell(checked)
         check_actions(checked)
         check_own_events(checked)
         check_unique_names(checked)
