@@ -5,6 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 __all__ = [
+    "BUILTIN_SKILLS",
     "Aggregation",
     "AnalysisStrategy",
     "ArtifactType",
@@ -152,6 +153,45 @@ class BuiltinAction(StrEnum):
     NOTIFY = "notify"
     LOG_AND_NOTIFY = "log_and_notify"
     ESCALATE_TO_HUMAN = "escalate_to_human"
+
+
+BUILTIN_SKILLS = (
+    "shell",
+    "http.request",
+    "webhook.send",
+    "file.write",
+    "file.move",
+    "file.delete",
+    "file.undo",
+    "event.emit",
+    "metrics.record",
+    "llm.complete",
+    "llm.classify",
+    "llm.agent",
+    "llm.reflexive",
+    *(action.value for action in BuiltinAction),
+    "source.metric",
+    "source.log",
+    "source.event",
+    "source.alert",
+    "source.database",
+    "autolearn.scores",
+    "autolearn.route",
+    "autolearn.record_scores",
+    "autolearn.grade",
+    "autolearn.replay",
+    "autolearn.propose",
+    "autolearn.vote",
+    "autolearn.apply_prompt",
+    "autolearn.watch",
+    "autolearn.check",
+    "autolearn.rollback_prompt",
+    "autolearn.analyze_trends",
+    "autolearn.profile",
+    "autolearn.summarize",
+)
+"""The built-in skills' names, offered by the loop schema where a skill is named (an editor
+completes them; a plugin's skill is as valid). A test keeps it equal to the registry's."""
 
 
 class SourceType(StrEnum):

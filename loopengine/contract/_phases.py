@@ -9,6 +9,7 @@ from pydantic import Field
 
 from loopengine.contract._base import Name, Strict
 from loopengine.contract._enums import (
+    BUILTIN_SKILLS,
     Aggregation,
     AnalysisStrategy,
     ArtifactType,
@@ -67,7 +68,11 @@ class Source(Strict):
     """Where detect reads data: a built-in source `type`, or any `skill`."""
 
     type: SourceType | None = Field(None, description="Built-in source; omit when `skill` is set.")
-    skill: Name | None = Field(None, description="A skill to call instead of a built-in source.")
+    skill: Name | None = Field(
+        None,
+        description="A skill to call instead of a built-in source.",
+        examples=list(BUILTIN_SKILLS),
+    )
     name: Name = Field(description="Series, event, log, alert or table name the source reads.")
     filter: str | None = Field(
         None, description="Source-specific filter (for `database`, the SQL WHERE clause)."
@@ -148,7 +153,7 @@ class AnalysisStep(Strict):
     """One analysis step; its output is `analysis.<name>` and is merged into the context."""
 
     name: Name = Field(description="Step name; its output is `analysis.<name>`.")
-    skill_id: Name = Field(description="Skill to call.")
+    skill_id: Name = Field(description="Skill to call.", examples=list(BUILTIN_SKILLS))
     params: TemplateField = Field(default_factory=no_params, description="Params of the skill.")
 
 
@@ -200,11 +205,13 @@ class Action(Strict):
         description="The action's name: a decision of this name runs it (with the actions whose "
         "`on:` lists it)."
     )
-    skill_id: Name = Field(description="Skill to call.")
+    skill_id: Name = Field(description="Skill to call.", examples=list(BUILTIN_SKILLS))
     params: TemplateField = Field(
         default_factory=no_params, description="Params of the skill (`${ }` allowed)."
     )
-    rollback_skill: Name | None = Field(None, description="Skill that undoes this action.")
+    rollback_skill: Name | None = Field(
+        None, description="Skill that undoes this action.", examples=list(BUILTIN_SKILLS)
+    )
     rollback_params: TemplateField = Field(
         default_factory=no_params, description="Params of `rollback_skill` (`${ }` allowed)."
     )
