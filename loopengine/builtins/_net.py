@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import zlib
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from urllib.parse import urlsplit, urlunsplit
@@ -134,13 +135,51 @@ async def send(
     target = urlunsplit(parts._replace(netloc=f"{shown}{given}"))
     sent = httpx.Headers(headers)
     sent["Host"] = f"{f'[{host}]' if ':' in host else host}{given}"
+    sent.setdefault("Accept-Encoding", "gzip, deflate")
     body = bytearray()
     async with client.stream(
         method, target, headers=sent, content=content, extensions={"sni_hostname": host}
     ) as reply:
-        async for chunk in reply.aiter_bytes():
-            body += chunk
+        inflate = _Inflater.of(reply.headers.get("content-encoding", ""))
+        async for chunk in reply.aiter_raw():
+            body += inflate(chunk, limit + 1 - len(body))
             if len(body) > limit:
                 break
     cut = bytes(body[:limit])
     return Reply(reply.status_code, reply.headers, cut, len(body) > limit, reply.charset_encoding)
+
+
+_WBITS = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+"""The window bits zlib decodes each content coding with (deflate: with its zlib header)."""
+
+
+class _Inflater:
+    """A compressed body decoded at most ``room`` bytes at a time, so a small answer that
+    inflates a thousandfold (a gzip bomb) never outgrows the bound it is read to; an encoding
+    other than one gzip or deflate layer is kept as sent."""
+
+    def __init__(self, wbits: int | None) -> None:
+        self.wbits = wbits
+        self.decoder = None if wbits is None else zlib.decompressobj(wbits)
+        self.started = False
+
+    @classmethod
+    def of(cls, encoding: str) -> _Inflater:
+        return cls(_WBITS.get(encoding.strip().lower()))
+
+    def __call__(self, chunk: bytes, room: int) -> bytes:
+        """At most ``room`` bytes (at least 1) of what ``chunk`` decodes to."""
+        if self.decoder is None:
+            return chunk
+        try:
+            try:
+                return self.decoder.decompress(chunk, room)
+            except zlib.error:
+                if self.started or self.wbits != zlib.MAX_WBITS:
+                    raise
+                self.decoder = zlib.decompressobj(-zlib.MAX_WBITS)  # deflate sent without header
+                return self.decoder.decompress(chunk, room)
+        except zlib.error:
+            raise ValueError("the answer's compressed body is corrupt") from None
+        finally:
+            self.started = True

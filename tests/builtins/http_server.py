@@ -3,8 +3,10 @@ floods, and redirects, so the HTTP actions' bounds are tested against a real soc
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -57,6 +59,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._drip()
         elif route[0] == "flood":
             self._flood()
+        elif route[0] == "bomb":
+            sent_as = {"deflate-raw": "deflate", "corrupt": "gzip"}.get(route[1], route[1])
+            self._answer(200, _bomb(route[1]), {"content-encoding": sent_as})
         else:
             text = b"x" * int(query["size"]) if "size" in query else b"plain text"
             self._answer(200, text, {"content-type": "text/plain; charset=utf-8"})
@@ -91,6 +96,18 @@ class _Handler(BaseHTTPRequestHandler):
                 return
 
     do_GET = do_POST = do_PUT = do_DELETE = _handle
+
+
+@functools.cache
+def _bomb(encoding: str) -> bytes:
+    """64 MiB of '[' in about 64 KiB: ``gzip``, ``deflate`` (zlib), ``deflate-raw`` (no header,
+    as some servers send it) or ``corrupt`` (a gzip header, then noise)."""
+    if encoding == "corrupt":
+        return b"\x1f\x8b\x08\x00" + b"noise" * 100
+    wbits = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}.get(encoding, -zlib.MAX_WBITS)
+    packer = zlib.compressobj(9, zlib.DEFLATED, wbits)
+    chunk = b"[" * (1 << 20)
+    return b"".join(packer.compress(chunk) for _ in range(64)) + packer.flush()
 
 
 class HostileServer(ThreadingHTTPServer):

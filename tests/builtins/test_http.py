@@ -175,6 +175,28 @@ async def test_a_body_of_1_gib_is_cut_and_memory_stays_bounded(server: HostileSe
     assert peak < 16 * 1_048_576
 
 
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "deflate-raw"])
+async def test_a_compressed_body_is_inflated_no_further_than_the_record_keeps(
+    server: HostileServer, encoding: str
+) -> None:
+    tracemalloc.start()
+    try:
+        result = await request(_allowing(server), url=server.url(f"/bomb/{encoding}"))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result["truncated"] is True
+    assert result["body"].startswith("[[[")
+    assert "[cut: 65,536 bytes read" in result["body"]
+    assert peak < 16 * 1_048_576
+
+
+async def test_a_corrupt_compressed_body_fails_saying_so(server: HostileServer) -> None:
+    with pytest.raises(SkillError, match="compressed body is corrupt") as failed:
+        await request(_allowing(server), url=server.url("/bomb/corrupt"))
+    assert not failed.value.retryable
+
+
 async def test_a_secret_in_a_header_is_masked_in_the_record(
     server: HostileServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
