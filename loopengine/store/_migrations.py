@@ -303,8 +303,16 @@ def check_readable(connection: sa.Connection) -> int:
     return _current(connection)
 
 
+_MIGRATION_LOCK = 0x6C6F6F70  # "loop": the advisory lock PostgreSQL migrations take turns on
+
+
 def migrate(connection: sa.Connection) -> int:
-    """Bring the schema to the latest version; returns that version."""
+    """Bring the schema to the latest version; returns that version. Processes that start
+    together take turns (SQLite's writes do already): the first migrates, the others find the
+    schema it made once it commits."""
+    if connection.dialect.name == "postgresql":
+        lock = {"key": _MIGRATION_LOCK}
+        connection.exec_driver_sql("SELECT pg_advisory_xact_lock(%(key)s)", lock)
     tables.schema_version.create(connection, checkfirst=True)
     current = _current(connection)
     for migration in MIGRATIONS:

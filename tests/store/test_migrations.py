@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 import sqlalchemy as sa
 
 from loopengine.errors import StorageError
-from loopengine.store import MIGRATIONS, autolearn, create_engine, migrate, threads
+from loopengine.store import MIGRATIONS, Store, autolearn, create_engine, migrate, threads
 from loopengine.store import _tables as tables
 from tests.store.old_schemas import migrated_to
 
@@ -152,3 +154,35 @@ def test_version_11_keeps_the_messages_and_what_tool_messages_say_of_their_run(
             "duration_ms": 1.5,
         },
     ]
+
+
+def test_stores_opened_at_once_on_a_new_database_migrate_it_once(engine: sa.Engine) -> None:
+    """Daemons started together on a fresh database: one migrates, the others wait for it and
+    find the schema made (PostgreSQL created the same tables side by side, and all but one
+    failed on a duplicate key)."""
+    url = engine.url.render_as_string(hide_password=False)
+    opened = 4
+    start = threading.Barrier(opened)
+    versions: list[int] = []
+    errors: list[BaseException] = []
+
+    async def open_store() -> None:
+        start.wait()
+        async with Store.open(url) as store:
+            versions.append(store.schema_version)
+
+    def run() -> None:
+        try:
+            anyio.run(open_store)
+        except BaseException as exc:
+            errors.append(exc)
+
+    workers = [threading.Thread(target=run) for _ in range(opened)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert errors == []
+    assert versions == [MIGRATIONS[-1].version] * opened
+    with engine.connect() as connection:
+        assert _versions(connection) == [migration.version for migration in MIGRATIONS]
