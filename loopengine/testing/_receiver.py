@@ -5,6 +5,7 @@ triggers check theirs when it is given the secret."""
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -14,11 +15,14 @@ from typing import Any
 
 from loopengine._json import JSON
 from loopengine.errors import TriggerError
+from loopengine.triggers import verify_delivery, webhook_key
 
-__all__ = ["MAX_BODY", "Delivery", "WebhookReceiver"]
+__all__ = ["MAX_BODY", "MAX_KEPT", "Delivery", "WebhookReceiver"]
 
 MAX_BODY = 1_048_576
 """Most bytes of a body read, as the daemon's webhook triggers read by default; past that, 413."""
+MAX_KEPT = 1000
+"""Most deliveries ``deliveries`` keeps, the newest: a receiver left running stays bounded."""
 TOLERANCE_S = 300.0
 """How far a delivery's ``webhook-timestamp`` may be from now, as the daemon's default."""
 
@@ -43,10 +47,10 @@ class Delivery:
 
 class WebhookReceiver:
     """An HTTP server on 127.0.0.1, in a thread (``with`` runs it), that answers every JSON
-    POST 200 and keeps it in ``deliveries``; with a ``secret`` (``whsec_…`` or text, as a
-    webhook trigger's), a delivery whose Standard Webhooks signature or time does not hold is
-    answered 401 and kept as refused. ``port`` 0 takes a free one; a connection silent for
-    ``read_timeout_s`` is closed, so a slow sender holds no thread."""
+    POST 200 and keeps it in ``deliveries`` (the newest ``MAX_KEPT``); with a ``secret``
+    (``whsec_…`` or text, as a webhook trigger's), a delivery whose Standard Webhooks signature
+    or time does not hold is answered 401 and kept as refused. ``port`` 0 takes a free one; a
+    connection silent for ``read_timeout_s`` is closed, so a slow sender holds no thread."""
 
     def __init__(
         self,
@@ -55,8 +59,6 @@ class WebhookReceiver:
         received: Callable[[Delivery], None] | None = None,
         read_timeout_s: float = 10.0,
     ) -> None:
-        from loopengine.triggers import webhook_key
-
         self._key = None if secret is None else webhook_key(secret)
         self._received = received
         self._lock = threading.Lock()
@@ -85,8 +87,6 @@ class WebhookReceiver:
 
     def _refusal(self, headers: dict[str, str], body: bytes) -> str | None:
         """Why the delivery's signature does not hold, or None when it does."""
-        from loopengine.triggers import verify_delivery
-
         assert self._key is not None
         try:
             verify_delivery(
@@ -102,6 +102,7 @@ class WebhookReceiver:
         delivery = Delivery(path, parsed if refused is None else None, verified, refused)
         with self._lock:
             self.deliveries.append(delivery)
+            del self.deliveries[:-MAX_KEPT]
         if self._received is not None:
             self._received(delivery)
         return delivery
@@ -112,6 +113,10 @@ class WebhookReceiver:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
             timeout = read_timeout_s
+
+            def setup(self) -> None:
+                super().setup()
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
             def log_message(self, format: str, *args: Any) -> None:
                 return

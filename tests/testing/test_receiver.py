@@ -17,7 +17,7 @@ import pytest
 
 from loopengine.errors import TriggerError
 from loopengine.testing import WebhookReceiver
-from loopengine.testing._receiver import MAX_BODY
+from loopengine.testing._receiver import MAX_BODY, MAX_KEPT
 from loopengine.triggers import standard_signature, webhook_key
 
 SECRET = "whsec_HQ1EWSWIHUvCuQR2kEcFr5EKy/BSlcIf"
@@ -71,6 +71,14 @@ def test_a_delivery_whose_signature_does_not_hold_is_refused(
     (delivery,) = receiver.deliveries
     assert (delivery.verified, delivery.body) == (False, None)
     assert delivery.line().startswith(f"POST /alerts  refused: {why}")
+
+
+def test_the_newest_deliveries_are_kept_up_to_a_bound() -> None:
+    with WebhookReceiver() as receiver, httpx.Client() as client:
+        for index in range(MAX_KEPT + 2):
+            client.post(receiver.url, json=index)
+    assert len(receiver.deliveries) == MAX_KEPT
+    assert (receiver.deliveries[0].body, receiver.deliveries[-1].body) == (2, MAX_KEPT + 1)
 
 
 def test_a_body_over_the_bound_is_refused_before_it_is_read() -> None:
