@@ -379,7 +379,7 @@ def test_each_loop_is_validated_with_the_config_nearest_to_it(
     monkeypatch.setenv("DEPLOY_HOOK_SECRET", "whsec_HQ1EWSWIHUvCuQR2kEcFr5EKy/BSlcIf")
     assert main(["validate", "examples"]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out[-1] == "✗ 5 errors, 1 warning in 1 of 10 files"
+    assert out[-1] == "✗ 5 errors, 1 warning in 1 of 15 files"
     assert all(line.startswith("examples/mistakes/broken.yaml:") for line in out[:-1])
     assert "did you mean 'seo_role_audit'" in "\n".join(out)
 

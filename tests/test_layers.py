@@ -65,7 +65,8 @@ LAYERS: dict[str, frozenset[str]] = {
             "autolearn",
         }
     ),
-    "testing": frozenset({"llm", "store"}),
+    # The webhook receiver checks signatures as the daemon's webhook triggers do.
+    "testing": frozenset({"llm", "store", "triggers"}),
     # The daemon runs on the composed runtime (store, engine, registry), as ``run`` does, and
     # schedules the shipped autolearn loops.
     "daemon": frozenset(

@@ -11,7 +11,8 @@ look again). ``<!-- test: cluster -->``
 (``api cluster``) in a section starts scripted LLM nodes in place of those the chat config
 (the API example's config) names; a code block under ``<!-- file: PATH -->`` must be that file;
 ``<!-- test: free-port 8787 -->`` skips it where the port its daemon listens on is taken (and
-``free-port 11434``, the scripted server's).
+``free-port 11434``, the scripted server's; ``8788``, the webhook receiver's; ``8789``, where
+the uptime check finds no site).
 """
 
 from __future__ import annotations
@@ -353,8 +354,8 @@ def fake_cluster(
 
 @contextmanager
 def free_port(port: int) -> Iterator[None]:
-    """The section's daemon (or scripted server) listens on ``port``, as the README shows:
-    skipped where it is taken."""
+    """The section's daemon (or scripted server, or receiver) listens on ``port``, or nothing
+    must, as the README shows: skipped where it is taken."""
     with socket.socket() as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the daemon binds
         try:
@@ -372,6 +373,8 @@ FIXTURES: dict[str, Callable[[Path], AbstractContextManager[None]]] = {
         root / "examples" / "api" / "loopengine.yaml", API_NODES
     ),
     "free-port 8787": lambda root: free_port(8787),
+    "free-port 8788": lambda root: free_port(8788),
+    "free-port 8789": lambda root: free_port(8789),
     "free-port 11434": lambda root: free_port(11434),
 }
 
@@ -412,7 +415,7 @@ def test_the_readme_runs_as_written(section: Section, tmp_path: Path) -> None:
 def test_the_tour_is_covered() -> None:
     titles = {section.title for section in SECTIONS}
     assert {"1. Validate a loop", "4. Run a loop", "5. Chat with the cluster"} <= titles
-    assert "6. Run it unattended" in titles
+    assert {"6. Run it unattended", "8. Actions"} <= titles
 
 
 def test_an_id_stands_for_the_one_printed_and_binds_later_commands() -> None:

@@ -1,4 +1,5 @@
-"""Functions added to JMESPath: ``now()``, ``age(ts)``, ``count(x)``, ``matches(s, glob)``."""
+"""Functions added to JMESPath: ``now()``, ``age(ts)``, ``count(x)``, ``matches(s, glob)``,
+``lines(text)``."""
 
 from __future__ import annotations
 
@@ -47,6 +48,11 @@ class LoopFunctions(functions.Functions):
     @functions.signature({"types": ["string"]}, {"types": ["string"]})
     def _func_matches(self, text: str, pattern: str) -> bool:
         return fnmatchcase(text, pattern)
+
+    @functions.signature({"types": ["string", "null"]})
+    def _func_lines(self, text: str | None) -> list[str]:
+        """The lines of ``text`` that hold something: a command's output as a list (items)."""
+        return [] if text is None else [line for line in text.splitlines() if line.strip()]
 
 
 def arity(name: str) -> tuple[int, bool] | None:

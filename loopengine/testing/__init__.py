@@ -15,6 +15,10 @@ server-sent events, as OpenAI sends them.
 
 ``python -m loopengine.testing [SCRIPT.json] [--echo] [--port N]`` serves one from the command
 line until Ctrl-C.
+
+``WebhookReceiver`` is the other end of a loop's ``webhook.send``: it keeps each JSON POST it
+gets, its Standard Webhooks signature checked when given the secret (``--receive [--secret S]``
+on the command line).
 """
 
 from __future__ import annotations
@@ -32,13 +36,16 @@ from typing import Any
 
 from loopengine._json import JSON, JSONObject
 from loopengine.store import Store
+from loopengine.testing._receiver import Delivery, WebhookReceiver
 
 __all__ = [
     "ANY_MODEL",
     "Answering",
+    "Delivery",
     "FakeLLMServer",
     "Forever",
     "Response",
+    "WebhookReceiver",
     "answering",
     "echo",
     "forever",

@@ -1,4 +1,4 @@
-"""now(), age(), count(), matches() and the JMESPath built-ins."""
+"""now(), age(), count(), matches(), lines() and the JMESPath built-ins."""
 
 from __future__ import annotations
 
@@ -47,6 +47,24 @@ def test_count(value: object, count: int) -> None:
 def test_matches_is_a_case_sensitive_glob() -> None:
     assert compile_expression("matches(name, 'seo.*')").holds({"name": "seo.page"})
     assert not compile_expression("matches(name, 'seo.*')").holds({"name": "SEO.page"})
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("a.iso\nb c.iso\n", ["a.iso", "b c.iso"]),
+        ("a\r\n\n  \nb", ["a", "b"]),
+        ("", []),
+        (None, []),
+    ],
+)
+def test_lines_are_the_lines_that_hold_something(text: str | None, found: list[str]) -> None:
+    assert compile_expression("lines(out)").evaluate({"out": text}) == found
+
+
+def test_lines_of_a_number_is_an_expression_error() -> None:
+    with pytest.raises(ExpressionError):
+        compile_expression("lines(out)").evaluate({"out": 3})
 
 
 @pytest.mark.parametrize(("function", "expected"), [("avg", 2), ("sum", 6), ("min", 1), ("max", 3)])
