@@ -1,27 +1,33 @@
-"""Built-in decided actions that need no ``act.actions`` entry."""
+"""Built-in decided actions that need no ``act.actions`` entry. What they announce is an event
+handed to the step's commit, so it is kept exactly when the step is (a step cut short announces
+nothing; its resumed run announces once)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from loopengine._json import JSON, JSONObject
 from loopengine.contract import BuiltinAction
-from loopengine.skills import SkillContext, skill
+from loopengine.skills import SkillContext, SkillOutput, skill
+
+if TYPE_CHECKING:
+    from loopengine.store.effects import AppendEvent
 
 __all__ = ["escalate_to_human", "log_and_notify", "log_only", "none_action", "notify"]
 
 
-async def _announce(ctx: SkillContext, name: str, data: Mapping[str, JSON], dry_run: bool) -> bool:
-    """Append ``name`` to the store's event log, where a daemon's event triggers see it; not in
-    a dry run, nor outside an engine. Whether it was appended."""
-    if dry_run or ctx.dry_run or ctx.store is None:
-        return False
-    from loopengine.store import signals
+def _announced(
+    ctx: SkillContext, name: str, data: Mapping[str, JSON], dry_run: bool
+) -> tuple[AppendEvent, ...]:
+    """The event ``name`` for the step's commit to append to the event log, where a daemon's
+    event triggers see it; none in a dry run."""
+    if dry_run or ctx.dry_run:
+        return ()
+    from loopengine.store.effects import AppendEvent
 
     body = {**data, "loop_id": ctx.loop_id, "execution_id": ctx.execution_id}
-    now = ctx.clock()
-    await ctx.store.write(signals.insert_event, name, ctx.loop_id, body, now, ctx.execution_id)
-    return True
+    return (AppendEvent(name, ctx.loop_id, body, ctx.clock(), ctx.execution_id),)
 
 
 def _decided(ctx: SkillContext) -> str:
@@ -56,12 +62,12 @@ async def notify(
     event: str = "loop.notification",
     severity: str = "info",
     dry_run: bool = False,
-) -> JSONObject:
+) -> SkillOutput:
     text = message or _decided(ctx)
     ctx.logger.info("notify %s: %s", event, text)
-    notification = {"event": event, "message": text, "severity": severity}
-    sent = await _announce(ctx, event, {"message": text, "severity": severity}, dry_run)
-    return {"notification": {**notification, "emitted": sent}}
+    sent = _announced(ctx, event, {"message": text, "severity": severity}, dry_run)
+    notification = {"event": event, "message": text, "severity": severity, "emitted": bool(sent)}
+    return SkillOutput(data={"notification": notification}, effects=sent)
 
 
 @skill(BuiltinAction.LOG_AND_NOTIFY, description="Log the decision and send a notification event.")
@@ -70,10 +76,10 @@ async def log_and_notify(
     message: str | None = None,
     event: str = "loop.notification",
     dry_run: bool = False,
-) -> JSONObject:
+) -> SkillOutput:
     logged = await log_only(ctx, message)
     notified = await notify(ctx, message, event, dry_run=dry_run)
-    return {**logged, **notified}
+    return SkillOutput(data={**logged, **notified.data}, effects=notified.effects)
 
 
 @skill(
@@ -83,9 +89,10 @@ async def log_and_notify(
 )
 async def escalate_to_human(
     ctx: SkillContext, reason: str | None = None, target: str | None = None, dry_run: bool = False
-) -> JSONObject:
+) -> SkillOutput:
     text = reason or _decided(ctx)
     ctx.logger.warning("escalated to %s: %s", target or "a human", text)
     event = target or "loop.escalated"
-    sent = await _announce(ctx, event, {"reason": text, "target": target}, dry_run)
-    return {"escalation": {"target": target, "reason": text, "event": event, "emitted": sent}}
+    sent = _announced(ctx, event, {"reason": text, "target": target}, dry_run)
+    escalation = {"target": target, "reason": text, "event": event, "emitted": bool(sent)}
+    return SkillOutput(data={"escalation": escalation}, effects=sent)

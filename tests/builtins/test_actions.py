@@ -1,20 +1,25 @@
-"""Built-in actions: what they record and log."""
+"""Built-in actions: what they record and log, and the events they hand to the step's commit."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from loopengine.builtins import builtin_registry
+from loopengine.contract import Outcome
 from loopengine.skills import SkillContext
-from loopengine.store import Store, signals
-from loopengine.testing import memory_store
+from loopengine.store import signals
+from loopengine.store.effects import AppendEvent
+from tests.engine.conftest import Harness, open_harness
 
 
-def _ctx(store: Store | None = None, *, dry_run: bool = False) -> SkillContext:
+def _ctx(*, dry_run: bool = False) -> SkillContext:
     return SkillContext(
         execution_id="e1",
         loop_id="seo",
@@ -22,25 +27,32 @@ def _ctx(store: Store | None = None, *, dry_run: bool = False) -> SkillContext:
         step="builtin",
         idempotency_key="e1:act:builtin",
         data={"decision": {"action": "auto_fix_batch"}},
-        store=store,
         dry_run=dry_run,
     )
 
 
-def _call(name: str, **params: Any) -> Any:
+def _call(name: str, *, dry_run: bool = False, **params: Any) -> Any:
     definition = builtin_registry().skill(name)
-    return asyncio.run(definition.fn(_ctx(), **params))
+    return asyncio.run(definition.fn(_ctx(dry_run=dry_run), **params))
 
 
-def _events_after(name: str, *, dry_run: bool = False, **params: Any) -> list[signals.Event]:
-    """The events the action appends to a fresh store's log."""
+@pytest.fixture
+async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
+    async with open_harness(tmp_path, builtin_registry()) as opened:
+        yield opened
 
-    async def scenario() -> list[signals.Event]:
-        async with memory_store() as store:
-            await builtin_registry().skill(name).fn(_ctx(store, dry_run=dry_run), **params)
-            return await store.read(signals.list_events, lambda _: True, 10)
 
-    return asyncio.run(scenario())
+def _deciding(action: str, **params: Any) -> str:
+    """A loop whose one decision is the built-in ``action`` with ``params``."""
+    given = json.dumps(params)
+    return f"""\
+id: seo
+trigger: {{type: manual}}
+decide: {{decision_tree: [], fallback_action: {action}}}
+act:
+  actions:
+    - {{action_id: {action}, skill_id: {action}, params: {given}}}
+"""
 
 
 def test_log_only_logs_the_decision(caplog: pytest.LogCaptureFixture) -> None:
@@ -50,38 +62,71 @@ def test_log_only_logs_the_decision(caplog: pytest.LogCaptureFixture) -> None:
 
 
 def test_notify_describes_the_notification_event() -> None:
-    assert _call("notify", message="3 warnings") == {
+    assert _call("notify", message="3 warnings").data == {
         "notification": {
             "event": "loop.notification",
             "message": "3 warnings",
             "severity": "info",
-            "emitted": False,
+            "emitted": True,
         }
     }
 
 
-def test_notify_appends_its_event_to_the_log() -> None:
-    [event] = _events_after("notify", message="3 warnings", event="seo.report")
-    assert (event.name, event.source, event.execution_id) == ("seo.report", "seo", "e1")
-    assert event.data["message"] == "3 warnings"
+def test_notify_hands_its_event_to_the_steps_commit() -> None:
+    [event] = _call("notify", message="3 warnings", event="seo.report").effects
+    assert event == AppendEvent(
+        "seo.report",
+        "seo",
+        {"message": "3 warnings", "severity": "info", "loop_id": "seo", "execution_id": "e1"},
+        event.at,
+        "e1",
+    )
 
 
-def test_a_dry_run_appends_no_event() -> None:
-    assert _events_after("notify", dry_run=True) == []
+def test_a_dry_run_hands_over_no_event() -> None:
+    output = _call("notify", dry_run=True)
+    assert output.effects == ()
+    assert output.data["notification"]["emitted"] is False
 
 
-def test_escalate_to_human_appends_an_escalation_event() -> None:
-    [event] = _events_after("escalate_to_human", reason="needs a look")
+def test_escalate_to_human_hands_over_an_escalation_event() -> None:
+    [event] = _call("escalate_to_human", reason="needs a look").effects
     assert (event.name, event.data["reason"]) == ("loop.escalated", "needs a look")
 
 
 def test_log_and_notify_does_both() -> None:
-    assert set(_call("log_and_notify")) == {"log", "notification"}
+    output = _call("log_and_notify")
+    assert set(output.data) == {"log", "notification"}
+    assert [event.name for event in output.effects] == ["loop.notification"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("action", "params", "name"),
+    [
+        ("notify", {"message": "3 warnings", "event": "seo.report"}, "seo.report"),
+        ("escalate_to_human", {"reason": "needs a look"}, "loop.escalated"),
+    ],
+)
+async def test_a_loops_announcement_is_in_the_event_log_with_its_execution(
+    harness: Harness, action: str, params: dict[str, Any], name: str
+) -> None:
+    done = await harness.engine.run(harness.loop(_deciding(action, **params)))
+    assert done.outcome is Outcome.COMPLETED
+    [event] = await harness.store.read(signals.recent_events, 0)
+    assert (event.name, event.source, event.execution_id) == (name, "seo", done.execution_id)
+
+
+@pytest.mark.anyio
+async def test_a_dry_run_of_the_loop_announces_nothing(harness: Harness) -> None:
+    done = await harness.engine.run(harness.loop(_deciding("notify")), dry_run=True)
+    assert done.outcome is Outcome.DRY_RUN
+    assert await harness.store.read(signals.recent_events, 0) == []
 
 
 def test_escalate_to_human_warns(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="loopengine.skills"):
-        result = _call("escalate_to_human", target="agent.seo.architect")
+        result = _call("escalate_to_human", target="agent.seo.architect").data
     assert result["escalation"]["target"] == "agent.seo.architect"
     assert "escalated to agent.seo.architect" in caplog.text
 
