@@ -74,7 +74,7 @@ def _async_once(original: Callable[..., Any], step: str) -> Callable[..., Any]:
 
 
 STEPS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
-    "claim": lambda m: m.setattr(queue, "claimable", _once(queue.claimable, "claim", 2)),
+    "claim": lambda m: m.setattr(queue, "claim_job", _once(queue.claim_job, "claim", 2)),
     "envelope": lambda m: m.setattr(
         JobEnvelope, "from_row", _once(JobEnvelope.from_row, "envelope")
     ),

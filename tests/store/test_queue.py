@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +17,9 @@ from loopengine.store import (
     JobEnvelope,
     PhaseResult,
     Store,
+    create_engine,
     executions,
+    migrate,
     queue,
     records,
     signals,
@@ -221,3 +224,66 @@ def test_artifacts_past_their_retention_are_forgotten_and_handed_back() -> None:
     pruned, left = scenario(steps)
     assert pruned == [artifact("old", 10.0)]
     assert sorted(left) == ["kept", "new"]
+
+
+def test_a_claim_takes_over_a_dead_daemons_job_before_an_older_queued_one() -> None:
+    async def steps(store: Store) -> list[str]:
+        await store.write(queue.insert_job, job("queued", created_at=0.0))
+        await store.write(queue.insert_job, job("orphan", created_at=1.0))
+        await store.write(lambda c: queue.claim_job(c, job("orphan", created_at=1.0), "dead", 5.0))
+        first = await store.write(queue.claim_next, {"tick": 5}, "b", lambda: 10.0, 10.0)
+        second = await store.write(queue.claim_next, {"tick": 5}, "b", lambda: 10.0, 10.0)
+        return [claimed[0].id for claimed in (first, second)]
+
+    assert scenario(steps) == ["orphan", "queued"]
+
+
+def test_a_claim_passes_over_jobs_of_loops_it_does_not_serve_or_that_are_full() -> None:
+    async def steps(store: Store) -> list[str | None]:
+        await store.write(queue.insert_job, job("foreign", "elsewhere", created_at=0.0))
+        await store.write(queue.insert_job, job("full-1", "full", created_at=1.0))
+        await store.write(queue.insert_job, job("full-2", "full", created_at=2.0))
+        await store.write(queue.insert_job, job("mine", "tick", created_at=3.0))
+        limits = {"full": 1, "tick": 5}
+        taken = []
+        for _ in range(3):
+            claimed = await store.write(queue.claim_next, limits, "a", lambda: 10.0, 100.0)
+            taken.append(claimed[0].id if claimed else None)
+        return taken
+
+    assert scenario(steps) == ["full-1", "mine", None]
+
+
+def test_a_claim_reads_the_queue_through_its_index_however_long_it_is(tmp_path: Path) -> None:
+    """No statement of a claim scans the jobs table or sorts it: a claim costs the same with 20
+    or 20,000 jobs queued (an ``OR`` of queued and stale jobs once sorted every queued row)."""
+    engine = create_engine(f"sqlite:///{tmp_path / 'store.db'}")
+    statements: list[tuple[str, Any]] = []
+
+    def seen(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if statement.lstrip().upper().startswith("SELECT") and "jobs" in statement:
+            statements.append((statement, parameters))
+
+    with engine.begin() as connection:
+        migrate(connection)
+        for index in range(300):
+            queue.insert_job(connection, job(f"j{index}", f"loop{index % 30}", float(index)))
+    sa.event.listen(engine, "before_cursor_execute", seen)
+    with engine.begin() as connection:
+        limits = {f"loop{index}": 1 for index in range(1, 30)}
+        claimed = queue.claim_next(connection, limits, "a", lambda: 1e9, 10.0)
+        sa.event.remove(engine, "before_cursor_execute", seen)
+        plans = [
+            detail
+            for statement, parameters in statements
+            for *_, detail in connection.exec_driver_sql(
+                f"EXPLAIN QUERY PLAN {statement}", parameters
+            )
+        ]
+    engine.dispose()
+    assert claimed is not None
+    assert claimed[0].id == "j1"
+    assert plans
+    assert not [
+        detail for detail in plans if detail.startswith("SCAN jobs") or "TEMP B-TREE" in detail
+    ]
