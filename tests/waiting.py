@@ -6,16 +6,27 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 import sqlalchemy as sa
 
-__all__ = ["DEADLINE_S", "wait_until", "wait_until_blocked"]
+__all__ = ["DEADLINE_S", "alive", "wait_until", "wait_until_blocked"]
 
 DEADLINE_S = 60.0
 """How long a test waits for what should happen in well under a second on an idle machine."""
 
 T = TypeVar("T")
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie waiting to be reaped is dead): a process
+    killed a moment ago may not have been scheduled to die yet, so poll for it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def wait_until(

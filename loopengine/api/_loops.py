@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from importlib.metadata import version
 from typing import Annotated, Any, Literal
 
@@ -31,7 +30,7 @@ from loopengine.app import trigger as manual_job
 from loopengine.contract import Outcome, input_problems
 from loopengine.errors import ContractError, LoopEngineError, NotFound, StoreUnavailable
 from loopengine.store import approvals, executions
-from loopengine.triggers import MAX_EVENT_BYTES, MAX_EVENT_DEPTH, nesting
+from loopengine.triggers import event_data_problem
 
 __all__ = ["MAX_LISTED", "add_loop_routes"]
 
@@ -194,10 +193,8 @@ def _add_controls(app: FastAPI, context: ApiContext) -> None:
     async def post_event(event: EventIn) -> EventAccepted:
         """Append an event to the log, as ``loopengine emit`` does; the loops it fires are
         queued by the dispatcher."""
-        if nesting(event.data) > MAX_EVENT_DEPTH:
-            raise HTTPException(422, f"data is nested more than {MAX_EVENT_DEPTH} levels")
-        if len(json.dumps(event.data, separators=(",", ":"), default=str)) > MAX_EVENT_BYTES:
-            raise HTTPException(413, f"data is over {MAX_EVENT_BYTES} bytes as JSON")
+        if problem := event_data_problem(event.data):
+            raise HTTPException(413 if problem.too_large else 422, problem.message)
         try:
             appended = await perform(context.store, emit(event.name, event.data, "api"))
         except ContractError as exc:

@@ -4,7 +4,6 @@ emits nothing; its resumed run emits once)."""
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, FiniteFloat, StringConstraints
@@ -52,18 +51,11 @@ Labels = Annotated[dict[str, str] | None, AfterValidator(_labels)]
 
 
 def _bounded(data: Any) -> Any:
-    """``data`` when it is within the bounds ``loopengine emit`` holds events to (nesting, then
-    size as JSON: the nesting check keeps the encoding from recursing without end)."""
-    from loopengine.triggers import MAX_EVENT_BYTES, MAX_EVENT_DEPTH, nesting
+    """``data`` when it is within the bounds of every event's data (``loopengine emit``'s)."""
+    from loopengine.triggers import event_data_problem
 
-    if nesting(data) > MAX_EVENT_DEPTH:
-        raise SkillError(f"event.emit: data is nested more than {MAX_EVENT_DEPTH} levels")
-    try:
-        size = len(json.dumps(data, separators=(",", ":"), allow_nan=False).encode())
-    except (TypeError, ValueError) as exc:
-        raise SkillError(f"event.emit: data is not JSON: {exc}") from None
-    if size > MAX_EVENT_BYTES:
-        raise SkillError(f"event.emit: data is over {MAX_EVENT_BYTES} bytes as JSON")
+    if problem := event_data_problem(data):
+        raise SkillError(f"event.emit: {problem.message}")
     return data
 
 

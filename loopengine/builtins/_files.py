@@ -3,7 +3,8 @@
 rollback skill of all three. Each call leaves in the trash, beside the store, what undoing it
 needs (the deleted entry, the overwritten file) and a record of what it did, written last and
 named by the call's idempotency key: a resumed re-run of a recorded call returns its result
-instead of acting twice, and a rollback finds what to undo."""
+instead of acting twice, and a rollback finds what to undo. The calls prune the trash (see
+``_trash``)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import json
 import os
 import secrets
 import stat
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Annotated, Literal, TypedDict
@@ -22,7 +23,8 @@ from pydantic import Field
 
 from loopengine._json import JSON, JSONObject
 from loopengine.builtins._confined import MAX_PATH, Place, Root, identity, rename_new
-from loopengine.errors import SkillError
+from loopengine.builtins._trash import prune
+from loopengine.errors import LoopEngineError, SkillError
 from loopengine.skills import SkillContext, skill
 
 __all__ = [
@@ -70,6 +72,7 @@ class _Record(TypedDict, total=False):
     """A call's ``record.json``, as the call wrote it: what it did and what undoing it needs."""
 
     op: str
+    execution: str
     root: str
     result: JSONObject
     undone: JSONObject
@@ -83,8 +86,9 @@ class _Journal:
     """The trash folder of one call, named by its idempotency key: ``entry``, what the call took
     away, and ``record.json``, what it did, written once it is done."""
 
-    def __init__(self, trash: Path, key: str) -> None:
+    def __init__(self, trash: Path, key: str, execution_id: str) -> None:
         self.folder = trash / hashlib.sha256(key.encode()).hexdigest()[:32]
+        self.execution_id = execution_id
 
     def read(self) -> _Record | None:
         """The call's record; None if it never began (a folder without one: it stopped half
@@ -127,8 +131,9 @@ class _Journal:
             os.close(folder)
 
     def done(self, folder: int, root: Root, result: JSONObject, **undo: JSON) -> None:
-        """Record what the call did (``result``) and what undoing it needs."""
-        self.write(folder, {**undo, "root": str(root.path), "result": result})
+        """Record what the call did (``result``), in which execution, and what undoing it needs."""
+        done = {"execution": self.execution_id, "root": str(root.path), "result": result}
+        self.write(folder, {**undo, **done})
 
     def write(self, folder: int, record: Mapping[str, object]) -> None:
         """Replace the record at once: a reader sees the old one or the new one."""
@@ -161,13 +166,35 @@ def _recorded(
     ctx: SkillContext, name: str, act: Callable[[Root, _Journal], JSONObject]
 ) -> JSONObject:
     """``act``'s result, or the one recorded under this call's key (a resumed re-run)."""
-    journal = _Journal(trash_folder(ctx), ctx.idempotency_key)
+    journal = _Journal(trash_folder(ctx), ctx.idempotency_key, ctx.execution_id)
     with _acting(name):
         record = journal.read()
         if record is not None:
             return record["result"]
         with _root(ctx) as root:
-            return act(root, journal)
+            result = act(root, journal)
+    _prune(ctx)
+    return result
+
+
+def _prune(ctx: SkillContext) -> None:
+    """Prune the trash when due; a prune that fails (an entry it cannot remove, the store out of
+    reach) never fails the action, which has done its part."""
+    with suppress(OSError, LoopEngineError):
+        keep_days = ctx.config.actions.trash_days
+        prune(trash_folder(ctx), ctx.clock(), keep_days, lambda ids: _unfinished(ctx, ids))
+
+
+def _unfinished(ctx: SkillContext, ids: list[str]) -> Collection[str]:
+    """Which of the executions ``ids`` the store holds unfinished (a skill's worker thread asks
+    the engine's event loop)."""
+    if ctx.store is None:
+        return ()
+    import anyio.from_thread
+
+    from loopengine.store import executions
+
+    return anyio.from_thread.run(ctx.store.read, executions.unfinished, ids)
 
 
 def _kind(info: os.stat_result) -> str:
@@ -435,7 +462,7 @@ def file_undo(ctx: SkillContext) -> JSONObject:
     key = ctx.undoes
     if key is None:
         raise SkillError("file.undo undoes a file action: name it as that action's rollback_skill")
-    journal = _Journal(trash_folder(ctx), key)
+    journal = _Journal(trash_folder(ctx), key, ctx.execution_id)
     with _acting("file.undo"):
         record = journal.read()
     if record is None:

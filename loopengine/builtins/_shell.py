@@ -109,18 +109,20 @@ async def _run(
     argv: Sequence[str], cwd: Path, env: Mapping[str, str], timeout_s: float
 ) -> _Finished:
     """Run ``argv`` until it exits or ``timeout_s`` passes; its group is killed either way, so
-    nothing it started outlives it (a process that left the group is beyond reach). anyio is
-    imported here: ``validate`` loads this module, and runs nothing."""
+    nothing it started outlives it (a process that left the group is beyond reach). The spawn is
+    shielded: cancelled while its pipes connect, asyncio kills the command alone, not what it
+    started meanwhile. anyio is imported here: ``validate`` loads this module, and runs nothing."""
     import anyio
 
     try:
-        process = await anyio.open_process(
-            list(argv),
-            cwd=cwd,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        with anyio.CancelScope(shield=True):
+            process = await anyio.open_process(
+                list(argv),
+                cwd=cwd,
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
     except (OSError, ValueError) as exc:
         raise SkillError(f"shell: cannot run {argv[0]!r}: {exc}") from None
     stdout, stderr = _Captured(), _Captured()

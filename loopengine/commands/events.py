@@ -16,29 +16,30 @@ from loopengine.commands._console import Console
 from loopengine.commands._listing import name_filter
 from loopengine.errors import ContractError
 from loopengine.store import iso
-from loopengine.triggers import MAX_EVENT_BYTES, MAX_EVENT_DEPTH, nesting
+from loopengine.triggers import MAX_EVENT_BYTES, EventDataProblem, event_data_problem
 
 __all__ = ["run_emit", "run_events_list"]
 
 
 def _event_data(text: str | None) -> Any:
+    """``--data`` as an event's data: its text bounded before it is parsed (JSON too deep for
+    the parser is too deep for an event), then the data held to every event's bounds."""
     if text is None:
         return {}
     if len(text.encode()) > MAX_EVENT_BYTES:
-        raise ContractError(f"--data is over {MAX_EVENT_BYTES} bytes: send a reference instead")
-    too_deep = ContractError(f"--data is nested more than {MAX_EVENT_DEPTH} levels: flatten it")
+        raise ContractError(EventDataProblem.too_big("--data").message)
     try:
         data = loads(text, root="--data")
     except RecursionError:
-        raise too_deep from None
+        raise ContractError(EventDataProblem.too_deep("--data").message) from None
     except NonFiniteNumber as exc:
         raise ContractError(str(exc)) from None
     except ValueError as exc:
         raise ContractError(
             f"--data is not JSON ({exc}): write e.g. --data '{{\"page\": 1}}'"
         ) from None
-    if nesting(data) > MAX_EVENT_DEPTH:
-        raise too_deep
+    if problem := event_data_problem(data, named="--data"):
+        raise ContractError(problem.message)
     return data
 
 

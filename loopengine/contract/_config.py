@@ -183,6 +183,15 @@ class Actions(Strict):
     http: ActionsHttp = Field(
         ActionsHttp.model_construct(), description="Destinations of the HTTP actions."
     )
+    trash_days: float = Field(
+        7,
+        gt=0,
+        le=36_500,
+        description="Days the file actions keep what they took away (a deleted entry, the file "
+        "a write replaced) in the trash beside the store, for `file.undo`; older entries are "
+        "removed by the file actions themselves, at most once an hour, never one whose "
+        "execution has not finished.",
+    )
 
 
 class Config(Strict):
@@ -221,5 +230,5 @@ class Config(Strict):
         Autolearn.model_construct(), description="Scoring and tuning of the chat."
     )
     actions: Actions = Field(
-        Actions.model_construct(), description="The built-in actions' root and destinations."
+        Actions.model_construct(), description="The built-in actions' root, destinations and trash."
     )

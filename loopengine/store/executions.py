@@ -53,6 +53,7 @@ __all__ = [
     "resume_point",
     "running_executions",
     "starting_point",
+    "unfinished",
     "update_execution",
 ]
 
@@ -319,6 +320,22 @@ def _read_cursor(text: str) -> tuple[float, tuple[str, ...]]:
             "not a cursor of this listing: pass next_cursor as it was returned"
         ) from None
     return started_by, tuple(listed)
+
+
+_IN_ONE_QUERY = 500
+"""Ids one query names at most (SQLite's bound variables are limited)."""
+
+
+def unfinished(connection: sa.Connection, ids: Sequence[str]) -> frozenset[str]:
+    """Which of ``ids`` name executions not finished (running, interrupted or waiting)."""
+    found: set[str] = set()
+    for start in range(0, len(ids), _IN_ONE_QUERY):
+        some = ids[start : start + _IN_ONE_QUERY]
+        query = sa.select(executions.c.id).where(
+            executions.c.id.in_(some), executions.c.status != "finished"
+        )
+        found.update(connection.execute(query).scalars())
+    return frozenset(found)
 
 
 def running_executions(connection: sa.Connection) -> list[ExecutionRow]:

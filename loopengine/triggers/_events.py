@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import dataclass
 
 __all__ = [
     "MAX_EVENT_BYTES",
     "MAX_EVENT_DEPTH",
+    "EventDataProblem",
+    "event_data_problem",
     "event_problem",
     "matches",
     "nesting",
@@ -15,7 +19,8 @@ __all__ = [
 ]
 
 MAX_EVENT_BYTES = 65_536
-"""Most bytes of an event's data, as JSON (``emit --data``, ``POST /events``)."""
+"""Most bytes of an event's data, as compact JSON in UTF-8 (``emit --data``, ``POST /events``,
+``event.emit``)."""
 MAX_EVENT_DEPTH = 32
 """Most levels an event's data nests."""
 _SEGMENT = re.compile(r"[A-Za-z0-9_\-]+|\*|\*\*")
@@ -30,6 +35,37 @@ def event_problem(name: str) -> str | None:
             "'-', e.g. seo.page.updated"
         )
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class EventDataProblem:
+    """Why a value cannot be an event's data; ``too_large`` when only its size is the matter."""
+
+    message: str
+    too_large: bool = False
+
+    @classmethod
+    def too_deep(cls, named: str) -> EventDataProblem:
+        return cls(f"{named} is nested more than {MAX_EVENT_DEPTH} levels: flatten it")
+
+    @classmethod
+    def too_big(cls, named: str) -> EventDataProblem:
+        said = f"{named} is over {MAX_EVENT_BYTES} bytes as JSON: send a reference to it instead"
+        return cls(said, too_large=True)
+
+
+def event_data_problem(data: object, named: str = "data") -> EventDataProblem | None:
+    """Why ``data`` cannot be an event's data (``named`` so in the message), or None: nested past
+    ``MAX_EVENT_DEPTH`` (looked at first, so encoding never recurses without end), not JSON, or
+    over ``MAX_EVENT_BYTES`` as compact JSON in UTF-8."""
+    if nesting(data) > MAX_EVENT_DEPTH:
+        return EventDataProblem.too_deep(named)
+    try:
+        text = json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        size = len(text.encode())
+    except (TypeError, ValueError) as exc:
+        return EventDataProblem(f"{named} is not JSON: {exc}")
+    return EventDataProblem.too_big(named) if size > MAX_EVENT_BYTES else None
 
 
 def nesting(value: object) -> int:

@@ -271,6 +271,14 @@ def test_a_bad_event_is_refused_in_the_error_shape(
     assert _error(response)["code"] in ("invalid", "too_large")
 
 
+def test_an_events_data_is_measured_in_utf8_bytes_as_emit_measures_it(
+    on_events: tuple[Workspace, str],
+) -> None:
+    """60,000 bytes in UTF-8; escaped as ASCII it would be 180,000."""
+    body = {"name": "a.noted", "data": {"text": "é" * 30_000}}
+    assert _post_json(on_events[1], "/events", body).status_code == 202
+
+
 def _post_raw(url: str, content: bytes | Iterator[bytes]) -> httpx.Response:
     """An event posted as bytes (or chunks) without a token: the body is what is tested."""
     headers = {"Content-Type": "application/json"}

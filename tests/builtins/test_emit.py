@@ -100,6 +100,11 @@ def test_event_data_within_the_bounds_is_emitted() -> None:
     assert _call("event.emit", name="deep", data=_nested(MAX_EVENT_DEPTH)).effects
 
 
+def test_event_data_is_measured_in_utf8_bytes_as_loopengine_emit_measures_it() -> None:
+    """60,000 bytes in UTF-8; escaped as ASCII it would be 180,000."""
+    assert _call("event.emit", name="noted", data="é" * 30_000).effects
+
+
 def test_metrics_record_hands_the_point_to_the_steps_commit() -> None:
     output = _call("metrics.record", name="disk.freed", value=42.5, labels={"host": "a"})
     assert output.effects == (RecordMetrics((Metric("disk.freed", 42.5, {"host": "a"}),), 1000.0),)

@@ -19,7 +19,7 @@ from loopengine.contract import Config, Outcome
 from loopengine.errors import SkillError
 from loopengine.skills import SkillContext
 from tests.engine.conftest import open_harness
-from tests.waiting import DEADLINE_S
+from tests.waiting import DEADLINE_S, alive
 
 pytestmark = pytest.mark.anyio
 
@@ -58,22 +58,13 @@ def loops(tmp_path: Path) -> Path:
     return folder
 
 
-def _running(pid: int) -> bool:
-    """Whether ``pid`` is a live process (a zombie waiting to be reaped is dead)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 async def _ended(pids: list[int]) -> bool:
     """Whether every process of ``pids`` has died, polled for: a process killed a moment ago
     may not have been scheduled to die yet."""
     with anyio.move_on_after(DEADLINE_S):
-        while any(_running(pid) for pid in pids):
+        while any(alive(pid) for pid in pids):
             await anyio.sleep(0.01)
-    return not any(_running(pid) for pid in pids)
+    return not any(alive(pid) for pid in pids)
 
 
 async def _pids(folder: Path) -> list[int]:
