@@ -32,7 +32,10 @@ from loopengine.store import Artifact, new_id, queue
 __all__ = ["PRUNE_S", "RELOAD_S", "TIMERS_S", "Daemon", "Signals", "supervised", "wait_out_outages"]
 
 RELOAD_S = 1.0
-"""How often the loops folder is scanned for edits."""
+"""How often the loops folder is scanned for edits when it cannot be watched."""
+RESCAN_S = 30.0
+"""How often the watched loops folder is scanned all the same, for a change its file system
+does not report (some network mounts)."""
 TIMERS_S = 5.0
 """How often approval deadlines are checked."""
 PRUNE_S = 300.0
@@ -119,10 +122,36 @@ class Daemon:
         return True
 
     async def reload(self) -> None:
+        """Scan the loops folder when the file watcher reports a change in it (an idle scan of a
+        thousand files each second took most of an idle daemon's CPU), once it watches (for what
+        changed before), and every ``RESCAN_S`` regardless; a folder that cannot be watched (no
+        inotify watch left) is scanned every ``RELOAD_S`` instead, as it says once."""
+        from watchfiles import awatch
+
+        scanned: float | None = None
+        try:
+            async for changed in awatch(
+                self.folder.folder,
+                debounce=50,
+                rust_timeout=int(RELOAD_S * 1000),
+                yield_on_timeout=True,
+            ):
+                if changed or scanned is None or time.monotonic() - scanned >= RESCAN_S:
+                    scanned = time.monotonic()
+                    await self._rescan()
+        except (OSError, RuntimeError) as exc:
+            self.log.line(
+                "error",
+                f"cannot watch the loops folder ({reason(exc)}): scanning it every {RELOAD_S:g} s",
+                folder=str(self.folder.folder),
+            )
         while True:
             await anyio.sleep(RELOAD_S)
-            if changes := self.folder.scan():
-                await self.apply(changes)
+            await self._rescan()
+
+    async def _rescan(self) -> None:
+        if changes := self.folder.scan():
+            await self.apply(changes)
 
     async def timers(self) -> None:
         """Approval deadlines every ``TIMERS_S``; retention every ``PRUNE_S`` (from the start)."""
