@@ -136,32 +136,40 @@ async def send(
     sent = httpx.Headers(headers)
     sent["Host"] = f"{f'[{host}]' if ':' in host else host}{given}"
     sent.setdefault("Accept-Encoding", "gzip, deflate")
-    body = bytearray()
+    body, read = bytearray(), 0
     async with client.stream(
         method, target, headers=sent, content=content, extensions={"sni_hostname": host}
     ) as reply:
         inflate = _Inflater.of(reply.headers.get("content-encoding", ""))
         async for chunk in reply.aiter_raw():
+            read += len(chunk)
             body += inflate(chunk, limit + 1 - len(body))
-            if len(body) > limit:
+            if len(body) > limit or inflate.ended or read > _READ_PER_KEPT * limit:
                 break
+    truncated = len(body) > limit or read > _READ_PER_KEPT * limit
     cut = bytes(body[:limit])
-    return Reply(reply.status_code, reply.headers, cut, len(body) > limit, reply.charset_encoding)
+    return Reply(reply.status_code, reply.headers, cut, truncated, reply.charset_encoding)
 
 
+_READ_PER_KEPT = 2
+"""Most bytes read for each byte a body may keep: a compressed body that decodes to little or
+nothing (empty deflate blocks, noise after its end) is not read without end."""
 _WBITS = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 """The window bits zlib decodes each content coding with (deflate: with its zlib header)."""
 
 
 class _Inflater:
     """A compressed body decoded at most ``room`` bytes at a time, so a small answer that
-    inflates a thousandfold (a gzip bomb) never outgrows the bound it is read to; an encoding
-    other than one gzip or deflate layer is kept as sent."""
+    inflates a thousandfold (a gzip bomb) never outgrows the bound it is read to; gzip members
+    one after another are decoded in turn, a deflate stream ends the body; an encoding other
+    than one gzip or deflate layer is kept as sent."""
 
     def __init__(self, wbits: int | None) -> None:
         self.wbits = wbits
         self.decoder = None if wbits is None else zlib.decompressobj(wbits)
         self.started = False
+        self.ended = False
+        """Whether the body is whole: what follows a deflate stream is not read."""
 
     @classmethod
     def of(cls, encoding: str) -> _Inflater:
@@ -171,6 +179,19 @@ class _Inflater:
         """At most ``room`` bytes (at least 1) of what ``chunk`` decodes to."""
         if self.decoder is None:
             return chunk
+        decoded = bytearray()
+        while chunk and len(decoded) < room and not self.ended:
+            if self.decoder.eof:
+                if self.wbits != _WBITS["gzip"]:
+                    self.ended = True
+                    break
+                self.decoder = zlib.decompressobj(self.wbits)
+            decoded += self._decoded(chunk, room - len(decoded))
+            chunk = self.decoder.unconsumed_tail or self.decoder.unused_data
+        return bytes(decoded)
+
+    def _decoded(self, chunk: bytes, room: int) -> bytes:
+        assert self.decoder is not None
         try:
             try:
                 return self.decoder.decompress(chunk, room)

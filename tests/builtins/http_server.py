@@ -4,6 +4,7 @@ floods, and redirects, so the HTTP actions' bounds are tested against a real soc
 from __future__ import annotations
 
 import functools
+import gzip
 import json
 import threading
 import zlib
@@ -60,7 +61,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif route[0] == "flood":
             self._flood()
         elif route[0] == "bomb":
-            sent_as = {"deflate-raw": "deflate", "corrupt": "gzip"}.get(route[1], route[1])
+            deflated = route[1] in ("deflate", "deflate-raw", "empty-blocks")
+            sent_as = "deflate" if deflated else "gzip"
             self._answer(200, _bomb(route[1]), {"content-encoding": sent_as})
         else:
             text = b"x" * int(query["size"]) if "size" in query else b"plain text"
@@ -100,10 +102,19 @@ class _Handler(BaseHTTPRequestHandler):
 
 @functools.cache
 def _bomb(encoding: str) -> bytes:
-    """64 MiB of '[' in about 64 KiB: ``gzip``, ``deflate`` (zlib), ``deflate-raw`` (no header,
-    as some servers send it) or ``corrupt`` (a gzip header, then noise)."""
+    """A compressed body that misbehaves: 64 MiB of '[' in about 64 KiB (``gzip``, ``deflate``
+    with its zlib header, ``deflate-raw`` without, as some servers send it); ``corrupt`` (a gzip
+    header, then noise); ``members`` (two gzip members, ``abc`` then ``def``); ``trailing`` (a
+    gzip member, then 4 MiB of noise); ``empty-blocks`` (a deflate stream of 4 MiB of empty
+    blocks, which decode to nothing)."""
     if encoding == "corrupt":
         return b"\x1f\x8b\x08\x00" + b"noise" * 100
+    if encoding == "members":
+        return gzip.compress(b"abc") + gzip.compress(b"def")
+    if encoding == "trailing":
+        return gzip.compress(b"abc") + b"noise" * ((4 << 20) // 5)
+    if encoding == "empty-blocks":
+        return b"x\x9c" + b"\x00\x00\x00\xff\xff" * ((4 << 20) // 5)
     wbits = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}.get(encoding, -zlib.MAX_WBITS)
     packer = zlib.compressobj(9, zlib.DEFLATED, wbits)
     chunk = b"[" * (1 << 20)

@@ -191,10 +191,25 @@ async def test_a_compressed_body_is_inflated_no_further_than_the_record_keeps(
     assert peak < 16 * 1_048_576
 
 
-async def test_a_corrupt_compressed_body_fails_saying_so(server: HostileServer) -> None:
+@pytest.mark.parametrize("encoding", ["corrupt", "trailing"])
+async def test_a_corrupt_compressed_body_fails_saying_so(
+    server: HostileServer, encoding: str
+) -> None:
     with pytest.raises(SkillError, match="compressed body is corrupt") as failed:
-        await request(_allowing(server), url=server.url("/bomb/corrupt"))
+        await request(_allowing(server), url=server.url(f"/bomb/{encoding}"))
     assert not failed.value.retryable
+
+
+async def test_gzip_members_one_after_another_are_each_decoded(server: HostileServer) -> None:
+    result = await request(_allowing(server), url=server.url("/bomb/members"))
+    assert (result["body"], result["truncated"]) == ("abcdef", False)
+
+
+async def test_a_compressed_body_that_decodes_to_nothing_is_not_read_without_end(
+    server: HostileServer,
+) -> None:
+    result = await request(_allowing(server), url=server.url("/bomb/empty-blocks"))
+    assert (result["body"], result["truncated"]) == ("", True)
 
 
 async def test_a_secret_in_a_header_is_masked_in_the_record(
