@@ -9,7 +9,7 @@ say whether they won.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Self
 
@@ -51,7 +51,6 @@ __all__ = [
     "check_lease",
     "claim_job",
     "claim_next",
-    "claimable",
     "cursor",
     "end_job",
     "events_after",
@@ -317,37 +316,21 @@ def _due(now: float) -> tuple[sa.ColumnElement[bool], ...]:
 
 
 def _oldest(
-    connection: sa.Connection, where: Iterable[sa.ColumnElement[bool]], limit: int
-) -> list[Job]:
-    """The oldest ``limit`` jobs ``where`` holds, their rows locked; rows another transaction
+    connection: sa.Connection,
+    where: Iterable[sa.ColumnElement[bool]],
+    by: sa.ColumnElement[float] = jobs.c.created_at,
+) -> Job | None:
+    """The oldest job ``where`` holds (``by`` its age), its row locked; rows another transaction
     locked are skipped on PostgreSQL, so daemons never wait on each other (SQLite's ``BEGIN
     IMMEDIATE`` already serialises claims)."""
     query = (
         _JOBS.where(*where)
-        .order_by(jobs.c.created_at)
-        .limit(limit)
+        .order_by(by)
+        .limit(1)
         .with_for_update(skip_locked=True, of=jobs)
     )
-    return [Job.from_row(row) for row in connection.execute(query).mappings()]
-
-
-def claimable(
-    connection: sa.Connection,
-    now: float,
-    limit: int,
-    *,
-    owner: str,
-    loop_ids: Iterable[str],
-    stale_only: bool = False,
-) -> list[Job]:
-    """Jobs of ``loop_ids`` a worker may take, oldest first: running under an expired lease
-    another owner held, and (unless ``stale_only``) queued and due. Each kind is a query of its
-    own, which an index answers: one ``OR`` of both made PostgreSQL sort every queued row."""
-    among = jobs.c.loop_id.in_(list(loop_ids))
-    found = _oldest(connection, (*_stale(now, owner), among), limit)
-    if not stale_only:
-        found += _oldest(connection, (*_due(now), among), limit)
-    return sorted(found, key=lambda job: job.created_at)[:limit]
+    row = connection.execute(query).mappings().first()
+    return Job.from_row(row) if row else None
 
 
 def claim_job(connection: sa.Connection, job: Job, owner: str, lease_until: float) -> Lease:
@@ -364,6 +347,11 @@ def claim_job(connection: sa.Connection, job: Job, owner: str, lease_until: floa
     return Lease(job.id, owner, job.attempts + 1)
 
 
+_LOOKED_AT = 32
+"""How many of the oldest due jobs a claim reads before naming the loops it may take."""
+_LOOP_LOCKS = 0x6A6F  # the key space of loop locks among PostgreSQL's advisory locks
+
+
 def claim_next(
     connection: sa.Connection,
     limits: Mapping[str, int],
@@ -377,36 +365,65 @@ def claim_next(
     read from ``clock`` as the transaction runs: a claim that waited out an outage is not
     leased from before it.
 
-    The queue is read oldest first through its index on (status, created_at), so a claim costs
-    the same with 20 or 20,000 jobs queued; the loops are named in the query only when the
-    oldest due job is of a loop this daemon does not serve (binding a thousand loop ids cost
-    more than the rest of the claim)."""
+    The oldest due jobs are read through the (status, created_at) index, unlocked, and the
+    first this daemon may run is locked: a claim costs the same with 20 or 20,000 jobs queued
+    and locks no job of another daemon's loops. The loops are named in the query (binding a
+    thousand ids cost more than the rest of the claim) only when none of those jobs will do."""
     now = clock()
     running = connection.execute(
         sa.select(jobs.c.id, jobs.c.loop_id, jobs.c.owner, jobs.c.lease_until).where(
             jobs.c.status == RUNNING
         )
     ).all()
-    counts = Counter(loop_id for _, loop_id, _, _ in running)
     stale = [
         job_id
         for job_id, loop_id, holder, until in running
         if loop_id in limits and holder != owner and until is not None and until < now
     ]
-    found = _oldest(connection, (*_stale(now, owner), jobs.c.id.in_(stale)), 1) if stale else []
-    if not found:
-        busy = [loop_id for loop_id, most in limits.items() if counts[loop_id] >= most]
-        found = _oldest(connection, (*_due(now), *_not_of(busy)), 1)
-        if found and found[0].loop_id not in limits:
-            free = [loop_id for loop_id in limits if loop_id not in busy]
-            found = _oldest(connection, (*_due(now), jobs.c.loop_id.in_(free)), 1)
-    if not found:
-        return None
-    return found[0], claim_job(connection, found[0], owner, now + lease_s)
+    if stale and (job := _oldest(connection, (*_stale(now, owner), jobs.c.id.in_(stale)))):
+        return job, claim_job(connection, job, owner, now + lease_s)
+    counts = Counter(loop_id for _, loop_id, _, _ in running)
+    free = {loop_id for loop_id, most in limits.items() if counts[loop_id] < most}
+    while free:
+        job = _oldest_of(connection, now, free)
+        if job is None:
+            return None
+        if _has_room(connection, job.loop_id, limits[job.loop_id]):
+            return job, claim_job(connection, job, owner, now + lease_s)
+        free.discard(job.loop_id)
+    return None
 
 
-def _not_of(loop_ids: Sequence[str]) -> tuple[sa.ColumnElement[bool], ...]:
-    return (jobs.c.loop_id.not_in(loop_ids),) if loop_ids else ()
+def _oldest_of(connection: sa.Connection, now: float, loop_ids: Collection[str]) -> Job | None:
+    """The oldest job queued and due of ``loop_ids``, its row locked."""
+    looked_at = connection.execute(
+        sa.select(jobs.c.id, jobs.c.loop_id)
+        .where(*_due(now))
+        .order_by(jobs.c.created_at)
+        .limit(_LOOKED_AT)
+    ).all()
+    wanted = [job_id for job_id, loop_id in looked_at if loop_id in loop_ids]
+    found = _oldest(connection, (*_due(now), jobs.c.id.in_(wanted))) if wanted else None
+    among = jobs.c.loop_id.in_(list(loop_ids))
+    # Ordered by an expression, the jobs of these loops are found through the (loop_id, status)
+    # index and sorted: walking the queue in order passed every job of a loop at its limit.
+    return found or _oldest(connection, (*_due(now), among), by=jobs.c.created_at + 0)
+
+
+def _has_room(connection: sa.Connection, loop_id: str, most: int) -> bool:
+    """Whether ``loop_id`` runs fewer than ``most`` jobs, counted under a lock of the loop held
+    to the claim's commit on PostgreSQL, whose claims run side by side (two daemons each took a
+    loop's last slot); one another claim holds is not waited for (no room, for now)."""
+    if connection.dialect.name != "postgresql":
+        return True
+    held = connection.exec_driver_sql(
+        "SELECT pg_try_advisory_xact_lock(%(space)s, hashtext(%(loop)s))",
+        {"space": _LOOP_LOCKS, "loop": loop_id},
+    ).scalar_one()
+    if not held:
+        return False
+    count = sa.select(sa.func.count()).where(jobs.c.loop_id == loop_id, jobs.c.status == RUNNING)
+    return int(connection.execute(count).scalar_one()) < most
 
 
 def renew_leases(

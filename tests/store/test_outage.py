@@ -129,8 +129,8 @@ def test_a_session_paused_inside_a_transaction_lets_its_row_locks_go(
 
         def claimable() -> bool:
             with engine.begin() as other:
-                found = queue.claimable(other, 1e12, 10, owner="other", loop_ids=["tick"])
-                return job_id in {job.id for job in found}
+                found = queue.claim_next(other, {"tick": 10}, "other", lambda: 1e12, 30.0)
+                return found is not None and found[0].id == job_id
 
         assert not claimable()
         wait_until(claimable, "the paused session kept its row lock")

@@ -54,18 +54,15 @@ def test_a_lease_taken_over_is_reported_lost_and_cannot_be_finished() -> None:
     async def steps(store: Store) -> tuple[Any, ...]:
         await store.write(lambda c: queue.insert_job(c, job("j1")))
         first = await store.write(lambda c: queue.claim_job(c, job("j1"), "a", 10.0))
-        stale = await store.write(
-            lambda c: queue.claimable(c, 11.0, 5, owner="b", loop_ids=["tick"])
-        )
-        second = await store.write(lambda c: queue.claim_job(c, stale[0], "b", 40.0))
+        stale, second = await store.write(queue.claim_next, {"tick": 5}, "b", lambda: 11.0, 29.0)
         renewed = await store.write(lambda c: queue.renew_leases(c, "a", ["j1"], 50.0))
         finished = await store.write(
             lambda c: queue.finish_job(c, first, outcome="completed", execution_id=None, now=12.0)
         )
-        return [j.id for j in stale], (first, second), renewed, finished
+        return stale.id, (first, second), renewed, finished
 
     stale, leases, renewed, finished = scenario(steps)
-    assert stale == ["j1"]
+    assert stale == "j1"
     assert leases == (queue.Lease("j1", "a", 1), queue.Lease("j1", "b", 2))
     assert renewed == (set(), {"j1"})
     assert finished is False
@@ -76,10 +73,7 @@ def test_a_lease_taken_over_fails_its_holders_checks() -> None:
         await store.write(lambda c: queue.insert_job(c, job("j1")))
         first = await store.write(lambda c: queue.claim_job(c, job("j1"), "a", 10.0))
         await store.write(lambda c: queue.check_lease(c, first))
-        stale = await store.write(
-            lambda c: queue.claimable(c, 11.0, 5, owner="b", loop_ids=["tick"])
-        )
-        second = await store.write(lambda c: queue.claim_job(c, stale[0], "b", 40.0))
+        _, second = await store.write(queue.claim_next, {"tick": 5}, "b", lambda: 11.0, 29.0)
         await store.write(lambda c: queue.check_lease(c, second))
         with pytest.raises(LeaseLost, match="job j1 passed to another daemon"):
             await store.write(lambda c: queue.check_lease(c, first))
@@ -88,14 +82,12 @@ def test_a_lease_taken_over_fails_its_holders_checks() -> None:
 
 
 def test_an_owner_does_not_claim_its_own_expired_lease() -> None:
-    async def steps(store: Store) -> list[queue.Job]:
+    async def steps(store: Store) -> tuple[queue.Job, queue.Lease] | None:
         await store.write(lambda c: queue.insert_job(c, job("j1")))
         await store.write(lambda c: queue.claim_job(c, job("j1"), "a", 10.0))
-        return await store.write(
-            lambda c: queue.claimable(c, 11.0, 5, owner="a", loop_ids=["tick"])
-        )
+        return await store.write(queue.claim_next, {"tick": 5}, "a", lambda: 11.0, 29.0)
 
-    assert scenario(steps) == []
+    assert scenario(steps) is None
 
 
 def _execution(execution_id: str, started_at: float, status: str) -> ExecutionRow:
@@ -254,36 +246,65 @@ def test_a_claim_passes_over_jobs_of_loops_it_does_not_serve_or_that_are_full() 
     assert scenario(steps) == ["full-1", "mine", None]
 
 
-def test_a_claim_reads_the_queue_through_its_index_however_long_it_is(tmp_path: Path) -> None:
-    """No statement of a claim scans the jobs table or sorts it: a claim costs the same with 20
-    or 20,000 jobs queued (an ``OR`` of queued and stale jobs once sorted every queued row)."""
-    engine = create_engine(f"sqlite:///{tmp_path / 'store.db'}")
-    statements: list[tuple[str, Any]] = []
-
-    def seen(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
-        if statement.lstrip().upper().startswith("SELECT") and "jobs" in statement:
-            statements.append((statement, parameters))
-
+def _queue_of(path: Path, jobs: list[tuple[str, float]], running: str | None) -> sa.Engine:
+    """A SQLite store at ``path`` whose queue holds ``jobs`` (loop, created_at), and one job of
+    ``running`` running under a live lease."""
+    engine = create_engine(f"sqlite:///{path}")
     with engine.begin() as connection:
         migrate(connection)
-        for index in range(300):
-            queue.insert_job(connection, job(f"j{index}", f"loop{index % 30}", float(index)))
-    sa.event.listen(engine, "before_cursor_execute", seen)
+        for index, (loop_id, created_at) in enumerate(jobs):
+            queue.insert_job(connection, job(f"j{index}", loop_id, created_at))
+        if running is not None:
+            queue.insert_job(connection, job("busy", running, -1.0))
+            queue.claim_job(connection, job("busy", running, -1.0), "other", 1e12)
+    return engine
+
+
+def _claim_work(engine: sa.Engine, limits: dict[str, int]) -> tuple[str, int]:
+    """The job a claim takes, and the work it took: SQLite's virtual machine steps (a count
+    that does not depend on the machine's speed)."""
+    steps = [0]
+
+    def counted() -> int:
+        steps[0] += 1
+        return 0
+
     with engine.begin() as connection:
-        limits = {f"loop{index}": 1 for index in range(1, 30)}
+        driver = connection.connection.driver_connection
+        assert driver is not None
+        driver.set_progress_handler(counted, 10)
         claimed = queue.claim_next(connection, limits, "a", lambda: 1e9, 10.0)
-        sa.event.remove(engine, "before_cursor_execute", seen)
-        plans = [
-            detail
-            for statement, parameters in statements
-            for *_, detail in connection.exec_driver_sql(
-                f"EXPLAIN QUERY PLAN {statement}", parameters
-            )
-        ]
+        driver.set_progress_handler(None, 0)
     engine.dispose()
     assert claimed is not None
-    assert claimed[0].id == "j1"
-    assert plans
-    assert not [
-        detail for detail in plans if detail.startswith("SCAN jobs") or "TEMP B-TREE" in detail
-    ]
+    return claimed[0].id, steps[0]
+
+
+@pytest.mark.parametrize(
+    ("queued", "limits", "running", "taken"),
+    [
+        (lambda n: [(f"loop{i % 30}", float(i)) for i in range(n)], {"loop1": 1}, None, "j1"),
+        (
+            lambda n: [("full", float(i)) for i in range(n - 1)] + [("free", float(n))],
+            {"full": 1, "free": 1},
+            "full",
+            "last",
+        ),
+    ],
+    ids=["spread-over-loops", "behind-a-loop-at-its-limit"],
+)
+def test_a_claim_costs_the_same_however_many_jobs_are_queued(
+    tmp_path: Path,
+    queued: Callable[[int], list[tuple[str, float]]],
+    limits: dict[str, int],
+    running: str | None,
+    taken: str,
+) -> None:
+    """An ``OR`` of queued and stale jobs once sorted every queued row, and walking the queue in
+    order passed every job of a loop at its limit: a claim's work grew with the queue."""
+    work = {}
+    for size in (200, 4_000):
+        engine = _queue_of(tmp_path / f"{size}.db", queued(size), running)
+        claimed, work[size] = _claim_work(engine, limits)
+        assert claimed == (f"j{size - 1}" if taken == "last" else taken)
+    assert work[4_000] < 1.5 * work[200]

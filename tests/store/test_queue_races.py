@@ -95,3 +95,55 @@ def test_only_the_owner_finishes_a_job(engine: sa.Engine) -> None:
                 queue.finish_job(connection, lease, outcome="completed", execution_id=None, now=5.0)
             )
     assert finished == [False, False, True]
+
+
+def _queued(engine: sa.Engine, *jobs: tuple[str, str, float]) -> None:
+    """Queue jobs given as (id, loop, created_at)."""
+    with engine.begin() as connection:
+        for job_id, loop_id, created_at in jobs:
+            envelope = JobEnvelope(job_id, job_id, loop_id, {}, {}, {}, job_id).as_dict()
+            queue.insert_job(
+                connection,
+                queue.Job(
+                    id=job_id,
+                    loop_id=loop_id,
+                    trigger={"type": "manual"},
+                    envelope=envelope,
+                    idempotency_key=job_id,
+                    status=queue.QUEUED,
+                    not_before=0.0,
+                    created_at=created_at,
+                ),
+            )
+
+
+def _claimed(connection: sa.Connection, limits: dict[str, int], owner: str) -> str | None:
+    found = queue.claim_next(connection, limits, owner, lambda: 100.0, 30.0)
+    return found[0].id if found else None
+
+
+def test_a_claim_locks_no_job_of_a_loop_its_daemon_does_not_serve(postgres: sa.Engine) -> None:
+    """Daemons serving different loops: the oldest job, of the other's loop, stays claimable by
+    the other while this one's claim is open."""
+    run = uuid.uuid4().hex[:8]
+    theirs, mine = f"theirs-{run}", f"mine-{run}"
+    _queued(postgres, (f"t1-{run}", theirs, 1.0), (f"m1-{run}", mine, 2.0))
+    with postgres.connect() as first, postgres.connect() as second, first.begin():
+        assert _claimed(first, {mine: 5}, "a") == f"m1-{run}"
+        with second.begin():
+            assert _claimed(second, {theirs: 5}, "b") == f"t1-{run}"
+
+
+def test_two_daemons_claiming_at_once_keep_a_loops_concurrency_limit(postgres: sa.Engine) -> None:
+    """A loop allowed one running job: while one daemon's claim of its first job is open, and
+    once it committed, the other daemon takes none of its jobs (each took one before)."""
+    run = uuid.uuid4().hex[:8]
+    loop = f"single-{run}"
+    _queued(postgres, (f"j1-{run}", loop, 1.0), (f"j2-{run}", loop, 2.0))
+    with postgres.connect() as first, postgres.connect() as second:
+        with first.begin():
+            assert _claimed(first, {loop: 1}, "a") == f"j1-{run}"
+            with second.begin():
+                assert _claimed(second, {loop: 1}, "b") is None
+        with second.begin():
+            assert _claimed(second, {loop: 1}, "b") is None
