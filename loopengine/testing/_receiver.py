@@ -76,7 +76,8 @@ class WebhookReceiver:
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
+        if self._thread.is_alive():
+            self._server.shutdown()
         self._server.server_close()
 
     def __enter__(self) -> WebhookReceiver:
@@ -135,13 +136,17 @@ class WebhookReceiver:
 
             def do_POST(self) -> None:
                 length = self.headers.get("Content-Length")
-                if length is None or not length.isdigit():
+                if length is None or not (length.isascii() and length.isdigit()):
                     self._refuse(411, "send the body with a Content-Length")
                     return
                 if int(length) > MAX_BODY:
                     self._refuse(413, f"the body is over {MAX_BODY:,} bytes")
                     return
-                body = self.rfile.read(int(length))
+                try:
+                    body = self.rfile.read(int(length))
+                except TimeoutError:
+                    self.close_connection = True
+                    return
                 try:
                     parsed = json.loads(body)
                 except (ValueError, RecursionError):
