@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from loopengine._json import JSON, JSONObject
 from loopengine.contract import BuiltinAction
+from loopengine.errors import SkillError
 from loopengine.skills import SkillContext, SkillOutput, skill
 
 if TYPE_CHECKING:
@@ -21,12 +22,19 @@ def _announced(
     ctx: SkillContext, name: str, data: Mapping[str, JSON], dry_run: bool
 ) -> tuple[AppendEvent, ...]:
     """The event ``name`` for the step's commit to append to the event log, where a daemon's
-    event triggers see it; none in a dry run."""
+    event triggers see it; none in a dry run. It is held to the bounds of ``event.emit``: a name
+    or a message (perhaps a model's) that no event may carry is a ``SkillError``."""
+    from loopengine.triggers import event_data_problem, event_problem
+
+    body = {**data, "loop_id": ctx.loop_id, "execution_id": ctx.execution_id}
+    if problem := event_problem(name):
+        raise SkillError(problem)
+    if refused := event_data_problem(body, named=f"the data of {name}"):
+        raise SkillError(refused.message)
     if dry_run or ctx.dry_run:
         return ()
     from loopengine.store.effects import AppendEvent
 
-    body = {**data, "loop_id": ctx.loop_id, "execution_id": ctx.execution_id}
     return (AppendEvent(name, ctx.loop_id, body, ctx.clock(), ctx.execution_id),)
 
 

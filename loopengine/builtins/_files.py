@@ -24,7 +24,7 @@ from pydantic import Field
 from loopengine._json import JSON, JSONObject
 from loopengine.builtins._confined import MAX_PATH, Place, Root, identity, rename_new
 from loopengine.builtins._trash import prune
-from loopengine.errors import LoopEngineError, SkillError
+from loopengine.errors import SkillError
 from loopengine.skills import SkillContext, skill
 
 __all__ = [
@@ -179,10 +179,13 @@ def _recorded(
 
 def _prune(ctx: SkillContext) -> None:
     """Prune the trash when due; a prune that fails (an entry it cannot remove, the store out of
-    reach) never fails the action, which has done its part."""
-    with suppress(OSError, LoopEngineError):
+    reach, no event loop to ask it) never fails the action, which has done its part: it is
+    logged."""
+    try:
         keep_days = ctx.config.actions.trash_days
         prune(trash_folder(ctx), ctx.clock(), keep_days, lambda ids: _unfinished(ctx, ids))
+    except Exception as exc:
+        ctx.logger.warning("the trash was not pruned: %s: %s", type(exc).__name__, exc)
 
 
 def _unfinished(ctx: SkillContext, ids: list[str]) -> Collection[str]:

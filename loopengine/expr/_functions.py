@@ -51,8 +51,11 @@ class LoopFunctions(functions.Functions):
 
     @functions.signature({"types": ["string", "null"]})
     def _func_lines(self, text: str | None) -> list[str]:
-        """The lines of ``text`` that hold something: a command's output as a list (items)."""
-        return [] if text is None else [line for line in text.splitlines() if line.strip()]
+        """The lines of ``text`` that hold something: a command's output as a list (items).
+        Only a newline ends a line (``\r\n`` too): a file name may hold a form feed."""
+        if text is None:
+            return []
+        return [line for line in text.replace("\r\n", "\n").split("\n") if line.strip()]
 
 
 def arity(name: str) -> tuple[int, bool] | None:

@@ -323,12 +323,7 @@ def _oldest(
     """The oldest job ``where`` holds (``by`` its age), its row locked; rows another transaction
     locked are skipped on PostgreSQL, so daemons never wait on each other (SQLite's ``BEGIN
     IMMEDIATE`` already serialises claims)."""
-    query = (
-        _JOBS.where(*where)
-        .order_by(by)
-        .limit(1)
-        .with_for_update(skip_locked=True, of=jobs)
-    )
+    query = _JOBS.where(*where).order_by(by).limit(1).with_for_update(skip_locked=True, of=jobs)
     row = connection.execute(query).mappings().first()
     return Job.from_row(row) if row else None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 
 from loopengine.builtins import builtin_registry
 from loopengine.contract import Outcome
+from loopengine.errors import SkillError
 from loopengine.skills import SkillContext
 from loopengine.store import signals
 from loopengine.store.effects import AppendEvent
@@ -92,6 +94,23 @@ def test_a_dry_run_hands_over_no_event() -> None:
 def test_escalate_to_human_hands_over_an_escalation_event() -> None:
     [event] = _call("escalate_to_human", reason="needs a look").effects
     assert (event.name, event.data["reason"]) == ("loop.escalated", "needs a look")
+
+
+@pytest.mark.parametrize(
+    ("action", "params", "refused"),
+    [
+        ("notify", {"event": "not a name!"}, "event name 'not a name!'"),
+        ("escalate_to_human", {"target": "ops/on call"}, "event name 'ops/on call'"),
+        ("notify", {"message": "x" * 70_000}, "the data of loop.notification is over"),
+        ("escalate_to_human", {"reason": "x" * 70_000}, "the data of loop.escalated is over"),
+    ],
+    ids=["notify-name", "escalate-target", "notify-message", "escalate-reason"],
+)
+def test_an_announcement_no_event_may_carry_is_refused(
+    action: str, params: dict[str, Any], refused: str
+) -> None:
+    with pytest.raises(SkillError, match=re.escape(refused)):
+        _call(action, **params)
 
 
 def test_log_and_notify_does_both() -> None:

@@ -5,6 +5,7 @@ nor when the call stopped half way."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from pathlib import Path
@@ -170,6 +171,23 @@ def test_a_file_action_prunes_the_trash_when_due(tmp_path: Path) -> None:
     (first.parent / ".pruned").unlink()
     second = Path(delete(_ctx(tmp_path, "e2:act:a", days=1), path="new.txt")["trash"])
     assert _entries(first.parent) == [second.name]
+
+
+def test_a_prune_that_fails_is_logged_and_the_action_stands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def failing(*_: Any) -> None:
+        raise RuntimeError("no event loop to ask")
+
+    monkeypatch.setattr("loopengine.builtins._files.prune", failing)
+    (tmp_path / "old.txt").write_text("old")
+    with caplog.at_level(logging.WARNING, logger="loopengine.skills"):
+        done = (
+            builtin_registry().skill("file.delete").fn(_ctx(tmp_path, "e1:act:a"), path="old.txt")
+        )
+    assert not (tmp_path / "old.txt").exists()
+    assert Path(done["trash"]).is_dir()
+    assert "the trash was not pruned: RuntimeError: no event loop to ask" in caplog.text
 
 
 def test_trash_days_is_a_positive_number_of_days() -> None:

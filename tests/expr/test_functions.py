@@ -54,6 +54,7 @@ def test_matches_is_a_case_sensitive_glob() -> None:
     [
         ("a.iso\nb c.iso\n", ["a.iso", "b c.iso"]),
         ("a\r\n\n  \nb", ["a", "b"]),
+        ("form\x0cfeed.txt\nline\u2028sep.txt\n", ["form\x0cfeed.txt", "line\u2028sep.txt"]),
         ("", []),
         (None, []),
     ],
