@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeAlia
 from loopengine.errors import ContractError, NotFound, NotResumable
 from loopengine.store import (
     ExecutionRecord,
+    ExecutionRow,
     Reader,
     approvals,
     autolearn,
@@ -53,6 +54,7 @@ __all__ = [
     "execution_named",
     "finished_job",
     "history",
+    "latest",
     "learned",
     "learning_history",
     "list_flags",
@@ -200,6 +202,15 @@ def history(
     )
 
 
+def latest(loop_ids: Sequence[str], count: int) -> Operation[dict[str, list[ExecutionRow]]]:
+    """The newest ``count`` executions of each loop, newest first (the console's strip of
+    outcomes)."""
+    found: dict[str, list[ExecutionRow]] = {}
+    for loop_id in loop_ids:
+        found[loop_id] = (yield from history(loop_id, None, count)).rows
+    return found
+
+
 def daemon_status(lease_s: float) -> Operation[status.View]:
     """The daemons whose lease of ``lease_s`` still runs, their loops, what runs and waits."""
     return (yield from _read(status.view, time.time() - lease_s))
@@ -255,7 +266,7 @@ class Queued:
 def trigger(
     loop: Loop,
     inputs: Mapping[str, Any],
-    source: Literal["cli", "api"],
+    source: Literal["cli", "api", "console"],
     *,
     idempotency_key: str | None = None,
     dry_run: bool = False,

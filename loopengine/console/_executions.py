@@ -1,0 +1,151 @@
+"""Executions: the list (filtered, paged by cursor as ``GET /executions``) and one execution
+(its phases on a timeline, their results, its approval answered, run again)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from loopengine.app import answer, execution, history, perform, trigger
+from loopengine.console._pages import PREFIX, Pages, redirect
+from loopengine.contract import Outcome, input_problems
+from loopengine.errors import ContractError, LoopEngineError, NotFound, StoreUnavailable
+from loopengine.store import ExecutionRecord, PhaseResult
+from loopengine.store.executions import MAX_CURSOR
+
+__all__ = ["PAGE", "Bar", "execution_routes", "timeline"]
+
+PAGE = 50
+"""Executions a page of the list shows."""
+_MAX_NOTE = 2000
+_MIN_WIDTH = 0.5
+"""Narrowest bar, in percent of the execution: a phase of a millisecond stays visible."""
+
+
+@dataclass(frozen=True, slots=True)
+class Bar:
+    """A phase on the timeline: where it starts and how long it lasts, in percent of the
+    execution's span."""
+
+    phase: PhaseResult
+    offset: float
+    width: float
+
+
+def timeline(started_at: float, phases: Sequence[PhaseResult]) -> list[Bar]:
+    """Each phase as a bar across the span from ``started_at`` to the last phase's end."""
+    end = max((p.completed_at for p in phases), default=started_at)
+    span = max(end - started_at, 1e-9)
+    bars = []
+    for phase in phases:
+        offset = min(max((phase.started_at - started_at) / span * 100, 0.0), 100 - _MIN_WIDTH)
+        width = max((phase.completed_at - phase.started_at) / span * 100, _MIN_WIDTH)
+        bars.append(Bar(phase, round(offset, 3), round(min(width, 100 - offset), 3)))
+    return bars
+
+
+def _outcome(given: str | None) -> Outcome | None:
+    if not given:
+        return None
+    try:
+        return Outcome(given)
+    except ValueError:
+        raise HTTPException(422, f"outcome {given!r} is none of the outcomes listed") from None
+
+
+def execution_routes(pages: Pages) -> list[BaseRoute]:
+    """``/console/executions``, one execution, and the forms it posts."""
+    context = pages.context
+
+    async def listing(request: Request) -> Response:
+        query = request.query_params
+        loop_id, outcome = query.get("loop_id") or None, _outcome(query.get("outcome"))
+        cursor = query.get("cursor") or None
+        if cursor is not None and len(cursor) > MAX_CURSOR:
+            raise HTTPException(422, "that cursor is not one a page gave")
+        try:
+            page = await perform(context.store, history(loop_id, outcome, PAGE, cursor))
+        except ContractError as exc:
+            raise HTTPException(422, f"cursor: {exc}") from None
+        kept = {"loop_id": loop_id or "", "outcome": outcome.value if outcome else ""}
+        following = None
+        if page.next_cursor is not None:
+            following = "?" + urlencode({**kept, "cursor": page.next_cursor})
+        return pages.render(
+            request,
+            "executions.html",
+            rows=page.rows,
+            outcomes=[o.value for o in Outcome],
+            chosen=kept,
+            following=following,
+        )
+
+    async def one(request: Request) -> Response:
+        record = await perform(context.store, execution(request.path_params["execution_id"]))
+        return _show(pages, request, record)
+
+    async def answered(request: Request) -> Response:
+        fields = await pages.posted(request)
+        execution_id = request.path_params["execution_id"]
+        note = fields.get("note", "").strip()[:_MAX_NOTE] or None
+        approve = fields.get("decision") == "approve"
+        if fields.get("decision") not in ("approve", "reject"):
+            raise HTTPException(422, "decision: approve or reject")
+        try:
+            await answer(context.runtime, execution_id, approve, note)
+        except (StoreUnavailable, NotFound):
+            raise
+        except LoopEngineError as exc:
+            record = await perform(context.store, execution(execution_id))
+            return _show(pages, request, record, 409, error=str(exc))
+        return redirect(f"{PREFIX}executions/{execution_id}")
+
+    async def again(request: Request) -> Response:
+        await pages.posted(request)
+        record = await perform(context.store, execution(request.path_params["execution_id"]))
+        loop = context.loop(record.execution.loop_id)
+        if loop is None or record.envelope is None:
+            return _show(pages, request, record, 409, error="this daemon does not serve the loop")
+        inputs = dict(record.envelope.payload)
+        dry_run = bool(record.envelope.constraints.get("dry_run"))
+        if problems := input_problems(loop.spec.params or {}, inputs):
+            return _show(pages, request, record, 422, error="; ".join(problems))
+        try:
+            await perform(context.store, trigger(loop, inputs, "console", dry_run=dry_run))
+        except ContractError as exc:
+            return _show(pages, request, record, 409, error=str(exc))
+        context.queued()
+        return redirect(f"{PREFIX}executions?{urlencode({'loop_id': loop.id})}")
+
+    return [
+        Route(PREFIX + "executions", listing, methods=["GET"]),
+        Route(PREFIX + "executions/{execution_id}", one, methods=["GET"]),
+        Route(PREFIX + "executions/{execution_id}/answer", answered, methods=["POST"]),
+        Route(PREFIX + "executions/{execution_id}/again", again, methods=["POST"]),
+    ]
+
+
+def _show(
+    pages: Pages, request: Request, record: ExecutionRecord, status_code: int = 200, **more: Any
+) -> Response:
+    row = record.execution
+    waiting = record.approval is not None and record.approval.status == "pending"
+    return pages.render(
+        request,
+        "execution.html",
+        status_code,
+        record=record,
+        row=row,
+        bars=timeline(row.started_at, record.phases),
+        data=row.context.get("data", {}),
+        waiting=waiting,
+        again=row.trigger_type == "manual" and pages.context.loop(row.loop_id) is not None,
+        error=more.get("error"),
+    )
