@@ -1,0 +1,173 @@
+"""The executions list (filters, cursor paging as GET /executions) and one execution: its
+phases on a timeline, its approval answered through the form, run again."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from loopengine.console._executions import PAGE, timeline
+from loopengine.store import ExecutionRow, PhaseResult, executions, write_once
+from tests.console.conftest import Console, Served
+from tests.waiting import wait_until
+
+
+def _phase(name: str, start: float, end: float) -> PhaseResult:
+    return PhaseResult(name, start, end, True)
+
+
+def test_the_timeline_places_each_phase_by_its_time() -> None:
+    bars = timeline(10.0, [_phase("detect", 10.0, 11.0), _phase("act", 12.0, 14.0)])
+    assert [(bar.phase.phase, bar.offset, bar.width) for bar in bars] == [
+        ("detect", 0.0, 25.0),
+        ("act", 50.0, 50.0),
+    ]
+
+
+def test_a_phase_of_no_time_stays_visible() -> None:
+    bars = timeline(0.0, [_phase("detect", 0.0, 0.0), _phase("act", 0.0, 4.0)])
+    assert bars[0].width > 0
+    assert all(bar.offset + bar.width <= 100 for bar in bars)
+
+
+def test_no_phase_is_no_bar() -> None:
+    assert timeline(5.0, []) == []
+
+
+def _bulk(served: Served, count: int) -> None:
+    """``count`` finished executions of a loop ``bulk``, written to the daemon's store."""
+    url = served.workspace.env["LOOPENGINE_DATABASE"]
+    for n in range(count):
+        row = ExecutionRow(
+            id=f"bulk-{n:04}",
+            loop_id="bulk",
+            loop_version="v",
+            loop_file="bulk.yaml",
+            status="finished",
+            job_id=f"bulk-{n:04}",
+            trigger_type="cron",
+            durability="phase",
+            dry_run=False,
+            started_at=1_000.0 + n,
+            completed_at=1_000.5 + n,
+            outcome="failed" if n % 2 else "completed",
+        )
+        write_once(url, executions.insert_execution, row)
+
+
+@pytest.fixture(scope="module")
+def bulk(served: Served) -> int:
+    count = PAGE + 7
+    _bulk(served, count)
+    return count
+
+
+def _ids(page: str) -> list[str]:
+    return [part.split('"')[0] for part in page.split('href="/console/executions/bulk-')[1:]]
+
+
+def test_the_list_pages_by_cursor_without_repeating_nor_skipping(
+    console: Console, bulk: int
+) -> None:
+    first = console.http.get("/console/executions?loop_id=bulk")
+    assert first.status_code == 200
+    assert len(_ids(first.text)) == PAGE
+    following = first.text.split('rel="next" href="')[1].split('"')[0].replace("&amp;", "&")
+    assert parse_qs(urlsplit(following).query)["loop_id"] == ["bulk"]
+    second = console.http.get(following)
+    assert second.status_code == 200
+    assert 'rel="next"' not in second.text
+    seen = _ids(first.text) + _ids(second.text)
+    assert seen == [f"{n:04}" for n in reversed(range(bulk))]
+
+
+def test_the_list_filters_by_outcome(console: Console, bulk: int) -> None:
+    page = console.http.get("/console/executions?loop_id=bulk&outcome=failed").text
+    assert _ids(page)
+    assert all(int(n) % 2 for n in _ids(page))
+    assert '<option value="failed" selected>' in page
+
+
+@pytest.mark.parametrize("query", ["outcome=nope", "cursor=not-a-cursor", "cursor=" + "x" * 5000])
+def test_a_bad_filter_is_a_422_page(console: Console, query: str) -> None:
+    response = console.http.get(f"/console/executions?{query}")
+    assert response.status_code == 422
+    assert "text/html" in response.headers["content-type"]
+
+
+def _run(served: Served, loop_id: str, *inputs: str) -> dict[str, Any]:
+    """The record of a run of ``loop_id`` once it ended or waits (``trigger --wait``)."""
+    args = [arg for pair in inputs for arg in ("--input", pair)]
+    done = served.workspace.cli("trigger", loop_id, *args, "--wait", "--json", check=False)
+    return dict(json.loads(done.stdout))
+
+
+def test_an_execution_shows_its_phases_decision_and_envelope(
+    served: Served, console: Console
+) -> None:
+    run = _run(served, "counted", "n=4")
+    page = console.http.get(f"/console/executions/{run['execution_id']}").text
+    for phase in ("detect", "analyze", "decide", "act", "validate", "learn"):
+        assert f'<span class="phase">{phase}</span>' in page
+    assert page.count('<svg class="bar"') >= 6
+    assert "<h2>Decision</h2>" in page
+    assert "&#34;n&#34;: 4" in page
+    assert "completed" in page
+
+
+def test_approve_through_the_form_runs_the_gated_action(served: Served, console: Console) -> None:
+    run = _run(served, "gated", "n=7")
+    assert run["outcome"] == "awaiting_approval"
+    path = f"/console/executions/{run['execution_id']}"
+    page = console.http.get(path).text
+    assert "Waiting for approval" in page
+    assert 'value="approve"' in page
+    response = console.post(path + "/answer", {"decision": "approve", "note": "fine <b>by</b> me"})
+    assert response.status_code == 303
+    assert response.headers["location"] == path
+    shown = served.workspace.json("show", run["execution_id"])
+    assert shown["outcome"] == "completed"
+    assert shown["approval"]["note"] == "fine <b>by</b> me"
+    page = console.http.get(path).text
+    assert "Waiting for approval" not in page
+    assert "fine &lt;b&gt;by&lt;/b&gt; me" in page
+
+
+def test_reject_through_the_form(served: Served, console: Console) -> None:
+    run = _run(served, "gated", "n=9")
+    path = f"/console/executions/{run['execution_id']}"
+    assert console.post(path + "/answer", {"decision": "reject"}).status_code == 303
+    assert served.workspace.json("show", run["execution_id"])["outcome"] == "rejected"
+
+
+def test_answering_what_does_not_wait_says_so(served: Served, console: Console) -> None:
+    run = _run(served, "counted")
+    path = f"/console/executions/{run['execution_id']}/answer"
+    response = console.post(path, {"decision": "approve"})
+    assert response.status_code == 409
+    assert 'class="error" role="alert"' in response.text
+
+
+def test_an_answer_is_approve_or_reject(served: Served, console: Console) -> None:
+    run = _run(served, "gated", "n=8")
+    path = f"/console/executions/{run['execution_id']}/answer"
+    assert console.post(path, {"decision": "maybe"}).status_code == 422
+    assert served.workspace.json("show", run["execution_id"])["outcome"] == "awaiting_approval"
+
+
+def test_run_again_queues_the_same_inputs(served: Served, console: Console) -> None:
+    run = _run(served, "counted", "n=6")
+    response = console.post(f"/console/executions/{run['execution_id']}/again", {})
+    assert response.status_code == 303
+
+    def again() -> list[dict[str, Any]]:
+        runs = served.workspace.json("history", "counted")["executions"]
+        newer = [r for r in runs if r["started_at"] > run["started_at"]]
+        return [r for r in newer if r["outcome"] == "completed"]
+
+    repeated = wait_until(again, "the run was not repeated")[0]
+    payload = served.workspace.json("show", repeated["execution_id"])["job"]["payload"]
+    assert payload == {"n": 6}
