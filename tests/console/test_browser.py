@@ -1,0 +1,98 @@
+"""The console in a real browser (Debian's chromium, driven by Playwright, never a downloaded
+browser) against a real daemon: log in, run a loop from its form and see it complete, pause a
+loop; each test saves a screenshot of its page."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from tests.console.conftest import HOSTILE, TOKEN, Served
+from tests.waiting import wait_until
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None and not os.environ.get("CI"),
+    reason="no chromium on PATH (apt-get install chromium; .ci/run installs it, and in CI its "
+    "absence fails these tests)",
+)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    assert CHROMIUM is not None, "no chromium on PATH: .ci/run installs Debian's"
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def page(
+    browser: Browser, served: Served, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Page]:
+    """A fresh browser page on the console, logged in; its screenshot is saved under the test's
+    temporary folder when the test ends, whatever its outcome."""
+    context = browser.new_context(base_url=served.url)
+    opened = context.new_page()
+    opened.set_default_timeout(30_000)
+    opened.goto("/")
+    expect(opened).to_have_url(f"{served.url}/login?next=%2F")
+    opened.get_by_label("The daemon's token").fill(TOKEN)
+    opened.get_by_role("button", name="Log in").click()
+    expect(opened.get_by_role("heading", name="Overview")).to_be_visible()
+    try:
+        yield opened
+    finally:
+        opened.screenshot(path=tmp_path / f"{request.node.name}.png", full_page=True)
+        context.close()
+
+
+def test_run_a_loop_from_its_form_and_see_it_complete(page: Page) -> None:
+    section = page.locator("section.loop", has=page.locator("#loop-counted"))
+    section.get_by_text("Run now").click()
+    field = section.locator("#in-counted-n")
+    field.fill("ten")
+    section.get_by_role("button", name="Run counted").click()
+    expect(page.locator("#in-counted-n-error")).to_contain_text("is not of type 'integer'")
+    field.fill("5")
+    section.get_by_role("button", name="Run counted").click()
+    expect(page).to_have_url("/console/executions?loop_id=counted")
+    completed = page.locator("tbody tr", has=page.locator(".o-completed"))
+
+    def shown() -> int:
+        page.reload()
+        return completed.count()
+
+    wait_until(shown, "the run never showed as completed", every_s=0.2)
+    completed.first.get_by_role("link").click()
+    expect(page.locator("ol.timeline .phase", has_text="learn")).to_be_visible()
+    expect(page.locator("h1")).to_contain_text("counted")
+
+
+def test_pause_a_loop(page: Page, served: Served) -> None:
+    section = page.locator("section.loop", has=page.locator("#loop-on_event"))
+    section.get_by_role("button", name="Pause").click()
+    expect(section.get_by_text("paused since")).to_be_visible()
+    loops = {loop["loop_id"]: loop for loop in served.workspace.json("status")["loops"]}
+    assert loops["on_event"]["paused"] is True
+    section.get_by_role("button", name="Unpause").click()
+    expect(section.get_by_role("button", name="Pause")).to_be_visible()
+
+
+def test_hostile_text_runs_nothing(page: Page, served: Served) -> None:
+    text = " ".join(HOSTILE)
+    run = served.workspace.json("trigger", "says", "--input", f"text={text}", "--wait")
+    for shown in ("/", f"/console/executions/{run['execution_id']}"):
+        page.goto(shown)
+        expect(page.locator("main")).to_contain_text("<img src=x onerror=alert(1)>")
+        assert page.title().endswith("· loopengine")
+        assert page.locator("main img").count() == 0
+        assert page.locator("script:not([src])").count() == 0
