@@ -185,9 +185,10 @@ def history(
     outcome: Outcome | None = None,
     limit: int = 20,
     cursor: str | None = None,
+    narrowed: executions.Narrowed | None = None,
 ) -> Operation[executions.Page]:
-    """The newest executions first (of one loop, with one outcome, when given), after
-    ``cursor``; ``ContractError`` when ``cursor`` is not one a page gave."""
+    """The newest executions first (of one loop, with one outcome, as ``narrowed``, when
+    given), after ``cursor``; ``ContractError`` when ``cursor`` is not one a page gave."""
     if not 1 <= limit <= MAX_LISTED:
         raise ContractError(f"limit {limit}: write a whole number from 1 to {MAX_LISTED}")
     wanted = None if outcome is None else outcome.value
@@ -198,6 +199,7 @@ def history(
             outcome=wanted,
             limit=limit,
             cursor=cursor,
+            narrowed=narrowed,
         )
     )
 

@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
@@ -15,16 +16,19 @@ from starlette.routing import BaseRoute, Route
 
 from loopengine.app import answer, execution, history, perform, trigger
 from loopengine.console._pages import PREFIX, Pages, redirect
-from loopengine.contract import Outcome, input_problems
+from loopengine.contract import Outcome, TriggerType, input_problems
 from loopengine.errors import ContractError, LoopEngineError, NotFound, StoreUnavailable
 from loopengine.store import ExecutionRecord, PhaseResult
-from loopengine.store.executions import MAX_CURSOR
+from loopengine.store.executions import MAX_CURSOR, Narrowed
 
-__all__ = ["PAGE", "Bar", "execution_routes", "timeline"]
+__all__ = ["PAGE", "RUNNING", "Bar", "execution_routes", "instant", "listing_of", "timeline"]
 
 PAGE = 50
 """Executions a page of the list shows."""
 _MAX_NOTE = 2000
+_FILTERS = ("loop_id", "outcome", "trigger", "since", "until")
+_MAX_FILTER = 200
+"""Longest filter value read."""
 _MIN_WIDTH = 0.5
 """Narrowest bar, in percent of the execution: a phase of a millisecond stays visible."""
 
@@ -51,8 +55,12 @@ def timeline(started_at: float, phases: Sequence[PhaseResult]) -> list[Bar]:
     return bars
 
 
+RUNNING = "running"
+"""The state an execution has before it has an outcome."""
+
+
 def _outcome(given: str | None) -> Outcome | None:
-    if not given:
+    if not given or given == RUNNING:
         return None
     try:
         return Outcome(given)
@@ -60,21 +68,53 @@ def _outcome(given: str | None) -> Outcome | None:
         raise HTTPException(422, f"outcome {given!r} is none of the outcomes listed") from None
 
 
+def _trigger_type(given: str | None) -> str | None:
+    if given and given not in set(TriggerType):
+        raise HTTPException(422, f"trigger {given!r} is none of the trigger types listed")
+    return given or None
+
+
+def instant(name: str, given: str | None) -> float | None:
+    """A filter's date and time (UTC unless it names its offset) as epoch seconds; 422 for
+    text that is none."""
+    if not given:
+        return None
+    try:
+        moment = datetime.fromisoformat(given)
+    except ValueError:
+        raise HTTPException(
+            422, f"{name}: write a date and time such as 2026-11-26T20:00 (UTC)"
+        ) from None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
+def listing_of(query: Mapping[str, str]) -> tuple[dict[str, str], Outcome | None, Narrowed]:
+    """What the filters of the list ask: the fields to keep in its links, the outcome, the
+    rest (``running``, trigger type, start times)."""
+    kept = {name: query.get(name, "")[:_MAX_FILTER] for name in _FILTERS}
+    narrowed = Narrowed(
+        status=RUNNING if kept["outcome"] == RUNNING else None,
+        trigger_type=_trigger_type(kept["trigger"]),
+        since=instant("since", kept["since"]),
+        until=instant("until", kept["until"]),
+    )
+    return kept, _outcome(kept["outcome"]), narrowed
+
+
 def execution_routes(pages: Pages) -> list[BaseRoute]:
     """``/console/executions``, one execution, and the forms it posts."""
     context = pages.context
 
     async def listing(request: Request) -> Response:
-        query = request.query_params
-        loop_id, outcome = query.get("loop_id") or None, _outcome(query.get("outcome"))
-        cursor = query.get("cursor") or None
+        kept, outcome, narrowed = listing_of(request.query_params)
+        cursor = request.query_params.get("cursor") or None
         if cursor is not None and len(cursor) > MAX_CURSOR:
             raise HTTPException(422, "that cursor is not one a page gave")
+        listed = history(kept["loop_id"] or None, outcome, PAGE, cursor, narrowed)
         try:
-            page = await perform(context.store, history(loop_id, outcome, PAGE, cursor))
+            page = await perform(context.store, listed)
         except ContractError as exc:
             raise HTTPException(422, f"cursor: {exc}") from None
-        kept = {"loop_id": loop_id or "", "outcome": outcome.value if outcome else ""}
         following = None
         if page.next_cursor is not None:
             following = "?" + urlencode({**kept, "cursor": page.next_cursor})
@@ -82,7 +122,8 @@ def execution_routes(pages: Pages) -> list[BaseRoute]:
             request,
             "executions.html",
             rows=page.rows,
-            outcomes=[o.value for o in Outcome],
+            outcomes=[RUNNING, *(o.value for o in Outcome)],
+            triggers=[t.value for t in TriggerType],
             chosen=kept,
             following=following,
         )

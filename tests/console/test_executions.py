@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from loopengine.console._executions import PAGE, timeline
+from loopengine.console._executions import PAGE, instant, timeline
 from loopengine.store import ExecutionRow, PhaseResult, executions, write_once
 from tests.console.conftest import Console, Served
 from tests.waiting import wait_until
@@ -37,25 +37,37 @@ def test_no_phase_is_no_bar() -> None:
     assert timeline(5.0, []) == []
 
 
+def _bulk_row(name: str, started_at: float, **more: Any) -> ExecutionRow:
+    return ExecutionRow(
+        id=f"bulk-{name}",
+        loop_id="bulk",
+        loop_version="v",
+        loop_file="bulk.yaml",
+        job_id=f"bulk-{name}",
+        durability="phase",
+        dry_run=False,
+        started_at=started_at,
+        **more,
+    )
+
+
 def _bulk(served: Served, count: int) -> None:
-    """``count`` finished executions of a loop ``bulk``, written to the daemon's store."""
-    url = served.workspace.env["LOOPENGINE_DATABASE"]
-    for n in range(count):
-        row = ExecutionRow(
-            id=f"bulk-{n:04}",
-            loop_id="bulk",
-            loop_version="v",
-            loop_file="bulk.yaml",
+    """``count`` finished executions of a loop ``bulk`` started by cron at 1,000 s and after,
+    and one running started by a webhook at 500 s, written to the daemon's store."""
+    rows = [
+        _bulk_row(
+            f"{n:04}",
+            1_000.0 + n,
             status="finished",
-            job_id=f"bulk-{n:04}",
             trigger_type="cron",
-            durability="phase",
-            dry_run=False,
-            started_at=1_000.0 + n,
             completed_at=1_000.5 + n,
             outcome="failed" if n % 2 else "completed",
         )
-        write_once(url, executions.insert_execution, row)
+        for n in range(count)
+    ]
+    rows.append(_bulk_row("running", 500.0, status="running", trigger_type="webhook"))
+    for row in rows:
+        write_once(served.workspace.env["LOOPENGINE_DATABASE"], executions.insert_execution, row)
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +78,8 @@ def bulk(served: Served) -> int:
 
 
 def _ids(page: str) -> list[str]:
-    return [part.split('"')[0] for part in page.split('href="/console/executions/bulk-')[1:]]
+    found = [part.split('"')[0] for part in page.split('href="/console/executions/bulk-')[1:]]
+    return [execution_id for execution_id in found if execution_id != "running"]
 
 
 def test_the_list_pages_by_cursor_without_repeating_nor_skipping(
@@ -91,7 +104,50 @@ def test_the_list_filters_by_outcome(console: Console, bulk: int) -> None:
     assert '<option value="failed" selected>' in page
 
 
-@pytest.mark.parametrize("query", ["outcome=nope", "cursor=not-a-cursor", "cursor=" + "x" * 5000])
+def test_the_list_filters_running_executions(console: Console, bulk: int) -> None:
+    page = console.http.get("/console/executions?loop_id=bulk&outcome=running").text
+    assert 'href="/console/executions/bulk-running"' in page
+    assert _ids(page) == []
+    assert '<option value="running" selected>' in page
+
+
+def test_the_list_filters_by_trigger_type(console: Console, bulk: int) -> None:
+    page = console.http.get("/console/executions?loop_id=bulk&trigger=webhook").text
+    assert 'href="/console/executions/bulk-running"' in page
+    assert _ids(page) == []
+    cron = console.http.get("/console/executions?loop_id=bulk&trigger=cron").text
+    assert 'href="/console/executions/bulk-running"' not in cron
+
+
+def test_the_list_filters_by_start_time(console: Console, bulk: int) -> None:
+    query = "loop_id=bulk&since=1970-01-01T00:16:43&until=1970-01-01T00:16:46"
+    assert _ids(console.http.get(f"/console/executions?{query}").text) == ["0005", "0004", "0003"]
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("1970-01-01T00:16:40", 1000.0),
+        ("1970-01-01T00:16", 960.0),
+        ("1970-01-01T01:16:40+01:00", 1000.0),
+        ("", None),
+    ],
+)
+def test_a_filter_s_time_is_utc_unless_it_says(given: str, expected: float | None) -> None:
+    assert instant("since", given) == expected
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "outcome=nope",
+        "trigger=nope",
+        "since=yesterday",
+        "until=2026-13-01T00:00",
+        "cursor=not-a-cursor",
+        "cursor=" + "x" * 5000,
+    ],
+)
 def test_a_bad_filter_is_a_422_page(console: Console, query: str) -> None:
     response = console.http.get(f"/console/executions?{query}")
     assert response.status_code == 422
