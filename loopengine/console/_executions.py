@@ -173,6 +173,14 @@ def execution_routes(pages: Pages) -> list[BaseRoute]:
     ]
 
 
+def _calls(phases: Sequence[PhaseResult]) -> list[dict[str, Any]]:
+    """The skill calls the act phase recorded (each with its step, result and duration)."""
+    for phase in phases:
+        if phase.phase == "act" and isinstance(calls := phase.data.get("calls"), list):
+            return [call for call in calls if isinstance(call, dict)]
+    return []
+
+
 def _show(
     pages: Pages, request: Request, record: ExecutionRecord, status_code: int = 200, **more: Any
 ) -> Response:
@@ -186,6 +194,7 @@ def _show(
         row=row,
         bars=timeline(row.started_at, record.phases),
         data=row.context.get("data", {}),
+        calls=_calls(record.phases),
         waiting=waiting,
         again=row.trigger_type == "manual" and pages.context.loop(row.loop_id) is not None,
         error=more.get("error"),

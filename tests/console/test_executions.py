@@ -227,3 +227,17 @@ def test_run_again_queues_the_same_inputs(served: Served, console: Console) -> N
     repeated = wait_until(again, "the run was not repeated")[0]
     payload = served.workspace.json("show", repeated["execution_id"])["job"]["payload"]
     assert payload == {"n": 6}
+
+
+def test_an_execution_shows_the_rule_that_held_and_each_action_s_result(
+    served: Served, console: Console
+) -> None:
+    run = _run(served, "says", "text=hello")
+    page = console.http.get(f"/console/executions/{run['execution_id']}").text
+    decision = page.split("<h2>Decision</h2>")[1].split("</dl>")[0]
+    assert "<code>say</code>" in decision
+    assert "0: <code>`true`</code>" in decision
+    assert "rule 0 holds" in decision
+    actions = page.split("<h2>Actions</h2>")[1].split("</table>")[0]
+    assert "<code>log_only</code>" in actions
+    assert "hello &lt;img src=x onerror=alert(1)&gt;" in actions
