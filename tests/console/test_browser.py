@@ -1,6 +1,7 @@
 """The console in a real browser (Debian's chromium, driven by Playwright, never a downloaded
 browser) against a real daemon: log in, run a loop from its form and see it complete, pause a
-loop; each test saves a screenshot of its page."""
+loop, hostile text shown as text, no serious axe-core violation, the controls reached by
+keyboard; each test saves a screenshot of its page."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from tests.console.conftest import HOSTILE, TOKEN, Served
@@ -21,6 +23,10 @@ pytestmark = pytest.mark.skipif(
     reason="no chromium on PATH (apt-get install chromium; .ci/run installs it, and in CI its "
     "absence fails these tests)",
 )
+
+
+SERIOUS = ("serious", "critical")
+"""The impacts of an axe-core violation no page may have."""
 
 
 @pytest.fixture(scope="module")
@@ -96,3 +102,48 @@ def test_hostile_text_runs_nothing(page: Page, served: Served) -> None:
         assert page.title().endswith("· loopengine")
         assert page.locator("main img").count() == 0
         assert page.locator("script:not([src])").count() == 0
+
+
+def _pages(served: Served) -> list[str]:
+    run = served.workspace.json("trigger", "counted", "--wait")
+    return [
+        "/",
+        "/console/executions",
+        "/console/executions?outcome=nope",
+        f"/console/executions/{run['execution_id']}",
+    ]
+
+
+def test_every_page_has_no_serious_accessibility_violation(page: Page, served: Served) -> None:
+    axe = Axe()
+    for shown in _pages(served):
+        page.goto(shown)
+        response = axe.run(page).response
+        assert response["url"].endswith(shown)
+        serious = [v["id"] for v in response["violations"] if v["impact"] in SERIOUS]
+        assert serious == [], f"{shown}: {serious}"
+
+
+def test_the_login_page_has_no_serious_accessibility_violation(
+    browser: Browser, served: Served, tmp_path: Path
+) -> None:
+    context = browser.new_context(base_url=served.url)
+    opened = context.new_page()
+    try:
+        opened.goto("/login")
+        found = Axe().run(opened).response["violations"]
+        assert [v["id"] for v in found if v["impact"] in SERIOUS] == []
+    finally:
+        opened.screenshot(path=tmp_path / "login.png", full_page=True)
+        context.close()
+
+
+def test_the_overview_s_controls_are_reached_by_keyboard(page: Page) -> None:
+    reached: list[str] = []
+    for _ in range(80):
+        page.keyboard.press("Tab")
+        reached.append(page.evaluate("document.activeElement.textContent.trim()"))
+    assert "Pause" in reached
+    assert "Run now" in reached
+    assert "Executions" in reached
+    assert "Log out" in reached
