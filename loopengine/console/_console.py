@@ -20,7 +20,7 @@ from loopengine.console._executions import execution_routes
 from loopengine.console._login import login_routes
 from loopengine.console._overview import overview_routes
 from loopengine.console._pages import PREFIX, Guard, Pages, serves
-from loopengine.errors import NotFound
+from loopengine.errors import NotFound, StoreUnavailable
 
 __all__ = ["Console", "create_console"]
 
@@ -44,9 +44,17 @@ def create_console(context: ApiContext) -> Console:
         message = exc.detail if isinstance(exc, HTTPException) else str(exc)
         return pages.render(request, "error.html", status_code, message=message)
 
+    async def unavailable(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StoreUnavailable)
+        message = f"{exc}: reload in a moment"
+        answer = pages.render(request, "error.html", 503, message=message)
+        answer.headers["Retry-After"] = f"{max(1, round(exc.retry_after or 1))}"
+        return answer
+
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         HTTPException: failed,
         NotFound: failed,
+        StoreUnavailable: unavailable,
     }
     app = Starlette(
         routes=[

@@ -1,6 +1,11 @@
-"""Logging in with the daemon's token (a form, never a URL) and out."""
+"""Logging in with the daemon's token (a form, never a URL) and out; wrong tokens tried too
+often make logins wait."""
 
 from __future__ import annotations
+
+import math
+import time
+from collections import deque
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -8,7 +13,7 @@ from starlette.routing import BaseRoute, Route
 
 from loopengine.console._forms import read_form
 from loopengine.console._pages import COOKIE, MAX_AGE_S, Pages, redirect
-from loopengine.console._security import safe_next
+from loopengine.console._security import FAILED_LOGINS, login_wait, safe_next
 
 __all__ = ["login_routes"]
 
@@ -35,13 +40,21 @@ def login_routes(pages: Pages) -> list[BaseRoute]:
             return redirect(wanted)
         return pages.render(request, "login.html", next=wanted, error=None)
 
+    failures: deque[float] = deque(maxlen=FAILED_LOGINS)
+
     async def login(request: Request) -> Response:
         fields = await read_form(request)
         wanted = safe_next(fields.get("next"))
         if pages.gate.token is None:
             return redirect(wanted)
+        if wait := login_wait(failures, time.monotonic()):
+            error = f"too many wrong tokens: try again in {math.ceil(wait)} s"
+            refused = pages.render(request, "login.html", 429, next=wanted, error=error)
+            refused.headers["Retry-After"] = f"{math.ceil(wait)}"
+            return refused
         session = pages.gate.login(fields.get("token", ""))
         if session is None:
+            failures.append(time.monotonic())
             error = "that is not the daemon's token (daemon.token or LOOPENGINE_API_TOKEN)"
             return pages.render(request, "login.html", 401, next=wanted, error=error)
         return _set_session(redirect(wanted), request, session, MAX_AGE_S)

@@ -11,10 +11,19 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from urllib.parse import urlsplit
 
-__all__ = ["HEADERS", "csrf_accepted", "loopback_host", "safe_next", "same_origin"]
+__all__ = [
+    "FAILED_LOGINS",
+    "FAILED_LOGINS_WINDOW_S",
+    "HEADERS",
+    "csrf_accepted",
+    "login_wait",
+    "loopback_host",
+    "safe_next",
+    "same_origin",
+]
 
 HEADERS: Mapping[str, str] = {
     "Content-Security-Policy": (
@@ -28,6 +37,9 @@ HEADERS: Mapping[str, str] = {
 }
 """Sent with every answer of the console."""
 _MAX_NEXT = 2000
+FAILED_LOGINS = 10
+"""Most wrong tokens tried within ``FAILED_LOGINS_WINDOW_S``; past them, logins wait."""
+FAILED_LOGINS_WINDOW_S = 60.0
 
 
 def same_origin(headers: Mapping[str, str], scheme: str, host: str) -> bool:
@@ -73,3 +85,12 @@ def safe_next(given: str | None) -> str:
     if given.startswith(("//", "/\\")) or any(ord(c) < 32 or c == "\\" for c in given):
         return "/"
     return given
+
+
+def login_wait(failures: Sequence[float], now: float) -> float:
+    """Seconds before a login may be tried, given when the latest wrong tokens were tried
+    (oldest first): none while fewer than ``FAILED_LOGINS`` were within the window, so that
+    guessing a token takes ages."""
+    if len(failures) < FAILED_LOGINS:
+        return 0.0
+    return max(0.0, failures[-FAILED_LOGINS] + FAILED_LOGINS_WINDOW_S - now)

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from loopengine.console._security import csrf_accepted, loopback_host, safe_next, same_origin
+from loopengine.console._security import (
+    FAILED_LOGINS,
+    FAILED_LOGINS_WINDOW_S,
+    csrf_accepted,
+    login_wait,
+    loopback_host,
+    safe_next,
+    same_origin,
+)
 
 HOST = "127.0.0.1:8787"
 
@@ -80,3 +88,10 @@ def test_loopback_names_are_loopback(host: str) -> None:
 )
 def test_other_names_are_not(host: str) -> None:
     assert not loopback_host(host)
+
+
+def test_logins_wait_once_too_many_wrong_tokens_were_tried_within_the_window() -> None:
+    tried = [100.0 + n for n in range(FAILED_LOGINS)]
+    assert login_wait(tried[:-1], 110.0) == 0.0
+    assert login_wait(tried, 110.0) == 100.0 + FAILED_LOGINS_WINDOW_S - 110.0
+    assert login_wait(tried, 100.0 + FAILED_LOGINS_WINDOW_S) == 0.0
