@@ -43,13 +43,16 @@ class Bar:
     width: float
 
 
-def timeline(started_at: float, phases: Sequence[PhaseResult]) -> list[Bar]:
-    """Each phase as a bar across the span from ``started_at`` to the last phase's end."""
-    end = max((p.completed_at for p in phases), default=started_at)
-    span = max(end - started_at, 1e-9)
+def timeline(phases: Sequence[PhaseResult]) -> list[Bar]:
+    """Each phase as a bar across the span from the first phase's start to the last one's
+    end."""
+    if not phases:
+        return []
+    start = min(p.started_at for p in phases)
+    span = max(max(p.completed_at for p in phases) - start, 1e-9)
     bars = []
     for phase in phases:
-        offset = min(max((phase.started_at - started_at) / span * 100, 0.0), 100 - _MIN_WIDTH)
+        offset = min(max((phase.started_at - start) / span * 100, 0.0), 100 - _MIN_WIDTH)
         width = max((phase.completed_at - phase.started_at) / span * 100, _MIN_WIDTH)
         bars.append(Bar(phase, round(offset, 3), round(min(width, 100 - offset), 3)))
     return bars
@@ -192,7 +195,7 @@ def _show(
         status_code,
         record=record,
         row=row,
-        bars=timeline(row.started_at, record.phases),
+        bars=timeline(record.phases),
         data=row.context.get("data", {}),
         calls=_calls(record.phases),
         waiting=waiting,

@@ -20,7 +20,7 @@ def _phase(name: str, start: float, end: float) -> PhaseResult:
 
 
 def test_the_timeline_places_each_phase_by_its_time() -> None:
-    bars = timeline(10.0, [_phase("detect", 10.0, 11.0), _phase("act", 12.0, 14.0)])
+    bars = timeline([_phase("detect", 10.0, 11.0), _phase("act", 12.0, 14.0)])
     assert [(bar.phase.phase, bar.offset, bar.width) for bar in bars] == [
         ("detect", 0.0, 25.0),
         ("act", 50.0, 50.0),
@@ -28,13 +28,13 @@ def test_the_timeline_places_each_phase_by_its_time() -> None:
 
 
 def test_a_phase_of_no_time_stays_visible() -> None:
-    bars = timeline(0.0, [_phase("detect", 0.0, 0.0), _phase("act", 0.0, 4.0)])
+    bars = timeline([_phase("detect", 0.0, 0.0), _phase("act", 0.0, 4.0)])
     assert bars[0].width > 0
     assert all(bar.offset + bar.width <= 100 for bar in bars)
 
 
 def test_no_phase_is_no_bar() -> None:
-    assert timeline(5.0, []) == []
+    assert timeline([]) == []
 
 
 def _bulk_row(name: str, started_at: float, **more: Any) -> ExecutionRow:
