@@ -50,6 +50,13 @@ def test_every_answer_forbids_inline_script_framing_and_sniffing(
     assert headers["referrer-policy"] == "same-origin"
 
 
+def test_pages_name_their_icon_so_browsers_do_not_ask_the_api_for_one(console: Console) -> None:
+    assert '<link rel="icon" href="/console/static/favicon.svg"' in console.http.get("/").text
+    icon = console.http.get("/console/static/favicon.svg")
+    assert icon.status_code == 200
+    assert icon.headers["content-type"].startswith("image/svg+xml")
+
+
 def test_the_login_redirect_has_the_headers_too(anonymous: Console) -> None:
     headers = anonymous.http.get("/").headers
     assert "frame-ancestors 'none'" in headers["content-security-policy"]
