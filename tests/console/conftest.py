@@ -31,7 +31,10 @@ decide: {decision_tree: [], fallback_action: log_only}
 SAYS = f"""\
 id: says
 trigger: {{type: manual}}
-params: {{text: {{type: string, default: "hi"}}}}
+params:
+  text: {{type: string, default: "hi"}}
+  mode: {{type: string, enum: [fast, "slow <b>"]}}
+  loud: {{type: boolean}}
 decide: {{decision_tree: [{{condition: "`true`", action: say}}], fallback_action: log_only}}
 act:
   actions:

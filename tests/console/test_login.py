@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from loopengine.console._pages import COOKIE, MAX_AGE_S
+from loopengine.console._pages import COOKIE, MAX_AGE_S, serves
 from tests.console.conftest import TOKEN, Console, Served
 
 PAGES = ["/", "/console/executions", "/console/executions/nope", "/console"]
@@ -103,3 +103,10 @@ def test_the_api_still_needs_its_bearer_token(served: Served, console: Console) 
     assert console.http.get("/status").status_code == 401
     headers = {"Authorization": f"Bearer {TOKEN}"}
     assert console.http.get("/status", headers=headers).status_code == 200
+
+
+def test_no_path_of_the_api_is_the_console_s(served: Served, console: Console) -> None:
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    paths = console.http.get("/openapi.json", headers=headers).json()["paths"]
+    assert "/executions" in paths
+    assert [path for path in paths if serves(path.split("{")[0].rstrip("/") or "/")] == []

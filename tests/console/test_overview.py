@@ -130,3 +130,32 @@ def test_run_now_of_a_paused_loop_says_why_it_did_not_run(console: Console) -> N
         assert "did not queue the job" in _loop_section(response.text, "from_file")
     finally:
         console.post("/console/loops/from_file/unpause", {})
+
+
+def test_a_param_with_choices_is_a_select_of_them(console: Console) -> None:
+    section = _loop_section(console.http.get("/").text, "says")
+    mode = section.split('id="in-says-mode"')[1].split("</select>")[0]
+    assert '<option value="fast">fast</option>' in mode
+    assert '<option value="slow &lt;b&gt;">slow &lt;b&gt;</option>' in mode
+    loud = section.split('id="in-says-loud"')[1].split("</select>")[0]
+    assert '<option value="true">true</option>' in loud
+    assert '<option value="false">false</option>' in loud
+
+
+def test_choices_chosen_in_the_form_reach_the_run(served: Served, console: Console) -> None:
+    chosen = {"in.mode": "slow <b>", "in.loud": "true", "in.text": "chosen"}
+    assert console.post("/console/loops/says/run", chosen).status_code == 303
+
+    def ran() -> list[dict[str, Any]]:
+        runs = served.workspace.json("history", "says")["executions"]
+        shown = [served.workspace.json("show", run["execution_id"]) for run in runs[:3]]
+        return [run for run in shown if run["job"]["payload"].get("text") == "chosen"]
+
+    payload = wait_until(ran, "the chosen run never ran")[0]["job"]["payload"]
+    assert payload == {"mode": "slow <b>", "loud": True, "text": "chosen"}
+
+
+def test_a_choice_not_offered_is_refused_beside_its_field(console: Console) -> None:
+    response = console.post("/console/loops/says/run", {"in.mode": "medium"})
+    assert response.status_code == 422
+    assert 'id="in-says-mode-error"' in _loop_section(response.text, "says")
