@@ -41,7 +41,10 @@ PREFIX = "/console/"
 """Where the console's pages live besides ``/``, ``/login`` and ``/logout``: the API's paths
 (``/loops``, ``/executions``…) stay the API's."""
 _ROOT = Path(__file__).parent
-_PUBLIC = ("/login", f"{PREFIX}static/")
+_STATIC = f"{PREFIX}static/"
+"""Where the stylesheet, the script and the icon are served (without a session, revalidated
+by their ETag rather than stored)."""
+_PUBLIC = ("/login", _STATIC)
 _ANONYMOUS = "loopback"
 """The session of every request when no token is set (loopback only)."""
 
@@ -77,6 +80,7 @@ class Gate:
         return issue(self.key, time.time(), MAX_AGE_S, secrets.token_urlsafe(16)).value
 
     def csrf(self, session: str) -> str:
+        """The CSRF token of the forms shown to ``session``."""
         return csrf_token(self.key, session)
 
 
@@ -138,9 +142,9 @@ def redirect(to: str) -> RedirectResponse:
 
 
 class Guard:
-    """Adds the security headers to every answer, answers only loopback host names when no
-    token is set, sends a request without a session to the login page (a page) or refuses it
-    (403, a form), and refuses a form posted from another site."""
+    """Adds the security headers to every answer (pages are never stored), answers only
+    loopback host names when no token is set, sends a request without a session to the login
+    page (a page) or refuses it (403, a form), and refuses a form posted from another site."""
 
     def __init__(self, app: ASGIApp, pages: Pages) -> None:
         self.app, self.pages = app, pages
@@ -150,12 +154,14 @@ class Guard:
             await self.app(scope, receive, send)
             return
 
+        caching = b"no-cache" if scope["path"].startswith(_STATIC) else b"no-store"
+
         async def secured(message: Message) -> None:
             if message["type"] == "http.response.start":
                 message["headers"] = [
                     *message.get("headers", []),
                     *((k.lower().encode(), v.encode()) for k, v in HEADERS.items()),
-                    (b"cache-control", b"no-store"),
+                    (b"cache-control", caching),
                 ]
             await send(message)
 
@@ -167,6 +173,8 @@ class Guard:
         await self.app(scope, receive, secured)
 
     def refusal(self, request: Request) -> Response | None:
+        """Why ``request`` is not served, as the answer to give; None when it is (its session
+        noted in its scope's state for the views)."""
         gate, path, host = self.pages.gate, request.url.path, request.headers.get("host", "")
         if gate.token is None and not loopback_host(host):
             return _text(421, "without a token the console answers on 127.0.0.1 only")

@@ -57,6 +57,16 @@ def test_pages_name_their_icon_so_browsers_do_not_ask_the_api_for_one(console: C
     assert icon.headers["content-type"].startswith("image/svg+xml")
 
 
+def test_pages_are_never_stored_and_static_files_are_revalidated(console: Console) -> None:
+    assert console.http.get("/").headers["cache-control"] == "no-store"
+    static = console.http.get("/console/static/console.css")
+    assert static.headers["cache-control"] == "no-cache"
+    again = console.http.get(
+        "/console/static/console.css", headers={"If-None-Match": static.headers["etag"]}
+    )
+    assert again.status_code == 304
+
+
 def test_the_login_redirect_has_the_headers_too(anonymous: Console) -> None:
     headers = anonymous.http.get("/").headers
     assert "frame-ancestors 'none'" in headers["content-security-policy"]
