@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -57,7 +58,11 @@ def overview_routes(pages: Pages) -> list[BaseRoute]:
     """``/`` and the forms it posts: pause, unpause, run now."""
     context = pages.context
 
-    async def render(request: Request, status_code: int = 200, **failed: Any) -> Response:
+    async def render(
+        request: Request, status_code: int = 200, failed: dict[str, Any] | None = None
+    ) -> Response:
+        """The overview; ``failed``: the run form of one loop, shown again with what was
+        wrong."""
         view = await perform(context.store, daemon_status(context.lease_s))
         outcomes = await perform(
             context.store, latest([loop.loop_id for loop in view.loops], STRIP)
@@ -70,7 +75,7 @@ def overview_routes(pages: Pages) -> list[BaseRoute]:
             view=view,
             outcomes=outcomes,
             served=served,
-            failed=failed.get("failed"),
+            failed=failed,
         )
 
     async def overview(request: Request) -> Response:
@@ -88,8 +93,7 @@ def overview_routes(pages: Pages) -> list[BaseRoute]:
         loop_id = request.path_params["loop_id"]
         loop = context.loop(loop_id)
         if loop is None:
-            failed = {"loop_id": loop_id, "general": "this daemon does not serve the loop"}
-            return await render(request, 404, failed=failed | {"fields": {}, "given": fields})
+            raise HTTPException(404, f"this daemon does not serve a loop {loop_id!r}")
         inputs, problems = form_inputs(loop.spec.params or {}, fields)
         general = None
         if not problems:

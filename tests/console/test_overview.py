@@ -159,3 +159,9 @@ def test_a_choice_not_offered_is_refused_beside_its_field(console: Console) -> N
     response = console.post("/console/loops/says/run", {"in.mode": "medium"})
     assert response.status_code == 422
     assert 'id="in-says-mode-error"' in _loop_section(response.text, "says")
+
+
+def test_running_a_loop_this_daemon_does_not_serve_is_a_404(console: Console) -> None:
+    response = console.post("/console/loops/nope/run", {})
+    assert response.status_code == 404
+    assert "does not serve a loop &#39;nope&#39;" in response.text
