@@ -14,7 +14,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from loopengine.app import answer, execution, history, perform, trigger
+from loopengine.app import answer, execution, history, perform
+from loopengine.console._overview import queue_run
 from loopengine.console._pages import PREFIX, Pages, redirect
 from loopengine.contract import Outcome, TriggerType, input_problems
 from loopengine.errors import ContractError, LoopEngineError, NotFound, StoreUnavailable
@@ -138,10 +139,12 @@ def execution_routes(pages: Pages) -> list[BaseRoute]:
     async def answered(request: Request) -> Response:
         fields = await pages.posted(request)
         execution_id = request.path_params["execution_id"]
-        note = fields.get("note", "").strip()[:_MAX_NOTE] or None
+        note = fields.get("note", "").strip() or None
         approve = fields.get("decision") == "approve"
         if fields.get("decision") not in ("approve", "reject"):
             raise HTTPException(422, "decision: approve or reject")
+        if note is not None and len(note) > _MAX_NOTE:
+            raise HTTPException(422, f"note: at most {_MAX_NOTE} characters")
         try:
             await answer(context.runtime, execution_id, approve, note)
         except (StoreUnavailable, NotFound):
@@ -155,18 +158,18 @@ def execution_routes(pages: Pages) -> list[BaseRoute]:
         await pages.posted(request)
         record = await perform(context.store, execution(request.path_params["execution_id"]))
         loop = context.loop(record.execution.loop_id)
-        if loop is None or record.envelope is None:
+        if record.execution.trigger_type != "manual" or record.envelope is None:
+            return _show(pages, request, record, 409, error="only a manual run runs again")
+        if loop is None:
             return _show(pages, request, record, 409, error="this daemon does not serve the loop")
         inputs = dict(record.envelope.payload)
-        dry_run = bool(record.envelope.constraints.get("dry_run"))
         if problems := input_problems(loop.spec.params or {}, inputs):
             return _show(pages, request, record, 422, error="; ".join(problems))
-        try:
-            await perform(context.store, trigger(loop, inputs, "console", dry_run=dry_run))
-        except ContractError as exc:
-            return _show(pages, request, record, 409, error=str(exc))
-        context.queued()
-        return redirect(f"{PREFIX}executions?{urlencode({'loop_id': loop.id})}")
+        dry_run = bool(record.envelope.constraints.get("dry_run"))
+        queued = await queue_run(context, loop, inputs, dry_run)
+        if isinstance(queued, str):
+            return _show(pages, request, record, 409, error=queued)
+        return queued
 
     return [
         Route(PREFIX + "executions", listing, methods=["GET"]),

@@ -13,12 +13,13 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from loopengine._json import loads
+from loopengine.api._context import ApiContext
 from loopengine.app import daemon_status, latest, pause, perform, served_loop, trigger
 from loopengine.console._pages import PREFIX, Pages, redirect
-from loopengine.contract import input_problems
+from loopengine.contract import Loop, input_problems
 from loopengine.errors import ContractError
 
-__all__ = ["STRIP", "overview_routes"]
+__all__ = ["STRIP", "field_value", "form_inputs", "overview_routes", "queue_run"]
 
 STRIP = 20
 """How many of a loop's last outcomes the overview shows."""
@@ -52,6 +53,19 @@ def form_inputs(
         for problem in input_problems(params, {name: value}):
             problems[name] = problem.removeprefix(f"{name}: ")
     return inputs, problems
+
+
+async def queue_run(
+    context: ApiContext, loop: Loop, inputs: dict[str, Any], dry_run: bool
+) -> Response | str:
+    """Queue a run of ``loop`` (``trigger``) and see its executions next; why the loop did not
+    take it (paused, overlap) otherwise."""
+    try:
+        await perform(context.store, trigger(loop, inputs, "console", dry_run=dry_run))
+    except ContractError as exc:
+        return str(exc)
+    context.queued()
+    return redirect(f"{PREFIX}executions?{urlencode({'loop_id': loop.id})}")
 
 
 def overview_routes(pages: Pages) -> list[BaseRoute]:
@@ -97,14 +111,10 @@ def overview_routes(pages: Pages) -> list[BaseRoute]:
         inputs, problems = form_inputs(loop.spec.params or {}, fields)
         general = None
         if not problems:
-            run = trigger(loop, inputs, "console", dry_run=fields.get("dry_run") == "on")
-            try:
-                await perform(context.store, run)
-            except ContractError as exc:
-                general = str(exc)
-            else:
-                context.queued()
-                return redirect(f"{PREFIX}executions?{urlencode({'loop_id': loop_id})}")
+            queued = await queue_run(context, loop, inputs, fields.get("dry_run") == "on")
+            if isinstance(queued, Response):
+                return queued
+            general = queued
         failed = {"loop_id": loop_id, "general": general, "fields": problems, "given": fields}
         return await render(request, 409 if general else 422, failed=failed)
 

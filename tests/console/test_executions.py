@@ -241,3 +241,26 @@ def test_an_execution_shows_the_rule_that_held_and_each_action_s_result(
     actions = page.split("<h2>Actions</h2>")[1].split("</table>")[0]
     assert "<code>log_only</code>" in actions
     assert "hello &lt;img src=x onerror=alert(1)&gt;" in actions
+
+
+def test_a_note_over_its_bound_is_refused_and_the_gate_still_waits(
+    served: Served, console: Console
+) -> None:
+    run = _run(served, "gated", "n=10")
+    path = f"/console/executions/{run['execution_id']}/answer"
+    response = console.post(path, {"decision": "approve", "note": "x" * 2001})
+    assert response.status_code == 422
+    assert "at most 2000 characters" in response.text
+    assert served.workspace.json("show", run["execution_id"])["outcome"] == "awaiting_approval"
+
+
+def test_only_a_manual_run_runs_again(served: Served, console: Console) -> None:
+    served.workspace.cli("emit", "hostile.again", "--data", "{}")
+
+    def fired() -> list[dict[str, Any]]:
+        return list(served.workspace.json("history", "on_event")["executions"])
+
+    run = wait_until(fired, "the event's loop never ran")[0]
+    response = console.post(f"/console/executions/{run['execution_id']}/again", {})
+    assert response.status_code == 409
+    assert "only a manual run runs again" in response.text
