@@ -110,3 +110,14 @@ def test_no_path_of_the_api_is_the_console_s(served: Served, console: Console) -
     paths = console.http.get("/openapi.json", headers=headers).json()["paths"]
     assert "/executions" in paths
     assert [path for path in paths if serves(path.split("{")[0].rstrip("/") or "/")] == []
+
+
+def test_the_session_cookie_is_secure_behind_a_local_https_proxy(anonymous: Console) -> None:
+    origin = anonymous.url.replace("http://", "https://")
+    response = anonymous.http.post(
+        "/login",
+        data={"token": TOKEN},
+        headers={"Origin": origin, "X-Forwarded-Proto": "https"},
+    )
+    assert response.status_code == 303
+    assert SimpleCookie(response.headers["set-cookie"])[COOKIE]["secure"] is True
