@@ -5,6 +5,7 @@ keyboard; each test saves a screenshot of its page."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -81,6 +82,20 @@ def test_run_a_loop_from_its_form_and_see_it_complete(page: Page) -> None:
     completed.first.get_by_role("link").click()
     expect(page.locator("ol.timeline .phase", has_text="learn")).to_be_visible()
     expect(page.locator("h1")).to_contain_text("counted")
+
+
+def test_approve_a_waiting_execution_and_see_it_complete(page: Page, served: Served) -> None:
+    done = served.workspace.cli(
+        "trigger", "gated", "--input", "n=11", "--wait", "--json", check=False
+    )
+    execution_id = json.loads(done.stdout)["execution_id"]
+    page.goto("/console/executions?outcome=awaiting_approval")
+    page.get_by_role("link", name=execution_id[:12]).click()
+    expect(page.get_by_role("heading", name="Waiting for approval")).to_be_visible()
+    page.get_by_label("Note").fill("checked")
+    page.get_by_role("button", name="Approve").click()
+    expect(page.locator("p", has_text="Approval of")).to_contain_text("approved")
+    expect(page.locator(".badge").first).to_have_text("completed")
 
 
 def test_pause_a_loop(page: Page, served: Served) -> None:
