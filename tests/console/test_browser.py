@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -96,6 +97,17 @@ def test_approve_a_waiting_execution_and_see_it_complete(page: Page, served: Ser
     page.get_by_role("button", name="Approve").click()
     expect(page.locator("p", has_text="Approval of")).to_contain_text("approved")
     expect(page.locator(".badge").first).to_have_text("completed")
+
+
+def test_filter_executions_by_outcome(page: Page, served: Served) -> None:
+    served.workspace.cli("trigger", "gated", "--input", "n=12", "--wait", check=False)
+    page.goto("/console/executions")
+    page.get_by_label("Outcome").select_option("awaiting_approval")
+    page.get_by_role("button", name="Filter").click()
+    expect(page).to_have_url(re.compile(r"outcome=awaiting_approval"))
+    badges = page.locator("tbody .badge")
+    expect(badges.first).to_have_text("awaiting approval")
+    assert set(badges.all_inner_texts()) == {"awaiting approval"}
 
 
 def test_pause_a_loop(page: Page, served: Served) -> None:
