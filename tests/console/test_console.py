@@ -36,7 +36,7 @@ def _requests(
     token: str | None, *requests: tuple[str, str, dict[str, str]]
 ) -> list[httpx.Response]:
     """What the console answers to each ``(method, path, form)`` in turn."""
-    console = create_console(_Context(token, _DownStore()))  # type: ignore[arg-type]
+    console = create_console(_Context(token, _DownStore()))
 
     async def main() -> list[httpx.Response]:
         transport = httpx.ASGITransport(app=console.app)
