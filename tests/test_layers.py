@@ -88,8 +88,12 @@ LAYERS: dict[str, frozenset[str]] = {
             "autolearn",
             "daemon",
             "skills",
+            "console",
         }
     ),
+    # The web console, a face beside the API and served with it: its views call the same
+    # operations (``app``) on the daemon's context (``api._context``).
+    "console": frozenset({"contract", "store", "app", "api"}),
 }
 """What each layer may import besides itself and ``BASE``; unlisted modules (the CLI and the
 commands, faces over the others) may import anything."""

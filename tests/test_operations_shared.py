@@ -1,5 +1,6 @@
-"""An operation is written once, in ``loopengine.app``: the CLI's commands and the HTTP API
-call it and render what it returns, and never run the store functions it owns themselves."""
+"""An operation is written once, in ``loopengine.app``: the CLI's commands, the HTTP API and the
+console call it and render what it returns, and never run the store functions it owns
+themselves."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 import loopengine
 
 ROOT = Path(loopengine.__file__).parent
-FACES = ("commands", "api")
+FACES = ("commands", "api", "console")
 OWNED = {
     "approvals": {"waiting"},
     "autolearn": {"learned", "history"},

@@ -1,6 +1,7 @@
 """The daemon's HTTP API (FastAPI): JSON in and out; every error is
 ``{"error": {"code", "message"}}`` with a fitting status, never a stack trace; a bearer token on
-every endpoint but ``/health`` and ``/hooks/*`` when one is set (``_access``).
+every endpoint but ``/health`` and ``/hooks/*`` when one is set (``_access``). The web console
+is served beside it, at ``/`` and the paths it names, behind its own login.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import time
 from collections.abc import Callable, Coroutine
 from functools import partial
 from importlib.metadata import version
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from fastapi import FastAPI, Request
@@ -33,6 +34,9 @@ from loopengine.api._metrics import add_metrics_routes
 from loopengine.api._threads import add_thread_routes
 from loopengine.errors import NotFound, StoreUnavailable
 from loopengine.store import impatient, new_id
+
+if TYPE_CHECKING:
+    from loopengine.console import Console
 
 __all__ = ["BODY_DEADLINE_S", "MAX_BODY", "MAX_IN_FLIGHT", "BodyBounds", "InFlight", "create_app"]
 
@@ -143,11 +147,12 @@ class InFlight:
 
 class _Access:
     """Gives each request an id (the client's ``X-Request-ID`` when well formed), answers 401
-    without the token where one is needed, and logs one ``http`` line per request with its id,
-    status and duration (probes and scrapes of ``_QUIET`` paths excepted)."""
+    without the token where one is needed (not on the console's paths, ``guarded``: it asks
+    for its own session), and logs one ``http`` line per request with its id, status and
+    duration (probes and scrapes of ``_QUIET`` paths excepted)."""
 
-    def __init__(self, app: ASGIApp, context: ApiContext) -> None:
-        self.app, self.context = app, context
+    def __init__(self, app: ASGIApp, context: ApiContext, guarded: Callable[[str], bool]) -> None:
+        self.app, self.context, self.guarded = app, context, guarded
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -173,7 +178,11 @@ class _Access:
         path = scope["path"]
         authorization = headers.get(b"authorization", b"").decode("latin-1") or None
         try:
-            if is_open(path) or token_accepted(self.context.token, authorization):
+            if (
+                is_open(path)
+                or self.guarded(path)
+                or token_accepted(self.context.token, authorization)
+            ):
                 await self.app(scope, receive, send_with_id)
             else:
                 message = "this endpoint needs the daemon's token: Authorization: Bearer <token>"
@@ -273,6 +282,19 @@ class _FiniteRoute(APIRoute):
         return finite
 
 
+class _Console:
+    """Hands the console's paths to the console, the others to the API."""
+
+    def __init__(self, app: ASGIApp, console: Console) -> None:
+        self.app, self.console = app, console
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.console.serves(scope["path"]):
+            await self.console.app(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
 def _hook_limit(context: ApiContext, path: str) -> int | None:
     """The ``max_body_bytes`` of the webhook served at ``path``, if one is."""
     route = context.hook(path.removeprefix("/hooks/")) if path.startswith("/hooks/") else None
@@ -280,8 +302,11 @@ def _hook_limit(context: ApiContext, path: str) -> int | None:
 
 
 def create_app(context: ApiContext) -> FastAPI:
-    """The app serving ``context``; OpenAPI at ``/openapi.json``."""
+    """The app serving ``context``, the console beside it; OpenAPI at ``/openapi.json``."""
+    from loopengine.console import create_console  # Jinja2: the daemon's only
+
     release = version("loopengine")
+    console = create_console(context)
     app = FastAPI(
         title="loopengine",
         version=release,
@@ -290,6 +315,7 @@ def create_app(context: ApiContext) -> FastAPI:
         responses=ERRORS,
     )
     app.router.route_class = _FiniteRoute
+    app.add_middleware(_Console, console=console)
     app.add_middleware(
         BodyBounds,
         limit=MAX_BODY,
@@ -297,7 +323,7 @@ def create_app(context: ApiContext) -> FastAPI:
         limit_of=partial(_hook_limit, context),
     )
     app.add_middleware(_Faults, context=context)
-    app.add_middleware(_Access, context=context)
+    app.add_middleware(_Access, context=context, guarded=console.serves)
     app.add_middleware(InFlight, limit=MAX_IN_FLIGHT, open_limit=MAX_OPEN_IN_FLIGHT)
 
     @app.exception_handler(HTTPException)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeAlia
 from loopengine.errors import ContractError, NotFound, NotResumable
 from loopengine.store import (
     ExecutionRecord,
+    ExecutionRow,
     Reader,
     approvals,
     autolearn,
@@ -53,6 +54,7 @@ __all__ = [
     "execution_named",
     "finished_job",
     "history",
+    "latest",
     "learned",
     "learning_history",
     "list_flags",
@@ -183,9 +185,10 @@ def history(
     outcome: Outcome | None = None,
     limit: int = 20,
     cursor: str | None = None,
+    narrowed: executions.Narrowed | None = None,
 ) -> Operation[executions.Page]:
-    """The newest executions first (of one loop, with one outcome, when given), after
-    ``cursor``; ``ContractError`` when ``cursor`` is not one a page gave."""
+    """The newest executions first (of one loop, with one outcome, as ``narrowed``, when
+    given), after ``cursor``; ``ContractError`` when ``cursor`` is not one a page gave."""
     if not 1 <= limit <= MAX_LISTED:
         raise ContractError(f"limit {limit}: write a whole number from 1 to {MAX_LISTED}")
     wanted = None if outcome is None else outcome.value
@@ -196,8 +199,18 @@ def history(
             outcome=wanted,
             limit=limit,
             cursor=cursor,
+            narrowed=narrowed,
         )
     )
+
+
+def latest(loop_ids: Sequence[str], count: int) -> Operation[dict[str, list[ExecutionRow]]]:
+    """The newest ``count`` executions of each loop, newest first (the console's strip of
+    outcomes)."""
+    found: dict[str, list[ExecutionRow]] = {}
+    for loop_id in loop_ids:
+        found[loop_id] = (yield from history(loop_id, None, count)).rows
+    return found
 
 
 def daemon_status(lease_s: float) -> Operation[status.View]:
@@ -255,7 +268,7 @@ class Queued:
 def trigger(
     loop: Loop,
     inputs: Mapping[str, Any],
-    source: Literal["cli", "api"],
+    source: Literal["cli", "api", "console"],
     *,
     idempotency_key: str | None = None,
     dry_run: bool = False,

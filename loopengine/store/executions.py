@@ -32,6 +32,7 @@ __all__ = [
     "MAX_CURSOR",
     "ExecutionRecord",
     "LastRun",
+    "Narrowed",
     "Page",
     "PhaseRows",
     "Start",
@@ -251,10 +252,14 @@ def list_executions(
     limit: int = 20,
     started_by: float | None = None,
     excluding: Collection[str] = (),
+    narrowed: Narrowed | None = None,
 ) -> list[ExecutionRow]:
-    """The newest executions first, of one loop and with one outcome when given; a page after
-    another starts at ``started_by`` (inclusive), without the ``excluding`` ids it listed."""
+    """The newest executions first, of one loop and with one outcome when given, and as
+    ``narrowed`` further; a page after another starts at ``started_by`` (inclusive), without the
+    ``excluding`` ids it listed."""
     query = _ROWS.order_by(executions.c.started_at.desc()).limit(limit)
+    if narrowed is not None:
+        query = narrowed.applied(query)
     if started_by is not None:
         query = query.where(executions.c.started_at <= started_by)
     if excluding:
@@ -264,6 +269,30 @@ def list_executions(
     if outcome is not None:
         query = query.where(executions.c.outcome == outcome)
     return [ExecutionRow.from_row(row) for row in connection.execute(query).mappings()]
+
+
+@dataclass(frozen=True, slots=True)
+class Narrowed:
+    """More of what a listing of executions may ask: a status (``running``, ``waiting``…), how
+    they were started (``manual``, ``cron``…), and a span of start times (``since`` inclusive,
+    ``until`` exclusive, epoch seconds)."""
+
+    status: str | None = None
+    trigger_type: str | None = None
+    since: float | None = None
+    until: float | None = None
+
+    def applied(self, query: sa.Select[Any]) -> sa.Select[Any]:
+        """``query`` narrowed to these."""
+        if self.status is not None:
+            query = query.where(executions.c.status == self.status)
+        if self.trigger_type is not None:
+            query = query.where(executions.c.trigger_type == self.trigger_type)
+        if self.since is not None:
+            query = query.where(executions.c.started_at >= self.since)
+        if self.until is not None:
+            query = query.where(executions.c.started_at < self.until)
+        return query
 
 
 MAX_CURSOR = 4096
@@ -286,6 +315,7 @@ def page_of_executions(
     outcome: str | None = None,
     limit: int = 20,
     cursor: str | None = None,
+    narrowed: Narrowed | None = None,
 ) -> Page:
     """The page of executions after ``cursor`` (the first without one). A cursor is the start
     time of the page's last execution and the ids listed that started then, so that ties are
@@ -298,6 +328,7 @@ def page_of_executions(
         limit=limit,
         started_by=started_by,
         excluding=listed,
+        narrowed=narrowed,
     )
     if len(rows) < limit:
         return Page(rows, None)

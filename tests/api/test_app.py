@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from loopengine.api._app import MAX_BODY
 from tests.conftest import ROOT
-from tests.daemon.conftest import BY_HAND, ON_EVENT, Daemon, Workspace
+from tests.daemon.conftest import BY_HAND, ON_EVENT, Workspace, serving
 from tests.waiting import wait_until
 
 TOKEN = "s3cret-api-token-42"
@@ -45,23 +44,9 @@ act:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Workspace, str]]:
     """A daemon with a token, serving the manual loops ``by_hand`` and ``counted`` (a param
     ``n``); its workspace and API URL."""
-    root = tmp_path_factory.mktemp("api")
-    (root / "loops").mkdir()
-    (root / "loops" / "by_hand.yaml").write_text(BY_HAND)
-    (root / "loops" / "counted.yaml").write_text(COUNTED)
-    (root / "loops" / "gated.yaml").write_text(GATED)
-    (root / "loopengine.yaml").write_text('daemon: {port: 0, token: "${ secret.API_TOKEN }"}\n')
-    env = {**os.environ, "LOOPENGINE_DATABASE": f"sqlite:///{root / 'store.db'}", "NO_COLOR": "1"}
-    env["API_TOKEN"] = TOKEN
-    env.pop("LOOPENGINE_CONFIG", None)
-    env.pop("LOOPENGINE_API_TOKEN", None)
-    workspace = Workspace(root, env)
-    daemon: Daemon = workspace.start()
-    ready = daemon.wait_for(lambda line: line.get("kind") == "ready")
-    try:
-        yield workspace, str(ready["api"])
-    finally:
-        assert daemon.stop() == 0
+    loops = {"by_hand.yaml": BY_HAND, "counted.yaml": COUNTED, "gated.yaml": GATED}
+    with serving(tmp_path_factory.mktemp("api"), loops, TOKEN) as started:
+        yield started
 
 
 def _get(url: str, path: str, token: str | None = TOKEN) -> httpx.Response:
@@ -217,21 +202,10 @@ def _post_json(url: str, path: str, body: Any = None, **kwargs: Any) -> httpx.Re
 def on_events(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Workspace, str]]:
     """A daemon without a token serving ``on_event`` (``seo.page.*`` whose ``data.page > 0``)
     and the shipped ``autotune``."""
-    root = tmp_path_factory.mktemp("events")
-    (root / "loops").mkdir()
-    (root / "loops" / "on_event.yaml").write_text(ON_EVENT)
-    shutil.copy(ROOT / "loops" / "autotune.yaml", root / "loops" / "autotune.yaml")
-    (root / "loopengine.yaml").write_text("daemon: {port: 0}\n")
-    env = {**os.environ, "LOOPENGINE_DATABASE": f"sqlite:///{root / 'store.db'}", "NO_COLOR": "1"}
-    env.pop("LOOPENGINE_CONFIG", None)
-    env.pop("LOOPENGINE_API_TOKEN", None)
-    workspace = Workspace(root, env)
-    daemon = workspace.start()
-    ready = daemon.wait_for(lambda line: line.get("kind") == "ready")
-    try:
-        yield workspace, str(ready["api"])
-    finally:
-        assert daemon.stop() == 0
+    autotune = (ROOT / "loops" / "autotune.yaml").read_text()
+    loops = {"on_event.yaml": ON_EVENT, "autotune.yaml": autotune}
+    with serving(tmp_path_factory.mktemp("events"), loops, None) as started:
+        yield started
 
 
 def test_an_event_posted_is_logged_and_fires_the_loops_it_matches(

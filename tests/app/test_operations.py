@@ -19,6 +19,7 @@ from loopengine.app import (
     execution_named,
     finished_job,
     history,
+    latest,
     list_flags,
     metric_series,
     named,
@@ -36,7 +37,7 @@ from loopengine.builtins import builtin_registry
 from loopengine.contract import Config, Loop, LoopLoader
 from loopengine.contract.checks import Env
 from loopengine.errors import ContractError, NotFound, NotResumable
-from loopengine.store import Store, open_read_only
+from loopengine.store import ExecutionRow, Store, executions, open_read_only, write_once
 
 T = TypeVar("T")
 
@@ -193,3 +194,32 @@ def test_a_flag_set_is_listed_with_its_state(url: str) -> None:
 
 def test_nothing_waits_for_approval_on_a_new_store(url: str) -> None:
     assert on_store(url, waiting_approvals(10)) == []
+
+
+def _executions(url: str, loop_id: str, count: int) -> None:
+    for n in range(count):
+        row = ExecutionRow(
+            id=f"{loop_id}-{n}",
+            loop_id=loop_id,
+            loop_version="v",
+            loop_file=f"{loop_id}.yaml",
+            status="finished",
+            job_id=f"{loop_id}-{n}",
+            trigger_type="manual",
+            durability="phase",
+            dry_run=False,
+            started_at=float(n),
+            outcome="completed",
+        )
+        write_once(url, executions.insert_execution, row)
+
+
+def test_latest_is_each_loop_s_newest_executions_newest_first(url: str) -> None:
+    _executions(url, "a", 4)
+    _executions(url, "b", 1)
+    found = on_store(url, latest(["a", "b", "c"], 3))
+    assert {loop: [row.id for row in rows] for loop, rows in found.items()} == {
+        "a": ["a-3", "a-2", "a-1"],
+        "b": ["b-0"],
+        "c": [],
+    }

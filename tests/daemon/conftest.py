@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -170,6 +171,30 @@ class Daemon:
         if self.process.poll() is None:
             self.process.kill()
         return self.process.wait()
+
+
+@contextmanager
+def serving(
+    root: Path, loops: dict[str, str], token: str | None
+) -> Iterator[tuple[Workspace, str]]:
+    """A daemon in ``root`` on the ``loops`` (file name: text), with ``token`` when given (as
+    ``${ secret.API_TOKEN }``), stopped when the block ends; its workspace and API URL."""
+    (root / "loops").mkdir()
+    for name, text in loops.items():
+        (root / "loops" / name).write_text(text)
+    settings = ', token: "${ secret.API_TOKEN }"' if token else ""
+    (root / "loopengine.yaml").write_text(f"daemon: {{port: 0{settings}}}\n")
+    env = {**os.environ, "LOOPENGINE_DATABASE": f"sqlite:///{root / 'store.db'}", "NO_COLOR": "1"}
+    env["API_TOKEN"] = token or ""
+    env.pop("LOOPENGINE_CONFIG", None)
+    env.pop("LOOPENGINE_API_TOKEN", None)
+    workspace = Workspace(root, env)
+    daemon = workspace.start()
+    ready = daemon.wait_for(lambda line: line.get("kind") == "ready")
+    try:
+        yield workspace, str(ready["api"])
+    finally:
+        assert daemon.stop() == 0
 
 
 @pytest.fixture

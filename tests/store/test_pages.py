@@ -88,3 +88,35 @@ DEEP = base64.urlsafe_b64encode(b"[" * 3000).decode()
 def test_a_cursor_that_is_not_one_is_refused(connection: sa.Connection, cursor: str) -> None:
     with pytest.raises(ContractError, match="not a cursor"):
         executions.page_of_executions(connection, cursor=cursor)
+
+
+@pytest.fixture
+def varied(connection: sa.Connection) -> sa.Connection:
+    """Besides the twenty: one running execution and one waiting webhook's, later."""
+    extra = [
+        {**_row(100, STARTS[-1] + 10, "tied"), "status": "running", "outcome": None},
+        {**_row(101, STARTS[-1] + 20, "tied"), "status": "waiting", "trigger_type": "webhook"},
+    ]
+    with connection.begin():
+        connection.execute(tables.executions.insert(), extra)
+    return connection
+
+
+def _narrowed(connection: sa.Connection, **wanted: Any) -> list[str]:
+    narrowed = executions.Narrowed(**wanted)
+    pages = _all_pages(connection, 4, narrowed=narrowed)
+    return [execution_id for page in pages for execution_id in page]
+
+
+def test_a_listing_narrowed_to_a_status(varied: sa.Connection) -> None:
+    assert _narrowed(varied, status="running") == [f"{100:032x}"]
+
+
+def test_a_listing_narrowed_to_a_trigger_type(varied: sa.Connection) -> None:
+    assert _narrowed(varied, trigger_type="webhook") == [f"{101:032x}"]
+
+
+def test_a_listing_narrowed_to_a_span_of_start_times(varied: sa.Connection) -> None:
+    since, until = STARTS[3], STARTS[9]
+    expected = [f"{n:032x}" for n in reversed(range(20)) if since <= STARTS[n] < until]
+    assert _narrowed(varied, since=since, until=until) == expected

@@ -1,0 +1,176 @@
+"""The console in a real browser (Debian's chromium, driven by Playwright, never a downloaded
+browser) against a real daemon: log in, run a loop from its form and see it complete, pause a
+loop, hostile text shown as text, no serious axe-core violation, the controls reached by
+keyboard; each test saves a screenshot of its page."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from tests.console.conftest import HOSTILE, TOKEN, Served
+from tests.waiting import wait_until
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None and not os.environ.get("CI"),
+    reason="no chromium on PATH (apt-get install chromium; .ci/run installs it, and in CI its "
+    "absence fails these tests)",
+)
+
+
+SERIOUS = ("serious", "critical")
+"""The impacts of an axe-core violation no page may have."""
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    assert CHROMIUM is not None, "no chromium on PATH: .ci/run installs Debian's"
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def page(
+    browser: Browser, served: Served, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Page]:
+    """A fresh browser page on the console, logged in; its screenshot is saved under the test's
+    temporary folder when the test ends, whatever its outcome."""
+    context = browser.new_context(base_url=served.url)
+    opened = context.new_page()
+    opened.set_default_timeout(30_000)
+    opened.goto("/")
+    expect(opened).to_have_url(f"{served.url}/login?next=%2F")
+    opened.get_by_label("The daemon's token").fill(TOKEN)
+    opened.get_by_role("button", name="Log in").click()
+    expect(opened.get_by_role("heading", name="Overview")).to_be_visible()
+    try:
+        yield opened
+    finally:
+        opened.screenshot(path=tmp_path / f"{request.node.name}.png", full_page=True)
+        context.close()
+
+
+def test_run_a_loop_from_its_form_and_see_it_complete(page: Page) -> None:
+    section = page.locator("section.loop", has=page.locator("#loop-counted"))
+    section.get_by_text("Run now").click()
+    field = section.locator("#in-counted-n")
+    field.fill("ten")
+    section.get_by_role("button", name="Run counted").click()
+    expect(page.locator("#in-counted-n-error")).to_contain_text("is not of type 'integer'")
+    field.fill("5")
+    section.get_by_role("button", name="Run counted").click()
+    expect(page).to_have_url("/console/executions?loop_id=counted")
+    completed = page.locator("tbody tr", has=page.locator(".o-completed"))
+
+    def shown() -> int:
+        page.reload()
+        return completed.count()
+
+    wait_until(shown, "the run never showed as completed", every_s=0.2)
+    completed.first.get_by_role("link").click()
+    expect(page.locator("ol.timeline .phase", has_text="learn")).to_be_visible()
+    expect(page.locator("h1")).to_contain_text("counted")
+
+
+def test_approve_a_waiting_execution_and_see_it_complete(page: Page, served: Served) -> None:
+    done = served.workspace.cli(
+        "trigger", "gated", "--input", "n=11", "--wait", "--json", check=False
+    )
+    execution_id = json.loads(done.stdout)["execution_id"]
+    page.goto("/console/executions?outcome=awaiting_approval")
+    page.get_by_role("link", name=execution_id[:12]).click()
+    expect(page.get_by_role("heading", name="Waiting for approval")).to_be_visible()
+    page.get_by_label("Note").fill("checked")
+    page.get_by_role("button", name="Approve").click()
+    expect(page.locator("p", has_text="Approval of")).to_contain_text("approved")
+    expect(page.locator(".badge").first).to_have_text("completed")
+
+
+def test_filter_executions_by_outcome(page: Page, served: Served) -> None:
+    served.workspace.cli("trigger", "gated", "--input", "n=12", "--wait", check=False)
+    page.goto("/console/executions")
+    page.get_by_label("Outcome").select_option("awaiting_approval")
+    page.get_by_role("button", name="Filter").click()
+    expect(page).to_have_url(re.compile(r"outcome=awaiting_approval"))
+    badges = page.locator("tbody .badge")
+    expect(badges.first).to_have_text("awaiting approval")
+    assert set(badges.all_inner_texts()) == {"awaiting approval"}
+
+
+def test_pause_a_loop(page: Page, served: Served) -> None:
+    section = page.locator("section.loop", has=page.locator("#loop-on_event"))
+    section.get_by_role("button", name="Pause").click()
+    expect(section.get_by_text("paused since")).to_be_visible()
+    loops = {loop["loop_id"]: loop for loop in served.workspace.json("status")["loops"]}
+    assert loops["on_event"]["paused"] is True
+    section.get_by_role("button", name="Unpause").click()
+    expect(section.get_by_role("button", name="Pause")).to_be_visible()
+
+
+def test_hostile_text_runs_nothing(page: Page, served: Served) -> None:
+    text = " ".join(HOSTILE)
+    run = served.workspace.json("trigger", "says", "--input", f"text={text}", "--wait")
+    for shown in ("/", f"/console/executions/{run['execution_id']}"):
+        page.goto(shown)
+        expect(page.locator("main")).to_contain_text("<img src=x onerror=alert(1)>")
+        assert page.title().endswith("· loopengine")
+        assert page.locator("main img").count() == 0
+        assert page.locator("script:not([src])").count() == 0
+
+
+def _pages(served: Served) -> list[str]:
+    run = served.workspace.json("trigger", "counted", "--wait")
+    return [
+        "/",
+        "/console/executions",
+        "/console/executions?outcome=nope",
+        f"/console/executions/{run['execution_id']}",
+    ]
+
+
+def test_every_page_has_no_serious_accessibility_violation(page: Page, served: Served) -> None:
+    axe = Axe()
+    for shown in _pages(served):
+        page.goto(shown)
+        response = axe.run(page).response
+        assert response["url"].endswith(shown)
+        serious = [v["id"] for v in response["violations"] if v["impact"] in SERIOUS]
+        assert serious == [], f"{shown}: {serious}"
+
+
+def test_the_login_page_has_no_serious_accessibility_violation(
+    browser: Browser, served: Served, tmp_path: Path
+) -> None:
+    context = browser.new_context(base_url=served.url)
+    opened = context.new_page()
+    try:
+        opened.goto("/login")
+        found = Axe().run(opened).response["violations"]
+        assert [v["id"] for v in found if v["impact"] in SERIOUS] == []
+    finally:
+        opened.screenshot(path=tmp_path / "login.png", full_page=True)
+        context.close()
+
+
+def test_the_overview_s_controls_are_reached_by_keyboard(page: Page) -> None:
+    reached: list[str] = []
+    for _ in range(80):
+        page.keyboard.press("Tab")
+        reached.append(page.evaluate("document.activeElement.textContent.trim()"))
+    assert "Pause" in reached
+    assert "Run now" in reached
+    assert "Executions" in reached
+    assert "Log out" in reached
