@@ -7,7 +7,7 @@ feeding the result back, and committing the round as one atomic thread batch thr
 ``Conversation``, to SQLite in memory (first row) or on disk (``synchronous=FULL``, second row),
 as ``loopengine chat`` does. The raw
 round-trip is ``httpx`` posting the same requests to the same scripted server. The three are
-measured in turn ``--rounds`` times and the best of each is kept. Goal: overhead ≤ 20% of it.
+measured in turn ``--rounds`` times and the median of each is kept. Goal: overhead ≤ 20% of it.
 ``--latency-ms`` makes the server think that long before each answer (a real model takes
 seconds), which shows what the commit of a round costs once it overlaps the next call.
 The per-message costs outside the turns (open the thread, commit the user's message and the
@@ -140,9 +140,9 @@ async def main(runs: int, rounds: int, base_url: str) -> None:
                 persisted.append(await _agent(base_url, runs, store))
                 raw.append(await _raw(base_url, plain[-1].bodies))
     calls = len(plain[0].bodies)
-    per_raw = min(raw) / calls * 1e6
+    per_raw = statistics.median(raw) / calls * 1e6
     print(
-        f"{runs} stages × {TURNS} tool turns + an answer = {calls} calls, best of {rounds};"
+        f"{runs} stages × {TURNS} tool turns + an answer = {calls} calls, median of {rounds};"
         " server in its own process"
     )
     print(f"raw httpx round-trip, same requests:  {per_raw:8.1f} µs per call")
@@ -150,7 +150,7 @@ async def main(runs: int, rounds: int, base_url: str) -> None:
         ("chain turn, thread in memory", plain),
         ("chain turn, thread persisted", persisted),
     ):
-        per_turn = min(t.turns for t in timings) / calls * 1e6
+        per_turn = statistics.median(t.turns for t in timings) / calls * 1e6
         overhead = per_turn - per_raw
         share = overhead / per_raw * 100
         verdict = "ok" if share <= 20 else "MISSED"
@@ -158,7 +158,7 @@ async def main(runs: int, rounds: int, base_url: str) -> None:
             f"{label:32}{per_turn:8.1f} µs   overhead {overhead:7.1f} µs = {share:5.1f}%"
             f" (goal ≤ 20%: {verdict})"
         )
-    per_message = min(t.per_message for t in persisted) / runs * 1e3
+    per_message = statistics.median(t.per_message for t in persisted) / runs * 1e3
     print(f"per message, outside the turns (open + user + reply commits): {per_message:.2f} ms")
 
 
