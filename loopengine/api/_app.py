@@ -24,7 +24,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from loopengine._faults import describe
 from loopengine._json import NonFiniteNumber, loads
-from loopengine.api._access import OPEN_PATHS, is_open, token_accepted
+from loopengine.api._access import (
+    OPEN_PATHS,
+    SAFE_METHODS,
+    cross_site,
+    is_open,
+    loopback_host,
+    token_accepted,
+)
 from loopengine.api._autolearn import add_autolearn_routes
 from loopengine.api._chat import add_chat_routes
 from loopengine.api._context import ERRORS, ApiContext, error_response
@@ -178,16 +185,12 @@ class _Access:
         path = scope["path"]
         authorization = headers.get(b"authorization", b"").decode("latin-1") or None
         try:
-            if (
-                is_open(path)
-                or self.guarded(path)
-                or token_accepted(self.context.token, authorization)
-            ):
+            if is_open(path) or self.guarded(path):
                 await self.app(scope, receive, send_with_id)
-            else:
-                message = "this endpoint needs the daemon's token: Authorization: Bearer <token>"
-                refusal = error_response(401, message, {"WWW-Authenticate": "Bearer"})
+            elif refusal := self._refusal(scope, headers, authorization):
                 await refusal(scope, receive, send_with_id)
+            else:
+                await self.app(scope, receive, send_with_id)
         finally:
             if path not in _QUIET:
                 self.context.log.line(
@@ -198,6 +201,27 @@ class _Access:
                     status=answered or 499,
                     ms=round((time.perf_counter() - started) * 1000, 1),
                 )
+
+    def _refusal(
+        self, scope: Scope, headers: dict[bytes, bytes], authorization: str | None
+    ) -> JSONResponse | None:
+        """Why a request of a guarded path is not served: no token, or (none set) a host name
+        that is not loopback's or a change a page of another site asks."""
+        token = self.context.token
+        if not token_accepted(token, authorization):
+            message = "this endpoint needs the daemon's token: Authorization: Bearer <token>"
+            return error_response(401, message, {"WWW-Authenticate": "Bearer"})
+        if token is not None:
+            return None
+        host = headers.get(b"host", b"").decode("latin-1")
+        if not loopback_host(host):
+            message = "without a token the API answers requests to 127.0.0.1 or localhost only"
+            return error_response(421, f"{message}: set daemon.token to serve {host!r}")
+        origin = headers.get(b"origin", b"").decode("latin-1") or None
+        if scope["method"] not in SAFE_METHODS and cross_site(origin, host):
+            message = "a change asked by a page of another site is refused (no token is set)"
+            return error_response(403, message)
+        return None
 
 
 class _Faults:

@@ -8,7 +8,7 @@ import hmac
 import json
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,21 +20,33 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from loopengine.api._access import loopback_host
 from loopengine.api._context import ApiContext
 from loopengine.console._forms import read_form
 from loopengine.console._security import (
     HEADERS,
     csrf_accepted,
-    loopback_host,
     safe_next,
     same_origin,
 )
 from loopengine.console._session import csrf_token, issue, session_key, verify
 from loopengine.store import iso
 
-__all__ = ["COOKIE", "MAX_AGE_S", "PREFIX", "Gate", "Guard", "Pages", "redirect", "serves"]
+__all__ = [
+    "COOKIE",
+    "MAX_AGE_S",
+    "PREFIX",
+    "Gate",
+    "Guard",
+    "Pages",
+    "cookie_name",
+    "redirect",
+    "serves",
+]
 
 COOKIE = "loopengine_console"
+"""The session cookie's name, the daemon's port after it (``cookie_name``): browsers send a
+host's cookies to each of its ports, so two daemons on one host would log each other out."""
 MAX_AGE_S = 12 * 3600
 """How long a login lasts."""
 PREFIX = "/console/"
@@ -54,6 +66,12 @@ def serves(path: str) -> bool:
     return path in ("/", "/login", "/logout", PREFIX.rstrip("/")) or path.startswith(PREFIX)
 
 
+def cookie_name(request: Request) -> str:
+    """The session cookie's name for the daemon ``request`` reached (by its port)."""
+    server = request.scope.get("server")
+    return f"{COOKIE}_{server[1]}" if server and server[1] else COOKIE
+
+
 @dataclass(frozen=True, slots=True)
 class Gate:
     """Who may use the console: the holder of a session signed with the key derived from the
@@ -61,6 +79,9 @@ class Gate:
 
     token: str | None
     key: bytes
+    ended: dict[str, int] = field(default_factory=dict)
+    """Sessions logged out before they expire (value → expiry), refused until then. A restart
+    forgets them; changing the token ends every session."""
 
     @classmethod
     def of(cls, token: str | None) -> Gate:
@@ -70,8 +91,18 @@ class Gate:
         """The request's session, when it has one that holds."""
         if self.token is None:
             return _ANONYMOUS
-        found = verify(self.key, request.cookies.get(COOKIE, ""), time.time())
-        return None if found is None else found.value
+        found = verify(self.key, request.cookies.get(cookie_name(request), ""), time.time())
+        return None if found is None or found.value in self.ended else found.value
+
+    def logout(self, session: str) -> None:
+        """End ``session`` here and now, not only in the browser that logs out (a copy of its
+        cookie would still hold)."""
+        now = time.time()
+        for value, expires_at in list(self.ended.items()):
+            if expires_at <= now:
+                del self.ended[value]
+        if (found := verify(self.key, session, now)) is not None:
+            self.ended[found.value] = found.expires_at
 
     def login(self, given: str) -> str | None:
         """A new session's cookie value when ``given`` is the token."""
@@ -175,7 +206,8 @@ class Guard:
     def refusal(self, request: Request) -> Response | None:
         """Why ``request`` is not served, as the answer to give; None when it is (its session
         noted in its scope's state for the views)."""
-        gate, path, host = self.pages.gate, request.url.path, request.headers.get("host", "")
+        gate, host = self.pages.gate, request.headers.get("host", "")
+        path = request.scope["path"]  # what the router serves; a Host header cannot change it
         if gate.token is None and not loopback_host(host):
             return _text(421, "without a token the console answers on 127.0.0.1 only")
         if request.method == "POST" and not same_origin(request.headers, request.url.scheme, host):

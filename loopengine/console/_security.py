@@ -10,7 +10,6 @@ the console answers only to loopback host names, so that a site whose name resol
 from __future__ import annotations
 
 import hmac
-import ipaddress
 from collections.abc import Mapping, Sequence
 from urllib.parse import urlsplit
 
@@ -20,7 +19,6 @@ __all__ = [
     "HEADERS",
     "csrf_accepted",
     "login_wait",
-    "loopback_host",
     "safe_next",
     "same_origin",
 ]
@@ -59,22 +57,6 @@ def csrf_accepted(expected: str, given: str | None) -> bool:
     """Whether a form carried the token of its session; the comparison takes the same time
     whatever it holds."""
     return given is not None and hmac.compare_digest(given.encode(), expected.encode())
-
-
-def loopback_host(host: str) -> bool:
-    """Whether a ``Host`` header names this machine by a loopback name or address."""
-    if host.startswith("["):
-        name = host[1 : host.find("]")] if "]" in host else ""
-    elif host.count(":") == 1:
-        name = host.partition(":")[0]
-    else:
-        name = host
-    if name.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 def safe_next(given: str | None) -> str:

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from loopengine.api._access import bind_problem, is_open, token_accepted
+from loopengine.api._access import (
+    bind_problem,
+    cross_site,
+    is_open,
+    loopback_host,
+    token_accepted,
+)
 
 
 def test_without_a_token_every_call_is_accepted() -> None:
@@ -55,3 +61,34 @@ def test_another_address_needs_a_token(host: str) -> None:
     assert problem is not None
     assert "daemon.token" in problem
     assert bind_problem(host, "s3cret-token") is None
+
+
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1:8787", "127.0.0.1", "localhost:8787", "LOCALHOST", "[::1]:8787", "[::1]"]
+)
+def test_loopback_names_are_loopback(host: str) -> None:
+    assert loopback_host(host)
+
+
+@pytest.mark.parametrize(
+    "host", ["evil.example:8787", "evil.example", "10.0.0.1:8787", "", "[::1", "127.0.0.1.nip.io"]
+)
+def test_other_names_are_not(host: str) -> None:
+    assert not loopback_host(host)
+
+
+@pytest.mark.parametrize(
+    ("origin", "host", "foreign"),
+    [
+        (None, "127.0.0.1:8787", False),
+        ("http://127.0.0.1:8787", "127.0.0.1:8787", False),
+        ("http://LOCALHOST:8787", "localhost:8787", False),
+        ("https://evil.example", "127.0.0.1:8787", True),
+        ("http://127.0.0.1:9999", "127.0.0.1:8787", True),
+        ("null", "127.0.0.1:8787", True),
+    ],
+)
+def test_a_request_is_cross_site_when_its_origin_names_another_site(
+    origin: str | None, host: str, foreign: bool
+) -> None:
+    assert cross_site(origin, host) is foreign

@@ -253,6 +253,31 @@ def test_an_events_data_is_measured_in_utf8_bytes_as_emit_measures_it(
     assert _post_json(on_events[1], "/events", body).status_code == 202
 
 
+def test_without_a_token_a_request_naming_another_host_is_misdirected(
+    on_events: tuple[Workspace, str],
+) -> None:
+    """A page whose name was rebound to 127.0.0.1 (DNS rebinding) names its own host."""
+    response = httpx.get(on_events[1] + "/loops", headers={"Host": "evil.example"}, timeout=10)
+    assert response.status_code == 421
+    assert "set daemon.token to serve 'evil.example'" in _error(response)["message"]
+
+
+def test_without_a_token_a_change_asked_by_a_page_of_another_site_is_refused(
+    on_events: tuple[Workspace, str],
+) -> None:
+    """A form posted cross-site carries no token, and needs none to be sent."""
+    url = on_events[1]
+    response = httpx.post(
+        url + "/loops/on_event/pause",
+        headers={"Origin": "https://evil.example"},
+        data={"x": "1"},
+        timeout=10,
+    )
+    assert response.status_code == 403
+    assert _error(response)["code"] == "forbidden"
+    assert httpx.get(url + "/loops/on_event", timeout=10).json()["paused"] is False
+
+
 def _post_raw(url: str, content: bytes | Iterator[bytes]) -> httpx.Response:
     """An event posted as bytes (or chunks) without a token: the body is what is tested."""
     headers = {"Content-Type": "application/json"}

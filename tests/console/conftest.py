@@ -8,10 +8,12 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
+from loopengine.console._pages import COOKIE
 from tests.api.test_app import GATED
 from tests.daemon.conftest import Workspace, serving
 
@@ -81,6 +83,11 @@ class Console:
 
     http: httpx.Client
     url: str
+
+    @property
+    def cookie(self) -> str:
+        """The session cookie's name at this daemon (by its port)."""
+        return f"{COOKIE}_{urlsplit(self.url).port}"
 
     def login(self, token: str = TOKEN, next_page: str = "/") -> httpx.Response:
         return self.http.post(

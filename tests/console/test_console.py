@@ -71,3 +71,22 @@ def test_fewer_wrong_tokens_leave_the_right_one_in() -> None:
     wrong = [("POST", "/login", {"token": "guess"}) for _ in range(FAILED_LOGINS - 1)]
     answers = _requests(TOKEN, *wrong, ("POST", "/login", {"token": TOKEN}))
     assert answers[-1].status_code == 303
+
+
+def test_one_clients_wrong_tokens_make_only_its_own_logins_wait() -> None:
+    """Else anyone could keep the owner out with ten wrong tokens a minute."""
+    console = create_console(_Context(TOKEN, _DownStore()))
+
+    def client(address: str) -> httpx.AsyncClient:
+        transport = httpx.ASGITransport(app=console.app, client=(address, 50_000))
+        return httpx.AsyncClient(transport=transport, base_url=URL, headers={"Origin": URL})
+
+    async def main() -> tuple[int, int]:
+        async with client("10.0.0.9") as guesser, client("127.0.0.1") as owner:
+            for n in range(FAILED_LOGINS):
+                await guesser.post("/login", data={"token": f"guess-{n}"})
+            waiting = await guesser.post("/login", data={"token": TOKEN})
+            let_in = await owner.post("/login", data={"token": TOKEN})
+            return waiting.status_code, let_in.status_code
+
+    assert anyio.run(main) == (429, 303)

@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from loopengine.console._pages import COOKIE, MAX_AGE_S, serves
+from loopengine.console._pages import MAX_AGE_S, serves
 from tests.console.conftest import TOKEN, Console, Served
 
 PAGES = ["/", "/console/executions", "/console/executions/nope", "/console"]
@@ -42,7 +42,7 @@ def test_a_wrong_token_is_refused_with_the_form_again(anonymous: Console, token:
     response = anonymous.login(token)
     assert response.status_code == 401
     assert "not the daemon&#39;s token" in response.text
-    assert COOKIE not in response.cookies
+    assert anonymous.cookie not in response.cookies
     assert anonymous.http.get("/").status_code == 303
 
 
@@ -54,7 +54,7 @@ def test_the_right_token_opens_a_session_and_leads_on(anonymous: Console) -> Non
 
 
 def test_the_session_cookie_is_http_only_strict_and_expires(anonymous: Console) -> None:
-    cookie = SimpleCookie(anonymous.login().headers["set-cookie"])[COOKIE]
+    cookie = SimpleCookie(anonymous.login().headers["set-cookie"])[anonymous.cookie]
     assert cookie["httponly"] is True
     assert cookie["samesite"].lower() == "strict"
     assert cookie["path"] == "/"
@@ -73,11 +73,11 @@ def test_a_login_posted_from_another_site_is_refused(anonymous: Console) -> None
         "/login", data={"token": TOKEN}, headers={"Origin": "http://evil.example"}
     )
     assert response.status_code == 403
-    assert COOKIE not in response.cookies
+    assert anonymous.cookie not in response.cookies
 
 
 def test_a_forged_cookie_is_no_session(anonymous: Console) -> None:
-    anonymous.http.cookies.set(COOKIE, "MTc5NTcyMzU1NjoxNzk1NzY2NzU2Om4.forged")
+    anonymous.http.cookies.set(anonymous.cookie, "MTc5NTcyMzU1NjoxNzk1NzY2NzU2Om4.forged")
     assert anonymous.http.get("/").status_code == 303
 
 
@@ -91,6 +91,17 @@ def test_logging_out_ends_the_session(console: Console) -> None:
     assert response.status_code == 303
     assert response.headers["location"] == "/login"
     assert console.http.get("/").status_code == 303
+
+
+def test_a_copy_of_a_logged_out_sessions_cookie_is_no_session(
+    served: Served, console: Console
+) -> None:
+    copied = console.http.cookies[console.cookie]
+    console.post("/logout", {})
+    other = served.client()
+    other.http.cookies.set(other.cookie, copied)
+    assert other.http.get("/").status_code == 303
+    other.close()
 
 
 def test_logging_out_needs_the_csrf_token(console: Console) -> None:
@@ -120,4 +131,4 @@ def test_the_session_cookie_is_secure_behind_a_local_https_proxy(anonymous: Cons
         headers={"Origin": origin, "X-Forwarded-Proto": "https"},
     )
     assert response.status_code == 303
-    assert SimpleCookie(response.headers["set-cookie"])[COOKIE]["secure"] is True
+    assert SimpleCookie(response.headers["set-cookie"])[anonymous.cookie]["secure"] is True
