@@ -21,6 +21,7 @@ from loopengine.console._login import login_routes
 from loopengine.console._loops import loop_routes
 from loopengine.console._overview import overview_routes
 from loopengine.console._pages import PREFIX, Guard, Pages, serves
+from loopengine.console._signals import signal_routes
 from loopengine.errors import NotFound, StoreUnavailable
 
 __all__ = ["Console", "create_console"]
@@ -63,6 +64,7 @@ def create_console(context: ApiContext) -> Console:
             *overview_routes(pages),
             *execution_routes(pages),
             *loop_routes(pages),
+            *signal_routes(pages),
             Mount(f"{PREFIX}static", StaticFiles(directory=_STATIC), name="static"),
         ],
         exception_handlers=handlers,
