@@ -16,6 +16,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
 from loopengine.api._context import ApiContext
+from loopengine.console._autolearn import autolearn_routes
 from loopengine.console._executions import execution_routes
 from loopengine.console._login import login_routes
 from loopengine.console._loops import loop_routes
@@ -65,6 +66,7 @@ def create_console(context: ApiContext) -> Console:
             *execution_routes(pages),
             *loop_routes(pages),
             *signal_routes(pages),
+            *autolearn_routes(pages),
             Mount(f"{PREFIX}static", StaticFiles(directory=_STATIC), name="static"),
         ],
         exception_handlers=handlers,
