@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -22,6 +23,8 @@ from loopengine.store.autolearn import (
     roll_back_prompts,
 )
 from loopengine.store.memory import add_exchange, put_summary
+from tests.api.test_chat import TOKEN as CLUSTER_TOKEN
+from tests.api.test_chat import _start
 from tests.console.conftest import IMAGE, SCRIPT, Console, Served
 
 NODE = f"M1{IMAGE}"
@@ -134,3 +137,41 @@ def test_what_the_chat_remembers_is_shown_per_user(page: str) -> None:
     section = page[page.index('id="memory"') :]
     assert f"<td><code>{USER}</code></td>" in section
     assert "Likes &lt;script&gt;document.title=&#39;pwned&#39;&lt;/script&gt;" in section
+
+
+@pytest.fixture(scope="module")
+def clustered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
+    """The console of a daemon whose cluster routes ``default`` and ``trivia`` (no node is ever
+    called), ``trivia`` tuned by autotune; logged in."""
+    root = tmp_path_factory.mktemp("clustered")
+    nodes = "\n".join(
+        f"    {name}: {{base_url: 'http://127.0.0.1:9', model: {name.lower()}}}"
+        for name in ("OL1", "M1")
+    )
+    config = (
+        'daemon: {port: 0, token: "${ secret.API_TOKEN }"}\n'
+        f"cluster:\n  nodes:\n{nodes}\n  routing:\n    default: [OL1, M1]\n    trivia: [OL1, M1]\n"
+    )
+    workspace, daemon, url = _start(root, config)
+    try:
+        change = {"from": ["OL1", "M1"], "to": ["M1", "OL1"]}
+        database = f"sqlite:///{workspace.database}"
+        write_once(database, put_routings, [("trivia", ["M1", "OL1"], change)], "M1 is faster",
+                   None, time.time())  # fmt: skip
+        client = Served(workspace, url).client()
+        assert client.login(CLUSTER_TOKEN).status_code == 303
+        yield client
+        client.close()
+    finally:
+        assert daemon.stop() == 0
+
+
+def test_each_category_s_routing_says_whether_it_is_tuned_or_configured(
+    clustered: Console,
+) -> None:
+    page = clustered.http.get("/console/autolearn").text
+    section = page[page.index('id="routing"') : page.index('id="history"')]
+    rows = dict(re.findall(r"<tr>\s*<td>(\w+)</td>\s*<td>(.*?)</td>\s*</tr>", section, re.S))
+    assert "<code>M1</code> → <code>OL1</code></td>\n    <td>tuned (version 1," in rows["trivia"]
+    assert "M1 is faster" in rows["trivia"]
+    assert "<code>OL1</code> → <code>M1</code></td>\n    <td>configured" in rows["default"]
