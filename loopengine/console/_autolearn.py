@@ -58,9 +58,9 @@ def charts(points: Sequence[ScorePoint]) -> list[Chart]:
 def autolearn_routes(pages: Pages) -> list[BaseRoute]:
     """``/console/autolearn``."""
     context = pages.context
-    config = context.runtime.workspace.config
 
     async def shown(request: Request) -> Response:
+        config = context.runtime.workspace.config
         found = await perform(context.store, learned(config.autolearn.window))
         history = await perform(context.store, learning_history())
         return pages.render(
