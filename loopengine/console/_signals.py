@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -37,7 +37,7 @@ __all__ = [
     "Refused",
     "Spark",
     "event_data",
-    "name_pattern",
+    "names_wanted",
     "signal_routes",
     "spark",
 ]
@@ -53,15 +53,15 @@ SHOWN_DATA = 2000
 _MAX_PATTERN = 200
 
 
-def name_pattern(given: str) -> str | None:
-    """A filter's name pattern (the syntax of an event trigger's ``event_pattern``), None for
-    none; 422 when it is not one."""
+def names_wanted(given: str) -> Callable[[str], bool]:
+    """Whether a name matches a filter's pattern (the syntax of an event trigger's
+    ``event_pattern``; any name for none); 422 when it is not one."""
     if not given:
-        return None
+        return lambda name: True
     problem = pattern_problem(given) if len(given) <= _MAX_PATTERN else "the pattern is too long"
     if problem:
         raise HTTPException(422, f"name: {problem}")
-    return given
+    return lambda name: matches(given, name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,9 +127,8 @@ def signal_routes(pages: Pages) -> list[BaseRoute]:
     ) -> Response:
         query = request.query_params
         chosen = {name: query.get(name, "")[:_MAX_PATTERN] for name in ("name", "since", "until")}
-        pattern = name_pattern(chosen["name"])
         listed = events(
-            (lambda name: True) if pattern is None else (lambda name: matches(pattern, name)),
+            names_wanted(chosen["name"]),
             EVENTS,
             since=instant("since", chosen["since"]),
             until=instant("until", chosen["until"]),
@@ -166,9 +165,7 @@ def signal_routes(pages: Pages) -> list[BaseRoute]:
 
     async def series(request: Request) -> Response:
         chosen = request.query_params.get("name", "")[:_MAX_PATTERN]
-        pattern = name_pattern(chosen)
-        wanted = (lambda name: True) if pattern is None else (lambda name: matches(pattern, name))
-        found = await perform(context.store, metric_series(wanted, SERIES))
+        found = await perform(context.store, metric_series(names_wanted(chosen), SERIES))
         sparks = [
             spark(one, await perform(context.store, metric_points(one.name, POINTS)))
             for one in found

@@ -10,7 +10,7 @@ import pytest
 from starlette.exceptions import HTTPException
 
 from loopengine.console._drawing import HEIGHT, WIDTH, polyline
-from loopengine.console._signals import Refused, event_data, name_pattern
+from loopengine.console._signals import Refused, event_data, names_wanted
 from loopengine.triggers import MAX_EVENT_BYTES, MAX_EVENT_DEPTH
 from tests.console.conftest import HOSTILE, IMAGE, SCRIPT, Console, Served
 
@@ -46,11 +46,16 @@ def test_data_too_large_is_a_413() -> None:
                               "to it instead", 413)  # fmt: skip
 
 
-def test_a_name_pattern_is_an_event_pattern() -> None:
-    assert name_pattern("seo.*") == "seo.*"
-    assert name_pattern("") is None
+def test_a_name_filter_is_an_event_pattern() -> None:
+    assert names_wanted("seo.**")("seo.page.updated")
+    assert not names_wanted("seo.*")("seo.page.updated")
+    assert names_wanted("")("any.name")
+
+
+@pytest.mark.parametrize("given", ["seo.<b>", "a" * 201])
+def test_a_name_filter_that_is_no_pattern_is_a_422(given: str) -> None:
     with pytest.raises(HTTPException) as refused:
-        name_pattern("seo.<b>")
+        names_wanted(given)
     assert refused.value.status_code == 422
 
 
@@ -154,3 +159,10 @@ def test_a_metric_series_shows_its_latest_value_labels_and_sparkline(
 def test_no_series_matching_says_so(console: Console) -> None:
     page = console.http.get("/console/metrics", params={"name": "nothing.here"}).text
     assert "No metric series matches this pattern." in page
+
+
+def test_a_pattern_of_many_double_stars_is_answered(console: Console) -> None:
+    assert console.post("/console/events", {"name": ".".join(["d"] * 90)}).status_code == 303
+    page = console.http.get("/console/events", params={"name": "**." * 66 + "x"})
+    assert page.status_code == 200
+    assert "No event matches these filters." in page.text
