@@ -92,8 +92,9 @@ LAYERS: dict[str, frozenset[str]] = {
         }
     ),
     # The web console, a face beside the API and served with it: its views call the same
-    # operations (``app``) on the daemon's context (``api._context``).
-    "console": frozenset({"contract", "store", "app", "api"}),
+    # operations (``app``) on the daemon's context (``api._context``); events are held to the
+    # trigger layer's bounds and patterns, and autolearn's records shaped as its API shapes them.
+    "console": frozenset({"contract", "store", "app", "api", "triggers", "autolearn"}),
 }
 """What each layer may import besides itself and ``BASE``; unlisted modules (the CLI and the
 commands, faces over the others) may import anything."""

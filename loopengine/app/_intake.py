@@ -15,7 +15,14 @@ from loopengine.store import new_envelope, queue
 from loopengine.store.intake import Arrival
 from loopengine.triggers import OverlapDecision, on_overlap
 
-__all__ = ["Firing"]
+__all__ = ["Firing", "triggers_of"]
+
+
+def triggers_of(loop: Loop) -> list[tuple[str, Any]]:
+    """``(trigger_id, trigger)`` for each trigger of ``loop``; an unnamed one is named by type."""
+    spec = loop.spec
+    found = [spec.trigger] if spec.trigger is not None else list(spec.triggers or [])
+    return [(trigger.id or trigger.type, trigger) for trigger in found]
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,10 @@ import hashlib
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeAlias, TypeVar
+from zoneinfo import ZoneInfo
 
 from loopengine.errors import ContractError, NotFound, NotResumable
 from loopengine.store import (
@@ -33,14 +36,17 @@ from loopengine.store import (
 
 if TYPE_CHECKING:
     from loopengine.app._runtime import Runtime
-    from loopengine.contract import Loop, Outcome
+    from loopengine.contract import Loop, LoopLoader, Outcome
     from loopengine.engine import ExecutionDone
     from loopengine.store import Store
 
 __all__ = [
+    "MAX_FIRES",
     "MAX_LISTED",
     "MIN_PREFIX",
     "NAMED",
+    "NEXT_FIRES",
+    "LoopSource",
     "Operation",
     "Paused",
     "Queued",
@@ -58,6 +64,9 @@ __all__ = [
     "learned",
     "learning_history",
     "list_flags",
+    "loop_plan",
+    "loop_source",
+    "metric_points",
     "metric_series",
     "named",
     "pause",
@@ -67,6 +76,7 @@ __all__ = [
     "record_of",
     "remembered",
     "resume",
+    "scores_over_time",
     "served_loop",
     "served_loops",
     "set_flag",
@@ -312,9 +322,15 @@ def emit(name: str, data: Any, source: str) -> Operation[signals.Event]:
     return signals.Event(event_id, name, source, data, None, now)
 
 
-def events(wanted: Callable[[str], bool], limit: int) -> Operation[list[signals.Event]]:
-    """The newest events first whose names are ``wanted``, at most ``limit``."""
-    return (yield from _read(signals.list_events, wanted, limit))
+def events(
+    wanted: Callable[[str], bool],
+    limit: int,
+    since: float | None = None,
+    until: float | None = None,
+) -> Operation[list[signals.Event]]:
+    """The newest events first whose names are ``wanted``, at most ``limit``, appended from
+    ``since`` and before ``until`` when given."""
+    return (yield from _read(signals.list_events, wanted, limit, since=since, until=until))
 
 
 def record_metric(name: str, value: float, labels: Mapping[str, str]) -> Operation[signals.Sample]:
@@ -328,6 +344,11 @@ def metric_series(wanted: Callable[[str], bool], limit: int) -> Operation[list[s
     """The metric series whose names are ``wanted``, with their latest points, at most
     ``limit``."""
     return (yield from _read(signals.metric_series, wanted, limit))
+
+
+def metric_points(name: str, limit: int) -> Operation[list[signals.Sample]]:
+    """The newest ``limit`` points of the metric series ``name``, newest first."""
+    return (yield from _read(signals.metric_points, name, None, limit))
 
 
 def waiting_approvals(limit: int) -> Operation[list[approvals.WaitingApproval]]:
@@ -362,6 +383,137 @@ def learning_history() -> Operation[list[autolearn.HistoryEntry]]:
 def remembered(user: str | None) -> Operation[list[memory.UserMemory]]:
     """What the chat remembers of ``user``, or of the users seen most recently."""
     return (yield from _read(memory.remembered, user))
+
+
+def scores_over_time() -> Operation[list[autolearn.ScorePoint]]:
+    """Each node × category's score at every cycle autotune kept, oldest first."""
+    return (yield from _read(autolearn.score_points))
+
+
+NEXT_FIRES = 10
+"""Fires a plan lists when it is given no end."""
+MAX_FIRES = 10_000
+"""Most fires one plan lists."""
+
+
+def _instant(text: str | None, zone: str, default: float | None) -> float | None:
+    """An ISO time as epoch seconds; without an offset it is read in the trigger's zone."""
+    if text is None:
+        return default
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ContractError(
+            f"time {text!r}: write ISO 8601, e.g. 2027-03-28T00:00 or 2027-03-28T00:00+01:00"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=ZoneInfo(zone))
+    return moment.timestamp()
+
+
+def _catchup_text(config: Any) -> str:
+    window = f"{config.catchup_window:g} s" if config.catchup_window else "one period"
+    policy = str(config.catchup)
+    if policy == "skip":
+        what = "missed fires are recorded as missed, none runs"
+    elif policy == "latest":
+        what = "the latest missed fire runs, older ones are recorded as coalesced"
+    else:
+        what = f"up to {config.max_catchup} missed fires run, older ones are recorded as coalesced"
+    return (
+        f"catchup {policy}: after downtime {what}; fires older than {window} are recorded as missed"
+    )
+
+
+def _trigger_plan(
+    trigger_id: str, config: Any, start: str | None, end: str | None, count: int | None
+) -> dict[str, Any]:
+    from loopengine.triggers import CronSchedule
+
+    schedule = CronSchedule.parse(config.expression, config.timezone)
+    begin = _instant(start, config.timezone, time.time())
+    assert begin is not None
+    finish = _instant(end, config.timezone, None)
+    limit = count if count is not None else (MAX_FIRES if finish is not None else NEXT_FIRES)
+    if not 1 <= limit <= MAX_FIRES:
+        raise ContractError(f"--count {limit}: write a whole number from 1 to {MAX_FIRES}")
+    if finish is not None:
+        fires = schedule.fires(begin, finish, limit)
+    else:
+        fires, after = [], begin
+        while len(fires) < limit:
+            fire = schedule.next_fire(after)
+            fires.append(fire)
+            after = fire.at
+    return {
+        "trigger_id": trigger_id,
+        "expression": config.expression,
+        "timezone": config.timezone,
+        "dst": "fixed-time: a skipped local time fires once right after the gap, a repeated one "
+        "once"
+        if schedule.fixed_time
+        else "sub-hourly: follows elapsed time (nothing in a gap, both passes of a repeated hour)",
+        "catchup": _catchup_text(config),
+        "jitter_s": config.jitter_s,
+        "fires": [
+            {
+                "local": fire.local.isoformat(),
+                "utc": datetime.fromtimestamp(fire.at, UTC).isoformat(),
+                "note": fire.note,
+            }
+            for fire in fires
+        ],
+    }
+
+
+def loop_plan(
+    loop: Loop, start: str | None = None, end: str | None = None, count: int | None = None
+) -> dict[str, Any]:
+    """A loop's cron fires from ``start`` (now) to ``end`` or ``count`` of them (``NEXT_FIRES``),
+    local and UTC, each daylight-saving decision and the catch-up policy spelled out; its other
+    triggers named: what ``loopengine plan --json`` prints. ``ContractError`` for a bad time or
+    count."""
+    from loopengine.app._intake import triggers_of
+
+    found = triggers_of(loop)
+    return {
+        "loop_id": loop.id,
+        "cron": [
+            _trigger_plan(trigger_id, trigger.config, start, end, count)
+            for trigger_id, trigger in found
+            if trigger.type == "cron"
+        ],
+        "other_triggers": [f"{t.type}:{trigger_id}" for trigger_id, t in found if t.type != "cron"],
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class LoopSource:
+    """A served loop's file as it reads now: its text (None when it cannot be read), whether it
+    is the version served, and what a check of it finds (each formatted as ``validate`` prints
+    it)."""
+
+    text: str | None
+    served: bool
+    errors: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+
+def loop_source(loop: Loop, loader: LoopLoader) -> LoopSource:
+    """The file of ``loop`` read again and checked by ``loader`` as the daemon loads it."""
+    from loopengine.contract import read_source
+
+    try:
+        text = read_source(Path(loop.file), name=loop.file)
+    except ContractError as exc:
+        return LoopSource(None, False, tuple(d.format() for d in exc.diagnostics), ())
+    found = loader.serving().load_text(text, loop.file).diagnostics
+    return LoopSource(
+        text,
+        hashlib.sha256(text.encode()).hexdigest() == loop.version,
+        tuple(d.format() for d in found if d.is_error),
+        tuple(d.format() for d in found if not d.is_error),
+    )
 
 
 async def answer(

@@ -16,10 +16,13 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
 from loopengine.api._context import ApiContext
+from loopengine.console._autolearn import autolearn_routes
 from loopengine.console._executions import execution_routes
 from loopengine.console._login import login_routes
+from loopengine.console._loops import loop_routes
 from loopengine.console._overview import overview_routes
 from loopengine.console._pages import PREFIX, Guard, Pages, serves
+from loopengine.console._signals import signal_routes
 from loopengine.errors import NotFound, StoreUnavailable
 
 __all__ = ["Console", "create_console"]
@@ -61,6 +64,9 @@ def create_console(context: ApiContext) -> Console:
             *login_routes(pages),
             *overview_routes(pages),
             *execution_routes(pages),
+            *loop_routes(pages),
+            *signal_routes(pages),
+            *autolearn_routes(pages),
             Mount(f"{PREFIX}static", StaticFiles(directory=_STATIC), name="static"),
         ],
         exception_handlers=handlers,

@@ -13,20 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from loopengine.app import triggers_of
 from loopengine.contract import Loop, LoopLoader, find_loop_files
 from loopengine.daemon._log import DaemonLog
 from loopengine.errors import LoopEngineError
 
 __all__ = ["Changes", "LoopFolder", "reason", "triggers_of"]
-
-
-def triggers_of(loop: Loop) -> list[tuple[str, Any]]:
-    """``(trigger_id, trigger)`` for each trigger of ``loop``; an unnamed one is named by type."""
-    spec = loop.spec
-    found = [spec.trigger] if spec.trigger is not None else list(spec.triggers or [])
-    return [(trigger.id or trigger.type, trigger) for trigger in found]
 
 
 @dataclass(frozen=True, slots=True)

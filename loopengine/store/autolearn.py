@@ -30,6 +30,7 @@ __all__ = [
     "RecordReply",
     "Rollback",
     "RoutingOrder",
+    "ScorePoint",
     "add_history",
     "apply_prompt",
     "chat_reading",
@@ -51,6 +52,7 @@ __all__ = [
     "roll_back_prompts",
     "routing",
     "samples_in_window",
+    "score_points",
     "scoring_window",
 ]
 
@@ -200,6 +202,23 @@ def record_scores(
     if rows:
         connection.execute(score_history.insert(), rows)
         _prune(connection, score_history, SCORES_KEPT)
+
+
+@dataclass(frozen=True, slots=True)
+class ScorePoint(Record):
+    """A node's score in a category at one autotune cycle."""
+
+    category: str
+    node: str
+    score: float
+    created_at: float
+
+
+def score_points(connection: sa.Connection) -> list[ScorePoint]:
+    """Every score kept (``SCORES_KEPT`` per node × category), oldest first."""
+    columns = (score_history.c[name] for name in ("category", "node", "score", "created_at"))
+    query = sa.select(*columns).order_by(score_history.c.id)
+    return [ScorePoint.from_row(row) for row in connection.execute(query).mappings()]
 
 
 def last_scores(connection: sa.Connection) -> dict[tuple[str, str], float]:

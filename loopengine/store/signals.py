@@ -105,11 +105,21 @@ def recent_events(connection: sa.Connection, since: float, limit: int = 1000) ->
 
 
 def list_events(
-    connection: sa.Connection, wanted: Callable[[str], bool], limit: int
+    connection: sa.Connection,
+    wanted: Callable[[str], bool],
+    limit: int,
+    *,
+    since: float | None = None,
+    until: float | None = None,
 ) -> list[Event]:
-    """The newest ``limit`` events whose name ``wanted`` accepts, newest first; rows are read one
-    by one, so memory stays bounded."""
+    """The newest ``limit`` events whose name ``wanted`` accepts (appended from ``since`` and
+    before ``until`` when given), newest first; rows are read one by one, so memory stays
+    bounded."""
     query = sa.select(events).order_by(events.c.id.desc())
+    if since is not None:
+        query = query.where(events.c.created_at >= since)
+    if until is not None:
+        query = query.where(events.c.created_at < until)
     found = []
     for row in connection.execute(query).mappings():
         if wanted(row["name"]):

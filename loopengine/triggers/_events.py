@@ -93,12 +93,19 @@ def pattern_problem(pattern: str) -> str | None:
 
 
 def _match(pattern: tuple[str, ...], name: tuple[str, ...]) -> bool:
-    if not pattern:
-        return not name
-    head, rest = pattern[0], pattern[1:]
-    if head == "**":
-        return any(_match(rest, name[skip:]) for skip in range(len(name) + 1))
-    return bool(name) and bool(name[0]) and head in ("*", name[0]) and _match(rest, name[1:])
+    """One pass over ``pattern``, keeping the segments of ``name`` it may have reached: a pattern
+    of many ``**`` costs its length times the name's, never one try per way to split the name."""
+    reached = {0}
+    for head in pattern:
+        if head == "**":
+            reached = set(range(min(reached), len(name) + 1))
+        else:
+            reached = {
+                i + 1 for i in reached if i < len(name) and name[i] and head in ("*", name[i])
+            }
+        if not reached:
+            return False
+    return len(name) in reached
 
 
 def matches(pattern: str, name: str) -> bool:

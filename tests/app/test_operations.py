@@ -11,6 +11,7 @@ import pytest
 
 from loopengine.app import (
     NAMED,
+    LoopSource,
     Operation,
     daemons_alive,
     emit,
@@ -21,6 +22,8 @@ from loopengine.app import (
     history,
     latest,
     list_flags,
+    loop_source,
+    metric_points,
     metric_series,
     named,
     pause,
@@ -223,3 +226,57 @@ def test_latest_is_each_loop_s_newest_executions_newest_first(url: str) -> None:
         "b": ["b-0"],
         "c": [],
     }
+
+
+def test_events_are_listed_within_the_times_asked(url: str) -> None:
+    emitted = write_now(url, emit("page.updated", {}, "cli"))
+    at = emitted.created_at
+    assert on_reader(url, events(lambda name: True, 10, since=at)) == [emitted]
+    assert on_reader(url, events(lambda name: True, 10, since=at + 1)) == []
+    assert on_reader(url, events(lambda name: True, 10, until=at)) == []
+    assert on_reader(url, events(lambda name: True, 10, until=at + 1)) == [emitted]
+
+
+def test_a_series_points_are_read_newest_first(url: str) -> None:
+    for value in (1.0, 2.0, 3.0):
+        write_now(url, record_metric("queue.size", value, {}))
+    assert [p.value for p in on_reader(url, metric_points("queue.size", 2))] == [3.0, 2.0]
+
+
+def _loop_file(tmp_path: Path, text: str) -> tuple[Loop, LoopLoader]:
+    path = tmp_path / "job.yaml"
+    path.write_text(text)
+    loader = LoopLoader(Env(builtin_registry(), frozenset(Config().storage)))
+    report = loader.load_file(path)
+    assert report.loop is not None, report.diagnostics
+    return report.loop, loader
+
+
+JOB = "id: job\ntrigger: {type: manual}\ndecide: {decision_tree: [], fallback_action: log_only}\n"
+
+
+def test_a_loop_s_file_unchanged_is_the_version_served(tmp_path: Path) -> None:
+    loop, loader = _loop_file(tmp_path, JOB)
+    assert loop_source(loop, loader) == LoopSource(JOB, True, (), ())
+
+
+def test_a_loop_s_file_edited_is_no_longer_the_version_served(tmp_path: Path) -> None:
+    loop, loader = _loop_file(tmp_path, JOB)
+    Path(loop.file).write_text(JOB + "# edited\n")
+    assert loop_source(loop, loader) == LoopSource(JOB + "# edited\n", False, (), ())
+
+
+def test_a_loop_s_file_edited_out_of_shape_has_its_errors(tmp_path: Path) -> None:
+    loop, loader = _loop_file(tmp_path, JOB)
+    Path(loop.file).write_text(JOB.replace("log_only", "7"))
+    source = loop_source(loop, loader)
+    assert not source.served
+    assert [e.split(": ", 1)[1].split(":")[0] for e in source.errors] == ["decide.fallback_action"]
+
+
+def test_a_loop_s_file_gone_is_an_error_without_text(tmp_path: Path) -> None:
+    loop, loader = _loop_file(tmp_path, JOB)
+    Path(loop.file).unlink()
+    source = loop_source(loop, loader)
+    assert (source.text, source.served) == (None, False)
+    assert "cannot read" in source.errors[0]

@@ -48,6 +48,13 @@ id: on_event
 trigger: {type: event, config: {event_pattern: "hostile.*"}}
 decide: {decision_tree: [], fallback_action: log_only}
 """
+SCHEDULED = f"""\
+# at night, {SCRIPT}
+id: scheduled
+trigger: {{type: cron, id: nightly, config: {{expression: "30 2 * * *", timezone: Europe/Paris}}}}
+decide: {{decision_tree: [], fallback_action: log_only}}
+"""
+"""A loop with a cron trigger (its page plans its fires) whose file holds hostile text."""
 HOSTILE_FILE = "<img src=x onerror=alert(1)>.yaml"
 """A loop file whose name the overview shows."""
 FROM_FILE = """\
@@ -60,6 +67,7 @@ LOOPS = {
     "says.yaml": SAYS,
     "gated.yaml": GATED,
     "on_event.yaml": ON_EVENT,
+    "scheduled.yaml": SCHEDULED,
     HOSTILE_FILE: FROM_FILE,
 }
 _CSRF = re.compile(r'name="csrf" value="([^"]+)"')

@@ -141,14 +141,57 @@ def _pages(served: Served) -> list[str]:
     ]
 
 
-def test_every_page_has_no_serious_accessibility_violation(page: Page, served: Served) -> None:
+def _accessible(page: Page, shown: list[str]) -> None:
+    """Each page of ``shown`` visited, with no serious axe-core violation."""
     axe = Axe()
-    for shown in _pages(served):
-        page.goto(shown)
+    for path in shown:
+        page.goto(path)
         response = axe.run(page).response
-        assert response["url"].endswith(shown)
+        assert response["url"].endswith(path)
         serious = [v["id"] for v in response["violations"] if v["impact"] in SERIOUS]
-        assert serious == [], f"{shown}: {serious}"
+        assert serious == [], f"{path}: {serious}"
+
+
+def test_every_page_has_no_serious_accessibility_violation(page: Page, served: Served) -> None:
+    _accessible(page, _pages(served))
+
+
+def test_the_loop_signal_and_autolearn_pages_have_no_serious_accessibility_violation(
+    page: Page, served: Served
+) -> None:
+    served.workspace.cli("emit", "shown.event", "--data", '{"page": 1}')
+    served.workspace.cli("metrics", "record", "shown.metric", "1")
+    served.workspace.cli("metrics", "record", "shown.metric", "2")
+    pages = ["/console/loops/scheduled", "/console/events", "/console/metrics"]
+    _accessible(page, [*pages, "/console/events?name=a..b", "/console/autolearn"])
+
+
+def test_hostile_events_and_loop_files_run_nothing(page: Page, served: Served) -> None:
+    data = json.dumps({"note": " ".join(HOSTILE)})
+    served.workspace.cli("emit", "hostile.browsed", "--data", data)
+    for shown, text in (("/console/events", HOSTILE[1]), ("/console/loops/scheduled", HOSTILE[0])):
+        page.goto(shown)
+        expect(page.locator("main")).to_contain_text(text)
+        assert page.title().endswith("· loopengine")
+        assert page.locator("main img").count() == 0
+        assert page.locator("script:not([src])").count() == 0
+
+
+def test_an_event_is_emitted_from_the_keyboard(page: Page) -> None:
+    page.goto("/console/events")
+    for _ in range(40):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.textContent.trim()") == "Emit an event":
+            break
+    page.keyboard.press("Enter")
+    page.keyboard.press("Tab")
+    page.keyboard.type("typed.by.keys")
+    page.keyboard.press("Tab")
+    page.keyboard.type('{"keys": true}')
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("status")).to_contain_text("emitted")
+    expect(page.locator("tbody tr").first).to_contain_text("typed.by.keys")
 
 
 def test_the_login_page_has_no_serious_accessibility_violation(
@@ -173,4 +216,5 @@ def test_the_overview_s_controls_are_reached_by_keyboard(page: Page) -> None:
     assert "Pause" in reached
     assert "Run now" in reached
     assert "Executions" in reached
+    assert {"Events", "Metrics", "Autolearn"} <= set(reached)
     assert "Log out" in reached

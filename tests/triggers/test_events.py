@@ -127,3 +127,10 @@ def test_the_data_is_named_as_the_caller_names_it() -> None:
     problem = event_data_problem(_nested(40), named="--data")
     assert problem is not None
     assert problem.message.startswith("--data is nested more than")
+
+
+def test_a_pattern_of_many_double_stars_is_matched_in_one_pass() -> None:
+    pattern, name = "**." * 66 + "x", ".".join(["a"] * 100)
+    assert pattern_problem(pattern) is None
+    assert matches(pattern, name) is False
+    assert matches(pattern, name + ".x") is True
