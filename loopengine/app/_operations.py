@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeAlias, TypeVar
 from zoneinfo import ZoneInfo
 
+from loopengine._json import JSONObject
 from loopengine.errors import ContractError, NotFound, NotResumable
 from loopengine.store import (
     ExecutionRecord,
@@ -427,7 +428,7 @@ def _catchup_text(config: Any) -> str:
 
 def _trigger_plan(
     trigger_id: str, config: Any, start: str | None, end: str | None, count: int | None
-) -> dict[str, Any]:
+) -> JSONObject:
     from loopengine.triggers import CronSchedule
 
     schedule = CronSchedule.parse(config.expression, config.timezone)

@@ -179,7 +179,7 @@ def execution_routes(pages: Pages) -> list[BaseRoute]:
     ]
 
 
-def _calls(phases: Sequence[PhaseResult]) -> list[dict[str, Any]]:
+def _calls(phases: Sequence[PhaseResult]) -> list[Mapping[str, object]]:
     """The skill calls the act phase recorded (each with its step, result and duration)."""
     for phase in phases:
         if phase.phase == "act" and isinstance(calls := phase.data.get("calls"), list):

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from loopengine._json import loads
+from loopengine._json import JSON, loads
 from loopengine.api._context import ApiContext
 from loopengine.app import daemon_status, latest, pause, perform, served_loop, trigger
 from loopengine.console._pages import PREFIX, Pages, redirect
@@ -40,7 +40,7 @@ def field_value(fragment: Mapping[str, Any], text: str) -> Any:
 
 def form_inputs(
     params: Mapping[str, Any], fields: Mapping[str, str]
-) -> tuple[dict[str, Any], dict[str, str]]:
+) -> tuple[dict[str, JSON], dict[str, str]]:
     """The inputs a run form gives (an empty field leaves its param's default) and what is
     wrong with them by field, as the API reports it (``input_problems``)."""
     inputs = {
@@ -56,7 +56,7 @@ def form_inputs(
 
 
 async def queue_run(
-    context: ApiContext, loop: Loop, inputs: dict[str, Any], dry_run: bool
+    context: ApiContext, loop: Loop, inputs: Mapping[str, JSON], dry_run: bool
 ) -> Response | str:
     """Queue a run of ``loop`` (``trigger``) and see its executions next; why the loop did not
     take it (paused, overlap) otherwise."""
@@ -73,7 +73,7 @@ def overview_routes(pages: Pages) -> list[BaseRoute]:
     context = pages.context
 
     async def render(
-        request: Request, status_code: int = 200, failed: dict[str, Any] | None = None
+        request: Request, status_code: int = 200, failed: Mapping[str, object] | None = None
     ) -> Response:
         """The overview; ``failed``: the run form of one loop, shown again with what was
         wrong."""

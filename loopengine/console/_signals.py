@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from loopengine._json import NonFiniteNumber, loads
+from loopengine._json import JSONObject, NonFiniteNumber, loads
 from loopengine.app import emit, events, metric_points, metric_series, perform
 from loopengine.console._drawing import HEIGHT, WIDTH, polyline
 from loopengine.console._executions import instant
@@ -72,7 +72,7 @@ class Refused:
     status_code: int = 422
 
 
-def event_data(text: str) -> dict[str, Any] | Refused:
+def event_data(text: str) -> JSONObject | Refused:
     """An emit form's data read as a JSON object (``{}`` when empty) and held to every event's
     bounds (``event_data_problem``, as ``POST /events``); why not otherwise (413 too large)."""
     if not text.strip():
@@ -123,7 +123,7 @@ def signal_routes(pages: Pages) -> list[BaseRoute]:
     context = pages.context
 
     async def render_events(
-        request: Request, status_code: int = 200, failed: dict[str, Any] | None = None
+        request: Request, status_code: int = 200, failed: Mapping[str, object] | None = None
     ) -> Response:
         query = request.query_params
         chosen = {name: query.get(name, "")[:_MAX_PATTERN] for name in ("name", "since", "until")}
