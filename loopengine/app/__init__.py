@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from loopengine._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from loopengine.app._changes import REFRESH, Change, Changes, Follower
     from loopengine.app._chat import CHAT_LOOP, ChatAnswer, Mode, chat, chat_loop
     from loopengine.app._intake import Firing
     from loopengine.app._operations import (
@@ -64,6 +65,10 @@ if TYPE_CHECKING:
     from loopengine.app._workspace import Workspace, load_workspace
 
 _EXPORTS = {
+    "REFRESH": "loopengine.app._changes",
+    "Change": "loopengine.app._changes",
+    "Changes": "loopengine.app._changes",
+    "Follower": "loopengine.app._changes",
     "CHAT_LOOP": "loopengine.app._chat",
     "ChatAnswer": "loopengine.app._chat",
     "Mode": "loopengine.app._chat",
@@ -129,8 +134,12 @@ __all__ = [
     "MAX_LISTED",
     "MIN_PREFIX",
     "NAMED",
+    "REFRESH",
+    "Change",
+    "Changes",
     "ChatAnswer",
     "Firing",
+    "Follower",
     "Mode",
     "Operation",
     "Paused",

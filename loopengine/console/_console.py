@@ -17,6 +17,7 @@ from starlette.types import ASGIApp
 
 from loopengine.api._context import ApiContext
 from loopengine.console._executions import execution_routes
+from loopengine.console._live import live_routes
 from loopengine.console._login import login_routes
 from loopengine.console._overview import overview_routes
 from loopengine.console._pages import PREFIX, Guard, Pages, serves
@@ -61,6 +62,7 @@ def create_console(context: ApiContext) -> Console:
             *login_routes(pages),
             *overview_routes(pages),
             *execution_routes(pages),
+            *live_routes(pages),
             Mount(f"{PREFIX}static", StaticFiles(directory=_STATIC), name="static"),
         ],
         exception_handlers=handlers,

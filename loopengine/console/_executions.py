@@ -115,6 +115,7 @@ def execution_routes(pages: Pages) -> list[BaseRoute]:
         if cursor is not None and len(cursor) > MAX_CURSOR:
             raise HTTPException(422, "that cursor is not one a page gave")
         listed = history(kept["loop_id"] or None, outcome, PAGE, cursor, narrowed)
+        since = context.changes.seq
         try:
             page = await perform(context.store, listed)
         except ContractError as exc:
@@ -130,11 +131,13 @@ def execution_routes(pages: Pages) -> list[BaseRoute]:
             triggers=[t.value for t in TriggerType],
             chosen=kept,
             following=following,
+            stream=None if cursor else f"{PREFIX}live?since={since}",
         )
 
     async def one(request: Request) -> Response:
+        since = context.changes.seq
         record = await perform(context.store, execution(request.path_params["execution_id"]))
-        return _show(pages, request, record)
+        return _show(pages, request, record, since=since)
 
     async def answered(request: Request) -> Response:
         fields = await pages.posted(request)
@@ -188,10 +191,20 @@ def _calls(phases: Sequence[PhaseResult]) -> list[dict[str, Any]]:
 
 
 def _show(
-    pages: Pages, request: Request, record: ExecutionRecord, status_code: int = 200, **more: Any
+    pages: Pages,
+    request: Request,
+    record: ExecutionRecord,
+    status_code: int = 200,
+    *,
+    since: int | None = None,
+    **more: Any,
 ) -> Response:
+    """The page of ``record``, followed live from the change ``since`` (the one known before
+    it was read) until it finishes."""
     row = record.execution
     waiting = record.approval is not None and record.approval.status == "pending"
+    since = pages.context.changes.seq if since is None else since
+    live = f"{PREFIX}live?" + urlencode({"execution": row.id, "since": since})
     return pages.render(
         request,
         "execution.html",
@@ -204,4 +217,5 @@ def _show(
         waiting=waiting,
         again=row.trigger_type == "manual" and pages.context.loop(row.loop_id) is not None,
         error=more.get("error"),
+        stream=None if row.status == "finished" else live,
     )

@@ -174,3 +174,24 @@ def test_the_overview_s_controls_are_reached_by_keyboard(page: Page) -> None:
     assert "Run now" in reached
     assert "Executions" in reached
     assert "Log out" in reached
+
+
+def test_a_running_execution_grows_live_and_completes_without_a_reload(
+    page: Page, served: Served, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    page.goto("/console/executions?loop_id=held")
+    page.evaluate("window.notReloaded = true")
+    served.workspace.cli("trigger", "held", "--input", f"gate={gate}")
+    running = page.locator("tbody tr", has=page.locator(".o-running"))
+    expect(running).to_have_count(1)
+    assert page.evaluate("window.notReloaded") is True
+    running.get_by_role("link").click()
+    page.evaluate("window.notReloaded = true")
+    expect(page.locator(".badge").first).to_have_text("running")
+    expect(page.locator("ol.timeline .phase", has_text="decide")).to_be_visible()
+    expect(page.locator("ol.timeline .phase", has_text="act")).to_have_count(0)
+    gate.touch()
+    expect(page.locator(".badge").first).to_have_text("completed")
+    expect(page.locator("ol.timeline .phase", has_text="act")).to_be_visible()
+    assert page.evaluate("window.notReloaded") is True
