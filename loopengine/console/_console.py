@@ -16,6 +16,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
 from loopengine.api._context import ApiContext
+from loopengine.console._approvals import approval_routes
 from loopengine.console._executions import execution_routes
 from loopengine.console._live import live_routes
 from loopengine.console._login import login_routes
@@ -63,6 +64,7 @@ def create_console(context: ApiContext) -> Console:
             *overview_routes(pages),
             *execution_routes(pages),
             *live_routes(pages),
+            *approval_routes(pages),
             Mount(f"{PREFIX}static", StaticFiles(directory=_STATIC), name="static"),
         ],
         exception_handlers=handlers,

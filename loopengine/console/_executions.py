@@ -15,6 +15,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from loopengine.app import answer, execution, history, perform
+from loopengine.console._approvals import APPROVALS
 from loopengine.console._overview import queue_run
 from loopengine.console._pages import PREFIX, Pages, redirect
 from loopengine.contract import Outcome, TriggerType, input_problems
@@ -155,6 +156,8 @@ def execution_routes(pages: Pages) -> list[BaseRoute]:
         except LoopEngineError as exc:
             record = await perform(context.store, execution(execution_id))
             return _show(pages, request, record, 409, error=str(exc))
+        if fields.get("back") == "approvals":
+            return redirect(APPROVALS)
         return redirect(f"{PREFIX}executions/{execution_id}")
 
     async def again(request: Request) -> Response:

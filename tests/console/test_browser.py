@@ -138,6 +138,7 @@ def _pages(served: Served) -> list[str]:
         "/console/executions",
         "/console/executions?outcome=nope",
         f"/console/executions/{run['execution_id']}",
+        "/console/approvals",
     ]
 
 
@@ -195,3 +196,18 @@ def test_a_running_execution_grows_live_and_completes_without_a_reload(
     expect(page.locator(".badge").first).to_have_text("completed")
     expect(page.locator("ol.timeline .phase", has_text="act")).to_be_visible()
     assert page.evaluate("window.notReloaded") is True
+
+
+def test_approve_in_place_on_the_approvals_page(page: Page, served: Served) -> None:
+    served.workspace.cli("trigger", "gated", "--input", "n=31", "--wait", check=False)
+    page.goto("/")
+    page.get_by_role("link", name="Approvals").click()
+    gate = page.locator("section.approval").first
+    expect(gate.locator("h2")).to_contain_text("gated")
+    execution_id = gate.get_by_role("link").inner_text()
+    gate.get_by_label("Note").fill("fine")
+    gate.get_by_role("button", name="Approve").click()
+    expect(page).to_have_url("/console/approvals")
+    expect(page.get_by_role("link", name=execution_id)).to_have_count(0)
+    page.goto("/console/executions?outcome=completed&loop_id=gated")
+    expect(page.get_by_role("link", name=execution_id)).to_be_visible()
