@@ -7,14 +7,17 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
-from loopengine.console._live import STREAMS_PER_SESSION, since_of
+from loopengine.console._live import RETRY_MS, STREAMS_PER_SESSION, since_of
 from loopengine.store import ExecutionRow, executions, write_once
 from tests.console.conftest import Console, Served
 from tests.console.test_executions import _run
+from tests.daemon.conftest import serving
 from tests.waiting import DEADLINE_S
 
 _Event = dict[str, Any]
@@ -138,3 +141,15 @@ def test_a_stream_is_never_stored_nor_sized_in_advance(console: Console) -> None
     with console.http.stream("GET", "/console/live") as response:
         assert response.headers["cache-control"] == "no-store"
         assert "content-length" not in response.headers
+
+
+def test_a_stream_ends_cleanly_when_the_daemon_stops(tmp_path: Path) -> None:
+    with httpx.Client(timeout=30) as client:
+        with serving(tmp_path, {}, None) as (_, url):
+            response = client.send(client.build_request("GET", f"{url}/console/live"), stream=True)
+            assert response.status_code == 200
+        try:
+            lines = [*response.iter_lines()]
+        finally:
+            response.close()
+    assert lines[:2] == [f"retry: {RETRY_MS}", ""]
