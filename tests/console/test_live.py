@@ -24,9 +24,9 @@ _Event = dict[str, Any]
 
 
 @contextmanager
-def _stream(console: Console, query: str = "") -> Iterator[Iterator[_Event]]:
+def _stream(console: Console, query: str = "", **headers: str) -> Iterator[Iterator[_Event]]:
     """The events of a live stream opened now, as they come."""
-    with console.http.stream("GET", f"/console/live{query}") as response:
+    with console.http.stream("GET", f"/console/live{query}", headers=headers) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
 
@@ -84,6 +84,15 @@ def test_a_reader_that_missed_changes_is_told_to_read_again(
     assert event["what"] == "refresh"
     assert event["execution"] is None
     assert event["id"] > 0
+
+
+def test_a_reader_back_after_a_break_is_told_to_read_again(
+    served: Served, console: Console
+) -> None:
+    _run(served, "counted", "n=6")
+    with _stream(console, "?since=999999999", **{"Last-Event-ID": "1"}) as events:
+        event = next(events)
+    assert (event["what"], event["execution"]) == ("refresh", None)
 
 
 def test_a_commit_of_another_process_is_told(served: Served, console: Console) -> None:
