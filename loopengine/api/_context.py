@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi.responses import JSONResponse
@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
 from loopengine.api._prometheus import DaemonMetrics
-from loopengine.app import Firing, Operation, Queued, Runtime, perform
+from loopengine.app import Changes, Firing, Operation, Queued, Runtime, perform
 from loopengine.contract import Loop
 from loopengine.daemon import DaemonLog, HookRoute
 from loopengine.errors import ContractError
@@ -96,6 +96,8 @@ class ApiContext:
     hook: Callable[[str], HookRoute | None]
     """The webhook route serving a path under ``/hooks/``, or None."""
     metrics: DaemonMetrics
+    changes: Changes = field(default_factory=Changes)
+    """The executions' changes, told as they commit (the console's live pages follow them)."""
 
 
 async def queue_firing(

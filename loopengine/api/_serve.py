@@ -6,6 +6,7 @@ others are left to be resumed.
 from __future__ import annotations
 
 import os
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -73,6 +74,7 @@ async def run_daemon(config: Path | None, folder: Path | None, log: DaemonLog) -
             hook=daemon.hooks.route,
             metrics=metrics,
         )
+        runtime.engine.on_commit = context.changes.committed
         server = ApiServer(create_app(context), bound, settings)
         signals = Signals()
         async with anyio.create_task_group() as group:
@@ -96,10 +98,12 @@ async def run_daemon(config: Path | None, folder: Path | None, log: DaemonLog) -
                     daemon.thresholds.run,
                     daemon.reload,
                     daemon.timers,
+                    partial(context.changes.watch, runtime.store),
                 ):
                     intake.start_soon(supervised, log, task)
                 await signals.first.wait()
                 server.should_exit = True
+                context.changes.close()
                 intake.cancel_scope.cancel()
             running = len(daemon.workers.running)
             log.line(

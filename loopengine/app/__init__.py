@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from loopengine._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from loopengine.app._changes import REFRESH, Change, Changes, Follower
     from loopengine.app._chat import CHAT_LOOP, ChatAnswer, Mode, chat, chat_loop
     from loopengine.app._intake import Firing, triggers_of
     from loopengine.app._operations import (
@@ -71,6 +72,10 @@ if TYPE_CHECKING:
     from loopengine.app._workspace import Workspace, load_workspace
 
 _EXPORTS = {
+    "REFRESH": "loopengine.app._changes",
+    "Change": "loopengine.app._changes",
+    "Changes": "loopengine.app._changes",
+    "Follower": "loopengine.app._changes",
     "CHAT_LOOP": "loopengine.app._chat",
     "ChatAnswer": "loopengine.app._chat",
     "Mode": "loopengine.app._chat",
@@ -146,8 +151,12 @@ __all__ = [
     "MIN_PREFIX",
     "NAMED",
     "NEXT_FIRES",
+    "REFRESH",
+    "Change",
+    "Changes",
     "ChatAnswer",
     "Firing",
+    "Follower",
     "LoopSource",
     "Mode",
     "Operation",

@@ -16,8 +16,10 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
 from loopengine.api._context import ApiContext
+from loopengine.console._approvals import approval_routes
 from loopengine.console._autolearn import autolearn_routes
 from loopengine.console._executions import execution_routes
+from loopengine.console._live import live_routes
 from loopengine.console._login import login_routes
 from loopengine.console._loops import loop_routes
 from loopengine.console._overview import overview_routes
@@ -67,6 +69,8 @@ def create_console(context: ApiContext) -> Console:
             *loop_routes(pages),
             *signal_routes(pages),
             *autolearn_routes(pages),
+            *live_routes(pages),
+            *approval_routes(pages),
             Mount(f"{PREFIX}static", StaticFiles(directory=_STATIC), name="static"),
         ],
         exception_handlers=handlers,

@@ -15,6 +15,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from loopengine.app import answer, execution, history, perform
+from loopengine.console._approvals import APPROVALS
 from loopengine.console._overview import queue_run
 from loopengine.console._pages import PREFIX, Pages, redirect
 from loopengine.contract import Outcome, TriggerType, input_problems
@@ -115,6 +116,7 @@ def execution_routes(pages: Pages) -> list[BaseRoute]:
         if cursor is not None and len(cursor) > MAX_CURSOR:
             raise HTTPException(422, "that cursor is not one a page gave")
         listed = history(kept["loop_id"] or None, outcome, PAGE, cursor, narrowed)
+        since = context.changes.seq
         try:
             page = await perform(context.store, listed)
         except ContractError as exc:
@@ -130,11 +132,13 @@ def execution_routes(pages: Pages) -> list[BaseRoute]:
             triggers=[t.value for t in TriggerType],
             chosen=kept,
             following=following,
+            stream=None if cursor else f"{PREFIX}live?since={since}",
         )
 
     async def one(request: Request) -> Response:
+        since = context.changes.seq
         record = await perform(context.store, execution(request.path_params["execution_id"]))
-        return _show(pages, request, record)
+        return _show(pages, request, record, since=since)
 
     async def answered(request: Request) -> Response:
         fields = await pages.posted(request)
@@ -152,6 +156,8 @@ def execution_routes(pages: Pages) -> list[BaseRoute]:
         except LoopEngineError as exc:
             record = await perform(context.store, execution(execution_id))
             return _show(pages, request, record, 409, error=str(exc))
+        if fields.get("back") == "approvals":
+            return redirect(APPROVALS)
         return redirect(f"{PREFIX}executions/{execution_id}")
 
     async def again(request: Request) -> Response:
@@ -188,10 +194,20 @@ def _calls(phases: Sequence[PhaseResult]) -> list[Mapping[str, object]]:
 
 
 def _show(
-    pages: Pages, request: Request, record: ExecutionRecord, status_code: int = 200, **more: Any
+    pages: Pages,
+    request: Request,
+    record: ExecutionRecord,
+    status_code: int = 200,
+    *,
+    since: int | None = None,
+    **more: Any,
 ) -> Response:
+    """The page of ``record``, followed live from the change ``since`` (the one known before
+    it was read) until it finishes."""
     row = record.execution
     waiting = record.approval is not None and record.approval.status == "pending"
+    since = pages.context.changes.seq if since is None else since
+    live = f"{PREFIX}live?" + urlencode({"execution": row.id, "since": since})
     return pages.render(
         request,
         "execution.html",
@@ -204,4 +220,5 @@ def _show(
         waiting=waiting,
         again=row.trigger_type == "manual" and pages.context.loop(row.loop_id) is not None,
         error=more.get("error"),
+        stream=None if row.status == "finished" else live,
     )

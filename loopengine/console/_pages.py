@@ -42,6 +42,7 @@ __all__ = [
     "cookie_name",
     "redirect",
     "serves",
+    "time_left",
 ]
 
 COOKIE = "loopengine_console"
@@ -127,7 +128,9 @@ class Pages:
             undefined=StrictUndefined,
             auto_reload=False,
         )
-        self.templates.filters.update(iso=iso, when=_when, shown=_shown, pretty=_pretty)
+        self.templates.filters.update(
+            iso=iso, when=_when, shown=_shown, pretty=_pretty, left=time_left
+        )
 
     def render(
         self, request: Request, template: str, status_code: int = 200, **values: Any
@@ -155,6 +158,19 @@ class Pages:
 def _when(moment: float) -> str:
     """An instant as people read it, in UTC."""
     return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def time_left(seconds: float) -> str:
+    """How long until an approval escalates, as people say it (``overdue`` past it)."""
+    if seconds <= 0:
+        return "overdue"
+    whole = max(1, round(seconds))
+    days, rest = divmod(whole, 86_400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [(days, "d"), (hours, "h"), (minutes, "min")] if whole >= 60 else [(secs, "s")]
+    shown = [f"{count} {unit}" for count, unit in parts if count][:2]
+    return " ".join(shown) + " left"
 
 
 def _shown(value: Any) -> str:

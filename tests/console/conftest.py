@@ -62,8 +62,24 @@ id: from_file
 trigger: {type: manual}
 decide: {decision_tree: [], fallback_action: log_only}
 """
+HELD = """\
+id: held
+trigger: {type: manual}
+params:
+  gate: {type: string}
+decide: {decision_tree: [], fallback_action: wait}
+act:
+  actions:
+    - action_id: wait
+      skill_id: shell
+      params:
+        command: [sh, -c, 'while [ ! -e "$0" ]; do sleep 0.05; done', '${ input.gate }']
+        timeout_s: 120
+"""
+"""A loop whose act phase lasts until the file ``gate`` names exists."""
 LOOPS = {
     "counted.yaml": COUNTED,
+    "held.yaml": HELD,
     "says.yaml": SAYS,
     "gated.yaml": GATED,
     "on_event.yaml": ON_EVENT,

@@ -138,6 +138,7 @@ def _pages(served: Served) -> list[str]:
         "/console/executions",
         "/console/executions?outcome=nope",
         f"/console/executions/{run['execution_id']}",
+        "/console/approvals",
     ]
 
 
@@ -218,3 +219,39 @@ def test_the_overview_s_controls_are_reached_by_keyboard(page: Page) -> None:
     assert "Executions" in reached
     assert {"Events", "Metrics", "Autolearn"} <= set(reached)
     assert "Log out" in reached
+
+
+def test_a_running_execution_grows_live_and_completes_without_a_reload(
+    page: Page, served: Served, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    page.goto("/console/executions?loop_id=held")
+    page.evaluate("window.notReloaded = true")
+    served.workspace.cli("trigger", "held", "--input", f"gate={gate}")
+    running = page.locator("tbody tr", has=page.locator(".o-running"))
+    expect(running).to_have_count(1)
+    assert page.evaluate("window.notReloaded") is True
+    running.get_by_role("link").click()
+    page.evaluate("window.notReloaded = true")
+    expect(page.locator(".badge").first).to_have_text("running")
+    expect(page.locator("ol.timeline .phase", has_text="decide")).to_be_visible()
+    expect(page.locator("ol.timeline .phase", has_text="act")).to_have_count(0)
+    gate.touch()
+    expect(page.locator(".badge").first).to_have_text("completed")
+    expect(page.locator("ol.timeline .phase", has_text="act")).to_be_visible()
+    assert page.evaluate("window.notReloaded") is True
+
+
+def test_approve_in_place_on_the_approvals_page(page: Page, served: Served) -> None:
+    served.workspace.cli("trigger", "gated", "--input", "n=31", "--wait", check=False)
+    page.goto("/")
+    page.get_by_role("link", name="Approvals").click()
+    gate = page.locator("section.approval").first
+    expect(gate.locator("h2")).to_contain_text("gated")
+    execution_id = gate.get_by_role("link").inner_text()
+    gate.get_by_label("Note").fill("fine")
+    gate.get_by_role("button", name="Approve").click()
+    expect(page).to_have_url("/console/approvals")
+    expect(page.get_by_role("link", name=execution_id)).to_have_count(0)
+    page.goto("/console/executions?outcome=completed&loop_id=gated")
+    expect(page.get_by_role("link", name=execution_id)).to_be_visible()
