@@ -217,11 +217,10 @@ def history(
 
 def latest(loop_ids: Sequence[str], count: int) -> Operation[dict[str, list[ExecutionRow]]]:
     """The newest ``count`` executions of each loop, newest first (the console's strip of
-    outcomes)."""
-    found: dict[str, list[ExecutionRow]] = {}
-    for loop_id in loop_ids:
-        found[loop_id] = (yield from history(loop_id, None, count)).rows
-    return found
+    outcomes), in one read."""
+    if not 1 <= count <= MAX_LISTED:
+        raise ContractError(f"count {count}: write a whole number from 1 to {MAX_LISTED}")
+    return (yield from _read(executions.newest_of_each, list(loop_ids), count))
 
 
 def daemon_status(lease_s: float) -> Operation[status.View]:

@@ -48,6 +48,7 @@ __all__ = [
     "last_seq",
     "list_executions",
     "mark_all_interrupted",
+    "newest_of_each",
     "page_of_executions",
     "phases_of",
     "read_record",
@@ -269,6 +270,16 @@ def list_executions(
     if outcome is not None:
         query = query.where(executions.c.outcome == outcome)
     return [ExecutionRow.from_row(row) for row in connection.execute(query).mappings()]
+
+
+def newest_of_each(
+    connection: sa.Connection, loop_ids: Sequence[str], count: int
+) -> dict[str, list[ExecutionRow]]:
+    """The newest ``count`` executions of each loop of ``loop_ids``, newest first: one indexed
+    read per loop, all in one transaction (a strip of outcomes per loop on one page)."""
+    return {
+        loop_id: list_executions(connection, loop_id=loop_id, limit=count) for loop_id in loop_ids
+    }
 
 
 @dataclass(frozen=True, slots=True)

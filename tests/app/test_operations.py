@@ -228,6 +228,14 @@ def test_latest_is_each_loop_s_newest_executions_newest_first(url: str) -> None:
     }
 
 
+def test_latest_reads_every_loop_at_once() -> None:
+    """A thousand loops on the overview were a thousand reads."""
+    steps = latest([f"loop{n}" for n in range(1000)], 20)
+    next(steps)
+    with pytest.raises(StopIteration):
+        steps.send({})
+
+
 def test_events_are_listed_within_the_times_asked(url: str) -> None:
     emitted = write_now(url, emit("page.updated", {}, "cli"))
     at = emitted.created_at
