@@ -47,7 +47,10 @@ def create_console(context: ApiContext) -> Console:
     async def failed(request: Request, exc: Exception) -> Response:
         status_code = exc.status_code if isinstance(exc, HTTPException) else 404
         message = exc.detail if isinstance(exc, HTTPException) else str(exc)
-        return pages.render(request, "error.html", status_code, message=message)
+        answer = pages.render(request, "error.html", status_code, message=message)
+        if isinstance(exc, HTTPException) and exc.headers:
+            answer.headers.update(exc.headers)
+        return answer
 
     async def unavailable(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StoreUnavailable)

@@ -105,6 +105,12 @@ def test_a_missing_page_is_a_404_page(console: Console) -> None:
     assert "no execution" in response.text
 
 
+def test_a_method_a_page_does_not_take_says_which_it_takes(console: Console) -> None:
+    response = console.http.delete("/console/executions")
+    assert response.status_code == 405
+    assert response.headers["allow"] == "GET, HEAD"
+
+
 def _hostile_run(served: Served) -> str:
     """An execution of ``says`` whose input and action result hold every hostile text."""
     text = " ".join(HOSTILE)
