@@ -227,17 +227,19 @@ class _Access:
 class _Faults:
     """Answers a request whatever fails while serving it, and never lets the error reach the
     server (which would print a traceback): a store out of reach or out of space is a 503 with
-    ``Retry-After`` (at once while the store is known to be out, without touching it), anything
-    else a 500 naming the request; one log line each."""
+    ``Retry-After`` (at once while the store is known to be out, without touching it, but on
+    the console's paths, ``guarded``: its pages check the session first and say it in HTML),
+    anything else a 500 naming the request; one log line each."""
 
-    def __init__(self, app: ASGIApp, context: ApiContext) -> None:
-        self.app, self.context = app, context
+    def __init__(self, app: ASGIApp, context: ApiContext, guarded: Callable[[str], bool]) -> None:
+        self.app, self.context, self.guarded = app, context, guarded
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
-        if (outage := self.context.store.outage) is not None:
+        outage = self.context.store.outage
+        if outage is not None and not self.guarded(scope["path"]):
             await _unavailable(outage)(scope, receive, send)
             return
         answered = False
@@ -346,7 +348,7 @@ def create_app(context: ApiContext) -> FastAPI:
         deadline_s=BODY_DEADLINE_S,
         limit_of=partial(_hook_limit, context),
     )
-    app.add_middleware(_Faults, context=context)
+    app.add_middleware(_Faults, context=context, guarded=console.serves)
     app.add_middleware(_Access, context=context, guarded=console.serves)
     app.add_middleware(InFlight, limit=MAX_IN_FLIGHT, open_limit=MAX_OPEN_IN_FLIGHT)
 

@@ -36,16 +36,32 @@ def _failing(error: BaseException) -> Any:
     return app
 
 
-def _answer(error: BaseException) -> httpx.Response:
-    context = _Context(_Store(), DaemonLog(io.StringIO()))
-    middleware = _Faults(_failing(error), context)
+def _answer(
+    error: BaseException, path: str = "/executions", outage: StoreUnavailable | None = None
+) -> httpx.Response:
+    context = _Context(_Store(outage), DaemonLog(io.StringIO()))
+    middleware = _Faults(_failing(error), context, guarded=lambda path: path.startswith("/console"))
 
     async def main() -> httpx.Response:
         transport = httpx.ASGITransport(app=middleware)
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-            return await client.get("/executions")
+            return await client.get(path)
 
     return anyio.run(main)
+
+
+def test_during_a_known_outage_the_api_answers_503_without_serving() -> None:
+    down = StoreUnavailable("the database is unavailable: disk full", retry_after=5)
+    answer = _answer(RuntimeError("served"), outage=down)
+    assert (answer.status_code, answer.json()["error"]["code"]) == (503, "unavailable")
+
+
+def test_during_a_known_outage_the_console_answers_its_own_pages() -> None:
+    """Its pages check the session before anything, and say the outage in HTML."""
+    down = StoreUnavailable("the database is unavailable: disk full", retry_after=5)
+    answer = _answer(StoreUnavailable("served", retry_after=5), "/console/executions", down)
+    assert answer.status_code == 503
+    assert "served" in answer.text
 
 
 def test_an_outage_from_inside_a_task_group_is_a_503() -> None:
