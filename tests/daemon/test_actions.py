@@ -6,8 +6,10 @@ not), files rolled back on a failed assertion, a metric point, and a scripted LL
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
+import signal
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -205,7 +207,13 @@ def test_shell_kills_the_childs_process_group_at_its_deadline(served: Served) ->
     assert execution["outcome"] == "failed"
     assert "ran past its timeout of 2 s and was killed" in _call(execution)["error"]
     pids = [int(pid) for pid in (served.data / "pids").read_text().split()]
-    wait_until(lambda: not any(alive(pid) for pid in pids), f"{pids} still run")
+    try:
+        wait_until(lambda: not any(alive(pid) for pid in pids), f"{pids} still run")
+    except AssertionError:
+        for pid in pids:  # the action left them running: the test leaves nothing behind
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        raise
 
 
 def _verified(delivery: dict[str, Any]) -> str:
