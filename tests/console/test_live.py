@@ -18,7 +18,7 @@ from loopengine.store import ExecutionRow, executions, write_once
 from tests.console.conftest import Console, Served
 from tests.console.test_executions import _run
 from tests.daemon.conftest import serving
-from tests.waiting import DEADLINE_S
+from tests.waiting import DEADLINE_S, wait_until
 
 _Event = dict[str, Any]
 
@@ -132,8 +132,13 @@ def test_a_session_holds_a_few_streams_at_once(served: Served, console: Console)
                 pass
         assert refused.status_code == 429
         assert "live pages per login" in refused.text
-        with _stream(console):
-            pass
+
+        def opens() -> bool:
+            """The daemon frees a stream's place once it sees its reader gone: soon after."""
+            with console.http.stream("GET", "/console/live") as response:
+                return response.status_code == 200
+
+        wait_until(opens, "no place was freed by the streams closed")
     finally:
         other.close()
 
