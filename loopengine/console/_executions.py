@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from loopengine.app import answer, execution, history, perform
+from loopengine.app import answer, execution, history, perform, resume
 from loopengine.console._approvals import APPROVALS
 from loopengine.console._overview import queue_run
 from loopengine.console._pages import PREFIX, Pages, redirect
@@ -160,6 +160,18 @@ def execution_routes(pages: Pages) -> list[BaseRoute]:
             return redirect(APPROVALS)
         return redirect(f"{PREFIX}executions/{execution_id}")
 
+    async def resumed(request: Request) -> Response:
+        await pages.posted(request)
+        execution_id = request.path_params["execution_id"]
+        try:
+            await resume(context.runtime, execution_id)
+        except StoreUnavailable:
+            raise
+        except LoopEngineError as exc:
+            record = await perform(context.store, execution(execution_id))
+            return _show(pages, request, record, 409, error=str(exc))
+        return redirect(f"{PREFIX}executions/{execution_id}")
+
     async def again(request: Request) -> Response:
         await pages.posted(request)
         record = await perform(context.store, execution(request.path_params["execution_id"]))
@@ -182,6 +194,7 @@ def execution_routes(pages: Pages) -> list[BaseRoute]:
         Route(PREFIX + "executions/{execution_id}", one, methods=["GET"]),
         Route(PREFIX + "executions/{execution_id}/answer", answered, methods=["POST"]),
         Route(PREFIX + "executions/{execution_id}/again", again, methods=["POST"]),
+        Route(PREFIX + "executions/{execution_id}/resume", resumed, methods=["POST"]),
     ]
 
 
