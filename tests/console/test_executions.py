@@ -312,9 +312,7 @@ def test_resuming_an_execution_that_does_not_exist_is_a_404(console: Console) ->
     assert console.post("/console/executions/nope/resume", {}).status_code == 404
 
 
-def test_resume_without_the_form_s_csrf_token_is_refused(
-    served: Served, console: Console
-) -> None:
+def test_resume_without_the_form_s_csrf_token_is_refused(served: Served, console: Console) -> None:
     run = _run(served, "counted")
     path = f"/console/executions/{run['execution_id']}/resume"
     response = console.http.post(path, data={"csrf": "forged"}, headers={"Origin": console.url})
