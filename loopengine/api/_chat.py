@@ -42,6 +42,8 @@ __all__ = [
     "MODELS",
     "ChatCall",
     "ChatLoop",
+    "EventStream",
+    "Producer",
     "add_chat_routes",
 ]
 
@@ -180,7 +182,7 @@ class ModelList(BaseModel):
 Producer = Callable[[MemoryObjectSendStream[str]], Coroutine[Any, Any, None]]
 
 
-class _EventStream(StreamingResponse):
+class EventStream(StreamingResponse):
     """Server-sent events that ``produce`` writes in this response's own task group (an async
     generator holding one would be closed from another task); they end when it returns, and a
     client that leaves stops it."""
@@ -248,7 +250,7 @@ def add_chat_routes(app: FastAPI, context: ApiContext) -> None:
         reply = _Reply(call, request.model)
         headers = {"X-Session-ID": session}
         if request.stream:
-            return _EventStream(reply.stream, headers)
+            return EventStream(reply.stream, headers)
         completion = reply.completion(await call())
         return Response(
             completion.model_dump_json(), media_type="application/json", headers=headers

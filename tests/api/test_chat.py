@@ -417,8 +417,8 @@ async def test_a_slow_stream_sends_keep_alive_comments(monkeypatch: pytest.Monke
         await anyio.sleep(0.15)
         await sender.send("data: [DONE]\n\n")
 
-    def endpoint(request: Request) -> _chat._EventStream:
-        return _chat._EventStream(produce, {})
+    def endpoint(request: Request) -> _chat.EventStream:
+        return _chat.EventStream(produce, {})
 
     app = Starlette(routes=[Route("/", endpoint)])
     transport = httpx.ASGITransport(app=app)

@@ -283,8 +283,10 @@ def test_chat_and_open_a_stage_s_badge_by_keyboard(
             page.goto("/console/chat")
             page.get_by_label("Message").fill("What does the facts file hold?")
             page.get_by_label("Mode").select_option("reflexive")
+            visited = page.evaluate("history.length")
             page.get_by_role("button", name="Send").click()
             expect(page.get_by_role("heading", name="Reply")).to_be_visible()
+            assert page.evaluate("history.length") == visited, "the reply was not streamed"
             expect(page.locator(".answer")).to_contain_text(HOSTILE[1])
             badges = page.locator("details.stage")
             expect(badges).to_have_count(3)

@@ -4,6 +4,7 @@ listed and each thread readable; whatever a model wrote is shown as text."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -11,7 +12,7 @@ import pytest
 from starlette.exceptions import HTTPException
 
 from loopengine.api._chat import MAX_MESSAGE
-from loopengine.console._chat import chat_fields
+from loopengine.console._chat import STREAMED, chat_fields, progress_text
 from loopengine.testing import FakeLLMServer, reply, tool_call
 from tests.api.test_chat import TOKEN as CLUSTER_TOKEN
 from tests.api.test_chat import chat_daemon
@@ -191,3 +192,46 @@ def test_a_message_without_the_form_s_csrf_token_is_refused(chatting: Chatting) 
     data = {"message": "Hi", "csrf": "forged"}
     response = console.http.post("/console/chat", data=data, headers={"Origin": console.url})
     assert response.status_code == 403
+
+
+def test_progress_says_which_stage_answers_and_which_tool_it_called() -> None:
+    assert progress_text("llm.stage", {"node": "OL1", "role": "research"}) == (
+        "OL1 (research) is answering…"
+    )
+    called = {"node": "OL1", "name": "read_file", "ok": False}
+    assert progress_text("llm.tool", called) == "OL1 called read_file (failed)"
+    done = {"node": "M1", "status": "loop_stopped", "turns": 2}
+    assert progress_text("llm.stage_done", done) == "M1: loop_stopped, 2 turns"
+
+
+def _events(text: str) -> list[tuple[str, str]]:
+    """The (name, data) of each event of a stream whose data are JSON strings."""
+    found = []
+    for block in text.split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines() if not line.startswith(":"))
+        if "event" in lines:
+            found.append((lines["event"], json.loads(lines["data"])))
+    return found
+
+
+def test_a_script_is_streamed_the_chain_s_progress_then_the_page(chatting: Chatting) -> None:
+    _reflexive(chatting.llm)
+    fields = {"message": "Analyse the facts file", "mode": "reflexive"}
+    response = chatting.console.post("/console/chat", fields, Accept=STREAMED)
+    assert response.headers["content-type"].startswith(STREAMED)
+    events = _events(response.text)
+    progress = [data for name, data in events if name == "progress"]
+    assert progress[:2] == ["OL1 (research) is answering…", "OL1 called read_file (ok)"]
+    assert [name for name, _ in events][-1] == "page"
+    page = events[-1][1]
+    assert page.startswith("<!doctype html>")
+    assert "Reviewed: loops have seven phases.</p>" in page
+    assert "Loops have seven phases. &lt;script&gt;" in page
+
+
+def test_a_streamed_message_refused_is_a_page_saying_why(chatting: Chatting) -> None:
+    fields = {"message": " "}
+    response = chatting.console.post("/console/chat", fields, Accept=STREAMED)
+    (name, page), *_ = _events(response.text)
+    assert name == "page"
+    assert "message: write something to send" in page
