@@ -24,7 +24,15 @@ from loopengine.console._forms import MAX_FORM_BYTES
 from loopengine.console._pages import PREFIX, Pages
 from loopengine.store import new_id
 
-__all__ = ["CHAT", "SESSIONS", "STREAMED", "chat_fields", "chat_routes", "progress_text"]
+__all__ = [
+    "CHAT",
+    "SESSIONS",
+    "SHOWN_MESSAGES",
+    "STREAMED",
+    "chat_fields",
+    "chat_routes",
+    "progress_text",
+]
 
 CHAT = f"{PREFIX}chat"
 STREAMED = "text/event-stream"
@@ -32,6 +40,8 @@ STREAMED = "text/event-stream"
 then the page with the reply."""
 SESSIONS = 50
 """Sessions the chat page lists, those that grew last first."""
+SHOWN_MESSAGES = 200
+"""Newest messages a session's page shows."""
 _FORM_BYTES = MAX_MESSAGE * 12 + MAX_FORM_BYTES
 """Most bytes of the chat form: a message of ``MAX_MESSAGE`` characters percent-encoded (up to
 12 bytes each) and the other fields; the daemon's bound on any body stops it first."""
@@ -137,7 +147,11 @@ def chat_routes(pages: Pages) -> list[BaseRoute]:
         if len(session) > MAX_SESSION_ID or not _SESSION.match(session):
             raise HTTPException(404, "no such session")
         found = await perform(context.store, thread(session))
-        return pages.render(request, "session.html", session=session, thread=found)
+        shown = found.messages[-SHOWN_MESSAGES:]
+        earlier = len(found.messages) - len(shown)
+        return pages.render(
+            request, "session.html", session=session, thread=found, shown=shown, earlier=earlier
+        )
 
     return [
         Route(CHAT, read, methods=["GET"]),

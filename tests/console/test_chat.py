@@ -5,6 +5,7 @@ listed and each thread readable; whatever a model wrote is shown as text."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -12,8 +13,10 @@ import pytest
 from starlette.exceptions import HTTPException
 
 from loopengine.api._chat import MAX_MESSAGE
-from loopengine.console._chat import STREAMED, chat_fields, progress_text
+from loopengine.console._chat import SHOWN_MESSAGES, STREAMED, chat_fields, progress_text
+from loopengine.store import threads, write_once
 from loopengine.testing import FakeLLMServer, reply, tool_call
+from loopengine.threads import new_batch
 from tests.api.test_chat import TOKEN as CLUSTER_TOKEN
 from tests.api.test_chat import chat_daemon
 from tests.console.conftest import HOSTILE, IMAGE, LINK, SCRIPT, Console, Served
@@ -27,6 +30,7 @@ HOSTILE_REPLY = f'Paris. {SCRIPT} {IMAGE} [click]({LINK}) <a href="{LINK}">here<
 class Chatting:
     console: Console
     llm: FakeLLMServer
+    database: str
 
     def send(self, message: str, **fields: str) -> tuple[int, str]:
         response = self.console.post("/console/chat", {"message": message, **fields})
@@ -40,7 +44,7 @@ def chatting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chatting]:
         (daemon.workspace.root / "facts.txt").write_text(FACTS)
         client = Served(daemon.workspace, daemon.api).client()
         assert client.login(CLUSTER_TOKEN).status_code == 303
-        yield Chatting(client, daemon.llm)
+        yield Chatting(client, daemon.llm, daemon.workspace.env["LOOPENGINE_DATABASE"])
         client.close()
 
 
@@ -155,6 +159,17 @@ def test_the_session_is_kept_for_the_next_message_and_its_thread_readable(
     assert "Paris. &lt;script&gt;" in thread.text
     for hostile in HOSTILE[:2]:
         assert hostile not in thread.text
+
+
+def test_a_long_thread_shows_its_newest_messages(chatting: Chatting) -> None:
+    said = [{"role": "user", "content": f"message {n}."} for n in range(SHOWN_MESSAGES + 1)]
+    batch = new_batch("long-thread", said, operation_id="op", now=time.time())
+    write_once(chatting.database, threads.append_batch, batch)
+    page = chatting.console.http.get("/console/chat/sessions/long-thread").text
+    assert page.count('<li class="said">') == SHOWN_MESSAGES
+    assert "message 0." not in page
+    assert f"message {SHOWN_MESSAGES}." in page
+    assert "1 earlier ones are not shown" in page
 
 
 def test_a_session_never_written_is_an_empty_thread(chatting: Chatting) -> None:
