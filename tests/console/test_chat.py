@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import httpx
 import pytest
 from starlette.exceptions import HTTPException
 
@@ -250,3 +251,26 @@ def test_a_streamed_message_refused_is_a_page_saying_why(chatting: Chatting) -> 
     (name, page), *_ = _events(response.text)
     assert name == "page"
     assert "message: write something to send" in page
+
+
+def test_a_message_posted_from_another_site_is_refused_unsent(chatting: Chatting) -> None:
+    asked = len(chatting.llm.requests_for("ol1"))
+    response = chatting.console.post(
+        "/console/chat", {"message": "Hi", "mode": "simple"}, Origin="http://evil.example"
+    )
+    assert response.status_code == 403
+    assert len(chatting.llm.requests_for("ol1")) == asked
+
+
+def test_the_chat_and_a_session_need_a_login(chatting: Chatting) -> None:
+    with httpx.Client(base_url=chatting.console.url, timeout=30) as anonymous:
+        for path in ("/console/chat", "/console/chat/sessions/ada-1"):
+            response = anonymous.get(path)
+            assert response.status_code == 303
+            assert response.headers["location"].startswith("/login?next=")
+
+
+def test_without_a_cluster_the_page_says_what_is_missing(console: Console) -> None:
+    response = console.post("/console/chat", {"message": "Hi"})
+    assert response.status_code == 503
+    assert "no LLM nodes configured: add cluster.nodes to loopengine.yaml" in response.text
