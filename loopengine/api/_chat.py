@@ -35,7 +35,17 @@ from loopengine.store import new_id
 if TYPE_CHECKING:
     from loopengine.skills import Progress
 
-__all__ = ["KEEP_ALIVE_S", "MAX_MESSAGE", "MAX_MESSAGES", "MODELS", "add_chat_routes"]
+__all__ = [
+    "KEEP_ALIVE_S",
+    "MAX_MESSAGE",
+    "MAX_MESSAGES",
+    "MODELS",
+    "ChatCall",
+    "ChatLoop",
+    "EventStream",
+    "Producer",
+    "add_chat_routes",
+]
 
 MAX_MESSAGE = 100_000
 """Most characters of one message (the body itself stops at ``MAX_BODY``)."""
@@ -172,7 +182,7 @@ class ModelList(BaseModel):
 Producer = Callable[[MemoryObjectSendStream[str]], Coroutine[Any, Any, None]]
 
 
-class _EventStream(StreamingResponse):
+class EventStream(StreamingResponse):
     """Server-sent events that ``produce`` writes in this response's own task group (an async
     generator holding one would be closed from another task); they end when it returns, and a
     client that leaves stops it."""
@@ -207,7 +217,7 @@ class _EventStream(StreamingResponse):
 def add_chat_routes(app: FastAPI, context: ApiContext) -> None:
     """``/chat``, ``/v1/chat/completions``, ``/v1/models``."""
     served_since = int(time.time())
-    chat_loop_of = _ChatLoop(context)
+    chat_loop_of = ChatLoop(context)
 
     @app.post("/chat")
     async def chat_message(request: ChatIn) -> ChatOut:
@@ -215,7 +225,7 @@ def add_chat_routes(app: FastAPI, context: ApiContext) -> None:
         no LLM node is configured or the chain ends without a reply (with each stage's reason)."""
         loop = chat_loop_of()
         given = (request.message, request.session_id, request.mode, request.user)
-        answer = await _Call(context, loop, *given, request.category)()
+        answer = await ChatCall(context, loop, *given, request.category)()
         return ChatOut.model_validate(answer.response())
 
     @app.get("/v1/models")
@@ -236,11 +246,11 @@ def add_chat_routes(app: FastAPI, context: ApiContext) -> None:
         mode = _mode(request.model)
         message = _last_user_text(request.messages)
         session = x_session_id or request.user or new_id()
-        call = _Call(context, chat_loop_of(), message, session, mode, request.user)
+        call = ChatCall(context, chat_loop_of(), message, session, mode, request.user)
         reply = _Reply(call, request.model)
         headers = {"X-Session-ID": session}
         if request.stream:
-            return _EventStream(reply.stream, headers)
+            return EventStream(reply.stream, headers)
         completion = reply.completion(await call())
         return Response(
             completion.model_dump_json(), media_type="application/json", headers=headers
@@ -248,7 +258,7 @@ def add_chat_routes(app: FastAPI, context: ApiContext) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class _Call:
+class ChatCall:
     """One message to answer on the daemon's engine."""
 
     context: ApiContext
@@ -279,7 +289,7 @@ class _Call:
 class _Reply:
     """``call`` answered in OpenAI's shapes, as one completion or as a stream of chunks."""
 
-    call: _Call
+    call: ChatCall
     model: str
     id: str = field(default_factory=lambda: f"chatcmpl-{new_id()}")
     created: int = field(default_factory=lambda: int(time.time()))
@@ -333,7 +343,7 @@ def _comment(event: str, fields: Mapping[str, Any]) -> str:
     return f": {event} {json.dumps(shown, ensure_ascii=False)[:_COMMENT_CHARS]}\n\n"
 
 
-class _ChatLoop:
+class ChatLoop:
     """The chat loop, loaded on first use and kept (loading and checking it took ~6 ms, as
     long as a whole chat on a fast node); 503 saying what is missing (LLM nodes, the loop
     file), asked again at the next request."""

@@ -32,6 +32,7 @@ from loopengine.store import (
     queue,
     signals,
     status,
+    threads,
     write_once,
 )
 
@@ -73,6 +74,7 @@ __all__ = [
     "pause",
     "perform",
     "read_now",
+    "recent_sessions",
     "record_metric",
     "record_of",
     "remembered",
@@ -81,6 +83,7 @@ __all__ = [
     "served_loop",
     "served_loops",
     "set_flag",
+    "thread",
     "trigger",
     "waiting_approvals",
     "write_now",
@@ -383,6 +386,16 @@ def learning_history() -> Operation[list[autolearn.HistoryEntry]]:
 def remembered(user: str | None) -> Operation[list[memory.UserMemory]]:
     """What the chat remembers of ``user``, or of the users seen most recently."""
     return (yield from _read(memory.remembered, user))
+
+
+def recent_sessions(limit: int) -> Operation[list[threads.SessionRow]]:
+    """The ``limit`` chat sessions whose threads grew last, newest first."""
+    return (yield from _read(threads.recent_sessions, limit))
+
+
+def thread(session_id: str) -> Operation[threads.Thread]:
+    """A chat session's messages in order (an empty thread for a session never written)."""
+    return (yield from _read(threads.read_thread, session_id))
 
 
 def scores_over_time() -> Operation[list[autolearn.ScorePoint]]:

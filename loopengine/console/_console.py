@@ -18,6 +18,7 @@ from starlette.types import ASGIApp
 from loopengine.api._context import ApiContext
 from loopengine.console._approvals import approval_routes
 from loopengine.console._autolearn import autolearn_routes
+from loopengine.console._chat import chat_routes
 from loopengine.console._executions import execution_routes
 from loopengine.console._live import live_routes
 from loopengine.console._login import login_routes
@@ -74,6 +75,7 @@ def create_console(context: ApiContext) -> Console:
             *autolearn_routes(pages),
             *live_routes(pages),
             *approval_routes(pages),
+            *chat_routes(pages),
             Mount(f"{PREFIX}static", StaticFiles(directory=_STATIC), name="static"),
         ],
         exception_handlers=handlers,

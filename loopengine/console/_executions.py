@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from loopengine.app import answer, execution, history, perform
+from loopengine.app import answer, execution, history, perform, resume
 from loopengine.console._approvals import APPROVALS
 from loopengine.console._overview import queue_run
 from loopengine.console._pages import PREFIX, Pages, redirect
@@ -182,7 +182,27 @@ def execution_routes(pages: Pages) -> list[BaseRoute]:
         Route(PREFIX + "executions/{execution_id}", one, methods=["GET"]),
         Route(PREFIX + "executions/{execution_id}/answer", answered, methods=["POST"]),
         Route(PREFIX + "executions/{execution_id}/again", again, methods=["POST"]),
+        _resume_route(pages),
     ]
+
+
+def _resume_route(pages: Pages) -> Route:
+    """The form that runs an interrupted execution on, as ``loopengine resume`` does; why it
+    does not shown on the execution's page."""
+
+    async def resumed(request: Request) -> Response:
+        await pages.posted(request)
+        execution_id = request.path_params["execution_id"]
+        try:
+            await resume(pages.context.runtime, execution_id)
+        except StoreUnavailable:
+            raise
+        except LoopEngineError as exc:
+            record = await perform(pages.context.store, execution(execution_id))
+            return _show(pages, request, record, 409, error=str(exc))
+        return redirect(f"{PREFIX}executions/{execution_id}")
+
+    return Route(PREFIX + "executions/{execution_id}/resume", resumed, methods=["POST"])
 
 
 def _calls(phases: Sequence[PhaseResult]) -> list[Mapping[str, object]]:

@@ -17,17 +17,17 @@ MAX_FIELDS = 100
 _FORM = "application/x-www-form-urlencoded"
 
 
-async def read_form(request: Request) -> dict[str, str]:
+async def read_form(request: Request, max_bytes: int = MAX_FORM_BYTES) -> dict[str, str]:
     """The fields of the form ``request`` posts, the first of each name; 415 for another kind
-    of body, 413 past ``MAX_FORM_BYTES``, 400 past ``MAX_FIELDS`` or for text not UTF-8."""
+    of body, 413 past ``max_bytes``, 400 past ``MAX_FIELDS`` or for text not UTF-8."""
     kind = request.headers.get("content-type", "").partition(";")[0].strip().lower()
     if kind != _FORM:
         raise HTTPException(415, f"a form is sent as {_FORM}")
     body = bytearray()
     async for chunk in request.stream():
         body += chunk
-        if len(body) > MAX_FORM_BYTES:
-            raise HTTPException(413, f"the form is over {MAX_FORM_BYTES} bytes")
+        if len(body) > max_bytes:
+            raise HTTPException(413, f"the form is over {max_bytes} bytes")
     try:
         text = body.decode()
         pairs = parse_qsl(text, keep_blank_values=True, max_num_fields=MAX_FIELDS, errors="strict")

@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from loopengine.api._access import loopback_host
 from loopengine.api._context import ApiContext
-from loopengine.console._forms import read_form
+from loopengine.console._forms import MAX_FORM_BYTES, read_form
 from loopengine.console._security import (
     HEADERS,
     csrf_accepted,
@@ -145,10 +145,10 @@ class Pages:
         )
         return HTMLResponse(page, status_code=status_code)
 
-    async def posted(self, request: Request) -> dict[str, str]:
-        """The fields of a form posted by a page of this session; 403 without its CSRF
-        token."""
-        fields = await read_form(request)
+    async def posted(self, request: Request, max_bytes: int = MAX_FORM_BYTES) -> dict[str, str]:
+        """The fields of a form posted by a page of this session (at most ``max_bytes``); 403
+        without its CSRF token."""
+        fields = await read_form(request, max_bytes)
         session = request.scope.get("state", {}).get("console_session")
         if session is None or not csrf_accepted(self.gate.csrf(session), fields.get("csrf")):
             raise HTTPException(403, "the form is not one this page served: reload it")

@@ -28,6 +28,7 @@ __all__ = [
     "Message",
     "MessageToolCall",
     "Role",
+    "SessionRow",
     "Thread",
     "advance",
     "answered",
@@ -42,6 +43,7 @@ __all__ = [
     "load_thread",
     "operation_messages",
     "read_thread",
+    "recent_sessions",
     "record_operation",
     "thread_version",
 ]
@@ -86,6 +88,11 @@ _BUMP = chat_sessions.update().where(
 _INSERT_OPERATION = chat_operations.insert()
 _THREAD = (
     sa.select(chat_messages).where(chat_messages.c.session_id == _SID).order_by(chat_messages.c.seq)
+)
+_RECENT = (
+    sa.select(chat_sessions)
+    .order_by(chat_sessions.c.updated_at.desc(), chat_sessions.c.id)
+    .limit(sa.bindparam("limit"))
 )
 _OPERATION = _THREAD.where(chat_messages.c.operation_id == sa.bindparam("op"))
 
@@ -285,6 +292,22 @@ class Thread:
 def read_thread(connection: sa.Connection, session_id: str) -> Thread:
     """The session's thread and its version, read together."""
     return Thread(thread_version(connection, session_id), load_thread(connection, session_id))
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    """A session: its version (ETag) and when its thread began and last grew."""
+
+    id: str
+    version: int
+    created_at: float
+    updated_at: float
+
+
+def recent_sessions(connection: sa.Connection, limit: int) -> list[SessionRow]:
+    """The ``limit`` sessions whose threads grew last, newest first."""
+    rows = fastpath.fetch_all(connection, _RECENT, {"limit": limit})
+    return [SessionRow(r["id"], r["version"], r["created_at"], r["updated_at"]) for r in rows]
 
 
 @dataclass(frozen=True, slots=True)

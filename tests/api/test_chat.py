@@ -64,10 +64,10 @@ def _start(root: Path, config: str) -> tuple[Workspace, Daemon, str]:
     return workspace, daemon, str(ready["api"])
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """A daemon with a token whose cluster (OL1, M1, M2) is one scripted server."""
-    root = tmp_path_factory.mktemp("chat")
+@contextmanager
+def chat_daemon(root: Path) -> Iterator[Served]:
+    """A daemon in ``root`` with a token whose cluster (OL1, M1, M2) is one scripted server,
+    stopped when the block ends."""
     (root / "facts.txt").write_text("Loops have seven phases.")
     with FakeLLMServer() as llm:
         nodes = "\n".join(
@@ -84,6 +84,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
             yield Served(workspace, daemon, api, llm)
         finally:
             assert daemon.stop() == 0
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    with chat_daemon(tmp_path_factory.mktemp("chat")) as served:
+        yield served
 
 
 def _error(response: httpx.Response) -> dict[str, Any]:
@@ -411,8 +417,8 @@ async def test_a_slow_stream_sends_keep_alive_comments(monkeypatch: pytest.Monke
         await anyio.sleep(0.15)
         await sender.send("data: [DONE]\n\n")
 
-    def endpoint(request: Request) -> _chat._EventStream:
-        return _chat._EventStream(produce, {})
+    def endpoint(request: Request) -> _chat.EventStream:
+        return _chat.EventStream(produce, {})
 
     app = Starlette(routes=[Route("/", endpoint)])
     transport = httpx.ASGITransport(app=app)

@@ -10,12 +10,16 @@ import os
 import re
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from loopengine.testing import reply, tool_call
+from tests.api.test_chat import TOKEN as CHAT_TOKEN
+from tests.api.test_chat import chat_daemon
 from tests.console.conftest import HOSTILE, TOKEN, Served
 from tests.waiting import wait_until
 
@@ -42,25 +46,33 @@ def browser() -> Iterator[Browser]:
             launched.close()
 
 
-@pytest.fixture
-def page(
-    browser: Browser, served: Served, tmp_path: Path, request: pytest.FixtureRequest
-) -> Iterator[Page]:
-    """A fresh browser page on the console, logged in; its screenshot is saved under the test's
-    temporary folder when the test ends, whatever its outcome."""
-    context = browser.new_context(base_url=served.url)
+@contextmanager
+def _logged_in(browser: Browser, url: str, token: str, screenshot: Path) -> Iterator[Page]:
+    """A fresh browser page on the console at ``url``, logged in with ``token``; its screenshot
+    saved to ``screenshot`` when the block ends, whatever its outcome."""
+    context = browser.new_context(base_url=url)
     opened = context.new_page()
     opened.set_default_timeout(30_000)
     opened.goto("/")
-    expect(opened).to_have_url(f"{served.url}/login?next=%2F")
-    opened.get_by_label("The daemon's token").fill(TOKEN)
+    expect(opened).to_have_url(f"{url}/login?next=%2F")
+    opened.get_by_label("The daemon's token").fill(token)
     opened.get_by_role("button", name="Log in").click()
     expect(opened.get_by_role("heading", name="Overview")).to_be_visible()
     try:
         yield opened
     finally:
-        opened.screenshot(path=tmp_path / f"{request.node.name}.png", full_page=True)
+        opened.screenshot(path=screenshot, full_page=True)
         context.close()
+
+
+@pytest.fixture
+def page(
+    browser: Browser, served: Served, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Page]:
+    """A fresh browser page on the console, logged in; its screenshot is saved under the test's
+    temporary folder when the test ends."""
+    with _logged_in(browser, served.url, TOKEN, tmp_path / f"{request.node.name}.png") as opened:
+        yield opened
 
 
 def test_run_a_loop_from_its_form_and_see_it_complete(page: Page) -> None:
@@ -255,3 +267,42 @@ def test_approve_in_place_on_the_approvals_page(page: Page, served: Served) -> N
     expect(page.get_by_role("link", name=execution_id)).to_have_count(0)
     page.goto("/console/executions?outcome=completed&loop_id=gated")
     expect(page.get_by_role("link", name=execution_id)).to_be_visible()
+
+
+def test_chat_and_open_a_stage_s_badge_by_keyboard(
+    browser: Browser, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    with chat_daemon(tmp_path_factory.mktemp("browsed-chat")) as daemon:
+        (daemon.workspace.root / "facts.txt").write_text(" ".join(HOSTILE))
+        daemon.llm.script("ol1", [tool_call("read_file", {"path": "facts.txt"}), reply("Read.")])
+        daemon.llm.script("m1", [reply("It holds markup.")])
+        daemon.llm.script("m2", [reply(f"Reviewed: {' '.join(HOSTILE)}")])
+        with _logged_in(browser, daemon.api, CHAT_TOKEN, tmp_path / "chat.png") as page:
+            dialogs: list[str] = []
+            page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+            page.goto("/console/chat")
+            page.get_by_label("Message").fill("What does the facts file hold?")
+            page.get_by_label("Mode").select_option("reflexive")
+            visited = page.evaluate("history.length")
+            page.get_by_role("button", name="Send").click()
+            expect(page.get_by_role("heading", name="Reply")).to_be_visible()
+            assert page.evaluate("history.length") == visited, "the reply was not streamed"
+            expect(page.locator(".answer")).to_contain_text(HOSTILE[1])
+            badges = page.locator("details.stage")
+            expect(badges).to_have_count(3)
+            assert [badges.nth(n).get_attribute("open") for n in range(3)] == [None] * 3
+            for _ in range(40):
+                page.keyboard.press("Tab")
+                if page.evaluate("document.activeElement.textContent.trim()") == "OL1 ▸ 2 turns":
+                    break
+            page.keyboard.press("Enter")
+            research = badges.first
+            expect(research.get_by_role("table")).to_contain_text("read_file")
+            expect(research).to_contain_text("ok")
+            expect(research.locator("pre").nth(1)).to_contain_text(HOSTILE[0])
+            assert page.title().endswith("· loopengine")
+            assert page.locator("main img").count() == 0
+            assert page.locator("main a[href^='javascript']").count() == 0
+            assert dialogs == []
+            violations = Axe().run(page).response["violations"]
+            assert [v["id"] for v in violations if v["impact"] in SERIOUS] == []

@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+import sqlalchemy as sa
 
 from loopengine.console._executions import PAGE, instant, timeline
 from loopengine.store import ExecutionRow, PhaseResult, executions, write_once
@@ -264,3 +265,55 @@ def test_only_a_manual_run_runs_again(served: Served, console: Console) -> None:
     response = console.post(f"/console/executions/{run['execution_id']}/again", {})
     assert response.status_code == 409
     assert "only a manual run runs again" in response.text
+
+
+def _interrupt_after_decide(served: Served, execution_id: str) -> None:
+    """Leave ``execution_id`` as a crash right after its decide phase would."""
+
+    def interrupt(connection: sa.Connection) -> None:
+        kept = executions.phases_of(connection, execution_id)[:3]
+        connection.execute(
+            sa.text("DELETE FROM phases WHERE execution_id = :id"), {"id": execution_id}
+        )
+        executions.insert_phases(connection, execution_id, [executions.PhaseRows.of(3, kept)])
+        executions.update_execution(
+            connection, execution_id, status="interrupted", outcome="interrupted"
+        )
+
+    write_once(served.workspace.env["LOOPENGINE_DATABASE"], interrupt)
+
+
+def test_resume_runs_an_interrupted_execution_on_from_its_last_phase(
+    served: Served, console: Console
+) -> None:
+    run = _run(served, "says", "text=again")
+    _interrupt_after_decide(served, run["execution_id"])
+    path = f"/console/executions/{run['execution_id']}"
+    assert f'action="{path}/resume"' in console.http.get(path).text
+    response = console.post(path + "/resume", {})
+    assert (response.status_code, response.headers["location"]) == (303, path)
+    shown = served.workspace.json("show", run["execution_id"])
+    assert shown["outcome"] == "completed"
+    assert [p["phase"] for p in shown["phases"]][-4:] == ["act", "validate", "learn", "store"]
+    assert f'action="{path}/resume"' not in console.http.get(path).text
+
+
+def test_resuming_what_was_not_interrupted_says_why_on_the_page(
+    served: Served, console: Console
+) -> None:
+    run = _run(served, "counted")
+    response = console.post(f"/console/executions/{run['execution_id']}/resume", {})
+    assert response.status_code == 409
+    assert "is completed, not interrupted" in response.text
+    assert 'class="error" role="alert"' in response.text
+
+
+def test_resuming_an_execution_that_does_not_exist_is_a_404(console: Console) -> None:
+    assert console.post("/console/executions/nope/resume", {}).status_code == 404
+
+
+def test_resume_without_the_form_s_csrf_token_is_refused(served: Served, console: Console) -> None:
+    run = _run(served, "counted")
+    path = f"/console/executions/{run['execution_id']}/resume"
+    response = console.http.post(path, data={"csrf": "forged"}, headers={"Origin": console.url})
+    assert response.status_code == 403

@@ -31,6 +31,7 @@ PAGES = [
     "/console/executions?outcome=completed",
     "/console/executions/nope",
     "/console/executions?outcome=nope",
+    "/console/chat",
     "/console/static/console.css",
     "/console/static/console.js",
     "/console/nothing/here",

@@ -70,3 +70,12 @@ async def test_a_message_reads_in_openai_shape_and_tells_of_its_tool_s_run_only_
     assert list(stored.as_json(meta=True)) == [
         *("role", "content", "tool_call_id", "timestamp", "success", "error", "duration_ms")
     ]
+
+
+async def test_the_sessions_whose_threads_grew_last_come_first(store: Store) -> None:
+    for session, now in (("s2", 3.0), ("s3", 2.0)):
+        batch = new_batch(session, [{"role": "user", "content": "hi"}], operation_id="op", now=now)
+        await store.write(threads.append_batch, batch)
+    recent = await store.read(threads.recent_sessions, 2)
+    assert [(row.id, row.updated_at) for row in recent] == [("s2", 3.0), ("s3", 2.0)]
+    assert [row.id for row in await store.read(threads.recent_sessions, 5)] == ["s2", "s3", "s1"]
