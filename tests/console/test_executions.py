@@ -8,11 +8,11 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-import sqlalchemy as sa
 
 from loopengine.console._executions import PAGE, instant, timeline
 from loopengine.store import ExecutionRow, PhaseResult, executions, write_once
 from tests.console.conftest import Console, Served
+from tests.engine.conftest import interrupt_after_decide
 from tests.waiting import wait_until
 
 
@@ -269,18 +269,7 @@ def test_only_a_manual_run_runs_again(served: Served, console: Console) -> None:
 
 def _interrupt_after_decide(served: Served, execution_id: str) -> None:
     """Leave ``execution_id`` as a crash right after its decide phase would."""
-
-    def interrupt(connection: sa.Connection) -> None:
-        kept = executions.phases_of(connection, execution_id)[:3]
-        connection.execute(
-            sa.text("DELETE FROM phases WHERE execution_id = :id"), {"id": execution_id}
-        )
-        executions.insert_phases(connection, execution_id, [executions.PhaseRows.of(3, kept)])
-        executions.update_execution(
-            connection, execution_id, status="interrupted", outcome="interrupted"
-        )
-
-    write_once(served.workspace.env["LOOPENGINE_DATABASE"], interrupt)
+    write_once(served.workspace.env["LOOPENGINE_DATABASE"], interrupt_after_decide, execution_id)
 
 
 def test_resume_runs_an_interrupted_execution_on_from_its_last_phase(

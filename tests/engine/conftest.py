@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from loopengine.builtins import builtin_registry
 from loopengine.contract import Config, Loop, LoopLoader
@@ -87,3 +88,14 @@ async def harness(tmp_path: Path, engine_registry: Registry) -> AsyncIterator[Ha
 
 
 HarnessFactory = Callable[..., Any]
+
+
+def interrupt_after_decide(connection: sa.Connection, execution_id: str) -> None:
+    """Leave ``execution_id`` as a crash right after its decide phase leaves it: its first
+    three phases committed, its status ``interrupted``."""
+    kept = executions.phases_of(connection, execution_id)[:3]
+    connection.execute(sa.text("DELETE FROM phases WHERE execution_id = :id"), {"id": execution_id})
+    executions.insert_phases(connection, execution_id, [executions.PhaseRows.of(3, kept)])
+    executions.update_execution(
+        connection, execution_id, status="interrupted", outcome="interrupted"
+    )

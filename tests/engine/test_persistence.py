@@ -11,7 +11,6 @@ from typing import Any
 
 import anyio
 import pytest
-import sqlalchemy as sa
 
 from loopengine import SkillContext, skill
 from loopengine.builtins import builtin_registry
@@ -23,7 +22,7 @@ from loopengine.skills import Registry
 from loopengine.store import Store, approvals, executions, learning, new_envelope, signals
 from loopengine.testing import memory_store
 from tests.engine import skills_for_tests
-from tests.engine.conftest import Harness, open_harness
+from tests.engine.conftest import Harness, interrupt_after_decide, open_harness
 
 pytestmark = pytest.mark.anyio
 
@@ -152,17 +151,7 @@ async def _interrupted_after_decide(harness: Harness) -> str:
     done = await harness.engine.run(harness.loop(SEVEN.replace("DURABILITY", "phase")))
     execution_id = done.execution_id
 
-    def interrupt_after_decide(connection: sa.Connection) -> None:
-        kept = executions.phases_of(connection, execution_id)[:3]
-        connection.execute(
-            sa.text("DELETE FROM phases WHERE execution_id = :id"), {"id": execution_id}
-        )
-        executions.insert_phases(connection, execution_id, [executions.PhaseRows.of(3, kept)])
-        executions.update_execution(
-            connection, execution_id, status="interrupted", outcome="interrupted"
-        )
-
-    await harness.store.write(interrupt_after_decide)
+    await harness.store.write(interrupt_after_decide, execution_id)
     skills_for_tests.CALLS.clear()
     return execution_id
 
