@@ -109,7 +109,7 @@ def test_a_missing_page_is_a_404_page(console: Console) -> None:
 def test_a_method_a_page_does_not_take_says_which_it_takes(console: Console) -> None:
     response = console.http.delete("/console/executions")
     assert response.status_code == 405
-    assert response.headers["allow"] == "GET, HEAD"
+    assert {method.strip() for method in response.headers["allow"].split(",")} == {"GET", "HEAD"}
 
 
 def _hostile_run(served: Served) -> str:
