@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import select
 import signal
 import subprocess
 import sys
@@ -34,6 +33,7 @@ from loopengine.testing import (
 )
 from loopengine.testing._script import read_script
 from tests.conftest import MINIMAL
+from tests.waiting import next_line
 
 pytestmark = pytest.mark.anyio
 
@@ -209,13 +209,6 @@ def test_a_script_file_is_read_up_to_a_bound(tmp_path: Path) -> None:
         read_script(path)
 
 
-def _first_line(process: subprocess.Popen[str], timeout_s: float = 30) -> str:
-    assert process.stdout is not None
-    ready, _, _ = select.select([process.stdout], [], [], timeout_s)
-    assert ready, f"nothing printed within {timeout_s:.0f} s"
-    return process.stdout.readline()
-
-
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_the_command_line_serves_until_ctrl_c(stop: signal.Signals) -> None:
     process = subprocess.Popen(
@@ -225,7 +218,7 @@ def test_the_command_line_serves_until_ctrl_c(stop: signal.Signals) -> None:
         text=True,
     )
     try:
-        line = _first_line(process)
+        line = next_line(process)
         url = re.search(r"http://127\.0\.0\.1:\d+/v1", line)
         assert url is not None, line
         assert "every model echoes the last user message" in line

@@ -3,6 +3,8 @@ machine, never sleep for a time that is usually long enough."""
 
 from __future__ import annotations
 
+import select
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -11,12 +13,20 @@ from typing import TypeVar
 
 import sqlalchemy as sa
 
-__all__ = ["DEADLINE_S", "alive", "wait_until", "wait_until_blocked"]
+__all__ = ["DEADLINE_S", "alive", "next_line", "wait_until", "wait_until_blocked"]
 
 DEADLINE_S = 60.0
 """How long a test waits for what should happen in well under a second on an idle machine."""
 
 T = TypeVar("T")
+
+
+def next_line(process: subprocess.Popen[str], timeout_s: float = 30) -> str:
+    """The next line ``process`` prints, once it prints it (a failure after ``timeout_s``)."""
+    assert process.stdout is not None
+    ready, _, _ = select.select([process.stdout], [], [], timeout_s)
+    assert ready, f"nothing printed within {timeout_s:.0f} s"
+    return process.stdout.readline()
 
 
 def alive(pid: int) -> bool:

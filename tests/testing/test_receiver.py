@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import select
 import signal
 import socket
 import subprocess
@@ -20,6 +19,7 @@ from loopengine.errors import TriggerError
 from loopengine.testing import WebhookReceiver
 from loopengine.testing._receiver import MAX_BODY, MAX_KEPT
 from loopengine.triggers import standard_signature, webhook_key
+from tests.waiting import next_line
 
 SECRET = "whsec_HQ1EWSWIHUvCuQR2kEcFr5EKy/BSlcIf"
 
@@ -134,13 +134,6 @@ def test_a_short_secret_is_refused() -> None:
         WebhookReceiver(secret="short")
 
 
-def _first_line(process: subprocess.Popen[str], timeout_s: float = 30) -> str:
-    assert process.stdout is not None
-    ready, _, _ = select.select([process.stdout], [], [], timeout_s)
-    assert ready, f"nothing printed within {timeout_s:.0f} s"
-    return process.stdout.readline()
-
-
 def test_the_command_line_prints_each_delivery_until_ctrl_c() -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "loopengine.testing", "--receive", "--secret", SECRET],
@@ -149,13 +142,13 @@ def test_the_command_line_prints_each_delivery_until_ctrl_c() -> None:
         text=True,
     )
     try:
-        banner = _first_line(process)
+        banner = next_line(process)
         url = re.search(r"http://127\.0\.0\.1:\d+", banner)
         assert url is not None, banner
         assert "(checks Standard Webhooks signatures); Ctrl-C stops it" in banner
         body = json.dumps({"down": "x"}).encode()
         assert httpx.post(f"{url[0]}/hook", content=body, headers=_signed(body)).status_code == 200
-        assert _first_line(process) == 'POST /hook  verified  {"down": "x"}\n'
+        assert next_line(process) == 'POST /hook  verified  {"down": "x"}\n'
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=30)
     finally:
