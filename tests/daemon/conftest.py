@@ -75,14 +75,22 @@ class Workspace:
     def json(self, *args: str) -> Any:
         return json.loads(self.cli(*args, "--json").stdout)
 
-    def start(self, log: str = "daemon.log") -> Daemon:
-        """A daemon on ``loops/``, logging to ``log``, once it says it is ready (killed if it
-        does not); :meth:`close` kills it if it still runs then."""
+    def start(self, log: str = "daemon.log", loops: str | None = "loops") -> Daemon:
+        """A daemon on ``loops`` (None: the folder its config names), logging to ``log``, once
+        it says it is ready (killed if it does not); :meth:`close` kills it if it still runs
+        then."""
         path = self.root / log
         before = path.stat().st_size if path.exists() else 0
         with path.open("a") as stream:
             process = subprocess.Popen(
-                [sys.executable, "-m", "loopengine", "daemon", "loops", "--json"],
+                [
+                    sys.executable,
+                    "-m",
+                    "loopengine",
+                    "daemon",
+                    *([loops] if loops else []),
+                    "--json",
+                ],
                 cwd=self.root,
                 env=self.env,
                 stdout=stream,

@@ -7,11 +7,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -21,7 +18,8 @@ import pytest
 
 from loopengine.testing import WebhookReceiver
 from tests.conftest import ROOT
-from tests.waiting import DEADLINE_S, wait_until
+from tests.daemon.conftest import Workspace
+from tests.waiting import wait_until
 
 EXAMPLE = ROOT / "examples" / "actions"
 SECRET = "whsec_HQ1EWSWIHUvCuQR2kEcFr5EKy/BSlcIf"
@@ -58,58 +56,11 @@ class Site:
         self._server.server_close()
 
 
-@dataclass
-class Folder:
-    """A copy of ``examples/actions`` and a terminal in it."""
-
-    path: Path
-    env: dict[str, str]
-    daemons: list[subprocess.Popen[bytes]] = field(default_factory=list)
-
-    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "loopengine", *args],
-            cwd=self.path,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=DEADLINE_S,
-            check=False,
-        )
-
-    def json(self, *args: str) -> Any:
-        done = self.cli(*args, "--json")
-        assert done.returncode in (0, 1), done.stderr
-        return json.loads(done.stdout)
-
-    def daemon(self) -> None:
-        """``loopengine daemon`` on the folder's loops (``daemon.loops`` in its config), once
-        it is ready; stopped with SIGTERM when the test ends."""
-        log = self.path / "daemon.log"
-        with log.open("wb") as stream:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "loopengine", "daemon", "--json"],
-                cwd=self.path,
-                env=self.env,
-                stdout=stream,
-                stderr=subprocess.STDOUT,
-            )
-        self.daemons.append(process)
-
-        def ready() -> bool:
-            assert process.poll() is None, log.read_text()
-            return '"kind":"ready"' in log.read_text()
-
-        wait_until(ready, lambda: f"the daemon is not ready: {log.read_text()}")
-
-    def stop(self) -> None:
-        for process in self.daemons:
-            process.terminate()
-            try:
-                assert process.wait(DEADLINE_S) == 0
-            finally:
-                process.kill()
-                process.wait()
+def _json(folder: Workspace, *args: str) -> Any:
+    """What a command prints with ``--json``; a run that failed (exit 1) prints its record too."""
+    done = folder.cli(*args, "--json", check=False)
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads(done.stdout)
 
 
 @pytest.fixture
@@ -125,7 +76,7 @@ def site() -> Iterator[Site]:
 
 
 @pytest.fixture
-def folder(tmp_path: Path, receiver: WebhookReceiver, site: Site) -> Iterator[Folder]:
+def folder(tmp_path: Path, receiver: WebhookReceiver, site: Site) -> Iterator[Workspace]:
     """The example, its ports replaced by the receiver's and the site's, its daemon's API on a
     free port."""
     path = tmp_path / "actions"
@@ -141,9 +92,13 @@ def folder(tmp_path: Path, receiver: WebhookReceiver, site: Site) -> Iterator[Fo
     config.write_text(config.read_text().replace("{loops: .}", "{loops: ., port: 0}"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPENGINE_")}
     env |= {"NO_COLOR": "1", "ALERT_HOOK_SECRET": SECRET}
-    started = Folder(path, env)
+    started = Workspace(path, env)
     yield started
-    started.stop()
+    try:
+        for daemon in started.daemons:
+            assert daemon.stop() == 0
+    finally:
+        started.close()
 
 
 def _files(folder: Path, *names: str, mb: int, days: int) -> None:
@@ -156,61 +111,61 @@ def _files(folder: Path, *names: str, mb: int, days: int) -> None:
         os.utime(file, (stamp, stamp))
 
 
-def test_the_examples_validate(folder: Folder) -> None:
-    done = folder.cli("validate", ".")
+def test_the_examples_validate(folder: Workspace) -> None:
+    done = folder.cli("validate", ".", check=False)
     assert (done.returncode, done.stdout) == (0, "✓ 5 loops valid\n")
 
 
-def test_the_disk_cleanup_archives_big_old_files_once_approved(folder: Folder) -> None:
-    downloads = folder.path / "downloads"
+def test_the_disk_cleanup_archives_big_old_files_once_approved(folder: Workspace) -> None:
+    downloads = folder.root / "downloads"
     _files(downloads, "a.iso", "b.iso", mb=101, days=40)
     _files(downloads, "new.iso", mb=101, days=0)
     _files(downloads, "small.txt", mb=1, days=40)
-    waiting = folder.json("run", "disk_cleanup.yaml")
+    waiting = _json(folder, "run", "disk_cleanup.yaml")
     assert waiting["outcome"] == "awaiting_approval"
     assert [p["items"] for p in waiting["plan"]] == [["downloads/a.iso", "downloads/b.iso"]]
     assert sorted(p.name for p in downloads.iterdir()) == ["a.iso", "b.iso", "new.iso", "small.txt"]
-    done = folder.json("approve", waiting["execution_id"], "--note", "old ISOs, go")
+    done = _json(folder, "approve", waiting["execution_id"], "--note", "old ISOs, go")
     assert done["outcome"] == "completed"
     assert sorted(p.name for p in downloads.iterdir()) == ["new.iso", "small.txt"]
-    archived = folder.path / "archive" / "downloads"
+    archived = folder.root / "archive" / "downloads"
     assert sorted(p.name for p in archived.iterdir()) == ["a.iso", "b.iso"]
 
 
-def test_the_disk_cleanup_puts_every_file_back_unless_all_were_archived(folder: Folder) -> None:
+def test_the_disk_cleanup_puts_every_file_back_unless_all_were_archived(folder: Workspace) -> None:
     """Past ``max_affected`` (20), the assertion that every file found was archived fails, and
     file.undo moves back those that were."""
-    downloads = folder.path / "downloads"
+    downloads = folder.root / "downloads"
     names = [f"f{index:02}.iso" for index in range(21)]
     _files(downloads, *names, mb=101, days=40)
-    waiting = folder.json("run", "disk_cleanup.yaml")
-    done = folder.json("approve", waiting["execution_id"])
+    waiting = _json(folder, "run", "disk_cleanup.yaml")
+    done = _json(folder, "approve", waiting["execution_id"])
     assert done["outcome"] == "rolled_back"
     assert sorted(p.name for p in downloads.iterdir()) == names
-    assert not (folder.path / "archive").exists()
+    assert not (folder.root / "archive").exists()
 
 
-def test_the_disk_cleanup_detects_nothing_without_big_old_files(folder: Folder) -> None:
-    _files(folder.path / "downloads", "new.iso", mb=101, days=0)
-    done = folder.cli("run", "disk_cleanup.yaml")
+def test_the_disk_cleanup_detects_nothing_without_big_old_files(folder: Workspace) -> None:
+    _files(folder.root / "downloads", "new.iso", mb=101, days=0)
+    done = folder.cli("run", "disk_cleanup.yaml", check=False)
     assert done.returncode == 0, done.stdout
     assert "nothing_detected" in done.stdout.splitlines()[0]
 
 
 def test_the_uptime_check_alerts_once_when_it_fails_twice_in_a_row(
-    folder: Folder, receiver: WebhookReceiver, site: Site
+    folder: Workspace, receiver: WebhookReceiver, site: Site
 ) -> None:
-    folder.daemon()
-    assert folder.cli("pause", "uptime_check").returncode == 0  # the test makes each check
-    assert folder.json("run", "uptime_check.yaml")["outcome"] == "completed"
+    folder.start(loops=None)
+    folder.cli("pause", "uptime_check")  # the test makes each check
+    assert _json(folder, "run", "uptime_check.yaml")["outcome"] == "completed"
     site.status = 503
-    checks = [folder.json("run", "uptime_check.yaml") for _ in range(2)]
+    checks = [_json(folder, "run", "uptime_check.yaml") for _ in range(2)]
     assert [check["outcome"] for check in checks] == ["failed", "failed"]
     wait_until(lambda: receiver.deliveries, "no alert came")
-    assert folder.json("run", "uptime_check.yaml")["outcome"] == "failed"
+    assert _json(folder, "run", "uptime_check.yaml")["outcome"] == "failed"
 
     def alerts() -> list[str] | None:
-        found = folder.json("history", "uptime_alert")["executions"]
+        found = _json(folder, "history", "uptime_alert")["executions"]
         return [row["outcome"] for row in found] if len(found) == 2 else None
 
     assert wait_until(alerts, "the third check ran no alert loop") == ["skipped", "completed"]
@@ -222,15 +177,15 @@ def test_the_uptime_check_alerts_once_when_it_fails_twice_in_a_row(
     }
 
 
-def test_the_inventory_announces_and_the_report_writes_it_down(folder: Folder) -> None:
-    _files(folder.path / "downloads", "a.iso", "b.iso", mb=0, days=0)
-    folder.daemon()
-    done = folder.cli("trigger", "inventory", "--wait")
+def test_the_inventory_announces_and_the_report_writes_it_down(folder: Workspace) -> None:
+    _files(folder.root / "downloads", "a.iso", "b.iso", mb=0, days=0)
+    folder.start(loops=None)
+    done = folder.cli("trigger", "inventory", "--wait", check=False)
     assert done.returncode == 0, done.stdout
-    report = folder.path / "reports" / "inventory.txt"
+    report = folder.root / "reports" / "inventory.txt"
     wait_until(report.exists, "no report was written")
     stamp, name, files = report.read_text().split()
     assert (name, files) == ("downloads", "files=2")
     assert stamp.startswith(str(datetime.now(UTC).year))
-    (row,) = folder.json("history", "inventory_report")["executions"]
+    (row,) = _json(folder, "history", "inventory_report")["executions"]
     assert (row["trigger_type"], row["outcome"]) == ("event", "completed")
