@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -52,6 +53,7 @@ _SYNCHRONOUS = ("off", "normal", "full", "extra")
 _INLINE = frozenset({"OFF", "NORMAL"})
 _SQLITE_TRANSIENT = frozenset({5, 6, 10, 13, 14})
 """SQLite's primary result codes that say "not now": BUSY, LOCKED, IOERR, FULL, CANTOPEN."""
+_SQLITE_BUSY = frozenset({5, 6})
 
 
 def masked(text: str | None) -> str | None:
@@ -143,7 +145,7 @@ def _sqlite_engine(url: sa.URL, read_only: bool) -> sa.Engine:
         if read_only:
             cursor.execute("PRAGMA query_only=ON")
         elif not memory:
-            cursor.execute("PRAGMA journal_mode=WAL")
+            _use_wal(cursor)
         cursor.execute(f"PRAGMA synchronous={synchronous}")
         cursor.execute("PRAGMA busy_timeout=0")
         cursor.close()
@@ -155,6 +157,21 @@ def _sqlite_engine(url: sa.URL, read_only: bool) -> sa.Engine:
         driver.execute("BEGIN IMMEDIATE" if connection.info.get(WRITER) else "BEGIN")
 
     return engine
+
+
+def _use_wal(cursor: sqlite3.Cursor) -> None:
+    """Switch the database to WAL, which its file then keeps. Connections opened at once on a new
+    database race for the switch, and SQLite answers the losers "busy" at once (its busy handler is
+    skipped there to avoid a deadlock), so a busy switch is retried until ``BUSY_TIMEOUT_MS``."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF not in _SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+        time.sleep(0.005)
 
 
 def create_engine(url: str, *, read_only: bool = False) -> sa.Engine:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,22 @@ def test_a_file_database_syncs_fully_by_default(tmp_path: Path) -> None:
 def test_the_url_chooses_the_level(tmp_path: Path, name: str, level: int) -> None:
     url = f"sqlite:///{tmp_path / 'store.db'}?synchronous={name}"
     assert _pragmas(url) == (level, "wal")
+
+
+def test_a_connection_waits_for_the_switch_to_wal_another_one_holds_up(tmp_path: Path) -> None:
+    """SQLite refuses the switch at once while another connection writes to a new database
+    (daemons started together), without waiting as it does for other locks."""
+    path = tmp_path / "store.db"
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("CREATE TABLE t (x INTEGER)")
+    other.execute("BEGIN IMMEDIATE")
+    finished = threading.Timer(0.2, other.execute, ("COMMIT",))
+    finished.start()
+    try:
+        assert _pragmas(f"sqlite:///{path}") == (_LEVELS["full"], "wal")
+    finally:
+        finished.join()
+        other.close()
 
 
 def test_the_parameter_is_not_passed_on(tmp_path: Path) -> None:
