@@ -107,6 +107,16 @@ def _runtime_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     show.add_argument("execution_id", metavar="EXECUTION_ID")
 
+    logs = commands.add_parser(
+        "logs", parents=[common], help="what an execution's skills logged, oldest first"
+    )
+    logs.add_argument("execution_id", metavar="EXECUTION_ID")
+    logs.add_argument("--after", type=int, default=0, metavar="CURSOR", help="lines after it")
+    logs.add_argument("--limit", type=int, default=200, metavar="N", help="lines per read")
+    logs.add_argument(
+        "-f", "--follow", action="store_true", help="until the execution stops running"
+    )
+
     approvals = commands.add_parser(
         "approvals", parents=[common], help="what waits for approval, oldest first, time left"
     )
@@ -276,11 +286,22 @@ def _runtime_call(args: argparse.Namespace, console: Console) -> Any:
 
         given = (args.message, args.session, config, as_json, args.mode, args.user)
         return partial(chat.run_chat, console, *given, category=args.category)
-    if command in ("history", "show"):
+    if command in ("history", "show", "logs"):
         from loopengine.commands import history
 
         if command == "show":
             return partial(history.run_show, console, args.execution_id, config, as_json)
+        if command == "logs":
+            return partial(
+                history.run_logs,
+                console,
+                args.execution_id,
+                args.after,
+                args.limit,
+                args.follow,
+                config,
+                as_json,
+            )
         return partial(
             history.run_history, console, args.loop_id, args.limit, args.outcome, config, as_json
         )

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -40,11 +42,18 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return make_workspace(tmp_path, monkeypatch)
 
 
-def make_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A folder with a plugin and the counter loop, the working directory of the test."""
-    (tmp_path / "skills.py").write_text(SKILLS)
+def make_workspace(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    skills: str = SKILLS,
+    loops: Mapping[str, str] = MappingProxyType({"counter.yaml": LOOP}),
+) -> Path:
+    """A folder with a plugin (``skills``) and loop files (the counter loop by default), the
+    working directory of the test."""
+    (tmp_path / "skills.py").write_text(skills)
     (tmp_path / "loopengine.yaml").write_text("plugins: [./skills.py]\n")
-    (tmp_path / "counter.yaml").write_text(LOOP)
+    for name, text in loops.items():
+        (tmp_path / name).write_text(text)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("LOOPENGINE_CONFIG", raising=False)
     monkeypatch.delenv("LOOPENGINE_DATABASE", raising=False)

@@ -18,6 +18,7 @@ def scan_cache(ctx: SkillContext, folder: str, max_age_days: float = 7) -> Skill
     files = [p for p in root.iterdir() if p.is_file()] if root.is_dir() else []
     cutoff = time.time() - max_age_days * 86400
     stale = sorted(p.name for p in files if p.stat().st_mtime < cutoff)
+    ctx.logger.info("%d of %d files older than %g days", len(stale), len(files), max_age_days)
     data = {
         "cache": {
             "files": len(files),
@@ -37,6 +38,7 @@ def trash_file(ctx: SkillContext, folder: str, item: str, dry_run: bool = False)
     trash.mkdir(exist_ok=True)
     if source.exists():
         shutil.move(source, trash / item)
+        ctx.logger.info("moved %s to %s", source, trash)
     return {"trashed": item}
 
 

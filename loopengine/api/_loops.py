@@ -14,8 +14,10 @@ from starlette.responses import Response
 from loopengine.api._context import ApiContext, queue_manual
 from loopengine.app import (
     MAX_LISTED,
+    MAX_LOG_LINES,
     Paused,
     emit,
+    execution_log,
     history,
     perform,
     served_loop,
@@ -141,6 +143,21 @@ def _add_reads(app: FastAPI, context: ApiContext, release: str) -> None:
         """One execution's record: what ``loopengine show --json`` prints."""
         view: dict[str, Any] = (await perform(context.store, execution_of(execution_id))).view()
         return view
+
+    @app.get("/executions/{execution_id}/logs")
+    async def execution_logs(
+        execution_id: str,
+        after: int = 0,
+        limit: Annotated[int, Query(ge=1, le=MAX_LOG_LINES)] = 200,
+    ) -> dict[str, Any]:
+        """What the execution's skills logged, oldest first, after the cursor ``after``: what
+        ``loopengine logs --json`` prints. Ask again with the ``after`` it answers to follow a
+        running execution (its ``status``)."""
+        try:
+            page = await perform(context.store, execution_log(execution_id, after, limit))
+        except ContractError as exc:
+            raise HTTPException(422, str(exc)) from None
+        return page.view(execution_id)
 
 
 def _add_controls(app: FastAPI, context: ApiContext) -> None:

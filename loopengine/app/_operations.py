@@ -28,6 +28,7 @@ from loopengine.store import (
     autolearn,
     executions,
     flags,
+    logs,
     memory,
     queue,
     signals,
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_FIRES",
     "MAX_LISTED",
+    "MAX_LOG_LINES",
     "MIN_PREFIX",
     "NAMED",
     "NEXT_FIRES",
@@ -59,6 +61,7 @@ __all__ = [
     "emit",
     "events",
     "execution",
+    "execution_log",
     "execution_named",
     "finished_job",
     "history",
@@ -94,6 +97,10 @@ P = ParamSpec("P")
 
 MAX_LISTED = 10_000
 """Most executions one listing returns (``history --limit``, ``GET /executions?limit=``)."""
+MAX_LOG_LINES = 1_000
+"""Most log lines one read returns (``logs --limit``, ``GET /executions/{id}/logs?limit=``)."""
+_MAX_CURSOR = 2**53
+"""Past any line's id (JSON's safest integer), and what SQLite and PostgreSQL bind."""
 MIN_PREFIX = 4
 """Shortest prefix of an execution id a command accepts."""
 NAMED = 6
@@ -192,6 +199,19 @@ def execution(execution_id: str) -> Operation[ExecutionRecord]:
     if record is None:
         raise NotFound(f"no execution {execution_id!r}")
     return record
+
+
+def execution_log(execution_id: str, after: int = 0, limit: int = 200) -> Operation[logs.LogPage]:
+    """The lines the execution's skills logged after the cursor ``after`` (0: from the first),
+    oldest first; ``NotFound`` when there is no such execution."""
+    if not 1 <= limit <= MAX_LOG_LINES:
+        raise ContractError(f"limit {limit}: write a whole number from 1 to {MAX_LOG_LINES}")
+    if not 0 <= after <= _MAX_CURSOR:
+        raise ContractError(f"after {after}: write the cursor a page gave, or 0 for the first")
+    page = yield from _read(logs.lines_of, execution_id, after, limit)
+    if page.status is None:
+        raise NotFound(f"no execution {execution_id!r}")
+    return page
 
 
 def history(

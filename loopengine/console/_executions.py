@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from loopengine.app import answer, execution, history, perform, resume
+from loopengine.app import MAX_LOG_LINES, answer, execution, execution_log, history, perform, resume
 from loopengine.console._approvals import APPROVALS
 from loopengine.console._overview import queue_run
 from loopengine.console._pages import PREFIX, Pages, redirect
@@ -28,6 +28,8 @@ __all__ = ["PAGE", "RUNNING", "Bar", "execution_routes", "instant", "listing_of"
 PAGE = 50
 """Executions a page of the list shows."""
 _MAX_NOTE = 2000
+LOG_SHOWN = MAX_LOG_LINES
+"""The lines of an execution's log its page shows (its first run's, whole)."""
 _FILTERS = ("loop_id", "outcome", "trigger", "since", "until")
 _MAX_FILTER = 200
 """Longest filter value read."""
@@ -138,7 +140,7 @@ def execution_routes(pages: Pages) -> list[BaseRoute]:
     async def one(request: Request) -> Response:
         since = context.changes.seq
         record = await perform(context.store, execution(request.path_params["execution_id"]))
-        return _show(pages, request, record, since=since)
+        return await _show(pages, request, record, since=since)
 
     async def answered(request: Request) -> Response:
         fields = await pages.posted(request)
@@ -155,7 +157,7 @@ def execution_routes(pages: Pages) -> list[BaseRoute]:
             raise
         except LoopEngineError as exc:
             record = await perform(context.store, execution(execution_id))
-            return _show(pages, request, record, 409, error=str(exc))
+            return await _show(pages, request, record, 409, error=str(exc))
         if fields.get("back") == "approvals":
             return redirect(APPROVALS)
         return redirect(f"{PREFIX}executions/{execution_id}")
@@ -165,16 +167,18 @@ def execution_routes(pages: Pages) -> list[BaseRoute]:
         record = await perform(context.store, execution(request.path_params["execution_id"]))
         loop = context.loop(record.execution.loop_id)
         if record.execution.trigger_type != "manual" or record.envelope is None:
-            return _show(pages, request, record, 409, error="only a manual run runs again")
+            return await _show(pages, request, record, 409, error="only a manual run runs again")
         if loop is None:
-            return _show(pages, request, record, 409, error="this daemon does not serve the loop")
+            return await _show(
+                pages, request, record, 409, error="this daemon does not serve the loop"
+            )
         inputs = dict(record.envelope.payload)
         if problems := input_problems(loop.spec.params or {}, inputs):
-            return _show(pages, request, record, 422, error="; ".join(problems))
+            return await _show(pages, request, record, 422, error="; ".join(problems))
         dry_run = bool(record.envelope.constraints.get("dry_run"))
         queued = await queue_run(context, loop, inputs, dry_run)
         if isinstance(queued, str):
-            return _show(pages, request, record, 409, error=queued)
+            return await _show(pages, request, record, 409, error=queued)
         return queued
 
     return [
@@ -199,7 +203,7 @@ def _resume_route(pages: Pages) -> Route:
             raise
         except LoopEngineError as exc:
             record = await perform(pages.context.store, execution(execution_id))
-            return _show(pages, request, record, 409, error=str(exc))
+            return await _show(pages, request, record, 409, error=str(exc))
         return redirect(f"{PREFIX}executions/{execution_id}")
 
     return Route(PREFIX + "executions/{execution_id}/resume", resumed, methods=["POST"])
@@ -213,7 +217,7 @@ def _calls(phases: Sequence[PhaseResult]) -> list[Mapping[str, object]]:
     return []
 
 
-def _show(
+async def _show(
     pages: Pages,
     request: Request,
     record: ExecutionRecord,
@@ -225,6 +229,7 @@ def _show(
     """The page of ``record``, followed live from the change ``since`` (the one known before
     it was read) until it finishes."""
     row = record.execution
+    log = await perform(pages.context.store, execution_log(row.id, 0, LOG_SHOWN))
     waiting = record.approval is not None and record.approval.status == "pending"
     since = pages.context.changes.seq if since is None else since
     live = f"{PREFIX}live?" + urlencode({"execution": row.id, "since": since})
@@ -237,6 +242,8 @@ def _show(
         bars=timeline(record.phases),
         data=row.context.get("data", {}),
         calls=_calls(record.phases),
+        log=log,
+        log_shown=LOG_SHOWN,
         waiting=waiting,
         again=row.trigger_type == "manual" and pages.context.loop(row.loop_id) is not None,
         error=more.get("error"),

@@ -164,6 +164,13 @@ class _Retry(_Layer):
                     delay = random.uniform(
                         0, min(_MAX_BACKOFF_S, self.base_s * 2 ** (call.attempts - 1))
                     )
+                call.ctx.logger.info(
+                    "attempt %d of %d failed, retrying in %.2f s: %s",
+                    call.attempts,
+                    call.max_retries + 1,
+                    delay,
+                    exc,
+                )
                 await anyio.sleep(delay)
 
 

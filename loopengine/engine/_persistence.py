@@ -15,6 +15,7 @@ from loopengine.contract import Durability, Phase
 from loopengine.engine._run import Run
 from loopengine.errors import StorageError
 from loopengine.store import (
+    AppendLogs,
     Effect,
     Encoded,
     ExecutionCommit,
@@ -295,6 +296,8 @@ class Recorder(Journal):
         """
         rows, handed = self.held, self.effects
         self.held, self.effects = [], []
+        if lines := run.log.take():
+            handed.append(AppendLogs(run.execution_id, lines))
         if self.open is not None and self.store.is_last(self.open[1]):
             commit, pending = self.open
         else:

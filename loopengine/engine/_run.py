@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from loopengine.contract import Loop
+from loopengine.engine._logs import ExecutionLog
 from loopengine.expr import Template
 from loopengine.store import Artifact, JobEnvelope, PhaseResult, Usage
 from loopengine.store.effects import Effect
@@ -47,6 +49,8 @@ class Run:
     learned: bool = False
     """Whether learn handed over a write of the loop's learned state."""
     last_adjusted_at: float | None = None
+    log: ExecutionLog = field(default_factory=lambda: ExecutionLog(time.time))
+    """What its skills logged since its last commit (a resumed execution counts anew)."""
 
     @property
     def id(self) -> str:

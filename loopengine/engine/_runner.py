@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 
 from loopengine.contract import Act, BuiltinAction, Loop, Outcome, Phase
+from loopengine.engine._logs import ExecutionLog
 from loopengine.engine._persistence import (
     EXISTING_POLL_S,
     EXISTING_WAIT_S,
@@ -200,6 +201,7 @@ class Engine:
             started_at=now,
             trigger_type=str(trigger.get("type", "manual")),
             dry_run=dry_run,
+            log=ExecutionLog(self.services.clock),
         )
 
     async def run(

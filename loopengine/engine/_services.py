@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from loopengine.contract import Config
+from loopengine.engine._logs import StepLogger
 from loopengine.engine._middleware import Handler, SkillCall, build_stack, spent
 from loopengine.engine._run import Run
 from loopengine.errors import SkillError
@@ -148,7 +149,7 @@ class Services:
             idempotency_key=key or f"{run.execution_id}:{phase}:{step}",
             data=run.data,
             dry_run=dry_run or run.dry_run,
-            logger=_LOGGER,
+            logger=StepLogger(_LOGGER, run.log, phase, step),
             llm_runtime=self.llm,
             spend=partial(_spend, run),
             progress=self.progress,

@@ -46,7 +46,11 @@ class SkillContext:
     dry_run: bool = False
     """A dry run: the execution's, or an action's ``dry_run_first`` call; a skill of any phase
     then changes nothing (an action's skill also gets ``dry_run: true``)."""
-    logger: logging.Logger = field(default_factory=lambda: _LOGGER)
+    logger: logging.Logger | logging.LoggerAdapter[logging.Logger] = field(
+        default_factory=lambda: _LOGGER
+    )
+    """Where the skill says what it does: INFO and above join the execution's log (``show``,
+    ``GET /executions/{id}/logs``, the console) besides the process's own."""
     llm_runtime: Callable[[], Any] | None = None
     """Gives the engine's LLM runtime, built on its first call (see ``llm``)."""
     spend: Spend | None = None

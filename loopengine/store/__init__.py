@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from loopengine.store.approvals import Approval
     from loopengine.store.effects import (
         AppendEvent,
+        AppendLogs,
         AuditEntry,
         Effect,
         ExecutionCommit,
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "Approval": "loopengine.store.approvals",
     "AppendEvent": "loopengine.store.effects",
+    "AppendLogs": "loopengine.store.effects",
     "AuditEntry": "loopengine.store.effects",
     "Effect": "loopengine.store.effects",
     "ExecutionCommit": "loopengine.store.effects",
@@ -85,6 +87,7 @@ _EXPORTS = {
 __all__ = [
     "MIGRATIONS",
     "AppendEvent",
+    "AppendLogs",
     "Approval",
     "Artifact",
     "ArtifactWriter",
@@ -132,6 +135,7 @@ __all__ = [
     "iso",
     "jobs",
     "learning",
+    "logs",
     "memory",
     "migrate",
     "new_envelope",

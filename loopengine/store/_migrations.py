@@ -250,9 +250,13 @@ def _phase_of(row: Mapping[Any, Any]) -> dict[str, Any]:
     return {"execution_id": row["execution_id"], "seq": row["seq"], "results": [stored]}
 
 
+def _execution_logs(connection: sa.Connection) -> None:
+    tables.execution_logs.create(connection, checkfirst=True)
+
+
 def _initial(connection: sa.Connection) -> None:
     later = {*_CHAT_TABLES, *_DAEMON_TABLES, *_AUTOLEARN_TABLES, *_MEMORY_TABLES}
-    later |= {tables.score_history, tables.webhook_bodies}
+    later |= {tables.score_history, tables.webhook_bodies, tables.execution_logs}
     wanted = [t for t in tables.metadata.sorted_tables if t not in later]
     tables.metadata.create_all(connection, tables=wanted)
 
@@ -282,6 +286,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         _one_envelope,
     ),
     Migration(13, "an execution's phases, a row per commit", _phases_per_commit),
+    Migration(14, "what an execution's skills logged", _execution_logs),
 )
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "daemons",
     "envelopes",
     "events",
+    "execution_logs",
     "executions",
     "feature_flags",
     "jobs",
@@ -90,6 +91,21 @@ phases = sa.Table(
     sa.Column("execution_id", sa.String(32), primary_key=True),
     sa.Column("seq", sa.Integer, primary_key=True),
     sa.Column("results", sa.JSON, nullable=False),
+)
+
+# What an execution's skills logged (``ctx.logger``), INFO and above, in order of ``id``; the
+# phase and step say where (migration 14).
+execution_logs = sa.Table(
+    "execution_logs",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("execution_id", sa.String(32), nullable=False),
+    sa.Column("at", sa.Float, nullable=False),
+    sa.Column("level", sa.String(8), nullable=False),
+    sa.Column("phase", sa.String(16), nullable=False),
+    sa.Column("step", sa.String(200), nullable=False),
+    sa.Column("message", MaskedText, nullable=False),
+    sa.Index("ix_execution_logs_execution", "execution_id", "id"),
 )
 
 # What a job or an execution is asked to do, once: a queued job's row and its execution name it

@@ -24,11 +24,13 @@ from loopengine.store.executions import (
 from loopengine.store.jobs import insert_envelope
 from loopengine.store.learning import put_state, queue_review
 from loopengine.store.leases import Lease, check_lease
+from loopengine.store.logs import LogLine, insert_lines
 from loopengine.store.records import Artifact, insert_artifact, insert_audit
 from loopengine.store.signals import insert_event, insert_metrics
 
 __all__ = [
     "AppendEvent",
+    "AppendLogs",
     "AuditEntry",
     "Effect",
     "ExecutionCommit",
@@ -138,6 +140,17 @@ class AppendEvent:
 
     def apply(self, connection: sa.Connection) -> None:
         insert_event(connection, self.name, self.source, self.data, self.at, self.execution_id)
+
+
+@dataclass(frozen=True, slots=True)
+class AppendLogs:
+    """Lines the execution's skills logged since its last commit."""
+
+    execution_id: str
+    lines: tuple[LogLine, ...]
+
+    def apply(self, connection: sa.Connection) -> None:
+        insert_lines(connection, self.execution_id, self.lines)
 
 
 @dataclass(frozen=True, slots=True)

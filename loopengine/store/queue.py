@@ -24,6 +24,7 @@ from loopengine.store._tables import (
     daemons,
     envelopes,
     events,
+    execution_logs,
     executions,
     jobs,
     metrics,
@@ -669,8 +670,8 @@ def active_daemons(connection: sa.Connection, since: float) -> list[Daemon]:
 
 def prune_loop(connection: sa.Connection, loop_id: str, before: float) -> int:
     """Forget ``loop_id``'s finished executions started before ``before`` (with their phase
-    results, envelopes and approvals), its ended jobs and its cron slots, except each trigger's
-    latest (where catch-up starts). The number of executions removed."""
+    results, envelopes, approvals and logs), its ended jobs and its cron slots, except each
+    trigger's latest (where catch-up starts). The number of executions removed."""
     old = (
         sa.select(executions.c.id)
         .where(
@@ -680,7 +681,7 @@ def prune_loop(connection: sa.Connection, loop_id: str, before: float) -> int:
         )
         .scalar_subquery()
     )
-    for table in (phases, envelopes, approvals):
+    for table in (phases, envelopes, approvals, execution_logs):
         connection.execute(table.delete().where(table.c.execution_id.in_(old)))
     removed = connection.execute(executions.delete().where(executions.c.id.in_(old))).rowcount
     ended = sa.and_(

@@ -96,7 +96,30 @@ def test_an_execution_is_the_record_show_prints(served: tuple[Workspace, str]) -
     assert response.json() == workspace.json("show", done["execution_id"])
 
 
-@pytest.mark.parametrize("path", ["/executions/nope", "/no/such/endpoint"])
+def test_an_execution_s_log_is_what_the_logs_command_prints(
+    served: tuple[Workspace, str],
+) -> None:
+    workspace, url = served
+    done = workspace.json("trigger", "counted", "--wait")
+    response = _get(url, f"/executions/{done['execution_id']}/logs")
+    assert response.status_code == 200
+    assert response.json() == workspace.json("logs", done["execution_id"])
+    assert response.json()["lines"][0]["message"] == "loop counted decided 'log_only'"
+    after = response.json()["after"]
+    following = _get(url, f"/executions/{done['execution_id']}/logs?after={after}").json()
+    assert (following["lines"], following["after"]) == ([], after)
+
+
+@pytest.mark.parametrize("query", ["after=-1", "after=9007199254740993", "limit=0", "limit=1001"])
+def test_a_log_read_out_of_bounds_is_a_422(served: tuple[Workspace, str], query: str) -> None:
+    workspace, url = served
+    done = workspace.json("trigger", "counted", "--wait")
+    response = _get(url, f"/executions/{done['execution_id']}/logs?{query}")
+    assert response.status_code == 422
+    assert _error(response)["code"] == "invalid"
+
+
+@pytest.mark.parametrize("path", ["/executions/nope", "/executions/nope/logs", "/no/such/endpoint"])
 def test_what_does_not_exist_is_a_404_in_the_error_shape(
     served: tuple[Workspace, str], path: str
 ) -> None:

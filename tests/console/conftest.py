@@ -67,6 +67,9 @@ id: held
 trigger: {type: manual}
 params:
   gate: {type: string}
+analyze:
+  analysis_steps:
+    - {name: note, skill_id: log_only, params: {message: "waiting for the gate"}}
 decide: {decision_tree: [], fallback_action: wait}
 act:
   actions:
@@ -76,7 +79,7 @@ act:
         command: [sh, -c, 'while [ ! -e "$0" ]; do sleep 0.05; done', '${ input.gate }']
         timeout_s: 120
 """
-"""A loop whose act phase lasts until the file ``gate`` names exists."""
+"""A loop whose act phase lasts until the file ``gate`` names exists (it logs a line before)."""
 LOOPS = {
     "counted.yaml": COUNTED,
     "held.yaml": HELD,

@@ -233,7 +233,7 @@ def test_the_overview_s_controls_are_reached_by_keyboard(page: Page) -> None:
     assert "Log out" in reached
 
 
-def test_a_running_execution_grows_live_and_completes_without_a_reload(
+def test_a_running_execution_grows_live_with_its_log_and_completes_without_a_reload(
     page: Page, served: Served, tmp_path: Path
 ) -> None:
     gate = tmp_path / "gate"
@@ -248,6 +248,7 @@ def test_a_running_execution_grows_live_and_completes_without_a_reload(
     expect(page.locator(".badge").first).to_have_text("running")
     expect(page.locator("ol.timeline .phase", has_text="decide")).to_be_visible()
     expect(page.locator("ol.timeline .phase", has_text="act")).to_have_count(0)
+    expect(page.locator("ol.log")).to_contain_text("analyze/note waiting for the gate")
     gate.touch()
     expect(page.locator(".badge").first).to_have_text("completed")
     expect(page.locator("ol.timeline .phase", has_text="act")).to_be_visible()

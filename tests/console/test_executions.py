@@ -165,8 +165,7 @@ def _run(served: Served, loop_id: str, *inputs: str) -> dict[str, Any]:
 def test_an_execution_shows_its_phases_decision_and_envelope(
     served: Served, console: Console
 ) -> None:
-    run = _run(served, "counted", "n=4")
-    page = console.http.get(f"/console/executions/{run['execution_id']}").text
+    page = _page_of_a_run(served, console, "counted", "n=4")
     for phase in ("detect", "analyze", "decide", "act", "validate", "learn"):
         assert f'<span class="phase">{phase}</span>' in page
     assert page.count('<svg class="bar"') >= 6
@@ -230,11 +229,16 @@ def test_run_again_queues_the_same_inputs(served: Served, console: Console) -> N
     assert payload == {"n": 6}
 
 
+def _page_of_a_run(served: Served, console: Console, loop_id: str, *inputs: str) -> str:
+    """The console's page of a run of ``loop_id`` once it ended or waits."""
+    run = _run(served, loop_id, *inputs)
+    return console.http.get(f"/console/executions/{run['execution_id']}").text
+
+
 def test_an_execution_shows_the_rule_that_held_and_each_action_s_result(
     served: Served, console: Console
 ) -> None:
-    run = _run(served, "says", "text=hello")
-    page = console.http.get(f"/console/executions/{run['execution_id']}").text
+    page = _page_of_a_run(served, console, "says", "text=hello")
     decision = page.split("<h2>Decision</h2>")[1].split("</dl>")[0]
     assert "<code>say</code>" in decision
     assert "0: <code>`true`</code>" in decision
@@ -242,6 +246,15 @@ def test_an_execution_shows_the_rule_that_held_and_each_action_s_result(
     actions = page.split("<h2>Actions</h2>")[1].split("</table>")[0]
     assert "<code>log_only</code>" in actions
     assert "hello &lt;img src=x onerror=alert(1)&gt;" in actions
+
+
+def test_an_execution_shows_what_its_skills_logged_as_text(
+    served: Served, console: Console
+) -> None:
+    page = _page_of_a_run(served, console, "says", "text=hello")
+    log = page.split("<h2>Log</h2>")[1].split("</ol>")[0]
+    assert '<span class="level">INFO</span> <code>act/say</code>' in log
+    assert '<span class="message">hello &lt;img src=x onerror=alert(1)&gt;</span>' in log
 
 
 def test_a_note_over_its_bound_is_refused_and_the_gate_still_waits(

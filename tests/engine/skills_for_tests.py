@@ -118,3 +118,12 @@ async def note_event(ctx: SkillContext) -> SkillOutput:
     _record(ctx, "note_event")
     written = AppendEvent("noted", ctx.loop_id, {"step": ctx.step}, ctx.clock(), ctx.execution_id)
     return SkillOutput(data={"noted": True}, effects=(written,))
+
+
+@skill("chatty")
+async def chatty(ctx: SkillContext, lines: int = 1, message: str = "line %d") -> dict[str, Any]:
+    """Log ``lines`` INFO lines (``message`` formatted with each's number) and one DEBUG line."""
+    ctx.logger.debug("not kept")
+    for number in range(1, lines + 1):
+        ctx.logger.info(message, number)
+    return {"logged": lines}

@@ -19,6 +19,7 @@ from loopengine.store import (
     Store,
     create_engine,
     executions,
+    logs,
     migrate,
     queue,
     records,
@@ -119,6 +120,8 @@ def test_retention_prunes_old_finished_work_and_keeps_the_rest() -> None:
             executions.insert_phases(
                 connection, execution_id, [executions.PhaseRows.of(1, [detected])]
             )
+            said = logs.LogLine(started, "INFO", "detect", "read", "read 3 rows")
+            logs.insert_lines(connection, execution_id, [said])
         for slot in (now - 30 * DAY, now - 20 * DAY):
             queue.insert_tick(
                 connection, queue.Tick("tick", "cron", slot, "missed", "r", None, slot)
@@ -131,15 +134,16 @@ def test_retention_prunes_old_finished_work_and_keeps_the_rest() -> None:
         def left(connection: sa.Connection) -> tuple[Any, ...]:
             ids = connection.exec_driver_sql("SELECT id FROM executions ORDER BY id").scalars()
             phases = connection.exec_driver_sql("SELECT count(*) FROM phases").scalar()
+            lines = connection.exec_driver_sql("SELECT count(*) FROM execution_logs").scalar()
             slots = connection.exec_driver_sql("SELECT scheduled_for FROM ticks").scalars()
-            return list(ids), phases, list(slots)
+            return list(ids), phases, lines, list(slots)
 
         return removed, *(await store.read(left))
 
-    removed, ids, phases, slots = scenario(steps)
+    removed, ids, phases, lines, slots = scenario(steps)
     assert removed == 1
     assert ids == ["old_running", "recent"]
-    assert phases == 2
+    assert phases == lines == 2
     assert slots == [now - 20 * DAY]
 
 
