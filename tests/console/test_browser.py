@@ -255,6 +255,23 @@ def test_a_running_execution_grows_live_with_its_log_and_completes_without_a_rel
     assert page.evaluate("window.notReloaded") is True
 
 
+def test_the_executions_list_follows_change_after_change_without_a_reload(
+    page: Page, served: Served, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    page.goto("/console/executions?loop_id=held")
+    page.evaluate("window.notReloaded = true")
+    served.workspace.cli("trigger", "held", "--input", f"gate={gate}")
+    running = page.locator("tbody tr", has=page.locator(".o-running"))
+    try:
+        expect(running).to_have_count(1)
+    finally:
+        gate.touch()
+    expect(running).to_have_count(0)
+    expect(page.locator("tbody tr", has=page.locator(".o-completed")).first).to_be_visible()
+    assert page.evaluate("window.notReloaded") is True
+
+
 def test_approve_in_place_on_the_approvals_page(page: Page, served: Served) -> None:
     served.workspace.cli("trigger", "gated", "--input", "n=31", "--wait", check=False)
     page.goto("/")

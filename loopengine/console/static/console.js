@@ -12,8 +12,10 @@ function localTimes(root) {
 }
 
 // The page's live regions replaced by those of `page` (the same page read again), keeping
-// which details are open; whether `page` is still to follow.
+// which details are open; whether `page` is still to follow (asked before its regions move
+// here, a stream being named by a region).
 function swap(page) {
+  const following = page.querySelector("[data-stream]") !== null;
   for (const region of document.querySelectorAll("[data-live][id]")) {
     const fresh = page.getElementById(region.id);
     if (!fresh || fresh.innerHTML === region.innerHTML) {
@@ -30,7 +32,7 @@ function swap(page) {
     localTimes(adopted);
     region.replaceWith(adopted);
   }
-  return page.querySelector("[data-stream]") !== null;
+  return following;
 }
 
 // Follow the stream a page names: on each change, read the page again (one read at a time).
