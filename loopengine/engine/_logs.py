@@ -44,7 +44,7 @@ class ExecutionLog:
     """The lines an execution logged since its last commit took them (``take``); at most
     ``MAX_LINES`` in all."""
 
-    __slots__ = ("_clock", "_dropped", "_kept", "_lines", "_noted")
+    __slots__ = ("_clock", "_dropped", "_kept", "_lines", "_noted", "_where")
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self._clock = clock
@@ -52,10 +52,13 @@ class ExecutionLog:
         self._kept = 0
         self._dropped = 0
         self._noted = 0
+        self._where = ("", "")
+        """The phase and step of the last line not kept."""
 
     def add(self, level: int, phase: str, step: str, message: str) -> None:
         if self._kept >= MAX_LINES:
             self._dropped += 1
+            self._where = (phase, step)
             return
         self._kept += 1
         name = logging.getLevelName(level)
@@ -65,12 +68,10 @@ class ExecutionLog:
         """The lines logged since the last take, then how many were not kept since then."""
         lines, self._lines = self._lines, []
         if self._dropped > self._noted:
-            last = lines[-1] if lines else None
             count = self._dropped - self._noted
             self._noted = self._dropped
             note = f"{count:,} more lines not kept (an execution keeps {MAX_LINES:,})"
-            phase, step = (last.phase, last.step) if last else ("", "")
-            lines.append(LogLine(self._clock(), "WARNING", phase, step, note))
+            lines.append(LogLine(self._clock(), "WARNING", *self._where, note))
         return tuple(lines)
 
 

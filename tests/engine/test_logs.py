@@ -97,10 +97,16 @@ def test_lines_past_the_bound_are_counted_once_per_take() -> None:
     assert len(taken) == MAX_LINES + 1
     assert taken[-1].level == "WARNING"
     assert taken[-1].message == f"5 more lines not kept (an execution keeps {MAX_LINES:,})"
-    logger.info("one more")
-    assert [line.message for line in log.take()] == [
-        f"1 more lines not kept (an execution keeps {MAX_LINES:,})"
-    ]
+    StepLogger(_LOGGER, log, "validate", "check").info("one more")
+    assert log.take() == (
+        logs.LogLine(
+            0.0,
+            "WARNING",
+            "validate",
+            "check",
+            f"1 more lines not kept (an execution keeps {MAX_LINES:,})",
+        ),
+    )
     assert log.take() == ()
 
 
