@@ -42,6 +42,9 @@ LAYERS: dict[str, frozenset[str]] = {
     # A thread's batches get fresh call ids; a conversation commits the agent loop's rounds.
     "threads": frozenset({"llm", "store"}),
     "autolearn": frozenset({"skills", "contract", "llm", "store"}),
+    # The corrective RAG pipeline decides over injected ports (retrieval, models, the web): it
+    # needs no other layer.
+    "knowledge": frozenset(),
     # The event source matches event names with the trigger layer's pure pattern matcher; the
     # registry holds autolearn's skills beside the others; the LLM runtime answers with what
     # autolearn remembers of the user and explores the nodes it scored.
