@@ -83,6 +83,26 @@ class EventAccepted(BaseModel):
     """The loops it fires (the dispatcher queues their jobs)."""
 
 
+class LogLineOut(BaseModel):
+    at: str
+    """When, in ISO 8601 UTC."""
+    level: str
+    phase: str
+    step: str
+    message: str
+
+
+class ExecutionLog(BaseModel):
+    """What ``loopengine logs --json`` prints: lines after a cursor and the next cursor."""
+
+    execution_id: str
+    status: str
+    """The execution's now: while ``running``, more lines may come."""
+    lines: list[LogLineOut]
+    after: int
+    """Pass it as ``after`` for the lines that follow."""
+
+
 class Health(BaseModel):
     status: str
     daemon: str
@@ -149,7 +169,7 @@ def _add_reads(app: FastAPI, context: ApiContext, release: str) -> None:
         execution_id: str,
         after: int = 0,
         limit: Annotated[int, Query(ge=1, le=MAX_LOG_LINES)] = 200,
-    ) -> dict[str, Any]:
+    ) -> ExecutionLog:
         """What the execution's skills logged, oldest first, after the cursor ``after``: what
         ``loopengine logs --json`` prints. Ask again with the ``after`` it answers to follow a
         running execution (its ``status``)."""
@@ -157,7 +177,7 @@ def _add_reads(app: FastAPI, context: ApiContext, release: str) -> None:
             page = await perform(context.store, execution_log(execution_id, after, limit))
         except ContractError as exc:
             raise HTTPException(422, str(exc)) from None
-        return page.view(execution_id)
+        return ExecutionLog.model_validate(page.view(execution_id))
 
 
 def _add_controls(app: FastAPI, context: ApiContext) -> None:

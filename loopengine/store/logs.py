@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import sqlalchemy as sa
 
+from loopengine._json import JSON, JSONObject
 from loopengine.store._record import Record, iso
 from loopengine.store._tables import execution_logs, executions
 
@@ -28,7 +28,7 @@ class LogLine(Record):
     step: str
     message: str
 
-    def view(self) -> dict[str, Any]:
+    def view(self) -> JSONObject:
         """The line as ``logs --json`` and the API show it (``at`` in ISO 8601 UTC)."""
         return {**self.row(), "at": iso(self.at)}
 
@@ -43,9 +43,9 @@ class LogPage:
     after: int
     status: str | None
 
-    def view(self, execution_id: str) -> dict[str, Any]:
+    def view(self, execution_id: str) -> JSONObject:
         """The page as ``logs --json`` and ``GET /executions/{id}/logs`` show it."""
-        lines = [line.view() for line in self.lines]
+        lines: list[JSON] = [line.view() for line in self.lines]
         return {
             "execution_id": execution_id,
             "status": self.status,
