@@ -184,6 +184,49 @@ def _runtime_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     record.add_argument("value", metavar="VALUE")
     record.add_argument("--label", action="append", default=[], metavar="KEY=VALUE")
     _daemon_commands(commands, common)
+    _knowledge_commands(commands, common)
+
+
+_KNOWLEDGE = """\
+Knowledge bases are collections of files named in loopengine.yaml:
+
+  knowledge:
+    docs:                                  # a collection
+      sources: ["kb/**/*.md", "manuals/"]  # folders and globs, relative to the config
+      chunk: {size: 800, overlap: 100}     # characters
+      embeddings: {node: OL1, model: nomic-embed-text}   # optional: dense retrieval too
+
+Markdown, text, HTML and PDF (with pypdf installed) are cut by heading and paragraph.
+`index` is incremental: unchanged files are skipped, changed ones cut again, deleted ones
+removed. `search` ranks by BM25 (PostgreSQL: ts_rank), fused with the nearest vectors when the
+collection has embeddings.
+"""
+
+
+def _knowledge_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+    knowledge = commands.add_parser(
+        "knowledge",
+        parents=[common],
+        help="knowledge bases for the RAG skills: list, index, search",
+        description=_KNOWLEDGE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    actions = knowledge.add_subparsers(
+        dest="knowledge_command", metavar="list|index|search", required=True
+    )
+    actions.add_parser(
+        "list", parents=[common], help="each collection: files, chunks, when last indexed"
+    )
+    index = actions.add_parser(
+        "index", parents=[common], help="index new and changed files, drop deleted ones"
+    )
+    index.add_argument("name", nargs="?", metavar="NAME", help="one collection (default: all)")
+    search = actions.add_parser(
+        "search", parents=[common], help="the chunks of a collection that best match a query"
+    )
+    search.add_argument("name", metavar="NAME", help="the collection")
+    search.add_argument("query", metavar="QUERY", help="words to look for")
+    search.add_argument("--k", type=int, default=5, metavar="N", help="chunks shown (default 5)")
 
 
 def _daemon_commands(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -317,6 +360,16 @@ def _runtime_call(args: argparse.Namespace, console: Console) -> Any:
         approve = command == "approve"
         return partial(
             executions.run_answer, console, args.execution_id, approve, args.note, config, as_json
+        )
+    if command == "knowledge":
+        from loopengine.commands import knowledge
+
+        if args.knowledge_command == "list":
+            return partial(knowledge.run_knowledge_list, console, config, as_json)
+        if args.knowledge_command == "index":
+            return partial(knowledge.run_knowledge_index, console, args.name, config, as_json)
+        return partial(
+            knowledge.run_knowledge_search, console, args.name, args.query, args.k, config, as_json
         )
     if command == "autolearn":
         from loopengine.commands import autolearn

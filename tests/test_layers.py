@@ -42,9 +42,9 @@ LAYERS: dict[str, frozenset[str]] = {
     # A thread's batches get fresh call ids; a conversation commits the agent loop's rounds.
     "threads": frozenset({"llm", "store"}),
     "autolearn": frozenset({"skills", "contract", "llm", "store"}),
-    # The corrective RAG pipeline decides over injected ports (retrieval, models, the web): it
-    # needs no other layer.
-    "knowledge": frozenset(),
+    # Knowledge bases: the config's collections, their chunks and keyword index in the store,
+    # their vectors made by a cluster node; the corrective pipeline decides over injected ports.
+    "knowledge": frozenset({"contract", "llm", "store"}),
     # The event source matches event names with the trigger layer's pure pattern matcher; the
     # registry holds autolearn's skills beside the others; the LLM runtime answers with what
     # autolearn remembers of the user and explores the nodes it scored.
@@ -66,6 +66,7 @@ LAYERS: dict[str, frozenset[str]] = {
             "llm",
             "engine",
             "autolearn",
+            "knowledge",
         }
     ),
     # The webhook receiver checks signatures as the daemon's webhook triggers do.
@@ -92,6 +93,7 @@ LAYERS: dict[str, frozenset[str]] = {
             "daemon",
             "skills",
             "console",
+            "knowledge",
         }
     ),
     # The web console, a face beside the API and served with it: its views call the same

@@ -36,6 +36,7 @@ from loopengine.api._autolearn import add_autolearn_routes
 from loopengine.api._chat import add_chat_routes
 from loopengine.api._context import ERRORS, ApiContext, error_response
 from loopengine.api._hooks import add_hook_routes
+from loopengine.api._knowledge import add_knowledge_routes
 from loopengine.api._loops import add_loop_routes
 from loopengine.api._metrics import add_metrics_routes
 from loopengine.api._threads import add_thread_routes
@@ -66,6 +67,7 @@ _ROUTES = (
     add_metrics_routes,
     add_chat_routes,
     add_autolearn_routes,
+    add_knowledge_routes,
 )
 """Each adds one group of endpoints."""
 

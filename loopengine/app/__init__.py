@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         MIN_PREFIX,
         NAMED,
         NEXT_FIRES,
+        KnowledgeBase,
         LoopSource,
         Operation,
         Paused,
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
         execution_named,
         finished_job,
         history,
+        knowledge_bases,
         latest,
         learned,
         learning_history,
@@ -62,7 +64,7 @@ if TYPE_CHECKING:
         waiting_approvals,
         write_now,
     )
-    from loopengine.app._reader import open_reader, read_store
+    from loopengine.app._reader import AwaitedReader, open_reader, read_store
     from loopengine.app._runtime import Runtime, listening, open_runtime
     from loopengine.app._settings import (
         CONFIG_ENV,
@@ -112,6 +114,8 @@ _EXPORTS = {
     "execution_named": "loopengine.app._operations",
     "finished_job": "loopengine.app._operations",
     "history": "loopengine.app._operations",
+    "KnowledgeBase": "loopengine.app._operations",
+    "knowledge_bases": "loopengine.app._operations",
     "latest": "loopengine.app._operations",
     "learned": "loopengine.app._operations",
     "learning_history": "loopengine.app._operations",
@@ -133,6 +137,7 @@ _EXPORTS = {
     "trigger": "loopengine.app._operations",
     "waiting_approvals": "loopengine.app._operations",
     "write_now": "loopengine.app._operations",
+    "AwaitedReader": "loopengine.app._reader",
     "open_reader": "loopengine.app._reader",
     "read_store": "loopengine.app._reader",
     "Runtime": "loopengine.app._runtime",
@@ -161,11 +166,13 @@ __all__ = [
     "NAMED",
     "NEXT_FIRES",
     "REFRESH",
+    "AwaitedReader",
     "Change",
     "Changes",
     "ChatAnswer",
     "Firing",
     "Follower",
+    "KnowledgeBase",
     "LoopSource",
     "Mode",
     "Operation",
@@ -188,6 +195,7 @@ __all__ = [
     "find_config",
     "finished_job",
     "history",
+    "knowledge_bases",
     "latest",
     "learned",
     "learning_history",

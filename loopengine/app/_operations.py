@@ -28,6 +28,8 @@ from loopengine.store import (
     autolearn,
     executions,
     flags,
+    iso,
+    knowledge,
     logs,
     memory,
     queue,
@@ -39,7 +41,7 @@ from loopengine.store import (
 
 if TYPE_CHECKING:
     from loopengine.app._runtime import Runtime
-    from loopengine.contract import Loop, LoopLoader, Outcome
+    from loopengine.contract import Config, Loop, LoopLoader, Outcome
     from loopengine.engine import ExecutionDone
     from loopengine.store import Store
 
@@ -50,6 +52,7 @@ __all__ = [
     "MIN_PREFIX",
     "NAMED",
     "NEXT_FIRES",
+    "KnowledgeBase",
     "LoopSource",
     "Operation",
     "Paused",
@@ -65,6 +68,7 @@ __all__ = [
     "execution_named",
     "finished_job",
     "history",
+    "knowledge_bases",
     "latest",
     "learned",
     "learning_history",
@@ -421,6 +425,50 @@ def thread(session_id: str) -> Operation[threads.Thread]:
 def scores_over_time() -> Operation[list[autolearn.ScorePoint]]:
     """Each node × category's score at every cycle autotune kept, oldest first."""
     return (yield from _read(autolearn.score_points))
+
+
+@dataclass(frozen=True, slots=True)
+class KnowledgeBase:
+    """A collection of the config and what the store holds of it (nothing until it is
+    indexed)."""
+
+    name: str
+    sources: tuple[str, ...]
+    embeddings: str | None
+    """The node and model its vectors are made with (``node/model``); None: keywords only."""
+    files: int
+    chunks: int
+    vectors: int
+    indexed_at: float | None
+
+    def as_json(self) -> JSONObject:
+        """The collection as ``knowledge list --json`` and ``GET /knowledge`` show it."""
+        return {
+            "name": self.name,
+            "sources": list(self.sources),
+            "embeddings": self.embeddings,
+            "files": self.files,
+            "chunks": self.chunks,
+            "vectors": self.vectors,
+            "indexed_at": iso(self.indexed_at),
+        }
+
+
+def knowledge_bases(config: Config) -> Operation[list[KnowledgeBase]]:
+    """The config's knowledge collections, in its order, each with its files, chunks and
+    vectors in the store and when it was last indexed."""
+    stored = {row.name: row for row in (yield from _read(knowledge.summaries))}
+    found = []
+    for name, collection in config.knowledge.items():
+        row = stored.get(name)
+        counts = (row.files, row.chunks, row.vectors) if row else (0, 0, 0)
+        when = row.indexed_at if row else None
+        found.append(
+            KnowledgeBase(
+                name, tuple(collection.sources), collection.embedding_model, *counts, when
+            )
+        )
+    return found
 
 
 NEXT_FIRES = 10

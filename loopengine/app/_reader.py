@@ -8,14 +8,17 @@ event loop either: they start faster without it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
 from loopengine.app._settings import Settings, read_settings
 from loopengine.store import Reader, open_read_only
 
-__all__ = ["open_reader", "read_store"]
+__all__ = ["AwaitedReader", "open_reader", "read_store"]
+
+T = TypeVar("T")
 
 
 @contextmanager
@@ -36,3 +39,15 @@ def open_reader(config: Path | None) -> Iterator[Reader]:
     """The store of the config ``config`` names (or the one found), opened as ``read_store``."""
     with read_store(read_settings(config)) as reader:
         yield reader
+
+
+class AwaitedReader:
+    """A read-only ``Reader`` as the async operations take a store (``await store.read(…)``),
+    for a command that reads in an event loop because it may call a node too (``knowledge
+    search`` embeds its query)."""
+
+    def __init__(self, reader: Reader) -> None:
+        self._reader = reader
+
+    async def read(self, operation: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        return self._reader.read(operation, *args, **kwargs)

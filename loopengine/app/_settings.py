@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -185,12 +187,53 @@ def _semantic(document: YamlDocument) -> list[Diagnostic]:
             problems.append(
                 document.diagnostic(("autolearn", role), message + did_you_mean(name, nodes))
             )
+    problems += _knowledge_problems(document, nodes)
     for name, url in (data.get("storage") or {}).items():
         scheme = urlsplit(url).scheme.split("+")[0]
         if scheme not in _STORAGE_SCHEMES:
             known = ", ".join(sorted(_STORAGE_SCHEMES))
             message = f"storage URL scheme '{scheme}' is not supported (known: {known})"
             problems.append(document.diagnostic(("storage", name), message))
+    return problems
+
+
+_COLLECTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+
+
+def _source_problem(source: str) -> str | None:
+    """Why a knowledge source may not be read (it leaves the config's folder), or None."""
+    if PurePosixPath(source).is_absolute() or PureWindowsPath(source).is_absolute():
+        return f"source '{source}' is absolute: write it relative to this file's folder"
+    if ".." in PurePosixPath(source.replace("\\", "/")).parts:
+        return f"source '{source}' leaves this file's folder: keep sources inside it"
+    return None
+
+
+def _knowledge_problems(document: YamlDocument, nodes: Mapping[str, object]) -> list[Diagnostic]:
+    """Knowledge collections have names a URL and a command line can hold, sources inside the
+    config's folder, and name nodes that exist."""
+    problems: list[Diagnostic] = []
+    for name, collection in (document.data.get("knowledge") or {}).items():
+        where = ("knowledge", name)
+        if not _COLLECTION_NAME.fullmatch(name):
+            message = (
+                f"collection name '{name}': use letters, digits, '_', '-' and '.' "
+                "(at most 100, the first a letter or digit)"
+            )
+            problems.append(document.diagnostic(where, message, at_key=True))
+        for index, source in enumerate(collection.get("sources") or ()):
+            if (problem := _source_problem(source)) is not None:
+                problems.append(document.diagnostic((*where, "sources", index), problem))
+        embedder = (collection.get("embeddings") or {}).get("node")
+        for path, node in (
+            (("grader",), collection.get("grader")),
+            (("embeddings", "node"), embedder),
+        ):
+            if node is not None and node not in nodes:
+                message = f"{'.'.join(path)} names node '{node}', which is not under cluster.nodes"
+                problems.append(
+                    document.diagnostic((*where, *path), message + did_you_mean(node, nodes))
+                )
     return problems
 
 

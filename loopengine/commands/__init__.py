@@ -11,6 +11,7 @@ __all__ = [
     "chat",
     "executions",
     "history",
+    "knowledge",
     "metrics",
     "progress_line",
     "run",

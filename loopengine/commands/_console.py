@@ -49,6 +49,12 @@ class Console:
     def print(self, text: str = "") -> None:
         print(text, file=self.out)
 
+    def status(self, text: str) -> None:
+        """Rewrite the terminal's current line with ``text`` (live progress; ``""`` clears
+        it); only for a person at a terminal (``interactive``)."""
+        self.out.write(f"\r\x1b[2K{text}")
+        self.out.flush()
+
     def problem(self, text: str) -> None:
         print(text, file=self.err)
 

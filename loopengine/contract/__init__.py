@@ -11,7 +11,15 @@ from loopengine._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from loopengine._diagnostics import Diagnostic, Level
-    from loopengine.contract._config import Cluster, Config, DaemonSettings, Node
+    from loopengine.contract._config import (
+        Chunking,
+        Cluster,
+        Config,
+        DaemonSettings,
+        Embeddings,
+        KnowledgeCollection,
+        Node,
+    )
     from loopengine.contract._documents import (
         SchemaValidator,
         build_model,
@@ -103,12 +111,15 @@ _EXPORTS = {
     "Budget": "loopengine.contract._loop",
     "BuiltinAction": "loopengine.contract._enums",
     "Catchup": "loopengine.contract._enums",
+    "Chunking": "loopengine.contract._config",
     "Cluster": "loopengine.contract._config",
     "Condition": "loopengine.contract._phases",
     "Config": "loopengine.contract._config",
     "ContextRequirement": "loopengine.contract._phases",
     "CronTrigger": "loopengine.contract._triggers",
     "DaemonSettings": "loopengine.contract._config",
+    "Embeddings": "loopengine.contract._config",
+    "KnowledgeCollection": "loopengine.contract._config",
     "Detect": "loopengine.contract._phases",
     "Diagnostic": "loopengine._diagnostics",
     "Durability": "loopengine.contract._enums",
@@ -187,6 +198,7 @@ __all__ = [
     "Budget",
     "BuiltinAction",
     "Catchup",
+    "Chunking",
     "Cluster",
     "Condition",
     "Config",
@@ -196,8 +208,10 @@ __all__ = [
     "Detect",
     "Diagnostic",
     "Durability",
+    "Embeddings",
     "ExecMode",
     "FeedbackType",
+    "KnowledgeCollection",
     "Learn",
     "Level",
     "LoadReport",

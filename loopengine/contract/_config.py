@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from loopengine.contract._base import Name, Strict
 
-__all__ = ["Actions", "ActionsHttp", "Autolearn", "Cluster", "Config", "DaemonSettings", "Node"]
+__all__ = [
+    "Actions",
+    "ActionsHttp",
+    "Autolearn",
+    "Chunking",
+    "Cluster",
+    "Config",
+    "DaemonSettings",
+    "Embeddings",
+    "KnowledgeCollection",
+    "Node",
+]
 
 DEFAULT_DATABASE = "sqlite:///.loopengine/loopengine.db"
 
@@ -194,9 +205,70 @@ class Actions(Strict):
     )
 
 
+class Chunking(Strict):
+    """How a collection's files are cut: by heading, then paragraph, to about ``size``
+    characters, each chunk repeating the last ``overlap`` characters of the one before it."""
+
+    size: int = Field(800, ge=100, le=20_000, description="Target characters of one chunk.")
+    overlap: int = Field(
+        100,
+        ge=0,
+        le=10_000,
+        description="Characters a chunk repeats from the one before it (under `size`).",
+    )
+
+    @model_validator(mode="after")
+    def _overlap_under_size(self) -> Chunking:
+        if self.overlap >= self.size:
+            raise ValueError(
+                f"overlap {self.overlap} is not under size {self.size}: a chunk would repeat "
+                "all of the one before it"
+            )
+        return self
+
+
+class Embeddings(Strict):
+    """Dense retrieval: chunks and queries embedded by a node's OpenAI-compatible
+    ``/embeddings``, fused with the keyword ranking."""
+
+    node: Name = Field(description="Node (under cluster.nodes) that serves `/embeddings`.")
+    model: Name = Field(
+        description="Embedding model the node serves.", examples=["nomic-embed-text"]
+    )
+
+
+class KnowledgeCollection(Strict):
+    """A knowledge base: the files it is made of, how they are cut, and who grades and embeds
+    what is retrieved."""
+
+    sources: list[Name] = Field(
+        min_length=1,
+        max_length=100,
+        description="Folders and globs of Markdown, text, HTML and PDF files, relative to this "
+        "file and inside its folder.",
+        examples=[["kb/**/*.md", "manuals/"]],
+    )
+    chunk: Chunking = Field(Chunking.model_construct(), description="How files are cut.")
+    grader: Name | None = Field(
+        None,
+        description="Node that grades what is retrieved (default: autolearn.grader, else the "
+        "first routed node).",
+    )
+    embeddings: Embeddings | None = Field(
+        None, description="Dense retrieval beside the keyword index (default: keywords only)."
+    )
+
+    @property
+    def embedding_model(self) -> str | None:
+        """The node and model its vectors are made with (``node/model``); None without
+        ``embeddings``."""
+        found = self.embeddings
+        return None if found is None else f"{found.node}/{found.model}"
+
+
 class Config(Strict):
     """loopengine.yaml: database, plugins, tools sandbox, cluster, storage, daemon, autolearn,
-    actions."""
+    actions, knowledge."""
 
     database: str = Field(
         DEFAULT_DATABASE, description="SQLAlchemy URL: `sqlite:///path` or `postgresql://…`."
@@ -231,4 +303,8 @@ class Config(Strict):
     )
     actions: Actions = Field(
         Actions.model_construct(), description="The built-in actions' root, destinations and trash."
+    )
+    knowledge: dict[str, KnowledgeCollection] = Field(
+        default_factory=dict,
+        description="Knowledge bases by name, for `loopengine knowledge` and the RAG skills.",
     )

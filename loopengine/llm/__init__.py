@@ -12,7 +12,7 @@ from loopengine.llm._chain import (
     run_simple,
 )
 from loopengine.llm._classify import classify_complexity
-from loopengine.llm._client import ChatClient
+from loopengine.llm._client import MAX_DIMENSIONS, ChatClient
 from loopengine.llm._cluster import Cluster, Explore
 from loopengine.llm._guard import LoopGuard, call_key, canonical
 from loopengine.llm._health import COOL_AFTER, NodeHealth
@@ -41,6 +41,7 @@ __all__ = [
     "DEFAULT_CATEGORY",
     "DEFAULT_STAGES",
     "LATENCY_BUCKETS_S",
+    "MAX_DIMENSIONS",
     "MAX_NESTING",
     "MAX_PATTERN",
     "MAX_UNROLLED",

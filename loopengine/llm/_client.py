@@ -5,11 +5,12 @@ streamed (server-sent events)."""
 from __future__ import annotations
 
 import json
+import math
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, TypeVar
 
 import anyio
 import httpx
@@ -22,7 +23,11 @@ if TYPE_CHECKING:
     from loopengine.llm._toolbox import ToolSpec
     from loopengine.store.threads import ChatMessage
 
-__all__ = ["ChatClient", "ChatRequest", "Completion", "TextSink"]
+__all__ = ["MAX_DIMENSIONS", "ChatClient", "ChatRequest", "Completion", "TextSink"]
+
+T = TypeVar("T")
+MAX_DIMENSIONS = 8192
+"""Most dimensions of an embedding taken from a node."""
 
 TextSink = Callable[[str], None]
 """Told each piece of an answer's text as a streamed call receives it."""
@@ -221,23 +226,32 @@ class ChatClient:
         comes; the deadline covers the whole stream, not each chunk."""
         body = self._body(messages, tools, temperature, max_tokens)
         streamed = self.node.stream or on_text is not None
+
+        async def attempt() -> Completion:
+            started = time.perf_counter()
+            if streamed:
+                return await self._streamed(body, started, on_text)
+            return await self._plain(body, started)
+
+        return await self._within_deadline(attempt)
+
+    async def _within_deadline(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        """``attempt()`` within the node's total deadline (``timeout_s``), tried again with
+        backoff while it fails with a retryable ``LLMError``."""
         deadline = self.node.timeout_s
         try:
             with anyio.fail_after(deadline):
-                attempt = 0
+                tries = 0
                 while True:
                     try:
-                        started = time.perf_counter()
-                        if streamed:
-                            return await self._streamed(body, started, on_text)
-                        return await self._plain(body, started)
+                        return await attempt()
                     except LLMError as exc:
-                        if not exc.retryable or attempt >= self.retries:
+                        if not exc.retryable or tries >= self.retries:
                             raise
-                        attempt += 1
+                        tries += 1
                         delay = exc.retry_after
                         if delay is None:
-                            delay = random.uniform(0, self.backoff_s * 2 ** (attempt - 1))
+                            delay = random.uniform(0, self.backoff_s * 2 ** (tries - 1))
                         await anyio.sleep(delay)
         except TimeoutError:
             raise LLMError(
@@ -245,3 +259,44 @@ class ChatClient:
                 node=self.name,
                 retryable=True,
             ) from None
+
+    async def embed(self, texts: Sequence[str], model: str) -> list[list[float]]:
+        """The embedding of each of ``texts`` by ``model`` (``POST /embeddings``), in order,
+        within the node's deadline; ``LLMError`` when the answer is not one finite vector of one
+        dimension per text."""
+        encoded = json.dumps({"model": model, "input": list(texts)}, ensure_ascii=False)
+        url = httpx.URL(self.node.base_url.rstrip("/") + "/embeddings")
+
+        async def attempt() -> list[list[float]]:
+            request = httpx.Request("POST", url, headers=self.headers, content=encoded.encode())
+            try:
+                response = await self.http.send(request)
+            except httpx.TransportError as exc:
+                raise self._unreachable(exc) from None
+            if response.status_code != 200:
+                raise self._refused(response)
+            return self._vectors(response, len(texts))
+
+        return await self._within_deadline(attempt)
+
+    def _vectors(self, response: httpx.Response, count: int) -> list[list[float]]:
+        """The vectors of an embeddings answer, in the order of its ``index`` fields."""
+        try:
+            data = sorted(response.json()["data"], key=lambda item: int(item["index"]))
+            vectors = [[float(value) for value in item["embedding"]] for item in data]
+        except (ValueError, KeyError, TypeError, AttributeError):
+            vectors = []
+        sizes = {len(vector) for vector in vectors}
+        usable = (
+            len(vectors) == count
+            and len(sizes) == 1
+            and 0 < sizes.pop() <= MAX_DIMENSIONS
+            and all(math.isfinite(value) for vector in vectors for value in vector)
+        )
+        if not usable:
+            raise LLMError(
+                f"node {self.name} sent no usable embeddings for {count} texts: "
+                f"{response.text[:200]!r}",
+                node=self.name,
+            )
+        return vectors

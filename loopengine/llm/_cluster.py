@@ -133,6 +133,16 @@ class Cluster:
         )
         return completion
 
+    async def embed(self, name: str, texts: Sequence[str], model: str) -> list[list[float]]:
+        """The embeddings of ``texts`` by node ``name``'s ``model``, keeping its health."""
+        try:
+            vectors = await self.client(name).embed(texts, model)
+        except LLMError as exc:
+            self.failed(name, exc)
+            raise
+        self.succeeded(name)
+        return vectors
+
     def _count(self, name: str, started: float, *, failed: bool, **tokens: int) -> None:
         latency = time.perf_counter() - started
         self.stats[name] = self.stats[name].after(latency, failed=failed, **tokens)

@@ -134,6 +134,7 @@ __all__ = [
     "intake",
     "iso",
     "jobs",
+    "knowledge",
     "learning",
     "logs",
     "memory",

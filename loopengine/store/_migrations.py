@@ -254,8 +254,44 @@ def _execution_logs(connection: sa.Connection) -> None:
     tables.execution_logs.create(connection, checkfirst=True)
 
 
+_KNOWLEDGE_TABLES = (
+    tables.knowledge_collections,
+    tables.knowledge_files,
+    tables.knowledge_chunks,
+    tables.knowledge_vectors,
+)
+_FTS = "knowledge_fts"
+_SQLITE_SEARCH = (
+    f"CREATE VIRTUAL TABLE {_FTS} USING fts5(collection_id, heading, text, "
+    "content='knowledge_chunks', content_rowid='id', "
+    "tokenize='porter unicode61 remove_diacritics 2')",
+    f"CREATE TRIGGER knowledge_chunks_added AFTER INSERT ON knowledge_chunks BEGIN "
+    f"INSERT INTO {_FTS}(rowid, collection_id, heading, text) "
+    "VALUES (new.id, new.collection_id, new.heading, new.text); END",
+    f"CREATE TRIGGER knowledge_chunks_removed AFTER DELETE ON knowledge_chunks BEGIN "
+    f"INSERT INTO {_FTS}({_FTS}, rowid, collection_id, heading, text) "
+    "VALUES ('delete', old.id, old.collection_id, old.heading, old.text); END",
+)
+"""The keyword index of SQLite: FTS5 over the chunks' own rows (external content: the text is
+stored once), English stems, kept by triggers as chunks are added and removed."""
+_POSTGRESQL_SEARCH = (
+    "ALTER TABLE knowledge_chunks ADD COLUMN search tsvector GENERATED ALWAYS AS "
+    "(to_tsvector('english', heading || ' ' || text)) STORED",
+    "CREATE INDEX ix_knowledge_chunks_search ON knowledge_chunks USING GIN (search)",
+)
+"""The keyword index of PostgreSQL: a generated ``tsvector`` of English stems, GIN-indexed."""
+
+
+def _knowledge(connection: sa.Connection) -> None:
+    tables.metadata.create_all(connection, tables=list(_KNOWLEDGE_TABLES))
+    search = _POSTGRESQL_SEARCH if connection.dialect.name == "postgresql" else _SQLITE_SEARCH
+    for statement in search:
+        connection.exec_driver_sql(statement)
+
+
 def _initial(connection: sa.Connection) -> None:
     later = {*_CHAT_TABLES, *_DAEMON_TABLES, *_AUTOLEARN_TABLES, *_MEMORY_TABLES}
+    later |= set(_KNOWLEDGE_TABLES)
     later |= {tables.score_history, tables.webhook_bodies, tables.execution_logs}
     wanted = [t for t in tables.metadata.sorted_tables if t not in later]
     tables.metadata.create_all(connection, tables=wanted)
@@ -287,6 +323,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(13, "an execution's phases, a row per commit", _phases_per_commit),
     Migration(14, "what an execution's skills logged", _execution_logs),
+    Migration(15, "knowledge bases: files, chunks, their keyword index and vectors", _knowledge),
 )
 
 

@@ -26,6 +26,10 @@ __all__ = [
     "executions",
     "feature_flags",
     "jobs",
+    "knowledge_chunks",
+    "knowledge_collections",
+    "knowledge_files",
+    "knowledge_vectors",
     "loop_state",
     "memory_exchanges",
     "memory_profiles",
@@ -471,4 +475,55 @@ score_history = sa.Table(
     sa.Column("execution_id", sa.String(32)),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Index("ix_score_history_category_node", "category", "node", "id"),
+)
+
+# Knowledge bases (``knowledge:`` in the config), by name; ``indexed_at`` is when an index run
+# last finished, ``embedding_model`` the node and model (``node/model``) its vectors were made
+# with (migration 15).
+knowledge_collections = sa.Table(
+    "knowledge_collections",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.String(100), nullable=False, unique=True),
+    sa.Column("indexed_at", sa.Float),
+    sa.Column("embedding_model", sa.String(400)),
+)
+
+# A collection's files, by path relative to the config's folder; ``digest`` hashes the file's
+# bytes with how it was cut, so an unchanged file is not read into chunks again.
+knowledge_files = sa.Table(
+    "knowledge_files",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("collection_id", sa.Integer, nullable=False),
+    sa.Column("path", sa.Text, nullable=False),
+    sa.Column("digest", sa.String(64), nullable=False),
+    sa.Column("chunks", sa.Integer, nullable=False),
+    sa.Column("indexed_at", sa.Float, nullable=False),
+    sa.UniqueConstraint("collection_id", "path", name="uq_knowledge_files_path"),
+)
+
+# A file's chunks in order (``position``), each under its heading path. SQLite indexes them
+# in the FTS5 table ``knowledge_fts`` (external content, kept by triggers), PostgreSQL in the
+# generated ``tsvector`` column ``search`` (GIN); both made by migration 15.
+knowledge_chunks = sa.Table(
+    "knowledge_chunks",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("collection_id", sa.Integer, nullable=False),
+    sa.Column("file_id", sa.Integer, nullable=False),
+    sa.Column("position", sa.Integer, nullable=False),
+    sa.Column("heading", sa.Text, nullable=False),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Index("ix_knowledge_chunks_file", "file_id", "position"),
+)
+
+# A chunk's embedding (little-endian float32, unit length), for dense retrieval.
+knowledge_vectors = sa.Table(
+    "knowledge_vectors",
+    metadata,
+    sa.Column("chunk_id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("collection_id", sa.Integer, nullable=False),
+    sa.Column("vector", sa.LargeBinary, nullable=False),
+    sa.Index("ix_knowledge_vectors_collection", "collection_id"),
 )

@@ -11,7 +11,9 @@ whole script), ``answering(f)`` answers each request with ``f(request)``, ``echo
 last user message; the script of model ``"*"`` answers the models without one. A model without
 a script, or past the end of its script, answers 500. ``status(503)`` and ``hang(5)`` make a node
 misbehave. Every request received is kept in ``server.requests``. ``"stream": true`` requests get
-server-sent events, as OpenAI sends them.
+server-sent events, as OpenAI sends them. ``POST /v1/embeddings`` answers each input with
+``embedding(text)`` (words hashed into ``EMBEDDING_DIMENSIONS`` dimensions: texts sharing words
+are near), unless the model's script says otherwise (a ``status``, a ``raw`` body).
 
 ``python -m loopengine.testing [SCRIPT.json] [--echo] [--port N]`` serves one from the command
 line until Ctrl-C.
@@ -23,7 +25,10 @@ on the command line).
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
+import re
 import socket
 import threading
 import time
@@ -40,6 +45,7 @@ from loopengine.testing._receiver import Delivery, WebhookReceiver
 
 __all__ = [
     "ANY_MODEL",
+    "EMBEDDING_DIMENSIONS",
     "Answering",
     "Delivery",
     "FakeLLMServer",
@@ -48,6 +54,7 @@ __all__ = [
     "WebhookReceiver",
     "answering",
     "echo",
+    "embedding",
     "forever",
     "hang",
     "memory_store",
@@ -169,6 +176,33 @@ def echo() -> Answering:
     return Answering(lambda request: reply(_last_user_text(request)))
 
 
+EMBEDDING_DIMENSIONS = 64
+"""Dimensions of the scripted server's embeddings."""
+_WORD = re.compile(r"[^\W_]+")
+
+
+def embedding(text: str) -> list[float]:
+    """A deterministic embedding of ``text``: each lower-cased word counted into one of
+    ``EMBEDDING_DIMENSIONS`` dimensions (by its hash, with a sign), scaled to unit length."""
+    vector = [0.0] * EMBEDDING_DIMENSIONS
+    for word in _WORD.findall(text.lower()):
+        digest = hashlib.blake2b(word.encode(), digest_size=2).digest()
+        vector[digest[0] % EMBEDDING_DIMENSIONS] += 1.0 if digest[1] & 1 else -1.0
+    norm = math.sqrt(sum(value * value for value in vector)) or 1.0
+    return [value / norm for value in vector]
+
+
+def _embeddings(request: JSONObject) -> JSONObject:
+    given = request.get("input")
+    texts = [given] if isinstance(given, str) else given if isinstance(given, list) else []
+    data: list[JSON] = [
+        {"object": "embedding", "index": index, "embedding": embedding(str(text))}
+        for index, text in enumerate(texts)
+    ]
+    usage = {"prompt_tokens": len(texts), "total_tokens": len(texts)}
+    return {"object": "list", "model": request.get("model"), "data": data, "usage": usage}
+
+
 ANY_MODEL = "*"
 """The model whose script answers the models without one."""
 Script = list[Response | Forever | Answering]
@@ -268,12 +302,17 @@ class FakeLLMServer:
                 except ValueError:
                     self._send(400, {"error": {"message": "body is not JSON"}})
                     return
-                if not self.path.rstrip("/").endswith("/chat/completions"):
+                route = self.path.rstrip("/")
+                if not route.endswith(("/chat/completions", "/embeddings")):
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                     return
                 with server._lock:
                     server.requests.append(request)
-                response = server._next(str(request.get("model")), request)
+                model = str(request.get("model"))
+                if route.endswith("/embeddings"):
+                    self._embed(model, request)
+                    return
+                response = server._next(model, request)
                 if response.delay_s:
                     time.sleep(response.delay_s)
                 if response.status != 200:
@@ -284,6 +323,19 @@ class FakeLLMServer:
                     self._stream(request, response)
                 else:
                     self._send(200, _completion(request, response))
+
+            def _embed(self, model: str, request: JSONObject) -> None:
+                """Embeddings, unless what is left of the model's own script answers an error or
+                a body."""
+                scripted = server._next(model, request) if server._scripts.get(model) else None
+                if scripted is not None and scripted.delay_s:
+                    time.sleep(scripted.delay_s)
+                if scripted is not None and scripted.status != 200:
+                    self._send(scripted.status, scripted.body or {}, scripted.headers)
+                elif scripted is not None and scripted.body is not None:
+                    self._send(200, scripted.body)
+                else:
+                    self._send(200, _embeddings(request))
 
             def _stream(self, request: JSONObject, response: Response) -> None:
                 self.send_response(200)

@@ -220,3 +220,80 @@ def test_the_private_store_is_the_one_this_process_opens(
     private = read_settings(tmp_path / "loopengine.yaml").private
     assert tmp_path / "elsewhere" in private
     assert tmp_path / "state" not in private
+
+
+KNOWLEDGE_NODES = "cluster:\n  nodes:\n    OL1: {base_url: 'http://127.0.0.1:9/v1', model: m}\n"
+
+
+def test_a_knowledge_collection_defaults_to_keywords_and_800_character_chunks(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "loopengine.yaml").write_text("knowledge:\n  docs: {sources: ['kb/**/*.md']}\n")
+    collection = load_workspace(tmp_path / "loopengine.yaml", entry_points=False).config.knowledge
+    docs = collection["docs"]
+    assert (docs.chunk.size, docs.chunk.overlap, docs.grader, docs.embeddings) == (
+        800,
+        100,
+        None,
+        None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        (
+            "knowledge:\n  docs: {sources: [kb], chunks: {size: 10}}\n",
+            "2:25: knowledge.docs.chunks: unknown key 'chunks'; did you mean 'chunk'?",
+        ),
+        (
+            "knowledge:\n  docs: {sources: []}\n",
+            "2:19: knowledge.docs.sources: needs at least 1 item",
+        ),
+        (
+            "knowledge:\n  docs: {sources: [kb], chunk: {size: 50}}\n",
+            "2:39: knowledge.docs.chunk.size: must be ≥ 100, got 50",
+        ),
+        (
+            "knowledge:\n  docs: {sources: [kb, ../private]}\n",
+            "2:24: knowledge.docs.sources[1]: source '../private' leaves this file's folder: "
+            "keep sources inside it",
+        ),
+        (
+            "knowledge:\n  docs: {sources: [/etc]}\n",
+            "2:20: knowledge.docs.sources[0]: source '/etc' is absolute: write it relative to "
+            "this file's folder",
+        ),
+        (
+            "knowledge:\n  docs/all: {sources: [kb]}\n",
+            "2:3: knowledge.docs/all: collection name 'docs/all': use letters, digits, '_', '-' "
+            "and '.' (at most 100, the first a letter or digit)",
+        ),
+        (
+            KNOWLEDGE_NODES + "knowledge:\n  docs: {sources: [kb], grader: OL2}\n",
+            "5:33: knowledge.docs.grader: grader names node 'OL2', which is not under "
+            "cluster.nodes; did you mean 'OL1'?",
+        ),
+        (
+            "knowledge:\n  docs: {sources: [kb], embeddings: {node: OL1, model: e}}\n",
+            "2:44: knowledge.docs.embeddings.node: embeddings.node names node 'OL1', which is not "
+            "under cluster.nodes",
+        ),
+    ],
+)
+def test_a_bad_knowledge_collection_is_one_located_line(
+    tmp_path: Path, text: str, error: str
+) -> None:
+    assert _errors(tmp_path, text) == [error]
+
+
+def test_a_chunk_overlap_as_long_as_its_size_is_an_error_at_its_position(tmp_path: Path) -> None:
+    (tmp_path / "loopengine.yaml").write_text(
+        "knowledge:\n  docs: {sources: [kb], chunk: {size: 300, overlap: 300}}\n"
+    )
+    with pytest.raises(ContractError) as caught:
+        _ = load_workspace(tmp_path / "loopengine.yaml", entry_points=False).config
+    assert str(caught.value).endswith(
+        "loopengine.yaml:2:32: knowledge.docs.chunk: overlap 300 is not under size 300: a chunk "
+        "would repeat all of the one before it"
+    )

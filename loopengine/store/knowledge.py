@@ -1,0 +1,344 @@
+"""Knowledge bases: each collection's files (by path, with the digest they were cut from), their
+chunks, the keyword index over them (SQLite FTS5 with BM25, PostgreSQL ``tsvector`` with
+``ts_rank``) and their vectors. A file's chunks are replaced whole, in its writer's transaction."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from loopengine.store._dialect import dialect_insert
+from loopengine.store._tables import (
+    knowledge_chunks,
+    knowledge_collections,
+    knowledge_files,
+    knowledge_vectors,
+)
+
+__all__ = [
+    "CollectionSummary",
+    "FileChunks",
+    "Hit",
+    "Piece",
+    "Unembedded",
+    "chunks_by_id",
+    "digests",
+    "finish_index",
+    "keyword_ranking",
+    "nearest",
+    "put_vectors",
+    "remove_files",
+    "replace_files",
+    "summaries",
+    "unembedded",
+    "use_embedding_model",
+]
+
+_PAGE = 1_000
+"""Vectors read at once while they are scored."""
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """A chunk as it is written: its place in its file, its heading path and its text."""
+
+    position: int
+    heading: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileChunks:
+    """A file's new chunks, and the digest of what they were cut from."""
+
+    path: str
+    digest: str
+    pieces: tuple[Piece, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A chunk found: its id, file, heading path, place in the file, text and score (higher is
+    better)."""
+
+    id: int
+    source: str
+    heading: str
+    position: int
+    text: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class Unembedded:
+    """A chunk that has no vector yet."""
+
+    id: int
+    heading: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionSummary:
+    """What a collection holds: files, chunks, vectors, and when an index run last ended."""
+
+    name: str
+    files: int
+    chunks: int
+    vectors: int
+    indexed_at: float | None
+    embedding_model: str | None
+
+
+def _collection_id(connection: sa.Connection, name: str) -> int | None:
+    query = sa.select(knowledge_collections.c.id).where(knowledge_collections.c.name == name)
+    found = connection.execute(query).scalar()
+    return None if found is None else int(found)
+
+
+def _create(connection: sa.Connection, name: str) -> int:
+    """The id of collection ``name``, made when it has none."""
+    insert = dialect_insert(connection, knowledge_collections).values(name=name)
+    connection.execute(insert.on_conflict_do_nothing())
+    found = _collection_id(connection, name)
+    assert found is not None
+    return found
+
+
+def digests(connection: sa.Connection, name: str) -> dict[str, str]:
+    """The digest of each file of collection ``name``, by path."""
+    query = (
+        sa.select(knowledge_files.c.path, knowledge_files.c.digest)
+        .join(knowledge_collections, knowledge_collections.c.id == knowledge_files.c.collection_id)
+        .where(knowledge_collections.c.name == name)
+    )
+    return {str(path): str(digest) for path, digest in connection.execute(query)}
+
+
+def _forget(connection: sa.Connection, collection: int, paths: Sequence[str]) -> None:
+    """Remove the files ``paths`` of a collection with their chunks and vectors."""
+    files = sa.select(knowledge_files.c.id).where(
+        knowledge_files.c.collection_id == collection, knowledge_files.c.path.in_(paths)
+    )
+    chunks = sa.select(knowledge_chunks.c.id).where(knowledge_chunks.c.file_id.in_(files))
+    connection.execute(knowledge_vectors.delete().where(knowledge_vectors.c.chunk_id.in_(chunks)))
+    connection.execute(knowledge_chunks.delete().where(knowledge_chunks.c.file_id.in_(files)))
+    connection.execute(knowledge_files.delete().where(knowledge_files.c.id.in_(files)))
+
+
+def replace_files(
+    connection: sa.Connection, name: str, files: Sequence[FileChunks], now: float
+) -> None:
+    """Each of ``files`` holds exactly its new chunks in collection ``name`` (made if new)."""
+    collection = _create(connection, name)
+    _forget(connection, collection, [file.path for file in files])
+    for file in files:
+        row = {"collection_id": collection, "path": file.path, "digest": file.digest}
+        row |= {"chunks": len(file.pieces), "indexed_at": now}
+        file_id = connection.execute(knowledge_files.insert().values(**row)).inserted_primary_key
+        assert file_id is not None
+        chunks = [
+            {"collection_id": collection, "file_id": file_id[0], "position": piece.position}
+            | {"heading": piece.heading, "text": piece.text}
+            for piece in file.pieces
+        ]
+        if chunks:
+            connection.execute(knowledge_chunks.insert(), chunks)
+
+
+def remove_files(connection: sa.Connection, name: str, paths: Sequence[str]) -> None:
+    """Collection ``name`` no longer holds the files ``paths`` (gone from its sources)."""
+    collection = _collection_id(connection, name)
+    if collection is not None and paths:
+        _forget(connection, collection, paths)
+
+
+def finish_index(connection: sa.Connection, name: str, now: float) -> None:
+    """An index run of collection ``name`` ended at ``now``."""
+    collection = _create(connection, name)
+    connection.execute(
+        knowledge_collections.update()
+        .where(knowledge_collections.c.id == collection)
+        .values(indexed_at=now)
+    )
+
+
+def summaries(connection: sa.Connection) -> list[CollectionSummary]:
+    """Every collection ever indexed, by name, with its counts."""
+    files = (
+        sa.select(
+            knowledge_files.c.collection_id,
+            sa.func.count().label("files"),
+            sa.func.sum(knowledge_files.c.chunks).label("chunks"),
+        )
+        .group_by(knowledge_files.c.collection_id)
+        .subquery()
+    )
+    vectors = (
+        sa.select(knowledge_vectors.c.collection_id, sa.func.count().label("vectors"))
+        .group_by(knowledge_vectors.c.collection_id)
+        .subquery()
+    )
+    table = knowledge_collections
+    query = (
+        sa.select(table, files.c.files, files.c.chunks, vectors.c.vectors)
+        .outerjoin(files, files.c.collection_id == table.c.id)
+        .outerjoin(vectors, vectors.c.collection_id == table.c.id)
+        .order_by(table.c.name)
+    )
+    return [
+        CollectionSummary(
+            row["name"],
+            int(row["files"] or 0),
+            int(row["chunks"] or 0),
+            int(row["vectors"] or 0),
+            row["indexed_at"],
+            row["embedding_model"],
+        )
+        for row in connection.execute(query).mappings()
+    ]
+
+
+def _fts_match(collection: int, terms: Sequence[str]) -> str:
+    """The FTS5 query of rows of ``collection`` holding any of ``terms``, each quoted as a
+    string (FTS5's own syntax never reaches it)."""
+    quoted = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+    return f'collection_id : "{collection}" AND ({quoted})'
+
+
+_SQLITE_RANKING = sa.text(
+    "SELECT c.id, f.path AS source, c.heading, c.position, c.text, top.score "
+    "FROM (SELECT rowid AS id, -bm25(knowledge_fts, 0.0, 1.0, 1.0) AS score FROM knowledge_fts "
+    "WHERE knowledge_fts MATCH :match ORDER BY score DESC LIMIT :limit) AS top "
+    "JOIN knowledge_chunks c ON c.id = top.id JOIN knowledge_files f ON f.id = c.file_id "
+    "ORDER BY top.score DESC, c.id"
+)
+_POSTGRESQL_RANKING = sa.text(
+    "SELECT c.id, f.path AS source, c.heading, c.position, c.text, "
+    "ts_rank(c.search, q.query) AS score "
+    "FROM knowledge_chunks c JOIN knowledge_files f ON f.id = c.file_id, "
+    "websearch_to_tsquery('english', :words) AS q(query) "
+    "WHERE c.collection_id = :collection AND c.search @@ q.query "
+    "ORDER BY score DESC, c.id LIMIT :limit"
+)
+
+
+def keyword_ranking(
+    connection: sa.Connection, name: str, terms: Sequence[str], limit: int
+) -> list[Hit]:
+    """The ``limit`` chunks of collection ``name`` that best match any of ``terms`` (words,
+    never query syntax), best first: BM25 on SQLite, ``ts_rank`` on PostgreSQL."""
+    collection = _collection_id(connection, name)
+    if collection is None or not terms:
+        return []
+    if connection.dialect.name == "postgresql":
+        words = " or ".join(terms)
+        found = connection.execute(
+            _POSTGRESQL_RANKING, {"words": words, "collection": collection, "limit": limit}
+        )
+    else:
+        match = _fts_match(collection, terms)
+        found = connection.execute(_SQLITE_RANKING, {"match": match, "limit": limit})
+    return [Hit(**row) for row in found.mappings()]
+
+
+def chunks_by_id(connection: sa.Connection, ids: Sequence[int]) -> dict[int, Hit]:
+    """The chunks ``ids`` (those that still exist), by id, scored 0."""
+    query = (
+        sa.select(
+            knowledge_chunks.c.id,
+            knowledge_files.c.path.label("source"),
+            knowledge_chunks.c.heading,
+            knowledge_chunks.c.position,
+            knowledge_chunks.c.text,
+        )
+        .join(knowledge_files, knowledge_files.c.id == knowledge_chunks.c.file_id)
+        .where(knowledge_chunks.c.id.in_(list(ids)))
+    )
+    return {row["id"]: Hit(**row, score=0.0) for row in connection.execute(query).mappings()}
+
+
+def use_embedding_model(connection: sa.Connection, name: str, model: str | None) -> None:
+    """Collection ``name``'s vectors are made with ``model`` (None: none are); those of another
+    model are removed."""
+    collection = _create(connection, name)
+    table = knowledge_collections
+    current = connection.execute(
+        sa.select(table.c.embedding_model).where(table.c.id == collection)
+    ).scalar()
+    if current != model:
+        connection.execute(
+            knowledge_vectors.delete().where(knowledge_vectors.c.collection_id == collection)
+        )
+        connection.execute(
+            table.update().where(table.c.id == collection).values(embedding_model=model)
+        )
+
+
+def unembedded(connection: sa.Connection, name: str, limit: int) -> list[Unembedded]:
+    """Up to ``limit`` chunks of collection ``name`` without a vector, in id order."""
+    collection = _collection_id(connection, name)
+    if collection is None:
+        return []
+    query = (
+        sa.select(knowledge_chunks.c.id, knowledge_chunks.c.heading, knowledge_chunks.c.text)
+        .outerjoin(knowledge_vectors, knowledge_vectors.c.chunk_id == knowledge_chunks.c.id)
+        .where(
+            knowledge_chunks.c.collection_id == collection, knowledge_vectors.c.chunk_id.is_(None)
+        )
+        .order_by(knowledge_chunks.c.id)
+        .limit(limit)
+    )
+    return [Unembedded(**row) for row in connection.execute(query).mappings()]
+
+
+def put_vectors(connection: sa.Connection, name: str, vectors: Iterable[tuple[int, bytes]]) -> None:
+    """Store each chunk's vector (chunks removed meanwhile are left out)."""
+    collection = _collection_id(connection, name)
+    rows = [
+        {"chunk_id": chunk, "collection_id": collection, "vector": vector}
+        for chunk, vector in vectors
+    ]
+    if collection is None or not rows:
+        return
+    present = sa.select(knowledge_chunks.c.id).where(
+        knowledge_chunks.c.id.in_([row["chunk_id"] for row in rows])
+    )
+    kept = set(connection.execute(present).scalars())
+    rows = [row for row in rows if row["chunk_id"] in kept]
+    if rows:
+        insert = dialect_insert(connection, knowledge_vectors)
+        connection.execute(insert.on_conflict_do_nothing(), rows)
+
+
+def nearest(
+    connection: sa.Connection,
+    name: str,
+    model: str,
+    score: Callable[[bytes], float],
+    limit: int,
+) -> list[tuple[int, float]]:
+    """The ``limit`` chunks of collection ``name`` whose vectors ``score`` highest, best first,
+    read a page at a time; none when its vectors were not made with ``model``."""
+    table = knowledge_collections
+    found = connection.execute(
+        sa.select(table.c.id).where(table.c.name == name, table.c.embedding_model == model)
+    ).scalar()
+    if found is None:
+        return []
+    collection = int(found)
+    query = sa.select(knowledge_vectors.c.chunk_id, knowledge_vectors.c.vector).where(
+        knowledge_vectors.c.collection_id == collection
+    )
+    best: list[tuple[float, int]] = []
+    result = connection.execute(query.execution_options(yield_per=_PAGE))
+    for chunk, vector in result:
+        entry = (score(vector), -int(chunk))
+        if len(best) < limit:
+            heapq.heappush(best, entry)
+        elif entry > best[0]:
+            heapq.heapreplace(best, entry)
+    return [(-chunk, value) for value, chunk in sorted(best, reverse=True)]

@@ -1,0 +1,53 @@
+"""The same knowledge base on a PostgreSQL store: its ``tsvector`` column, GIN index and
+``ts_rank`` find what SQLite's FTS5 finds, and an untrusted query never errs there either."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from loopengine.knowledge import index, search
+from loopengine.store import Store
+from tests.knowledge.conftest import GUIDE, config, write
+from tests.knowledge.test_search import HOSTILE
+from tests.postgres import postgres_server
+
+
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    with postgres_server() as found:
+        yield found
+
+
+def test_postgresql_indexes_and_searches_incrementally(url: str, tmp_path: Path) -> None:
+    write(tmp_path, GUIDE)
+
+    async def steps() -> tuple[list[str], list[str], list[int], list[str]]:
+        async with Store.open(url) as store:
+            await index(store, config(), tmp_path)
+            best = await search(store, config(), "docs", "install the package with apt", k=2)
+            (tmp_path / "kb" / "faq.txt").unlink()
+            (report,) = await index(store, config(), tmp_path)
+            gone = await search(store, config(), "docs", "Rayleigh scattering")
+            hostile = [len(await search(store, config(), "docs", query)) for query in HOSTILE]
+        return [c.heading for c in best], [c.source for c in gone], hostile, [str(report.removed)]
+
+    headings, gone, hostile, removed = anyio.run(steps)
+    assert headings[0] == "Install > Linux"
+    assert gone == []
+    assert removed == ["1"]
+    assert all(count >= 0 for count in hostile)
+
+
+def test_postgresql_finds_nothing_for_a_query_of_stop_words_only(url: str, tmp_path: Path) -> None:
+    write(tmp_path, GUIDE)
+
+    async def steps() -> list[str]:
+        async with Store.open(url) as store:
+            await index(store, config(), tmp_path)
+            return [c.source for c in await search(store, config(), "docs", "the and of")]
+
+    assert anyio.run(steps) == []

@@ -1,0 +1,83 @@
+"""Searching a collection: best chunks first, each with its file, heading path and position;
+an untrusted query never errs, and is bounded."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from loopengine.errors import ContractError, NotFound
+from loopengine.knowledge import MAX_K, Chunk, index, search
+from loopengine.store import Store
+from loopengine.testing import memory_store
+from tests.knowledge.conftest import GUIDE, config, write
+
+pytestmark = pytest.mark.anyio
+HOSTILE = ['"', "*", "NEAR(", "AND OR", "a OR", "docs:x", '"unterminated', "^", "-x", "()", "\x00"]
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    write(tmp_path, GUIDE)
+    async with memory_store() as opened:
+        await index(opened, config(), tmp_path)
+        yield opened
+
+
+async def test_the_best_chunk_comes_first_with_where_it_is(store: Store) -> None:
+    found = await search(store, config(), "docs", "install the package with apt", k=2)
+    assert found[0] == Chunk(
+        "kb/install.md",
+        "Install > Linux",
+        1,
+        "Use apt to install the package on Debian.",
+        found[0].score,
+    )
+    assert found[0].score > found[1].score > 0
+
+
+async def test_k_bounds_the_chunks_returned(store: Store) -> None:
+    assert len(await search(store, config(), "docs", "install daemon loop file", k=1)) == 1
+
+
+@pytest.mark.parametrize("query", HOSTILE)
+async def test_query_syntax_is_searched_as_words_or_nothing(store: Store, query: str) -> None:
+    assert isinstance(await search(store, config(), "docs", query), list)
+
+
+async def test_a_query_of_only_punctuation_finds_nothing(store: Store) -> None:
+    assert await search(store, config(), "docs", "?!* \"' () :^") == []
+
+
+async def test_a_word_in_no_chunk_finds_nothing(store: Store) -> None:
+    assert await search(store, config(), "docs", "xylophone") == []
+
+
+async def test_unicode_is_searched_as_written(store: Store, tmp_path: Path) -> None:
+    write(tmp_path, {"kb/fr.md": "# Été\n\nLa crème brûlée se déguste froide.\n"})
+    await index(store, config(), tmp_path)
+    found = await search(store, config(), "docs", "creme brulee")
+    assert [chunk.source for chunk in found] == ["kb/fr.md"]
+
+
+async def test_a_query_over_the_bound_is_refused(store: Store) -> None:
+    with pytest.raises(ContractError, match=r"the query is 10,240 characters: at most 2,000"):
+        await search(store, config(), "docs", "x" * 10_240)
+
+
+@pytest.mark.parametrize("k", [0, MAX_K + 1])
+async def test_k_outside_its_bounds_is_refused(store: Store, k: int) -> None:
+    with pytest.raises(ContractError, match=f"k {k}: write a whole number from 1 to {MAX_K}"):
+        await search(store, config(), "docs", "install", k)
+
+
+async def test_a_collection_the_config_does_not_name_is_not_found(store: Store) -> None:
+    with pytest.raises(NotFound, match=r"no knowledge collection 'manuals' \(collections: docs\)"):
+        await search(store, config(), "manuals", "install")
+
+
+async def test_a_collection_never_indexed_finds_nothing(tmp_path: Path) -> None:
+    async with memory_store() as empty:
+        assert await search(empty, config(), "docs", "install") == []
