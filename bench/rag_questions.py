@@ -1,19 +1,20 @@
 """The question set of ``bench/rag.py`` and its scripted query rewriter.
 
 Answerable questions come from sampled chunks: 3 or 4 of the chunk's most distinctive words (by
-TF-IDF among the words of 4+ letters found in at most 5 % of the chunks), together held by no
-other chunk, so the chunk that answers is known. Each word is then perturbed with the seed: a
-paraphrase from ``PARAPHRASES`` (the documentation's term → the words a user might type), a typo
-(two letters swapped or one dropped), or the other number (``statement`` ↔ ``statements``); the
-words are shuffled into a question template. Unanswerable questions hold 2 or 3 words from
-``OFF_TOPIC`` that no chunk holds in any form (some templates add the word Python, so their
-retrieval is not empty).
+TF-IDF among the searched words of 4+ letters found in at most 5 % of the chunks), together held
+by no other chunk, so the chunk that answers is known. Each word is then perturbed with the
+seed: a paraphrase from ``PARAPHRASES`` (the documentation's term → the words a user might
+type), a typo (two letters swapped or one dropped), or the other number (``statement`` ↔
+``statements``); the words are shuffled into a question template. Unanswerable questions hold 2
+or 3 words from ``OFF_TOPIC`` that no chunk holds in any form (some templates add the word
+Python, so their retrieval is not empty).
 
 The rewriter stands in for the model: it knows neither the answer nor the words a question was
 made from. Its first rewrite maps the paraphrases of ``PARAPHRASES`` back to the documentation's
 term (the table that made them: a model that knows the documentation's vocabulary) and corrects
-each word absent from the corpus to its most frequent corpus word one edit away; its second
-keeps the first's words that are rare in the corpus (in at most 5 % of the chunks).
+each word absent from the corpus to its most frequent corpus word one edit away; its second (the
+first when that changed nothing) keeps only the subject of the first: its searched words that
+are not the templates' own.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 RARE = 0.05
-"""Share of the chunks a distinctive (or kept) word is found in at most."""
+"""Share of the chunks a distinctive word is found in at most."""
 PARAPHRASES: dict[str, tuple[str, ...]] = {
     "annotations": ("type hints",), "argument": ("input",), "arguments": ("inputs",),
     "assignment": ("binding",), "asynchronous": ("non blocking",), "attribute": ("field",),
@@ -111,13 +112,16 @@ def _perturbed(word: str, rng: random.Random) -> str:
         if rng.random() < 0.5:
             return word[:at] + word[at + 1] + word[at] + word[at + 2 :]
         return word[:at] + word[at + 1 :]
-    if roll < 0.4:
-        return word[:-1] if word.endswith("s") and not word.endswith("ss") else f"{word}s"
+    if roll < 0.4 and not word.endswith(("ss", "ed", "ing", "ly")):
+        return word[:-1] if word.endswith("s") else f"{word}s"
     return word
 
 
-def answerable(texts: Sequence[str], count: int, rng: random.Random) -> list[Question]:
-    """Up to ``count`` questions, each answered by one chunk of ``texts`` (sampled)."""
+def answerable(
+    texts: Sequence[str], count: int, searched: Callable[[str], bool], rng: random.Random
+) -> list[Question]:
+    """Up to ``count`` questions, each answered by one chunk of ``texts`` (sampled), made of
+    words for which ``searched`` holds."""
     held = [set(_LONG_WORD.findall(text.lower())) for text in texts]
     frequency = Counter(word for chunk in held for word in chunk)
     holders: dict[str, set[int]] = {}
@@ -128,7 +132,8 @@ def answerable(texts: Sequence[str], count: int, rng: random.Random) -> list[Que
     for number in rng.sample(range(total), total):
         counts = Counter(_LONG_WORD.findall(texts[number].lower()))
         weight = {w: n * math.log(total / frequency[w]) for w, n in counts.items()}
-        pool = sorted((w for w in counts if frequency[w] <= RARE * total), key=weight.__getitem__)
+        rare = (w for w in counts if frequency[w] <= RARE * total and searched(w))
+        pool = sorted(rare, key=weight.__getitem__)
         pool = sorted(pool[-8:])
         if len(pool) < 3:
             continue
@@ -164,8 +169,9 @@ class Rewriter:
     """The scripted rewriter (see the module's docstring); ``vocabulary`` counts the chunks
     holding each corpus word."""
 
-    def __init__(self, vocabulary: Counter[str], chunks: int) -> None:
-        self.vocabulary, self.chunks = vocabulary, chunks
+    def __init__(self, vocabulary: Counter[str], searched: Callable[[str], bool]) -> None:
+        self.vocabulary, self.searched = vocabulary, searched
+        self.framing = {word for template in TEMPLATES for word in words(template)}
         self.terms = {paraphrase: term for term, used in PARAPHRASES.items() for paraphrase in used}
         longest_first = sorted(self.terms, key=len, reverse=True)
         self.paraphrase = re.compile(r"\b(" + "|".join(map(re.escape, longest_first)) + r")\b")
@@ -192,5 +198,5 @@ class Rewriter:
         first = self.first(question)
         if len(tried) < 2 and first != words(question):
             return " ".join(first)
-        rare = [w for w in first if self.vocabulary.get(w, 0) <= RARE * self.chunks]
-        return " ".join(rare or first)
+        subject = [w for w in first if self.searched(w) and w not in self.framing]
+        return " ".join(subject or first)
