@@ -19,6 +19,7 @@ BASE = frozenset(
     {
         "errors",
         "_diagnostics",
+        "_hosts",
         "_json",
         "_faults",
         "_suggestions",
