@@ -191,9 +191,10 @@ class _Models:
     "rag.answer",
     description="Answer `question` from a knowledge collection with citations, or refuse saying "
     "what was searched (corrective RAG): each retrieved chunk graded 0–1 by the collection's "
-    "grader, the query rewritten while no grade passes `upper` (at most `max_rewrites`), the "
-    "collection's `web` search asked when none passes `lower`; bounded by `max_calls` and "
-    "`deadline_s`, every call counted into the loop's budget.",
+    "grader; while no grade passes `upper`, the query rewritten (at most `max_rewrites`), then "
+    "the collection's `web` search asked if it has one; only passages above `lower` are "
+    "evidence. Bounded by `max_calls` and `deadline_s`; every call counted into the loop's "
+    "budget.",
 )
 async def rag_answer(ctx: SkillContext, params: AnswerParams) -> SkillOutput:
     from loopengine.builtins._websearch import web_search

@@ -366,6 +366,37 @@ async def test_a_spent_budget_stops_the_pipeline_at_its_bound(
     assert len(server.requests) <= 2
 
 
+ANSWERING = """\
+id: qa
+trigger: {type: manual}
+decide: {decision_tree: [], fallback_action: ask}
+act:
+  dry_run_first: true
+  actions:
+    - action_id: ask
+      skill_id: rag.answer
+      params: {question: "How do I do a factory reset?", collection: docs}
+"""
+
+
+async def test_an_action_answers_once_its_dry_run_having_asked_nothing(
+    server: FakeLLMServer, tmp_path: Path
+) -> None:
+    write(tmp_path, KB)
+    server.script("judge", grading(amber="0.9"))
+    server.script("writer", [reply("Hold it [1].")])
+    config = config_for(server)
+    async with open_harness(tmp_path, builtin_registry(), config) as harness:
+        await index(harness.store, config, tmp_path)
+        done = await harness.engine.run(harness.loop(ANSWERING))
+        view = await harness.view(done)
+    assert done.outcome is Outcome.COMPLETED
+    [dry, real] = harness.phase(view, "act")["data"]["calls"]
+    assert dry["result"]["rag"]["dry_run"] is True
+    assert real["result"]["rag"]["citations"] == [RESET]
+    assert len(server.requests) == 2
+
+
 async def test_a_chunk_that_tries_to_instruct_the_models_stays_quoted_and_cannot_be_cited_out(
     server: FakeLLMServer, opened: Store, tmp_path: Path
 ) -> None:
