@@ -195,11 +195,15 @@ Knowledge bases are collections of files named in loopengine.yaml:
       sources: ["kb/**/*.md", "manuals/"]  # folders and globs, relative to the config
       chunk: {size: 800, overlap: 100}     # characters
       embeddings: {node: OL1, model: nomic-embed-text}   # optional: dense retrieval too
+      grader: OL1                          # grades what rag.answer retrieves (optional)
+      web: {url: "https://search.example/search?format=json"}   # optional: rag.answer's
+                                           # fallback, its host under actions.http.allow
 
 Markdown, text, HTML and PDF (with pypdf installed) are cut by heading and paragraph.
 `index` is incremental: unchanged files are skipped, changed ones cut again, deleted ones
 removed. `search` ranks by BM25 (PostgreSQL: ts_rank), fused with the nearest vectors when the
-collection has embeddings.
+collection has embeddings. Loops answer from a collection with the skill rag.answer (the
+shipped loop knowledge_qa), and the chat with the tool search_knowledge.
 """
 
 

@@ -19,6 +19,7 @@ BASE = frozenset(
     {
         "errors",
         "_diagnostics",
+        "_hosts",
         "_json",
         "_faults",
         "_suggestions",
@@ -47,9 +48,20 @@ LAYERS: dict[str, frozenset[str]] = {
     "knowledge": frozenset({"contract", "llm", "store"}),
     # The event source matches event names with the trigger layer's pure pattern matcher; the
     # registry holds autolearn's skills beside the others; the LLM runtime answers with what
-    # autolearn remembers of the user and explores the nodes it scored.
+    # autolearn remembers of the user and explores the nodes it scored; the knowledge skills
+    # and tool search the knowledge bases and run the corrective pipeline on the cluster.
     "builtins": frozenset(
-        {"skills", "contract", "expr", "triggers", "llm", "threads", "store", "autolearn"}
+        {
+            "skills",
+            "contract",
+            "expr",
+            "triggers",
+            "llm",
+            "threads",
+            "store",
+            "autolearn",
+            "knowledge",
+        }
     ),
     # The engine hands LLM skills the built-ins' LLM runtime (cluster, toolbox, threads).
     "engine": frozenset({"contract", "expr", "skills", "builtins", "llm", "store", "triggers"}),

@@ -12,7 +12,7 @@ look again). ``<!-- test: cluster -->``
 (the API example's config) names; a code block under ``<!-- file: PATH -->`` must be that file;
 ``<!-- test: free-port 8787 -->`` skips it where the port its daemon listens on is taken (and
 ``free-port 11434``, the scripted server's; ``8788``, the webhook receiver's; ``8789``, where
-the uptime check finds no site).
+the uptime check finds no site; ``8790``, the knowledge example's scripted server).
 """
 
 from __future__ import annotations
@@ -375,6 +375,7 @@ FIXTURES: dict[str, Callable[[Path], AbstractContextManager[None]]] = {
     "free-port 8787": lambda root: free_port(8787),
     "free-port 8788": lambda root: free_port(8788),
     "free-port 8789": lambda root: free_port(8789),
+    "free-port 8790": lambda root: free_port(8790),
     "free-port 11434": lambda root: free_port(11434),
 }
 

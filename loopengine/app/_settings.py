@@ -9,13 +9,14 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from loopengine._hosts import unlisted
 from loopengine._suggestions import did_you_mean
 from loopengine.contract import (
     Diagnostic,
@@ -187,7 +188,8 @@ def _semantic(document: YamlDocument) -> list[Diagnostic]:
             problems.append(
                 document.diagnostic(("autolearn", role), message + did_you_mean(name, nodes))
             )
-    problems += _knowledge_problems(document, nodes)
+    allow = ((data.get("actions") or {}).get("http") or {}).get("allow") or []
+    problems += _knowledge_problems(document, nodes, allow)
     for name, url in (data.get("storage") or {}).items():
         scheme = urlsplit(url).scheme.split("+")[0]
         if scheme not in _STORAGE_SCHEMES:
@@ -209,9 +211,11 @@ def _source_problem(source: str) -> str | None:
     return None
 
 
-def _knowledge_problems(document: YamlDocument, nodes: Mapping[str, object]) -> list[Diagnostic]:
+def _knowledge_problems(
+    document: YamlDocument, nodes: Mapping[str, object], allow: Sequence[str]
+) -> list[Diagnostic]:
     """Knowledge collections have names a URL and a command line can hold, sources inside the
-    config's folder, and name nodes that exist."""
+    config's folder, name nodes that exist, and a web search whose host ``allow`` lists."""
     problems: list[Diagnostic] = []
     for name, collection in (document.data.get("knowledge") or {}).items():
         where = ("knowledge", name)
@@ -234,6 +238,9 @@ def _knowledge_problems(document: YamlDocument, nodes: Mapping[str, object]) -> 
                 problems.append(
                     document.diagnostic((*where, *path), message + did_you_mean(node, nodes))
                 )
+        url = (collection.get("web") or {}).get("url")
+        if url is not None and (problem := unlisted(url, allow, "actions.http.allow")):
+            problems.append(document.diagnostic((*where, "web", "url"), f"web search {problem}"))
     return problems
 
 

@@ -1,5 +1,6 @@
-"""The built-in skills (decided actions, detect source readers ``source.<type>``, LLM skills, and
-autolearn's), the sandboxed tools offered to models, and the LLM runtime the LLM skills share.
+"""The built-in skills (decided actions, detect source readers ``source.<type>``, LLM skills, the
+knowledge skills, and autolearn's), the tools offered to models, and the LLM runtime the LLM
+skills share.
 
 The skill modules are light: what they run (the store, the LLM client) is imported when they are
 called, so a registry with the built-ins costs no database or HTTP import; the tools and the
@@ -17,6 +18,7 @@ from loopengine.builtins import (
     _files,
     _http,
     _llm,
+    _rag,
     _shell,
     _sources,
     _webhook,
@@ -65,6 +67,7 @@ def builtin_registry() -> Registry:
         _complete,
         _skills,
         _llm,
+        _rag,
         _memory_skills,
         _review_skills,
         _sources,

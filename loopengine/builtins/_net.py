@@ -8,11 +8,12 @@ import ipaddress
 import socket
 import zlib
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio.to_thread
 import httpx
+
+from loopengine._hosts import Allowed
 
 __all__ = ["Allowed", "Reply", "checked_address", "reaches_inside", "send"]
 
@@ -39,34 +40,6 @@ def reaches_inside(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bo
         or (address.version == 4 and any(address in network for network in _INSIDE_NETWORKS))
         or (address.version == 6 and address.is_site_local)
     )
-
-
-def _globs(pattern: str) -> tuple[str, str]:
-    """The host and port globs of ``host``, ``host:port``, ``[v6]`` or ``[v6]:port``."""
-    pattern = pattern.lower()
-    if pattern.startswith("["):
-        host, _, rest = pattern[1:].partition("]")
-        return host, rest.removeprefix(":") or "*"
-    if pattern.count(":") == 1:
-        host, _, port = pattern.partition(":")
-        return host, port
-    return pattern, "*"
-
-
-@dataclass(frozen=True, slots=True)
-class Allowed:
-    """The loopback or private destinations allowed all the same: globs of ``host`` or
-    ``host:port``, matched against a URL's host name and each address it resolves to;
-    ``setting`` names where a user lists more."""
-
-    patterns: tuple[str, ...] = ()
-    setting: str = "http_allow"
-
-    def admits(self, host: str, port: int) -> bool:
-        return any(
-            fnmatchcase(host.lower(), host_glob) and fnmatchcase(str(port), port_glob)
-            for host_glob, port_glob in map(_globs, self.patterns)
-        )
 
 
 def checked_address(host: str, port: int, allowed: Allowed) -> str:

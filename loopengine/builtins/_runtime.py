@@ -55,7 +55,8 @@ class LLMRuntime:
     ) -> None:
         self.cluster = Cluster(config.cluster, environ, grader=config.autolearn.grader)
         self.autolearn = config.autolearn
-        self.toolbox = Toolbox(offered_tools(config, base, registry, private))
+        offered = offered_tools(config, base, registry, private, store=store, cluster=self.cluster)
+        self.toolbox = Toolbox(offered)
         self.store = store
         self._health_loaded = False
         self._health_kept: dict[str, NodeHealth] = {}

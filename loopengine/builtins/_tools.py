@@ -1,5 +1,5 @@
-"""Tools offered to models: ``@tool`` functions and the sandboxed built-ins (``llm.Toolbox`` runs
-them with validated arguments)."""
+"""Tools offered to models: ``@tool`` functions, the sandboxed built-ins and the knowledge search
+(``llm.Toolbox`` runs them with validated arguments)."""
 
 from __future__ import annotations
 
@@ -8,18 +8,23 @@ import time
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import httpx
 from pydantic import Field
 
 from loopengine._json import JSONObject
+from loopengine.builtins._knowledge import knowledge_tool
 from loopengine.builtins._net import Allowed, send
 from loopengine.builtins._sandbox import Sandbox
 from loopengine.contract import Config
 from loopengine.llm import TOOL_TIMEOUT_S, check_pattern
 from loopengine.skills import ATTRIBUTE, Registry, ToolDef, tool
 from loopengine.store import read_only_query
+
+if TYPE_CHECKING:
+    from loopengine.knowledge import Readable
+    from loopengine.llm import Cluster
 
 __all__ = [
     "MAX_READ",
@@ -192,15 +197,25 @@ def builtin_tools(
 
 
 def offered_tools(
-    config: Config, base: Path, registry: Registry, private: Iterable[Path]
+    config: Config,
+    base: Path,
+    registry: Registry,
+    private: Iterable[Path],
+    *,
+    store: Readable | None = None,
+    cluster: Cluster | None = None,
 ) -> list[ToolDef]:
-    """Every tool a model is offered: the sandboxed built-ins, then the plugins' ``@tool``s. The
-    file tools never see the ``private`` paths (``Settings.private``: the config, the store)."""
+    """Every tool a model is offered: the sandboxed built-ins, ``search_knowledge`` when the
+    config has knowledge collections (read through ``store``), then the plugins' ``@tool``s.
+    The file tools never see the ``private`` paths (``Settings.private``: the config, the
+    store)."""
     database = config.databases.get("default")
     if database is not None:
         database = _anchored(database, base)
     root = base / config.tools_root
     tools = builtin_tools(root, database, config.http_allow, private=private, base=base)
+    if config.knowledge:
+        tools.append(knowledge_tool(config, store, cluster))
     return [*tools, *registry.tools]
 
 

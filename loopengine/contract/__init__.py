@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         Embeddings,
         KnowledgeCollection,
         Node,
+        WebFallback,
     )
     from loopengine.contract._documents import (
         SchemaValidator,
@@ -156,6 +157,7 @@ _EXPORTS = {
     "ThresholdTrigger": "loopengine.contract._triggers",
     "TriggerType": "loopengine.contract._enums",
     "Validate": "loopengine.contract._phases",
+    "WebFallback": "loopengine.contract._config",
     "WebhookMethod": "loopengine.contract._enums",
     "WebhookStyle": "loopengine.contract._enums",
     "WebhookTrigger": "loopengine.contract._triggers",
@@ -239,6 +241,7 @@ __all__ = [
     "ThresholdTrigger",
     "TriggerType",
     "Validate",
+    "WebFallback",
     "WebhookMethod",
     "WebhookStyle",
     "WebhookTrigger",

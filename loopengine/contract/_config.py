@@ -17,6 +17,7 @@ __all__ = [
     "Embeddings",
     "KnowledgeCollection",
     "Node",
+    "WebFallback",
 ]
 
 DEFAULT_DATABASE = "sqlite:///.loopengine/loopengine.db"
@@ -237,6 +238,22 @@ class Embeddings(Strict):
     )
 
 
+class WebFallback(Strict):
+    """A search endpoint ``rag.answer`` asks when the collection holds no passage good enough:
+    ``GET url`` with the query in the ``param`` query parameter, answered with JSON
+    ``{"results": [{"text" or "content", "url" or "source", "title" or "heading"}]}`` (as
+    SearxNG's ``format=json`` answers)."""
+
+    url: str = Field(
+        pattern=r"^https?://[^/?#]",
+        description="The endpoint; its `host` or `host:port` must be listed under "
+        "actions.http.allow (questions leave for it).",
+        examples=["https://search.example/search?format=json"],
+    )
+    param: Name = Field("q", description="Query parameter the query is sent in.")
+    timeout_s: float = Field(10, gt=0, le=120, description="Deadline of one search.")
+
+
 class KnowledgeCollection(Strict):
     """A knowledge base: the files it is made of, how they are cut, and who grades and embeds
     what is retrieved."""
@@ -256,6 +273,11 @@ class KnowledgeCollection(Strict):
     )
     embeddings: Embeddings | None = Field(
         None, description="Dense retrieval beside the keyword index (default: keywords only)."
+    )
+    web: WebFallback | None = Field(
+        None,
+        description="Web search `rag.answer` falls back on when the collection holds no "
+        "relevant passage (default: none, it refuses).",
     )
 
     @property

@@ -169,6 +169,8 @@ BUILTIN_SKILLS = (
     "llm.classify",
     "llm.agent",
     "llm.reflexive",
+    "rag.retrieve",
+    "rag.answer",
     *(action.value for action in BuiltinAction),
     "source.metric",
     "source.log",

@@ -107,16 +107,17 @@ class Services:
 
     @staticmethod
     def _validated(definition: SkillDef, params: Any) -> dict[str, Any]:
-        if definition.takes_model:
-            return dict(params or {})
+        """``params`` as the skill takes them; one line saying which param its model refuses
+        and why (a skill that takes one model is handed the params its model accepted)."""
         try:
             model = definition.params.model_validate(params or {})
         except ValidationError as exc:
             problem = exc.errors()[0]
             where = ".".join(str(part) for part in problem["loc"])
-            raise SkillError(
-                f"params of skill '{definition.name}': {where}: {problem['msg']}"
-            ) from None
+            said = f"{where}: {problem['msg']}" if where else problem["msg"]
+            raise SkillError(f"params of skill '{definition.name}': {said}") from None
+        if definition.takes_model:
+            return dict(params or {})
         values = {name: getattr(model, name) for name in type(model).model_fields}
         values.update(model.model_extra or {})
         return values

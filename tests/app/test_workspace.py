@@ -279,12 +279,41 @@ def test_a_knowledge_collection_defaults_to_keywords_and_800_character_chunks(
             "2:44: knowledge.docs.embeddings.node: embeddings.node names node 'OL1', which is not "
             "under cluster.nodes",
         ),
+        (
+            "knowledge:\n  docs: {sources: [kb], web: {url: 'https://search.example/s'}}\n",
+            "2:36: knowledge.docs.web.url: web search search.example:443 is not listed under "
+            "actions.http.allow: list 'search.example:443' there to send to it",
+        ),
+        (
+            "actions: {http: {allow: ['127.0.0.1:8080']}}\n"
+            "knowledge:\n  docs: {sources: [kb], web: {url: 'http://127.0.0.1:8081/s'}}\n",
+            "3:36: knowledge.docs.web.url: web search 127.0.0.1:8081 is not listed under "
+            "actions.http.allow: list '127.0.0.1:8081' there to send to it",
+        ),
+        (
+            "knowledge:\n  docs: {sources: [kb], web: {url: 'ftp://search.example/'}}\n",
+            "2:36: knowledge.docs.web.url: invalid value: expected the pattern ^https?://[^/?#]",
+        ),
     ],
 )
 def test_a_bad_knowledge_collection_is_one_located_line(
     tmp_path: Path, text: str, error: str
 ) -> None:
     assert _errors(tmp_path, text) == [error]
+
+
+def test_a_web_search_whose_host_is_allowed_is_taken(tmp_path: Path) -> None:
+    (tmp_path / "loopengine.yaml").write_text(
+        "actions: {http: {allow: ['search.example']}}\n"
+        "knowledge:\n  docs: {sources: [kb], web: {url: 'https://search.example/s?format=json'}}\n"
+    )
+    web = load_workspace(tmp_path / "loopengine.yaml", entry_points=False).config.knowledge["docs"]
+    assert web.web is not None
+    assert (web.web.url, web.web.param, web.web.timeout_s) == (
+        "https://search.example/s?format=json",
+        "q",
+        10,
+    )
 
 
 def test_a_chunk_overlap_as_long_as_its_size_is_an_error_at_its_position(tmp_path: Path) -> None:

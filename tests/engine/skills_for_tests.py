@@ -6,6 +6,7 @@ import base64
 from typing import Any
 
 import anyio
+from pydantic import BaseModel, model_validator
 
 from loopengine import SkillContext, SkillError, SkillOutput, skill
 from loopengine.store import AppendEvent
@@ -127,3 +128,22 @@ async def chatty(ctx: SkillContext, lines: int = 1, message: str = "line %d") ->
     for number in range(1, lines + 1):
         ctx.logger.info(message, number)
     return {"logged": lines}
+
+
+class Window(BaseModel):
+    """A window whose ``start`` is before its ``end``."""
+
+    start: int
+    end: int
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Window:
+        if self.start >= self.end:
+            raise ValueError(f"start {self.start} is not before end {self.end}")
+        return self
+
+
+@skill("window")
+async def window(ctx: SkillContext, params: Window) -> dict[str, Any]:
+    """Return the window's length (its params are one model)."""
+    return {"length": params.end - params.start}

@@ -47,3 +47,31 @@ async def test_skills_that_use_no_model_never_build_the_cluster_clients(
             await services.aclose()
     assert done.outcome is Outcome.COMPLETED
     assert CountingServices.asked == 0
+
+
+@pytest.mark.parametrize(
+    ("inputs", "error"),
+    [
+        (
+            {"start": "soon", "end": 2},
+            "params of skill 'window': start: Input should be a valid integer, unable to parse "
+            "string as an integer",
+        ),
+        (
+            {"start": 5, "end": 1},
+            "params of skill 'window': Value error, start 5 is not before end 1",
+        ),
+    ],
+    ids=["field", "model"],
+)
+async def test_a_rendered_param_a_skills_model_refuses_fails_its_step_in_one_line(
+    harness: Harness, inputs: dict[str, Any], error: str
+) -> None:
+    loop = harness.loop(
+        "id: windowed\ntrigger: {type: manual}\nparams: {start: {}, end: {}}\nanalyze:\n"
+        "  analysis_steps:\n    - name: size\n      skill_id: window\n"
+        "      params: {start: '${ input.start }', end: '${ input.end }'}\n"
+    )
+    done = await harness.engine.run(loop, inputs=inputs)
+    assert done.outcome is Outcome.FAILED
+    assert (await harness.view(done))["error"] == error

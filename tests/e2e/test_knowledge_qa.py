@@ -1,0 +1,86 @@
+"""The shipped loop ``knowledge_qa`` on ``examples/knowledge`` as a user runs it (``loopengine
+knowledge index``, then ``loopengine run knowledge_qa``), its nodes scripted on 127.0.0.1: a
+question the manual answers is answered with its citation, one it does not is refused."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopengine.cli import main
+from loopengine.testing import FakeLLMServer, reply
+from tests.builtins.knowledge_base import grading
+from tests.conftest import ROOT
+
+EXAMPLE = ROOT / "examples" / "knowledge"
+PORT = "http://127.0.0.1:8790/v1"
+
+
+@pytest.fixture
+def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
+    """The example, indexed in a copy whose nodes are served by the scripted server."""
+    folder = tmp_path / "knowledge"
+    shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns(".loopengine"))
+    config = folder / "loopengine.yaml"
+    monkeypatch.chdir(folder)
+    monkeypatch.delenv("LOOPENGINE_CONFIG", raising=False)
+    monkeypatch.delenv("LOOPENGINE_DATABASE", raising=False)
+    with FakeLLMServer() as running:
+        assert PORT in config.read_text()
+        config.write_text(config.read_text().replace(PORT, running.base_url))
+        assert main(["knowledge", "index"]) == 0
+        yield running
+
+
+def _announced(capsys: pytest.CaptureFixture[str]) -> tuple[str, dict[str, Any]]:
+    capsys.readouterr()
+    assert main(["events", "list", "--json"]) == 0
+    [event] = json.loads(capsys.readouterr().out)["events"]
+    return event["name"], event["data"]
+
+
+def test_a_question_the_manual_answers_is_announced_with_its_citation(
+    server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.script("judge", grading(amber="0.9"))
+    server.script("writer", [reply("Hold the pairing button for ten seconds [1].")])
+    question = "How do I do a factory reset?"
+    assert main(["run", "knowledge_qa", "--input", f"question={question}"]) == 0
+    assert _announced(capsys) == (
+        "knowledge.answered",
+        {
+            "question": question,
+            "answer": "Hold the pairing button for ten seconds [1].",
+            "citations": [
+                {
+                    "n": 1,
+                    "source": "kb/troubleshooting.md",
+                    "heading": "Troubleshooting > Factory reset",
+                }
+            ],
+        },
+    )
+
+
+def test_a_question_the_manual_does_not_answer_is_refused_saying_what_was_searched(
+    server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.script("judge", grading())
+    server.script("writer", [reply("hub water resistance"), reply("IP rating")])
+    question = "Is the hub waterproof?"
+    assert main(["run", "knowledge_qa", "--input", f"question={question}"]) == 0
+    name, data = _announced(capsys)
+    assert (name, data["question"], data["reason"]) == (
+        "knowledge.refused",
+        question,
+        "the knowledge base held no passage graded above 0.3",
+    )
+    assert data["answer"].startswith(
+        "No answer: the knowledge base held no passage graded above 0.3. Searched 'docs' for "
+        '"Is the hub waterproof?", "hub water resistance", "IP rating"'
+    )
