@@ -114,7 +114,10 @@ class Services:
         except ValidationError as exc:
             problem = exc.errors()[0]
             where = ".".join(str(part) for part in problem["loc"])
-            said = f"{where}: {problem['msg']}" if where else problem["msg"]
+            message = problem["msg"]
+            if problem.get("input", ...) is None:
+                message = f"its template gave null; {message}"
+            said = f"{where}: {message}" if where else message
             raise SkillError(f"params of skill '{definition.name}': {said}") from None
         if definition.takes_model:
             return dict(params or {})

@@ -61,8 +61,13 @@ async def test_skills_that_use_no_model_never_build_the_cluster_clients(
             {"start": 5, "end": 1},
             "params of skill 'window': Value error, start 5 is not before end 1",
         ),
+        (
+            {"end": 2},
+            "params of skill 'window': start: its template gave null; Input should be a valid "
+            "integer",
+        ),
     ],
-    ids=["field", "model"],
+    ids=["field", "model", "missing"],
 )
 async def test_a_rendered_param_a_skills_model_refuses_fails_its_step_in_one_line(
     harness: Harness, inputs: dict[str, Any], error: str
