@@ -171,6 +171,7 @@ BUILTIN_SKILLS = (
     "llm.reflexive",
     "rag.retrieve",
     "rag.answer",
+    "knowledge.index",
     *(action.value for action in BuiltinAction),
     "source.metric",
     "source.log",

@@ -84,3 +84,19 @@ def test_a_question_the_manual_does_not_answer_is_refused_saying_what_was_search
         "No answer: the knowledge base held no passage graded above 0.3. Searched 'docs' for "
         '"Is the hub waterproof?", "hub water resistance", "IP rating"'
     )
+
+
+def test_the_shipped_index_loop_takes_in_a_file_added_to_the_manual(
+    server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (Path("kb") / "warranty.md").write_text("# Warranty\n\nThe hub is covered for two years.\n")
+    assert main(["run", "knowledge_index", "--json"]) == 0
+    execution_id = json.loads(capsys.readouterr().out)["execution_id"]
+    assert main(["logs", execution_id, "--json"]) == 0
+    [line] = json.loads(capsys.readouterr().out)["lines"]
+    assert line["message"] == (
+        "docs: 4 files, 1 new or changed, 0 removed, 1 chunks written, 0 skipped"
+    )
+    assert main(["knowledge", "search", "docs", "warranty years", "--k", "1", "--json"]) == 0
+    [found] = json.loads(capsys.readouterr().out)["results"]
+    assert found["source"] == "kb/warranty.md"
