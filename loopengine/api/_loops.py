@@ -92,7 +92,7 @@ class LogLineOut(BaseModel):
     message: str
 
 
-class ExecutionLog(BaseModel):
+class LogPageOut(BaseModel):
     """What ``loopengine logs --json`` prints: lines after a cursor and the next cursor."""
 
     execution_id: str
@@ -169,7 +169,7 @@ def _add_reads(app: FastAPI, context: ApiContext, release: str) -> None:
         execution_id: str,
         after: int = 0,
         limit: Annotated[int, Query(ge=1, le=MAX_LOG_LINES)] = 200,
-    ) -> ExecutionLog:
+    ) -> LogPageOut:
         """What the execution's skills logged, oldest first, after the cursor ``after``: what
         ``loopengine logs --json`` prints. Ask again with the ``after`` it answers to follow a
         running execution (its ``status``)."""
@@ -177,7 +177,7 @@ def _add_reads(app: FastAPI, context: ApiContext, release: str) -> None:
             page = await perform(context.store, execution_log(execution_id, after, limit))
         except ContractError as exc:
             raise HTTPException(422, str(exc)) from None
-        return ExecutionLog.model_validate(page.view(execution_id))
+        return LogPageOut.model_validate(page.view(execution_id))
 
 
 def _add_controls(app: FastAPI, context: ApiContext) -> None:

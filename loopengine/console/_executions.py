@@ -28,8 +28,6 @@ __all__ = ["PAGE", "RUNNING", "Bar", "execution_routes", "instant", "listing_of"
 PAGE = 50
 """Executions a page of the list shows."""
 _MAX_NOTE = 2000
-LOG_SHOWN = MAX_LOG_LINES
-"""The lines of an execution's log its page shows (its first run's, whole)."""
 _FILTERS = ("loop_id", "outcome", "trigger", "since", "until")
 _MAX_FILTER = 200
 """Longest filter value read."""
@@ -229,7 +227,7 @@ async def _show(
     """The page of ``record``, followed live from the change ``since`` (the one known before
     it was read) until it finishes."""
     row = record.execution
-    log = await perform(pages.context.store, execution_log(row.id, 0, LOG_SHOWN))
+    log = await perform(pages.context.store, execution_log(row.id, 0, MAX_LOG_LINES))
     waiting = record.approval is not None and record.approval.status == "pending"
     since = pages.context.changes.seq if since is None else since
     live = f"{PREFIX}live?" + urlencode({"execution": row.id, "since": since})
@@ -243,7 +241,7 @@ async def _show(
         data=row.context.get("data", {}),
         calls=_calls(record.phases),
         log=log,
-        log_shown=LOG_SHOWN,
+        log_shown=MAX_LOG_LINES,
         waiting=waiting,
         again=row.trigger_type == "manual" and pages.context.loop(row.loop_id) is not None,
         error=more.get("error"),

@@ -12,12 +12,21 @@ from typing import Any
 from loopengine._secrets import redact
 from loopengine.store.logs import LogLine
 
-__all__ = ["MAX_LINES", "MAX_MESSAGE", "ExecutionLog", "StepLogger"]
+__all__ = ["MAX_LINES", "MAX_MESSAGE", "MAX_STEP", "ExecutionLog", "StepLogger", "level_name"]
 
 MAX_LINES = 1_000
 """Lines an execution keeps; those after are counted, and the count is logged instead."""
 MAX_MESSAGE = 4_000
 """Characters a line keeps; the rest is cut, and says how much was."""
+MAX_STEP = 200
+"""Characters of a step's name a line keeps (the store's column)."""
+_LEVELS = ((logging.CRITICAL, "CRITICAL"), (logging.ERROR, "ERROR"), (logging.WARNING, "WARNING"))
+
+
+def level_name(level: int) -> str:
+    """The standard level at or under ``level`` (a custom level, 25 or 100, reads as the one it
+    passes), so every line's level is one of five names."""
+    return next((name for floor, name in _LEVELS if level >= floor), "INFO")
 
 
 def _message(msg: object, args: tuple[Any, ...], exc_info: Any) -> str:
@@ -61,8 +70,8 @@ class ExecutionLog:
             self._where = (phase, step)
             return
         self._kept += 1
-        name = logging.getLevelName(level)
-        self._lines.append(LogLine(self._clock(), name, phase, step, message))
+        line = LogLine(self._clock(), level_name(level), phase, step[:MAX_STEP], message)
+        self._lines.append(line)
 
     def take(self) -> tuple[LogLine, ...]:
         """The lines logged since the last take, then how many were not kept since then."""

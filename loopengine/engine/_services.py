@@ -116,7 +116,7 @@ class Services:
             where = ".".join(str(part) for part in problem["loc"])
             message = problem["msg"]
             if problem.get("input", ...) is None:
-                message = f"its template gave null; {message}"
+                message = f"null, nothing given; {message}"
             said = f"{where}: {message}" if where else message
             raise SkillError(f"params of skill '{definition.name}': {said}") from None
         if definition.takes_model:

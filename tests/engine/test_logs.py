@@ -10,7 +10,14 @@ import pytest
 
 from loopengine._secrets import remember
 from loopengine.contract import Outcome
-from loopengine.engine._logs import MAX_LINES, MAX_MESSAGE, ExecutionLog, StepLogger
+from loopengine.engine._logs import (
+    MAX_LINES,
+    MAX_MESSAGE,
+    MAX_STEP,
+    ExecutionLog,
+    StepLogger,
+    level_name,
+)
 from loopengine.skills import Registry
 from loopengine.store import logs
 from tests.engine.conftest import Harness, open_harness
@@ -33,6 +40,28 @@ def test_info_and_above_are_kept_with_their_phase_step_and_level() -> None:
         logs.LogLine(10.0, "ERROR", "act", "fix_all", "could not fix /about"),
     )
     assert log.take() == ()
+
+
+@pytest.mark.parametrize(
+    ("level", "name"),
+    [
+        (20, "INFO"),
+        (25, "INFO"),
+        (30, "WARNING"),
+        (45, "ERROR"),
+        (50, "CRITICAL"),
+        (100, "CRITICAL"),
+    ],
+)
+def test_a_custom_level_reads_as_the_standard_one_it_passes(level: int, name: str) -> None:
+    assert level_name(level) == name
+
+
+def test_a_step_name_is_cut_to_what_the_store_keeps() -> None:
+    log = ExecutionLog(lambda: 0.0)
+    StepLogger(_LOGGER, log, "act", "s" * (MAX_STEP + 50)).log(100, "loud")
+    [line] = log.take()
+    assert (line.level, line.step) == ("CRITICAL", "s" * MAX_STEP)
 
 
 def test_lines_are_kept_whatever_the_process_logging_level(

@@ -63,8 +63,7 @@ async def test_skills_that_use_no_model_never_build_the_cluster_clients(
         ),
         (
             {"end": 2},
-            "params of skill 'window': start: its template gave null; Input should be a valid "
-            "integer",
+            "params of skill 'window': start: null, nothing given; Input should be a valid integer",
         ),
     ],
     ids=["field", "model", "missing"],
