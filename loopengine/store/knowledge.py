@@ -21,6 +21,7 @@ from loopengine.store._tables import (
 )
 
 __all__ = [
+    "NARROW_ABOVE",
     "CollectionSummary",
     "FileChunks",
     "Hit",
@@ -229,10 +230,11 @@ class Narrowing:
         """``terms`` found in ``hits`` of ``rows`` chunks (those in none left out), each bounded
         by FTS5's IDF (never below 1e-6)."""
         found = sorted((count, n) for n, count in enumerate(hits) if count)
+        idfs = [math.log((max(rows, c) - c + 0.5) / (c + 0.5)) for c, _ in found]
         return cls(
             tuple(terms[n] for _, n in found),
             tuple(count for count, _ in found),
-            tuple((_K1 + 1) * max(math.log((rows - c + 0.5) / (c + 0.5)), 1e-6) for c, _ in found),
+            tuple((_K1 + 1) * max(idf, 1e-6) for idf in idfs),
         )
 
     def first(self) -> int:
@@ -287,7 +289,8 @@ def _sqlite_ranked(narrowed: str) -> sa.TextClause:
         "SELECT c.id, f.path AS source, c.heading, c.position, c.text, top.score FROM (SELECT "
         "rowid AS id, -bm25(knowledge_fts, 0.0, 1.0, 1.0) AS score FROM knowledge_fts WHERE "
         f"knowledge_fts MATCH :match {narrowed} ORDER BY score DESC, id LIMIT :limit) AS top "
-        "JOIN knowledge_chunks c ON c.id = top.id JOIN knowledge_files f ON f.id = c.file_id"
+        "JOIN knowledge_chunks c ON c.id = top.id JOIN knowledge_files f ON f.id = c.file_id "
+        "ORDER BY top.score DESC, c.id"
     )
 
 

@@ -33,6 +33,10 @@ def test_a_term_adds_at_most_k1_plus_one_times_its_idf_and_an_idf_stays_positive
     assert narrowing.ceilings == pytest.approx((2.2 * math.log(99_950.5 / 50.5), 2.2e-6))
 
 
+def test_a_term_counted_in_more_chunks_than_there_are_adds_next_to_nothing() -> None:
+    assert Narrowing.of(["stale"], [12], 10).ceilings == pytest.approx((2.2e-6,))
+
+
 def test_when_few_chunks_match_every_match_is_scored_at_once() -> None:
     half = NARROW_ABOVE // 2
     assert Narrowing.of(["rare", "common"], [half, half], ROWS).first() == 2
