@@ -4,7 +4,9 @@ chunks, the keyword index over them (SQLite FTS5 with BM25, PostgreSQL ``tsvecto
 
 from __future__ import annotations
 
+import functools
 import heapq
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -19,9 +21,11 @@ from loopengine.store._tables import (
 )
 
 __all__ = [
+    "NARROW_ABOVE",
     "CollectionSummary",
     "FileChunks",
     "Hit",
+    "Narrowing",
     "Piece",
     "Unembedded",
     "chunks_by_id",
@@ -202,19 +206,97 @@ def summaries(connection: sa.Connection) -> list[CollectionSummary]:
     ]
 
 
-def _fts_match(collection: int, terms: Sequence[str]) -> str:
-    """The FTS5 query of rows of ``collection`` holding any of ``terms``, each quoted as a
-    string (FTS5's own syntax never reaches it)."""
-    quoted = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
-    return f'collection_id : "{collection}" AND ({quoted})'
+_K1 = 1.2
+"""FTS5's ``bm25`` constant k1: a phrase adds less than ``k1 + 1`` times its IDF to a score."""
+NARROW_ABOVE = 2_000
+"""Chunks a query's terms are found in (summed) above which the rarest terms' chunks are scored
+first; below, scoring every match costs less than a second pass."""
 
 
-_SQLITE_RANKING = sa.text(
-    "SELECT c.id, f.path AS source, c.heading, c.position, c.text, top.score "
-    "FROM (SELECT rowid AS id, -bm25(knowledge_fts, 0.0, 1.0, 1.0) AS score FROM knowledge_fts "
-    "WHERE knowledge_fts MATCH :match ORDER BY score DESC LIMIT :limit) AS top "
-    "JOIN knowledge_chunks c ON c.id = top.id JOIN knowledge_files f ON f.id = c.file_id "
-    "ORDER BY top.score DESC, c.id"
+@dataclass(frozen=True, slots=True)
+class Narrowing:
+    """A query's terms found in the index, rarest first, with the chunks each is in and the most
+    it can add to a chunk's BM25 score: the chunks holding none of the rarest terms need not be
+    scored once the k-th best score found beats what the other terms could add up to (the bound
+    of Turtle and Flood's MaxScore, 1995), which spares scoring the many chunks that hold only
+    common words, and returns what scoring every match would."""
+
+    terms: tuple[str, ...]
+    hits: tuple[int, ...]
+    ceilings: tuple[float, ...]
+
+    @classmethod
+    def of(cls, terms: Sequence[str], hits: Sequence[int], rows: int) -> Narrowing:
+        """``terms`` found in ``hits`` of ``rows`` chunks (those in none left out), each bounded
+        by FTS5's IDF (never below 1e-6)."""
+        found = sorted((count, n) for n, count in enumerate(hits) if count)
+        idfs = [math.log((max(rows, c) - c + 0.5) / (c + 0.5)) for c, _ in found]
+        return cls(
+            tuple(terms[n] for _, n in found),
+            tuple(count for count, _ in found),
+            tuple((_K1 + 1) * max(idf, 1e-6) for idf in idfs),
+        )
+
+    def first(self) -> int:
+        """How many of the rarest terms the chunks scored first hold one of: enough that the
+        others could not outscore a chunk holding each term once at the average length (which
+        scores the sum of the IDFs, the usual best); all of them when few chunks match."""
+        if sum(self.hits) <= NARROW_ABOVE:
+            return len(self.terms)
+        return self._reach(sum(self.ceilings) / (_K1 + 1))
+
+    def after(self, scored: int, kth: float | None) -> int | None:
+        """Given the k-th best score (None: fewer than k found) of the chunks holding one of the
+        ``scored`` rarest terms: None when no other chunk can beat it, else how many of the
+        rarest terms to score the chunks of next, so that the next pass is the last."""
+        if scored == len(self.terms) or (kth is not None and kth > sum(self.ceilings[scored:])):
+            return None
+        return len(self.terms) if kth is None else self._reach(kth)
+
+    def _reach(self, score: float) -> int:
+        """The fewest rarest terms (at least one) whose others together add less than ``score``."""
+        rarest = len(self.terms)
+        while rarest > 1 and sum(self.ceilings[rarest - 1 :]) < score:
+            rarest -= 1
+        return rarest
+
+
+def _match(terms: Sequence[str]) -> str:
+    """The FTS5 query of rows holding any of ``terms``, each quoted as a string (FTS5's own
+    syntax never reaches it)."""
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+
+
+@functools.cache
+def _sqlite_terms(terms: int) -> sa.TextClause:
+    """Collection ``:name``'s id, the chunks of every collection, whether ``:name`` holds them
+    all, and how many hold each of ``terms`` terms (``:t0``…)."""
+    hits = "".join(
+        f", (SELECT count(*) FROM knowledge_fts WHERE knowledge_fts MATCH :t{n})"
+        for n in range(terms)
+    )
+    return sa.text(
+        "SELECT k.id, (SELECT sum(chunks) FROM knowledge_files), (SELECT min(collection_id) = "
+        f"k.id AND max(collection_id) = k.id FROM knowledge_files){hits} "
+        "FROM knowledge_collections k WHERE k.name = :name"
+    )
+
+
+def _sqlite_ranked(narrowed: str) -> sa.TextClause:
+    """The chunks of the ``:limit`` FTS5 rows matching ``:match`` best by BM25 (``narrowed``
+    further)."""
+    return sa.text(
+        "SELECT c.id, f.path AS source, c.heading, c.position, c.text, top.score FROM (SELECT "
+        "rowid AS id, -bm25(knowledge_fts, 0.0, 1.0, 1.0) AS score FROM knowledge_fts WHERE "
+        f"knowledge_fts MATCH :match {narrowed} ORDER BY score DESC, id LIMIT :limit) AS top "
+        "JOIN knowledge_chunks c ON c.id = top.id JOIN knowledge_files f ON f.id = c.file_id "
+        "ORDER BY top.score DESC, c.id"
+    )
+
+
+_SQLITE_RANKING = _sqlite_ranked("")
+_SQLITE_NARROWED = _sqlite_ranked(
+    "AND +rowid IN (SELECT rowid FROM knowledge_fts WHERE knowledge_fts MATCH :among)"
 )
 _POSTGRESQL_RANKING = sa.text(
     "SELECT c.id, f.path AS source, c.heading, c.position, c.text, "
@@ -226,23 +308,64 @@ _POSTGRESQL_RANKING = sa.text(
 )
 
 
+def _best(hits: Iterable[Hit], limit: int) -> list[Hit]:
+    return heapq.nsmallest(limit, hits, key=lambda hit: (-hit.score, hit.id))
+
+
+def _narrowed(
+    connection: sa.Connection, narrowing: Narrowing, every: str, within: str, limit: int
+) -> list[Hit]:
+    """The ``limit`` chunks best for ``every`` term (those ``within`` matches), scoring the
+    chunks of the rarest terms first and the others only if they could still rank."""
+    best: list[Hit] = []
+    scored = 0
+    rarest: int | None = narrowing.first()
+    while rarest is not None:
+        among = _match(narrowing.terms[scored:rarest])
+        if scored:
+            among = f"({among}) NOT ({_match(narrowing.terms[:scored])})"
+        arguments = {"match": every, "among": f"{within}({among})", "limit": limit}
+        ranked = connection.execute(_SQLITE_NARROWED, arguments).mappings()
+        best = _best([*best, *(Hit(**row) for row in ranked)], limit)
+        kth = best[-1].score if len(best) == limit else None
+        scored, rarest = rarest, narrowing.after(rarest, kth)
+    return best
+
+
+def _sqlite_ranking(
+    connection: sa.Connection, name: str, terms: Sequence[str], limit: int
+) -> list[Hit]:
+    """BM25 in FTS5, every match scored when few chunks match, else narrowed (``Narrowing``)."""
+    arguments = {"name": name} | {f"t{n}": _match([term]) for n, term in enumerate(terms)}
+    found = connection.execute(_sqlite_terms(len(terms)), arguments).first()
+    if found is None:
+        return []
+    collection, rows, alone, *hits = found
+    narrowing = Narrowing.of(terms, hits, rows or 0)
+    if not narrowing.terms:
+        return []
+    every = _match([term for term, count in zip(terms, hits, strict=True) if count])
+    within = "" if alone else f'collection_id : "{collection}" AND '
+    if narrowing.first() < len(narrowing.terms):
+        return _narrowed(connection, narrowing, every, within, limit)
+    ranked = connection.execute(_SQLITE_RANKING, {"match": f"{within}({every})", "limit": limit})
+    return [Hit(**row) for row in ranked.mappings()]
+
+
 def keyword_ranking(
     connection: sa.Connection, name: str, terms: Sequence[str], limit: int
 ) -> list[Hit]:
     """The ``limit`` chunks of collection ``name`` that best match any of ``terms`` (words,
     never query syntax), best first: BM25 on SQLite, ``ts_rank`` on PostgreSQL."""
-    collection = _collection_id(connection, name)
-    if collection is None or not terms:
+    if not terms:
         return []
-    if connection.dialect.name == "postgresql":
-        words = " or ".join(terms)
-        found = connection.execute(
-            _POSTGRESQL_RANKING, {"words": words, "collection": collection, "limit": limit}
-        )
-    else:
-        match = _fts_match(collection, terms)
-        found = connection.execute(_SQLITE_RANKING, {"match": match, "limit": limit})
-    return [Hit(**row) for row in found.mappings()]
+    if connection.dialect.name != "postgresql":
+        return _sqlite_ranking(connection, name, terms, limit)
+    collection = _collection_id(connection, name)
+    if collection is None:
+        return []
+    arguments = {"words": " or ".join(terms), "collection": collection, "limit": limit}
+    return [Hit(**row) for row in connection.execute(_POSTGRESQL_RANKING, arguments).mappings()]
 
 
 def chunks_by_id(connection: sa.Connection, ids: Sequence[int]) -> dict[int, Hit]:
