@@ -203,12 +203,12 @@ async def rag_answer(ctx: SkillContext, params: AnswerParams) -> SkillOutput:
         Ports,
         Thresholds,
         corrective_answer,
+        unasked,
     )
 
     spec = _collection(ctx, "rag.answer", params.collection)
     if params.dry_run or ctx.dry_run:
-        asked = {"question": params.question, "collection": params.collection, "dry_run": True}
-        return SkillOutput(data={"rag": asked})
+        return SkillOutput(data={"rag": unasked(params.question, params.collection)})
     cluster = _runtime(ctx).cluster
     writer = cluster.pick(KNOWLEDGE_CATEGORY)
     if writer is None:

@@ -227,11 +227,28 @@ async def test_the_answering_node_follows_the_default_routing_without_a_knowledg
     assert found["citations"] == [RESET]
 
 
-async def test_a_dry_run_asks_nothing(server: FakeLLMServer, asking: Asking) -> None:
+async def test_a_dry_run_asks_nothing_and_reads_as_a_refusal_saying_what_would_be_asked(
+    server: FakeLLMServer, asking: Asking
+) -> None:
     definition = builtin_registry().skill("rag.answer")
     params = definition.params.model_validate({"question": "Reset?", "collection": "docs"})
     output: SkillOutput = await definition.fn(asking.ctx(dry_run=True), params)
-    assert output.data == {"rag": {"question": "Reset?", "collection": "docs", "dry_run": True}}
+    assert output.data["rag"] == {
+        "answer": "Dry run: no model was asked. \"Reset?\" would be answered from 'docs'.",
+        "citations": [],
+        "refused": True,
+        "reason": "a dry run asks no model",
+        "verdict": None,
+        "rewrites": 0,
+        "grades": [],
+        "queries": [],
+        "calls": 0,
+        "web": False,
+        "evidence": [],
+        "dry_run": True,
+        "question": "Reset?",
+        "collection": "docs",
+    }
     assert server.requests == []
 
 

@@ -17,6 +17,7 @@ from loopengine.knowledge.corrective._pipeline import (
     RewriteCall,
     WebSearch,
     corrective_answer,
+    unasked,
 )
 from loopengine.knowledge.corrective._prompts import (
     PromptMessage,
@@ -72,5 +73,6 @@ __all__ = [
     "refusal_text",
     "retry_messages",
     "rewrite_messages",
+    "unasked",
     "verdict",
 ]

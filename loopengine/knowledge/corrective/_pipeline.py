@@ -19,6 +19,7 @@ from loopengine.knowledge.corrective._prompts import (
     retry_messages,
 )
 from loopengine.knowledge.corrective._reading import (
+    MAX_QUERY,
     Checked,
     Citation,
     read_answer,
@@ -44,6 +45,7 @@ __all__ = [
     "RewriteCall",
     "WebSearch",
     "corrective_answer",
+    "unasked",
 ]
 
 
@@ -80,6 +82,32 @@ class CragResult:
             "web": self.web,
             "evidence": [e.as_json() for e in self.evidence],
         }
+
+
+def unasked(question: str, collection: str) -> JSONObject:
+    """The result, as a skill returns it, of a question the pipeline is not run on (a dry run):
+    the keys of an answer's, refused and without a verdict, saying what would be searched."""
+    said = f'"{question[:MAX_QUERY]}" would be answered from {collection!r}'
+    shape = CragResult(
+        f"Dry run: no model was asked. {said}.",
+        citations=(),
+        refused=True,
+        reason="a dry run asks no model",
+        verdict=Verdict.INCORRECT,
+        rewrites=0,
+        grades=(),
+        queries=(),
+        calls=0,
+        web=False,
+        evidence=(),
+    )
+    return {
+        **shape.as_json(),
+        "verdict": None,
+        "dry_run": True,
+        "question": question,
+        "collection": collection,
+    }
 
 
 Retrieve = Callable[[str, int], Awaitable[Sequence[ChunkLike]]]

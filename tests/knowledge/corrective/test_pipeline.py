@@ -19,6 +19,7 @@ from loopengine.knowledge.corrective import (
     Verdict,
     corrective_answer,
     grade_messages,
+    unasked,
 )
 from tests.knowledge.corrective._chunks import Chunk, chunk
 
@@ -328,3 +329,12 @@ async def test_the_result_reads_as_json_for_a_skill() -> None:
             "web": False,
         }
     ]
+
+
+@pytest.mark.anyio
+async def test_a_question_not_asked_reads_as_a_result_of_the_same_shape() -> None:
+    scripted = Scripted({QUESTION: [ANSWERING]}, GRADES)
+    result = await corrective_answer(QUESTION, scripted.ports(), SETTINGS, collection="docs")
+    dry = unasked(QUESTION, "docs")
+    assert set(dry) == {*result.as_json(), "dry_run", "question", "collection"}
+    assert (dry["refused"], dry["citations"], dry["verdict"]) == (True, [], None)
