@@ -191,13 +191,13 @@ class _Models:
     "rag.answer",
     description="Answer `question` from a knowledge collection with citations, or refuse saying "
     "what was searched (corrective RAG): each retrieved chunk graded 0–1 by the collection's "
-    "grader; while no grade passes `upper`, the query rewritten (at most `max_rewrites`), then "
-    "the collection's `web` search asked if it has one; only passages above `lower` are "
-    "evidence. Bounded by `max_calls` and `deadline_s`; every call counted into the loop's "
-    "budget.",
+    "grader; while no grade passes `upper`, the query rewritten (at most `max_rewrites`), then, "
+    "when none passes `lower`, the collection's `web` search asked if it has one (one that fails "
+    "finds nothing); only passages above `lower` are evidence. Bounded by `max_calls` and "
+    "`deadline_s`; every call counted into the loop's budget.",
 )
 async def rag_answer(ctx: SkillContext, params: AnswerParams) -> SkillOutput:
-    from loopengine.builtins._websearch import web_search
+    from loopengine.builtins._websearch import web_searcher
     from loopengine.knowledge.corrective import (
         CragSettings,
         Ports,
@@ -207,6 +207,7 @@ async def rag_answer(ctx: SkillContext, params: AnswerParams) -> SkillOutput:
     )
 
     spec = _collection(ctx, "rag.answer", params.collection)
+    web = None if spec.web is None else web_searcher(spec.web, ctx.config.actions.http.allow)
     if params.dry_run or ctx.dry_run:
         return SkillOutput(data={"rag": unasked(params.question, params.collection)})
     cluster = _runtime(ctx).cluster
@@ -218,13 +219,12 @@ async def rag_answer(ctx: SkillContext, params: AnswerParams) -> SkillOutput:
     usage = _Usage(ctx, "rag.answer")
     grader = grader_node(ctx.config, spec, cluster.route(KNOWLEDGE_CATEGORY))
     models = _Models(cluster, grader, writer, usage)
-    web = spec.web
     ports = Ports(
         retrieve=partial(_search, ctx, usage, params.collection),
         grade=models.grade,
         rewrite=models.rewrite,
         answer=models.answer,
-        web=None if web is None else partial(web_search, web, ctx.config.actions.http.allow),
+        web=web,
     )
     settings = CragSettings(
         k=params.k,
@@ -242,4 +242,8 @@ async def rag_answer(ctx: SkillContext, params: AnswerParams) -> SkillOutput:
         result.verdict.value,
         result.rewrites,
     )
+    if result.web_error is not None:
+        ctx.logger.warning(
+            "rag.answer: the web search failed, read as finding nothing: %s", result.web_error
+        )
     return SkillOutput(data={"rag": result.as_json()}, metrics=usage.metrics)

@@ -25,6 +25,7 @@ from loopengine.knowledge.corrective import CragSettings
 from loopengine.skills import SkillOutput
 from loopengine.store import Store
 from loopengine.testing import FakeLLMServer, answering, reply, status
+from tests.builtins.http_server import HostileServer, serving
 from tests.builtins.knowledge_base import KB, Asking, asking_over, config_for, grading
 from tests.engine.conftest import open_harness
 from tests.knowledge.conftest import write
@@ -82,6 +83,12 @@ def web() -> Iterator[SearchServer]:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+@pytest.fixture
+def hostile() -> Iterator[HostileServer]:
+    with serving() as running:
+        yield running
 
 
 @pytest.fixture
@@ -185,7 +192,7 @@ async def test_an_incorrect_retrieval_falls_back_on_the_web_search_and_cites_it(
     assert web.asked == [{"format": "json", "q": "Is the hub waterproof?"}]
 
 
-async def test_a_web_search_the_allow_list_does_not_list_is_refused_before_it_is_asked(
+async def test_a_web_search_the_allow_list_does_not_list_fails_before_any_model_is_asked(
     server: FakeLLMServer, opened: Store, tmp_path: Path, web: SearchServer
 ) -> None:
     asking = await asking_over(config_for(server, web={"url": web.url}), opened, tmp_path)
@@ -200,7 +207,35 @@ async def test_a_web_search_the_allow_list_does_not_list_is_refused_before_it_is
         f"rag.answer: the web search {shown} is not listed under actions.http.allow: list "
         f"'{shown}' there to send to it"
     )
-    assert web.asked == []
+    assert (server.requests, web.asked, asking.spent.counted) == ([], [], [])
+
+
+async def test_a_web_search_that_fails_is_logged_and_the_question_refused_saying_so(
+    server: FakeLLMServer,
+    opened: Store,
+    tmp_path: Path,
+    hostile: HostileServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    allow = (f"127.0.0.1:{hostile.port}",)
+    config = config_for(server, allow=allow, web={"url": hostile.url("/status/503")})
+    asking = await asking_over(config, opened, tmp_path)
+    server.script("judge", grading())
+    try:
+        found = await asking.answer("Is the hub waterproof?", max_rewrites=0)
+    finally:
+        await asking.runtime.aclose()
+    assert (found["refused"], found["web"], found["reason"]) == (
+        True,
+        True,
+        "the knowledge base held no passage graded above 0.3, and the web search failed",
+    )
+    assert "answered 503" in found["web_error"]
+    [logged] = [r for r in caplog.records if "web search" in r.getMessage()]
+    assert (logged.levelname, logged.getMessage()) == (
+        "WARNING",
+        f"rag.answer: the web search failed, read as finding nothing: {found['web_error']}",
+    )
 
 
 async def test_a_citation_to_nothing_is_asked_again_once_then_refused(
@@ -244,6 +279,7 @@ async def test_a_dry_run_asks_nothing_and_reads_as_a_refusal_saying_what_would_b
         "queries": [],
         "calls": 0,
         "web": False,
+        "web_error": None,
         "evidence": [],
         "dry_run": True,
         "question": "Reset?",
