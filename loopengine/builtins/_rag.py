@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from loopengine.builtins._knowledge import Question, located
+from loopengine.builtins._knowledge import Question, located, unindexed
 from loopengine.builtins._llm import _runtime
 from loopengine.contract import Config, KnowledgeCollection
 from loopengine.errors import BudgetExceeded, ContractError, NotFound, SkillError
@@ -122,17 +122,22 @@ async def _search(
     ctx: SkillContext, usage: _Usage, name: str, query: str, k: int
 ) -> Sequence[Chunk]:
     """``query``'s chunks of collection ``name``; when it has ``embeddings``, the query is
-    embedded by the engine's cluster, a model call counted."""
+    embedded by the engine's cluster, a model call counted. ``SkillError`` when the collection
+    was never indexed."""
     from loopengine.knowledge import search
 
     cluster = None
     if _collection(ctx, usage.skill, name).embeddings is not None:
         cluster = None if ctx.llm is None else _runtime(ctx).cluster
         usage.start()
+    store = _store(ctx, usage.skill)
     try:
-        return await search(_store(ctx, usage.skill), ctx.config, name, query, k, cluster=cluster)
+        found = await search(store, ctx.config, name, query, k, cluster=cluster)
     except ContractError as exc:
         raise SkillError(f"{usage.skill}: {exc}") from None
+    if not found and (problem := await unindexed(store, name)) is not None:
+        raise SkillError(f"{usage.skill}: {problem}")
+    return found
 
 
 @skill(

@@ -376,6 +376,41 @@ async def test_retrieve_gives_the_chunks_with_where_they_are(asking: Asking) -> 
     assert asking.spent.counted == []
 
 
+async def test_retrieve_finds_no_chunk_in_an_indexed_collection_matching_nothing(
+    asking: Asking,
+) -> None:
+    found = await asking.retrieve("zeppelin", k=3)
+    assert found["chunks"] == []
+
+
+NEVER_INDEXED = "collection 'docs' was never indexed: run `loopengine knowledge index docs`"
+
+
+async def test_retrieve_from_a_collection_never_indexed_fails_saying_how_to_index_it(
+    server: FakeLLMServer, opened: Store, tmp_path: Path
+) -> None:
+    asking = Asking(config_for(server), opened, tmp_path)
+    try:
+        with pytest.raises(SkillError) as caught:
+            await asking.retrieve("factory reset")
+    finally:
+        await asking.runtime.aclose()
+    assert str(caught.value) == f"rag.retrieve: {NEVER_INDEXED}"
+
+
+async def test_answering_from_a_collection_never_indexed_fails_before_a_model_is_asked(
+    server: FakeLLMServer, opened: Store, tmp_path: Path
+) -> None:
+    asking = Asking(config_for(server), opened, tmp_path)
+    try:
+        with pytest.raises(SkillError) as caught:
+            await asking.answer("How do I do a factory reset?")
+    finally:
+        await asking.runtime.aclose()
+    assert str(caught.value) == f"rag.answer: {NEVER_INDEXED}"
+    assert server.requests == []
+
+
 async def test_retrieve_counts_the_querys_embedding_as_a_model_call(
     server: FakeLLMServer, opened: Store, tmp_path: Path
 ) -> None:
