@@ -11,14 +11,13 @@ from typing import Annotated
 from pydantic import Field
 
 from loopengine.builtins._llm import _runtime
+from loopengine.contract import CollectionName
 from loopengine.errors import NotFound, SkillError
 from loopengine.skills import SkillContext, SkillOutput, skill
 
 __all__ = ["knowledge_index"]
 
-Collections = Annotated[
-    list[Annotated[str, Field(min_length=1, max_length=100)]], Field(max_length=100)
-]
+Collections = Annotated[list[CollectionName], Field(max_length=100)]
 
 
 @skill(

@@ -1,6 +1,7 @@
 """What the knowledge skills and the chat's ``search_knowledge`` tool share: the bound of a query,
-and a chunk as they show it; and the tool itself, offered to models when the config has
-knowledge collections. The knowledge package is imported when a search runs."""
+a chunk as they show it, and a collection never indexed told; and the tool itself, offered to
+models when the config has knowledge collections. The knowledge package's search (the store) is
+imported when a search runs."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pydantic import Field
 
 from loopengine._json import JSONObject
 from loopengine.contract import Config
+from loopengine.knowledge import MAX_QUERY_CHARS
 from loopengine.skills import ATTRIBUTE, ToolDef, tool
 
 if TYPE_CHECKING:
@@ -17,16 +19,15 @@ if TYPE_CHECKING:
     from loopengine.knowledge.corrective import ChunkLike
     from loopengine.llm import Cluster
 
-__all__ = ["MAX_QUESTION", "MAX_TOOL_TEXT", "Question", "knowledge_tool", "located", "unindexed"]
+__all__ = ["MAX_TOOL_TEXT", "Question", "knowledge_tool", "located", "unindexed"]
 
-MAX_QUESTION = 2_000
-"""Longest question or query: what a search reads (``knowledge.MAX_QUERY_CHARS``)."""
 MAX_TOOL_TEXT = 2_000
 """Characters of a chunk's text ``search_knowledge`` gives a model."""
 _LISTED = 20
 """Most collection names the tool's description lists."""
 
-Question = Annotated[str, Field(min_length=1, max_length=MAX_QUESTION)]
+Question = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
+"""A question or query: as long as a search reads."""
 ToolK = Annotated[int, Field(ge=1, le=10)]
 
 

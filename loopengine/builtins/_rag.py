@@ -15,8 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from loopengine.builtins._knowledge import Question, located, unindexed
 from loopengine.builtins._llm import _runtime
-from loopengine.contract import Config, KnowledgeCollection
+from loopengine.contract import CollectionName, Config, KnowledgeCollection
 from loopengine.errors import BudgetExceeded, ContractError, NotFound, SkillError
+from loopengine.knowledge.corrective import MAX_GRADED, MAX_REWRITES
 from loopengine.skills import SkillContext, SkillOutput, skill
 
 if TYPE_CHECKING:
@@ -28,8 +29,8 @@ __all__ = ["KNOWLEDGE_CATEGORY", "AnswerParams", "grader_node", "rag_answer", "r
 
 KNOWLEDGE_CATEGORY = "knowledge"
 """The routing category of the rewriter and the answering model (``default`` when unrouted)."""
-CollectionName = Annotated[str, Field(min_length=1, max_length=100)]
 RetrieveK = Annotated[int, Field(ge=1, le=100)]
+"""At most ``knowledge.MAX_K`` chunks: its module loads the store, so the bound is written out."""
 
 
 class AnswerParams(BaseModel):
@@ -39,12 +40,14 @@ class AnswerParams(BaseModel):
 
     question: Question = Field(description="What is asked.")
     collection: CollectionName = Field(description="The collection under `knowledge:`.")
-    k: int = Field(5, ge=1, le=50, description="Chunks retrieved and graded per search.")
+    k: int = Field(5, ge=1, le=MAX_GRADED, description="Chunks retrieved and graded per search.")
     upper: float = Field(0.7, ge=0, le=1, description="A grade above it makes a retrieval correct.")
     lower: float = Field(
         0.3, ge=0, le=1, description="A grade above it makes a retrieval ambiguous."
     )
-    max_rewrites: int = Field(2, ge=0, le=10, description="Rewritten queries tried at most.")
+    max_rewrites: int = Field(
+        2, ge=0, le=MAX_REWRITES, description="Rewritten queries tried at most."
+    )
     max_calls: int | None = Field(
         None, ge=1, le=1_000, description="Model calls at most (default: all the others allow)."
     )

@@ -17,11 +17,11 @@ import pytest
 
 from loopengine.builtins import builtin_registry
 from loopengine.builtins._rag import grader_node
-from loopengine.contract import Config, LoopLoader, Outcome
+from loopengine.contract import MAX_COLLECTION_NAME, Config, LoopLoader, Outcome
 from loopengine.contract.checks import Env
 from loopengine.errors import LLMError, SkillError
-from loopengine.knowledge import index
-from loopengine.knowledge.corrective import CragSettings
+from loopengine.knowledge import MAX_K, MAX_QUERY_CHARS, index
+from loopengine.knowledge.corrective import MAX_GRADED, MAX_REWRITES, CragSettings
 from loopengine.skills import SkillOutput
 from loopengine.store import Store
 from loopengine.testing import FakeLLMServer, answering, reply, status
@@ -309,6 +309,20 @@ def test_the_defaults_of_the_params_are_the_pipelines() -> None:
         settings.deadline_s,
     )
     assert (params.upper, params.lower) == (settings.thresholds.upper, settings.thresholds.lower)
+
+
+def test_the_params_are_bounded_as_the_config_the_search_and_the_pipeline_are() -> None:
+    def bounds(skill: str) -> dict[str, tuple[object, object]]:
+        fields = builtin_registry().skill(skill).params.model_json_schema()["properties"]
+        return {
+            name: (field.get("maximum"), field.get("maxLength")) for name, field in fields.items()
+        }
+
+    answer, retrieve = bounds("rag.answer"), bounds("rag.retrieve")
+    assert (answer["question"], retrieve["query"]) == ((None, MAX_QUERY_CHARS),) * 2
+    assert (answer["collection"], retrieve["collection"]) == ((None, MAX_COLLECTION_NAME),) * 2
+    assert (answer["k"], answer["max_rewrites"]) == ((MAX_GRADED, None), (MAX_REWRITES, None))
+    assert retrieve["k"] == (MAX_K, None)
 
 
 @pytest.mark.parametrize(
