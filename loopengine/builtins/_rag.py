@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Annotated
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from loopengine.builtins._knowledge import Question, located, unindexed
-from loopengine.builtins._llm import _runtime
+from loopengine.builtins._llm import Usage, llm_runtime
 from loopengine.contract import CollectionName, Config, KnowledgeCollection
-from loopengine.errors import BudgetExceeded, ContractError, NotFound, SkillError
+from loopengine.errors import ContractError, NotFound, SkillError
 from loopengine.knowledge.corrective import MAX_GRADED, MAX_REWRITES
 from loopengine.skills import SkillContext, SkillOutput, skill
 
@@ -79,33 +79,6 @@ def grader_node(config: Config, collection: KnowledgeCollection, routed: Sequenc
     return routed[0]
 
 
-class _Usage:
-    """A skill's model calls, counted into the loop's budget as they start (tokens once they
-    end), so calls side by side never pass it: once it is spent, the next call is refused."""
-
-    def __init__(self, ctx: SkillContext, skill: str) -> None:
-        self.ctx, self.skill = ctx, skill
-        self.tokens = self.calls = 0
-        self.spent: str | None = None
-
-    def _spend(self, tokens: int, calls: int) -> None:
-        self.tokens, self.calls = self.tokens + tokens, self.calls + calls
-        if self.ctx.spend is not None:
-            self.spent = self.ctx.spend(tokens, calls) or self.spent
-
-    def start(self) -> None:
-        if self.spent:
-            raise BudgetExceeded(f"{self.skill}: {self.spent} after {self.calls} model calls")
-        self._spend(0, 1)
-
-    def ended(self, tokens: int) -> None:
-        self._spend(tokens, 0)
-
-    @property
-    def metrics(self) -> dict[str, float]:
-        return {"llm.tokens": float(self.tokens), "llm.calls": float(self.calls)}
-
-
 def _store(ctx: SkillContext, skill: str) -> Readable:
     if ctx.store is None:
         raise SkillError(f"{skill} needs the engine's store: knowledge bases are indexed there")
@@ -122,7 +95,7 @@ def _collection(ctx: SkillContext, skill: str, name: str) -> KnowledgeCollection
 
 
 async def _search(
-    ctx: SkillContext, usage: _Usage, name: str, query: str, k: int
+    ctx: SkillContext, usage: Usage, name: str, query: str, k: int
 ) -> Sequence[Chunk]:
     """``query``'s chunks of collection ``name``; when it has ``embeddings``, the query is
     embedded by the engine's cluster, a model call counted. ``SkillError`` when the collection
@@ -131,7 +104,7 @@ async def _search(
 
     cluster = None
     if _collection(ctx, usage.skill, name).embeddings is not None:
-        cluster = None if ctx.llm is None else _runtime(ctx).cluster
+        cluster = None if ctx.llm is None else llm_runtime(ctx).cluster
         usage.start()
     store = _store(ctx, usage.skill)
     try:
@@ -157,7 +130,7 @@ async def rag_retrieve(
     collection: The collection under `knowledge:`.
     k: Most chunks returned.
     """
-    usage = _Usage(ctx, "rag.retrieve")
+    usage = Usage(ctx, "rag.retrieve")
     chunks = await _search(ctx, usage, collection, query, k)
     found = {"collection": collection, "query": query, "chunks": [located(c) for c in chunks]}
     return SkillOutput(data={"retrieval": found}, metrics=usage.metrics)
@@ -167,7 +140,7 @@ class _Models:
     """The pipeline's model ports on the cluster: ``grader`` grades, ``writer`` rewrites the
     query and answers; each call counted by ``usage``."""
 
-    def __init__(self, cluster: Cluster, grader: str, writer: str, usage: _Usage) -> None:
+    def __init__(self, cluster: Cluster, grader: str, writer: str, usage: Usage) -> None:
         self.cluster, self.grader, self.writer, self.usage = cluster, grader, writer, usage
 
     async def ask(self, node: str, messages: Sequence[PromptMessage]) -> str:
@@ -218,13 +191,13 @@ async def rag_answer(ctx: SkillContext, params: AnswerParams) -> SkillOutput:
     web = None if spec.web is None else web_searcher(spec.web, ctx.config.actions.http.allow)
     if params.dry_run or ctx.dry_run:
         return SkillOutput(data={"rag": unasked(params.question, params.collection)})
-    cluster = _runtime(ctx).cluster
+    cluster = llm_runtime(ctx).cluster
     writer = cluster.pick(KNOWLEDGE_CATEGORY)
     if writer is None:
         raise SkillError(
             f"rag.answer: no node of the cluster is available for {KNOWLEDGE_CATEGORY!r}"
         )
-    usage = _Usage(ctx, "rag.answer")
+    usage = Usage(ctx, "rag.answer")
     grader = grader_node(ctx.config, spec, cluster.route(KNOWLEDGE_CATEGORY))
     models = _Models(cluster, grader, writer, usage)
     ports = Ports(
