@@ -400,27 +400,29 @@ async def test_retrieve_finds_no_chunk_in_an_indexed_collection_matching_nothing
 NEVER_INDEXED = "collection 'docs' was never indexed: run `loopengine knowledge index docs`"
 
 
-async def test_retrieve_from_a_collection_never_indexed_fails_saying_how_to_index_it(
+@pytest.fixture
+async def never_indexed(
     server: FakeLLMServer, opened: Store, tmp_path: Path
+) -> AsyncIterator[Asking]:
+    """The collection's files written, and no index run of it."""
+    made = Asking(config_for(server), opened, tmp_path)
+    yield made
+    await made.runtime.aclose()
+
+
+async def test_retrieve_from_a_collection_never_indexed_fails_saying_how_to_index_it(
+    never_indexed: Asking,
 ) -> None:
-    asking = Asking(config_for(server), opened, tmp_path)
-    try:
-        with pytest.raises(SkillError) as caught:
-            await asking.retrieve("factory reset")
-    finally:
-        await asking.runtime.aclose()
+    with pytest.raises(SkillError) as caught:
+        await never_indexed.retrieve("factory reset")
     assert str(caught.value) == f"rag.retrieve: {NEVER_INDEXED}"
 
 
 async def test_answering_from_a_collection_never_indexed_fails_before_a_model_is_asked(
-    server: FakeLLMServer, opened: Store, tmp_path: Path
+    server: FakeLLMServer, never_indexed: Asking
 ) -> None:
-    asking = Asking(config_for(server), opened, tmp_path)
-    try:
-        with pytest.raises(SkillError) as caught:
-            await asking.answer("How do I do a factory reset?")
-    finally:
-        await asking.runtime.aclose()
+    with pytest.raises(SkillError) as caught:
+        await never_indexed.answer("How do I do a factory reset?")
     assert str(caught.value) == f"rag.answer: {NEVER_INDEXED}"
     assert server.requests == []
 
