@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -19,6 +18,8 @@ from urllib.parse import urlsplit
 from loopengine._hosts import unlisted
 from loopengine._suggestions import did_you_mean
 from loopengine.contract import (
+    COLLECTION_NAME,
+    MAX_COLLECTION_NAME,
     Diagnostic,
     YamlDocument,
     config_validator,
@@ -199,9 +200,6 @@ def _semantic(document: YamlDocument) -> list[Diagnostic]:
     return problems
 
 
-_COLLECTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
-
-
 def _source_problem(source: str) -> str | None:
     """Why a knowledge source may not be read (it leaves the config's folder), or None."""
     if PurePosixPath(source).is_absolute() or PureWindowsPath(source).is_absolute():
@@ -219,10 +217,10 @@ def _knowledge_problems(
     problems: list[Diagnostic] = []
     for name, collection in (document.data.get("knowledge") or {}).items():
         where = ("knowledge", name)
-        if not _COLLECTION_NAME.fullmatch(name):
+        if not COLLECTION_NAME.fullmatch(name):
             message = (
                 f"collection name '{name}': use letters, digits, '_', '-' and '.' "
-                "(at most 100, the first a letter or digit)"
+                f"(at most {MAX_COLLECTION_NAME}, the first a letter or digit)"
             )
             problems.append(document.diagnostic(where, message, at_key=True))
         for index, source in enumerate(collection.get("sources") or ()):

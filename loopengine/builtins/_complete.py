@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import AfterValidator, Field
 
 from loopengine._json import JSON, JSONObject, NonFiniteNumber, loads
-from loopengine.builtins._llm import _runtime
-from loopengine.errors import BudgetExceeded, SkillError
+from loopengine.builtins._llm import Usage, llm_runtime
+from loopengine.errors import SkillError
 from loopengine.skills import SkillContext, SkillOutput, skill
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ async def complete(
     if dry_run or ctx.dry_run:
         asked = {"category": routed, "prompt": prompt, "system": system, "schema": schema}
         return SkillOutput(data={"completion": {**asked, "dry_run": True}})
-    runtime = _runtime(ctx)
+    runtime = llm_runtime(ctx)
     node = runtime.cluster.pick(routed)
     if node is None:
         raise SkillError(f"llm.complete: no node of the cluster is available for {routed!r}")
@@ -122,13 +122,11 @@ async def complete(
         *_instructed(system, schema),
         {"role": "user", "content": prompt},
     ]
-    tokens, calls, spent = 0, 0, None
+    usage = Usage(ctx, "llm.complete")
 
     async def ask() -> tuple[Completion, str]:
-        nonlocal tokens, calls, spent
         completion = await runtime.cluster.chat(node, messages, max_tokens=max_tokens)
-        tokens, calls = tokens + completion.tokens, calls + 1
-        spent = ctx.spend(completion.tokens, 1) if ctx.spend is not None else None
+        usage.spend(completion.tokens, 1)
         return completion, parse_reply(completion.choice, ()).content
 
     completion, text = await ask()
@@ -136,8 +134,7 @@ async def complete(
     if schema is not None:
         value, problem = conforming(text, schema)
         if problem is not None:
-            if spent:
-                raise BudgetExceeded(f"llm.complete: {spent} before a retry ({problem})")
+            usage.check(f"before a retry ({problem})")
             messages.append({"role": "assistant", "content": text[:MAX_ANSWER]})
             messages.append(
                 {
@@ -158,8 +155,7 @@ async def complete(
         text=text[:MAX_ANSWER] + (TRUNCATED if len(text) > MAX_ANSWER else ""),
         truncated=len(text) > MAX_ANSWER,
         model=completion.model[:200],
-        calls=calls,
-        tokens=tokens,
+        calls=usage.calls,
+        tokens=usage.tokens,
     )
-    metrics = {"llm.tokens": float(tokens), "llm.calls": float(calls)}
-    return SkillOutput(data={"completion": answer}, metrics=metrics)
+    return SkillOutput(data={"completion": answer}, metrics=usage.metrics)

@@ -10,15 +10,14 @@ from typing import Annotated
 
 from pydantic import Field
 
-from loopengine.builtins._llm import _runtime
+from loopengine.builtins._llm import llm_runtime
+from loopengine.contract import CollectionName
 from loopengine.errors import NotFound, SkillError
 from loopengine.skills import SkillContext, SkillOutput, skill
 
 __all__ = ["knowledge_index"]
 
-Collections = Annotated[
-    list[Annotated[str, Field(min_length=1, max_length=100)]], Field(max_length=100)
-]
+Collections = Annotated[list[CollectionName], Field(max_length=100)]
 
 
 @skill(
@@ -45,7 +44,7 @@ async def knowledge_index(
         return SkillOutput(data={"knowledge_index": {"dry_run": True, "collections": names}})
     if ctx.store is None:
         raise SkillError("knowledge.index needs the engine's store: collections are indexed there")
-    cluster = _runtime(ctx).cluster if embedded and ctx.llm is not None else None
+    cluster = llm_runtime(ctx).cluster if embedded and ctx.llm is not None else None
     reports = await index(ctx.store, ctx.config, ctx.base, names, cluster=cluster)
     for report in reports:
         ctx.logger.info(

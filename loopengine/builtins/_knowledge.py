@@ -1,6 +1,7 @@
 """What the knowledge skills and the chat's ``search_knowledge`` tool share: the bound of a query,
-and a chunk as they show it; and the tool itself, offered to models when the config has
-knowledge collections. The knowledge package is imported when a search runs."""
+a chunk as they show it, and a collection never indexed told; and the tool itself, offered to
+models when the config has knowledge collections. The knowledge package's search (the store) is
+imported when a search runs."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pydantic import Field
 
 from loopengine._json import JSONObject
 from loopengine.contract import Config
+from loopengine.knowledge import MAX_QUERY_CHARS
 from loopengine.skills import ATTRIBUTE, ToolDef, tool
 
 if TYPE_CHECKING:
@@ -17,16 +19,15 @@ if TYPE_CHECKING:
     from loopengine.knowledge.corrective import ChunkLike
     from loopengine.llm import Cluster
 
-__all__ = ["MAX_QUESTION", "MAX_TOOL_TEXT", "Question", "knowledge_tool", "located"]
+__all__ = ["MAX_TOOL_TEXT", "Question", "knowledge_tool", "located", "unindexed"]
 
-MAX_QUESTION = 2_000
-"""Longest question or query: what a search reads (``knowledge.MAX_QUERY_CHARS``)."""
 MAX_TOOL_TEXT = 2_000
 """Characters of a chunk's text ``search_knowledge`` gives a model."""
 _LISTED = 20
 """Most collection names the tool's description lists."""
 
-Question = Annotated[str, Field(min_length=1, max_length=MAX_QUESTION)]
+Question = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
+"""A question or query: as long as a search reads."""
 ToolK = Annotated[int, Field(ge=1, le=10)]
 
 
@@ -39,6 +40,17 @@ def located(chunk: ChunkLike) -> JSONObject:
         "score": chunk.score,
         "text": chunk.text,
     }
+
+
+async def unindexed(store: Readable, name: str) -> str | None:
+    """Why collection ``name`` gives nothing when no index run of it ever ended (its search
+    finds nothing then, as if nothing matched), saying how to index it; else None."""
+    from loopengine.store import knowledge
+
+    summaries = await store.read(knowledge.summaries)
+    if any(s.name == name and s.indexed_at is not None for s in summaries):
+        return None
+    return f"collection {name!r} was never indexed: run `loopengine knowledge index {name}`"
 
 
 def _shown(chunk: Chunk) -> JSONObject:
@@ -72,6 +84,8 @@ def knowledge_tool(config: Config, store: Readable | None, cluster: Cluster | No
             raise RuntimeError("knowledge bases are searched only where the store is open")
         name = collection or names[0]
         chunks = await search(store, config, name, query, k, cluster=cluster)
+        if not chunks and (problem := await unindexed(store, name)) is not None:
+            raise RuntimeError(problem)
         return {"collection": name, "results": [_shown(chunk) for chunk in chunks]}
 
     definition: ToolDef = getattr(search_knowledge, ATTRIBUTE)

@@ -1,4 +1,6 @@
-"""Built-in LLM skills: ``llm.classify``, ``llm.agent`` (one node), ``llm.reflexive`` (chain).
+"""Built-in LLM skills: ``llm.classify``, ``llm.agent`` (one node), ``llm.reflexive`` (chain);
+and what every skill calling a model shares: the engine's LLM runtime, and its calls counted
+into the loop's budget.
 
 ``loopengine.llm`` (httpx, the store) is imported when a skill runs, not when it is registered.
 """
@@ -10,7 +12,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from loopengine._json import JSONObject
-from loopengine.errors import SkillError
+from loopengine.errors import BudgetExceeded, SkillError
 from loopengine.skills import SkillContext, SkillOutput, skill
 
 if TYPE_CHECKING:
@@ -18,10 +20,11 @@ if TYPE_CHECKING:
     from loopengine.llm import ChainResult, Hooks, RoundCommit
     from loopengine.store.threads import ChatMessage
 
-__all__ = ["classify", "llm_agent", "llm_reflexive"]
+__all__ = ["Usage", "classify", "llm_agent", "llm_reflexive", "llm_runtime"]
 
 
-def _runtime(ctx: SkillContext) -> LLMRuntime:
+def llm_runtime(ctx: SkillContext) -> LLMRuntime:
+    """The engine's LLM runtime; ``SkillError`` when the config has no cluster."""
     from loopengine.builtins._runtime import LLMRuntime
 
     runtime = ctx.llm
@@ -30,6 +33,41 @@ def _runtime(ctx: SkillContext) -> LLMRuntime:
             "LLM skills need an engine with an LLM cluster (cluster: in loopengine.yaml)"
         )
     return runtime
+
+
+class Usage:
+    """A skill's model calls and tokens, each counted into the loop's budget (``ctx.spend``) as
+    it is made; ``spent`` says why the budget is spent, once it is."""
+
+    def __init__(self, ctx: SkillContext, skill: str) -> None:
+        self.ctx, self.skill = ctx, skill
+        self.tokens = self.calls = 0
+        self.spent: str | None = None
+
+    def spend(self, tokens: int, calls: int) -> str | None:
+        """Count ``tokens`` and ``calls``; why the budget is spent, else None (a ``Spend``)."""
+        self.tokens, self.calls = self.tokens + tokens, self.calls + calls
+        if self.ctx.spend is not None:
+            self.spent = self.ctx.spend(tokens, calls) or self.spent
+        return self.spent
+
+    def check(self, stopped: str) -> None:
+        """``BudgetExceeded`` once the budget is spent, saying what it ``stopped``."""
+        if self.spent:
+            raise BudgetExceeded(f"{self.skill}: {self.spent} {stopped}")
+
+    def start(self) -> None:
+        """A call starts: refused once the budget is spent, else counted, so calls side by side
+        never pass it (its tokens are counted when it ends)."""
+        self.check(f"after {self.calls} model calls")
+        self.spend(0, 1)
+
+    def ended(self, tokens: int) -> None:
+        self.spend(tokens, 0)
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        return {"llm.tokens": float(self.tokens), "llm.calls": float(self.calls)}
 
 
 @skill("llm.classify", description="Classify a chat message as simple or reflexive (seed rules).")
@@ -86,6 +124,7 @@ def _category(ctx: SkillContext, given: str | None, mode: str) -> str:
 
 async def _converse(
     ctx: SkillContext,
+    usage: Usage,
     message: str,
     session: str | None,
     run: Any,
@@ -103,20 +142,13 @@ async def _converse(
     from loopengine.llm import Hooks
     from loopengine.store import autolearn
 
-    runtime = _runtime(ctx)
+    runtime = llm_runtime(ctx)
     session_id = session or uuid.uuid4().hex
     asking = f"{ctx.idempotency_key}:user"
     context, conversation, asked = await runtime.prepare(category, user, session_id, asking)
     question: list[ChatMessage] = [{"role": "user", "content": message}]
     unsent = None if asked else conversation.batch(question, asking)
     sent: RoundCommit | None = None
-    calls = {"tokens": 0, "llm_calls": 0}
-
-    def spend(tokens: int, count: int) -> str | None:
-        calls["tokens"] += tokens
-        calls["llm_calls"] += count
-        return ctx.spend(tokens, count) if ctx.spend is not None else None
-
     rounds = 0
     attempt = f"{ctx.idempotency_key}:{uuid.uuid4().hex[:12]}"
 
@@ -128,7 +160,7 @@ async def _converse(
         return conversation.commit(messages, f"{attempt}:round:{rounds}")
 
     started = time.perf_counter()
-    hooks = Hooks(spend, on_round, ctx.progress)
+    hooks = Hooks(usage.spend, on_round, ctx.progress)
     try:
         result: ChainResult = await run(runtime, conversation.thread, hooks, context)
     finally:
@@ -164,8 +196,7 @@ async def _converse(
         "latency_ms": round((time.perf_counter() - started) * 1000, 1),
         "skipped": [s.node for s in result.stages if s.status == "skipped"],
     }
-    metrics = {"llm.tokens": float(calls["tokens"]), "llm.calls": float(calls["llm_calls"])}
-    return SkillOutput(data={"chat": chat}, metrics=metrics, effects=(recorded,))
+    return SkillOutput(data={"chat": chat}, metrics=usage.metrics, effects=(recorded,))
 
 
 @skill("llm.agent", description="One node answers with the agent loop and tools.")
@@ -196,7 +227,7 @@ async def llm_agent(
             explore=context.explore,
         )
 
-    return await _converse(ctx, message, session, run, routed, user)
+    return await _converse(ctx, Usage(ctx, "llm.agent"), message, session, run, routed, user)
 
 
 @skill("llm.reflexive", description="The reflexive chain: research with tools, analysis, review.")
@@ -230,4 +261,5 @@ async def llm_reflexive(
         )
 
     routed = _category(ctx, category, "reflexive")
-    return await _converse(ctx, message, session, run, routed, user)
+    usage = Usage(ctx, "llm.reflexive")
+    return await _converse(ctx, usage, message, session, run, routed, user)

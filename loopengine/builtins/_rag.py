@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from loopengine.builtins._knowledge import Question, located
-from loopengine.builtins._llm import _runtime
-from loopengine.contract import Config, KnowledgeCollection
-from loopengine.errors import BudgetExceeded, ContractError, NotFound, SkillError
+from loopengine.builtins._knowledge import Question, located, unindexed
+from loopengine.builtins._llm import Usage, llm_runtime
+from loopengine.contract import CollectionName, Config, KnowledgeCollection
+from loopengine.errors import ContractError, NotFound, SkillError
+from loopengine.knowledge.corrective import MAX_GRADED, MAX_REWRITES
 from loopengine.skills import SkillContext, SkillOutput, skill
 
 if TYPE_CHECKING:
@@ -28,8 +29,8 @@ __all__ = ["KNOWLEDGE_CATEGORY", "AnswerParams", "grader_node", "rag_answer", "r
 
 KNOWLEDGE_CATEGORY = "knowledge"
 """The routing category of the rewriter and the answering model (``default`` when unrouted)."""
-CollectionName = Annotated[str, Field(min_length=1, max_length=100)]
 RetrieveK = Annotated[int, Field(ge=1, le=100)]
+"""At most ``knowledge.MAX_K`` chunks: its module loads the store, so the bound is written out."""
 
 
 class AnswerParams(BaseModel):
@@ -39,12 +40,14 @@ class AnswerParams(BaseModel):
 
     question: Question = Field(description="What is asked.")
     collection: CollectionName = Field(description="The collection under `knowledge:`.")
-    k: int = Field(5, ge=1, le=50, description="Chunks retrieved and graded per search.")
+    k: int = Field(5, ge=1, le=MAX_GRADED, description="Chunks retrieved and graded per search.")
     upper: float = Field(0.7, ge=0, le=1, description="A grade above it makes a retrieval correct.")
     lower: float = Field(
         0.3, ge=0, le=1, description="A grade above it makes a retrieval ambiguous."
     )
-    max_rewrites: int = Field(2, ge=0, le=10, description="Rewritten queries tried at most.")
+    max_rewrites: int = Field(
+        2, ge=0, le=MAX_REWRITES, description="Rewritten queries tried at most."
+    )
     max_calls: int | None = Field(
         None, ge=1, le=1_000, description="Model calls at most (default: all the others allow)."
     )
@@ -76,33 +79,6 @@ def grader_node(config: Config, collection: KnowledgeCollection, routed: Sequenc
     return routed[0]
 
 
-class _Usage:
-    """A skill's model calls, counted into the loop's budget as they start (tokens once they
-    end), so calls side by side never pass it: once it is spent, the next call is refused."""
-
-    def __init__(self, ctx: SkillContext, skill: str) -> None:
-        self.ctx, self.skill = ctx, skill
-        self.tokens = self.calls = 0
-        self.spent: str | None = None
-
-    def _spend(self, tokens: int, calls: int) -> None:
-        self.tokens, self.calls = self.tokens + tokens, self.calls + calls
-        if self.ctx.spend is not None:
-            self.spent = self.ctx.spend(tokens, calls) or self.spent
-
-    def start(self) -> None:
-        if self.spent:
-            raise BudgetExceeded(f"{self.skill}: {self.spent} after {self.calls} model calls")
-        self._spend(0, 1)
-
-    def ended(self, tokens: int) -> None:
-        self._spend(tokens, 0)
-
-    @property
-    def metrics(self) -> dict[str, float]:
-        return {"llm.tokens": float(self.tokens), "llm.calls": float(self.calls)}
-
-
 def _store(ctx: SkillContext, skill: str) -> Readable:
     if ctx.store is None:
         raise SkillError(f"{skill} needs the engine's store: knowledge bases are indexed there")
@@ -119,20 +95,25 @@ def _collection(ctx: SkillContext, skill: str, name: str) -> KnowledgeCollection
 
 
 async def _search(
-    ctx: SkillContext, usage: _Usage, name: str, query: str, k: int
+    ctx: SkillContext, usage: Usage, name: str, query: str, k: int
 ) -> Sequence[Chunk]:
     """``query``'s chunks of collection ``name``; when it has ``embeddings``, the query is
-    embedded by the engine's cluster, a model call counted."""
+    embedded by the engine's cluster, a model call counted. ``SkillError`` when the collection
+    was never indexed."""
     from loopengine.knowledge import search
 
     cluster = None
     if _collection(ctx, usage.skill, name).embeddings is not None:
-        cluster = None if ctx.llm is None else _runtime(ctx).cluster
+        cluster = None if ctx.llm is None else llm_runtime(ctx).cluster
         usage.start()
+    store = _store(ctx, usage.skill)
     try:
-        return await search(_store(ctx, usage.skill), ctx.config, name, query, k, cluster=cluster)
+        found = await search(store, ctx.config, name, query, k, cluster=cluster)
     except ContractError as exc:
         raise SkillError(f"{usage.skill}: {exc}") from None
+    if not found and (problem := await unindexed(store, name)) is not None:
+        raise SkillError(f"{usage.skill}: {problem}")
+    return found
 
 
 @skill(
@@ -149,7 +130,7 @@ async def rag_retrieve(
     collection: The collection under `knowledge:`.
     k: Most chunks returned.
     """
-    usage = _Usage(ctx, "rag.retrieve")
+    usage = Usage(ctx, "rag.retrieve")
     chunks = await _search(ctx, usage, collection, query, k)
     found = {"collection": collection, "query": query, "chunks": [located(c) for c in chunks]}
     return SkillOutput(data={"retrieval": found}, metrics=usage.metrics)
@@ -159,7 +140,7 @@ class _Models:
     """The pipeline's model ports on the cluster: ``grader`` grades, ``writer`` rewrites the
     query and answers; each call counted by ``usage``."""
 
-    def __init__(self, cluster: Cluster, grader: str, writer: str, usage: _Usage) -> None:
+    def __init__(self, cluster: Cluster, grader: str, writer: str, usage: Usage) -> None:
         self.cluster, self.grader, self.writer, self.usage = cluster, grader, writer, usage
 
     async def ask(self, node: str, messages: Sequence[PromptMessage]) -> str:
@@ -191,40 +172,40 @@ class _Models:
     "rag.answer",
     description="Answer `question` from a knowledge collection with citations, or refuse saying "
     "what was searched (corrective RAG): each retrieved chunk graded 0–1 by the collection's "
-    "grader; while no grade passes `upper`, the query rewritten (at most `max_rewrites`), then "
-    "the collection's `web` search asked if it has one; only passages above `lower` are "
-    "evidence. Bounded by `max_calls` and `deadline_s`; every call counted into the loop's "
-    "budget.",
+    "grader; while no grade passes `upper`, the query rewritten (at most `max_rewrites`), then, "
+    "when none passes `lower`, the collection's `web` search asked if it has one (one that fails "
+    "finds nothing); only passages above `lower` are evidence. Bounded by `max_calls` and "
+    "`deadline_s`; every call counted into the loop's budget.",
 )
 async def rag_answer(ctx: SkillContext, params: AnswerParams) -> SkillOutput:
-    from loopengine.builtins._websearch import web_search
+    from loopengine.builtins._websearch import web_searcher
     from loopengine.knowledge.corrective import (
         CragSettings,
         Ports,
         Thresholds,
         corrective_answer,
+        unasked,
     )
 
     spec = _collection(ctx, "rag.answer", params.collection)
+    web = None if spec.web is None else web_searcher(spec.web, ctx.config.actions.http.allow)
     if params.dry_run or ctx.dry_run:
-        asked = {"question": params.question, "collection": params.collection, "dry_run": True}
-        return SkillOutput(data={"rag": asked})
-    cluster = _runtime(ctx).cluster
+        return SkillOutput(data={"rag": unasked(params.question, params.collection)})
+    cluster = llm_runtime(ctx).cluster
     writer = cluster.pick(KNOWLEDGE_CATEGORY)
     if writer is None:
         raise SkillError(
             f"rag.answer: no node of the cluster is available for {KNOWLEDGE_CATEGORY!r}"
         )
-    usage = _Usage(ctx, "rag.answer")
+    usage = Usage(ctx, "rag.answer")
     grader = grader_node(ctx.config, spec, cluster.route(KNOWLEDGE_CATEGORY))
     models = _Models(cluster, grader, writer, usage)
-    web = spec.web
     ports = Ports(
         retrieve=partial(_search, ctx, usage, params.collection),
         grade=models.grade,
         rewrite=models.rewrite,
         answer=models.answer,
-        web=None if web is None else partial(web_search, web, ctx.config.actions.http.allow),
+        web=web,
     )
     settings = CragSettings(
         k=params.k,
@@ -242,4 +223,8 @@ async def rag_answer(ctx: SkillContext, params: AnswerParams) -> SkillOutput:
         result.verdict.value,
         result.rewrites,
     )
+    if result.web_error is not None:
+        ctx.logger.warning(
+            "rag.answer: the web search failed, read as finding nothing: %s", result.web_error
+        )
     return SkillOutput(data={"rag": result.as_json()}, metrics=usage.metrics)

@@ -5,7 +5,8 @@ its size, depth, number of results and their texts are bounded."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from loopengine._hosts import Allowed, unlisted
@@ -15,7 +16,7 @@ from loopengine.contract import WebFallback
 from loopengine.errors import SkillError
 from loopengine.knowledge import Chunk
 
-__all__ = ["MAX_RESULTS", "MAX_TEXT", "search_url", "web_passages", "web_search"]
+__all__ = ["MAX_RESULTS", "MAX_TEXT", "search_url", "web_passages", "web_search", "web_searcher"]
 
 MAX_RESULTS = 20
 """Most results of one answer read."""
@@ -59,12 +60,18 @@ def web_passages(body: str) -> list[Chunk]:
     return found
 
 
-async def web_search(web: WebFallback, allow: Sequence[str], query: str) -> list[Chunk]:
-    """The passages ``web``'s endpoint finds for ``query``; ``SkillError`` when the endpoint is
-    not allowed, fails (retryable for a network failure, a timeout, 429 and 5xx) or answers
-    otherwise than with search results."""
+def web_searcher(web: WebFallback, allow: Sequence[str]) -> Callable[[str], Awaitable[list[Chunk]]]:
+    """``web_search`` of ``web``'s endpoint, for the pipeline; ``SkillError`` at once when
+    ``actions.http.allow`` does not list it (questions leave for it)."""
     if (problem := unlisted(web.url, allow, _SETTING)) is not None:
         raise SkillError(f"rag.answer: the web search {problem}")
+    return partial(web_search, web, tuple(allow))
+
+
+async def web_search(web: WebFallback, allow: Sequence[str], query: str) -> list[Chunk]:
+    """The passages ``web``'s endpoint finds for ``query``, each address it reaches checked
+    against ``allow``; ``SkillError`` when it fails (retryable for a network failure, a timeout,
+    429 and 5xx) or answers otherwise than with search results."""
     request = Request(
         "rag.answer",
         "GET",

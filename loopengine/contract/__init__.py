@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from loopengine.contract._config import (
         Chunking,
         Cluster,
+        CollectionName,
         Config,
         DaemonSettings,
         Embeddings,
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
     )
     from loopengine.contract._lookup import ParamProblem, SkillInfo, SkillLookup
     from loopengine.contract._loop import Budget, LoopSpec
+    from loopengine.contract._names import COLLECTION_NAME, MAX_COLLECTION_NAME
     from loopengine.contract._phases import (
         Act,
         Action,
@@ -114,6 +116,9 @@ _EXPORTS = {
     "Catchup": "loopengine.contract._enums",
     "Chunking": "loopengine.contract._config",
     "Cluster": "loopengine.contract._config",
+    "CollectionName": "loopengine.contract._config",
+    "COLLECTION_NAME": "loopengine.contract._names",
+    "MAX_COLLECTION_NAME": "loopengine.contract._names",
     "Condition": "loopengine.contract._phases",
     "Config": "loopengine.contract._config",
     "ContextRequirement": "loopengine.contract._phases",
@@ -182,8 +187,10 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "COLLECTION_NAME",
     "CONFIG_NAMES",
     "MAX_BYTES",
+    "MAX_COLLECTION_NAME",
     "MAX_DEPTH",
     "MAX_INPUT_DEPTH",
     "MAX_NODES",
@@ -202,6 +209,7 @@ __all__ = [
     "Catchup",
     "Chunking",
     "Cluster",
+    "CollectionName",
     "Condition",
     "Config",
     "ContextRequirement",

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field, model_validator
 
 from loopengine.contract._base import Name, Strict
+from loopengine.contract._names import MAX_COLLECTION_NAME
 
 __all__ = [
     "Actions",
@@ -12,6 +15,7 @@ __all__ = [
     "Autolearn",
     "Chunking",
     "Cluster",
+    "CollectionName",
     "Config",
     "DaemonSettings",
     "Embeddings",
@@ -252,6 +256,10 @@ class WebFallback(Strict):
     )
     param: Name = Field("q", description="Query parameter the query is sent in.")
     timeout_s: float = Field(10, gt=0, le=120, description="Deadline of one search.")
+
+
+CollectionName = Annotated[str, Field(min_length=1, max_length=MAX_COLLECTION_NAME)]
+"""A knowledge collection's name as a skill's param gives it."""
 
 
 class KnowledgeCollection(Strict):

@@ -5,12 +5,35 @@ collection has ``embeddings`` (``_search``, ``_query``); ``corrective`` answers 
 evidence or refuses.
 
     chunks = await search(store, config, "docs", "how do I install it?", k=5)
+
+Names load with their module on first use: the skills' params read the query's bound without
+loading the store.
 """
 
-from loopengine.knowledge._index import IndexReport, Progress, collection_of, index
-from loopengine.knowledge._query import MAX_QUERY_CHARS
-from loopengine.knowledge._search import MAX_K, Chunk, Readable, search
-from loopengine.knowledge._sources import MAX_FILE_BYTES, MAX_FILES, Skipped
+from typing import TYPE_CHECKING
+
+from loopengine._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from loopengine.knowledge._index import IndexReport, Progress, collection_of, index
+    from loopengine.knowledge._query import MAX_QUERY_CHARS
+    from loopengine.knowledge._search import MAX_K, Chunk, Readable, search
+    from loopengine.knowledge._sources import MAX_FILE_BYTES, MAX_FILES, Skipped
+
+_EXPORTS = {
+    "IndexReport": "loopengine.knowledge._index",
+    "Progress": "loopengine.knowledge._index",
+    "collection_of": "loopengine.knowledge._index",
+    "index": "loopengine.knowledge._index",
+    "MAX_QUERY_CHARS": "loopengine.knowledge._query",
+    "MAX_K": "loopengine.knowledge._search",
+    "Chunk": "loopengine.knowledge._search",
+    "Readable": "loopengine.knowledge._search",
+    "search": "loopengine.knowledge._search",
+    "MAX_FILE_BYTES": "loopengine.knowledge._sources",
+    "MAX_FILES": "loopengine.knowledge._sources",
+    "Skipped": "loopengine.knowledge._sources",
+}
 
 __all__ = [
     "MAX_FILES",
@@ -27,3 +50,5 @@ __all__ = [
     "index",
     "search",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

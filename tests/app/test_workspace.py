@@ -14,6 +14,7 @@ from loopengine.app import (
     private_paths,
     read_settings,
 )
+from loopengine.contract import MAX_COLLECTION_NAME
 from loopengine.errors import ContractError
 from tests.conftest import SEED_DIR
 
@@ -236,6 +237,19 @@ def test_a_knowledge_collection_defaults_to_keywords_and_800_character_chunks(
         100,
         None,
         None,
+    )
+
+
+def test_a_collection_name_is_at_most_the_length_the_skills_take(tmp_path: Path) -> None:
+    longest = "d" * MAX_COLLECTION_NAME
+    (tmp_path / "loopengine.yaml").write_text(f"knowledge:\n  {longest}: {{sources: [kb]}}\n")
+    assert list(
+        load_workspace(tmp_path / "loopengine.yaml", entry_points=False).config.knowledge
+    ) == [longest]
+    [error] = _errors(tmp_path, f"knowledge:\n  {longest}s: {{sources: [kb]}}\n")
+    assert error.endswith(
+        f": collection name '{longest}s': use letters, digits, '_', '-' and '.' (at most "
+        f"{MAX_COLLECTION_NAME}, the first a letter or digit)"
     )
 
 

@@ -98,3 +98,18 @@ async def test_an_unknown_collection_is_told_with_those_there_are(asking: Asking
     assert (
         said == "NotFound: no knowledge collection 'doc'; did you mean 'docs'? (collections: docs)"
     )
+
+
+async def test_a_collection_never_indexed_is_told_with_how_to_index_it(
+    server: FakeLLMServer, tmp_path: Path
+) -> None:
+    config = config_for(server)
+    async with Store.open(f"sqlite:///{tmp_path / 'kb.db'}") as store:
+        asking = Asking(config, store, tmp_path)
+        try:
+            said = await _search(asking, query="reset")
+        finally:
+            await asking.runtime.aclose()
+    assert said == (
+        "RuntimeError: collection 'docs' was never indexed: run `loopengine knowledge index docs`"
+    )

@@ -9,10 +9,13 @@ from typing import Any
 import pytest
 
 from loopengine.builtins import LLMRuntime, builtin_registry
+from loopengine.builtins._llm import Usage
 from loopengine.contract import Config
+from loopengine.errors import BudgetExceeded
 from loopengine.skills import Registry, SkillContext, SkillOutput
 from loopengine.store import Store, threads
 from loopengine.testing import FakeLLMServer, reply, tool_call
+from tests.builtins.test_complete import Spent
 
 pytestmark = pytest.mark.anyio
 
@@ -34,7 +37,7 @@ async def runtime(server: FakeLLMServer, tmp_path: Path) -> AsyncIterator[LLMRun
         await built.aclose()
 
 
-def _ctx(runtime: LLMRuntime, execution: str = "e1") -> SkillContext:
+def _ctx(runtime: LLMRuntime, execution: str = "e1", spent: Spent | None = None) -> SkillContext:
     return SkillContext(
         execution_id=execution,
         loop_id="reflexive_chat",
@@ -42,6 +45,7 @@ def _ctx(runtime: LLMRuntime, execution: str = "e1") -> SkillContext:
         step="answer",
         idempotency_key=f"{execution}:act:answer",
         llm_runtime=lambda: runtime,
+        spend=spent,
     )
 
 
@@ -98,3 +102,38 @@ async def test_a_session_continues_where_it_was(server: FakeLLMServer, runtime: 
         "Seven.",
         "Which comes first?",
     ]
+
+
+async def test_an_agents_model_calls_are_counted_into_the_budget_and_its_metrics(
+    server: FakeLLMServer, runtime: LLMRuntime
+) -> None:
+    server.script("ol1", [tool_call("list_dir", {"path": "."}), reply("Facts.")])
+    spent = Spent()
+    output = await _agent(_ctx(runtime, spent=spent), message="What is here?", session="s1")
+    assert [counted for counted in spent.counted if counted != (0, 0)] == [(15, 1), (15, 1)]
+    assert output.metrics == {"llm.tokens": 30.0, "llm.calls": 2.0}
+
+
+def test_usage_counts_a_call_as_it_starts_its_tokens_as_it_ends_and_refuses_one_once_spent() -> (
+    None
+):
+    spent = Spent(limit=1)
+    ctx = SkillContext("e1", "qa", "analyze", "answer", "e1:analyze:answer", spend=spent)
+    usage = Usage(ctx, "rag.answer")
+    usage.start()
+    usage.ended(15)
+    with pytest.raises(BudgetExceeded) as caught:
+        usage.start()
+    assert str(caught.value) == "rag.answer: LLM-call budget of 1 spent after 1 model calls"
+    assert spent.counted == [(0, 1), (15, 0)]
+    assert usage.metrics == {"llm.tokens": 15.0, "llm.calls": 1.0}
+
+
+def test_usage_tells_what_a_spent_budget_stops() -> None:
+    ctx = SkillContext("e1", "t", "analyze", "ask", "e1:analyze:ask", spend=Spent(limit=1))
+    usage = Usage(ctx, "llm.complete")
+    assert usage.spend(15, 1) == "LLM-call budget of 1 spent"
+    with pytest.raises(
+        BudgetExceeded, match=r"^llm.complete: LLM-call budget of 1 spent before a retry$"
+    ):
+        usage.check("before a retry")

@@ -17,14 +17,15 @@ import pytest
 
 from loopengine.builtins import builtin_registry
 from loopengine.builtins._rag import grader_node
-from loopengine.contract import Config, LoopLoader, Outcome
+from loopengine.contract import MAX_COLLECTION_NAME, Config, LoopLoader, Outcome
 from loopengine.contract.checks import Env
 from loopengine.errors import LLMError, SkillError
-from loopengine.knowledge import index
-from loopengine.knowledge.corrective import CragSettings
+from loopengine.knowledge import MAX_K, MAX_QUERY_CHARS, index
+from loopengine.knowledge.corrective import MAX_GRADED, MAX_REWRITES, CragSettings
 from loopengine.skills import SkillOutput
 from loopengine.store import Store
 from loopengine.testing import FakeLLMServer, answering, reply, status
+from tests.builtins.http_server import HostileServer, serving
 from tests.builtins.knowledge_base import KB, Asking, asking_over, config_for, grading
 from tests.engine.conftest import open_harness
 from tests.knowledge.conftest import write
@@ -82,6 +83,12 @@ def web() -> Iterator[SearchServer]:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+@pytest.fixture
+def hostile() -> Iterator[HostileServer]:
+    with serving() as running:
+        yield running
 
 
 @pytest.fixture
@@ -185,7 +192,7 @@ async def test_an_incorrect_retrieval_falls_back_on_the_web_search_and_cites_it(
     assert web.asked == [{"format": "json", "q": "Is the hub waterproof?"}]
 
 
-async def test_a_web_search_the_allow_list_does_not_list_is_refused_before_it_is_asked(
+async def test_a_web_search_the_allow_list_does_not_list_fails_before_any_model_is_asked(
     server: FakeLLMServer, opened: Store, tmp_path: Path, web: SearchServer
 ) -> None:
     asking = await asking_over(config_for(server, web={"url": web.url}), opened, tmp_path)
@@ -200,7 +207,35 @@ async def test_a_web_search_the_allow_list_does_not_list_is_refused_before_it_is
         f"rag.answer: the web search {shown} is not listed under actions.http.allow: list "
         f"'{shown}' there to send to it"
     )
-    assert web.asked == []
+    assert (server.requests, web.asked, asking.spent.counted) == ([], [], [])
+
+
+async def test_a_web_search_that_fails_is_logged_and_the_question_refused_saying_so(
+    server: FakeLLMServer,
+    opened: Store,
+    tmp_path: Path,
+    hostile: HostileServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    allow = (f"127.0.0.1:{hostile.port}",)
+    config = config_for(server, allow=allow, web={"url": hostile.url("/status/503")})
+    asking = await asking_over(config, opened, tmp_path)
+    server.script("judge", grading())
+    try:
+        found = await asking.answer("Is the hub waterproof?", max_rewrites=0)
+    finally:
+        await asking.runtime.aclose()
+    assert (found["refused"], found["web"], found["reason"]) == (
+        True,
+        True,
+        "the knowledge base held no passage graded above 0.3, and the web search failed",
+    )
+    assert "answered 503" in found["web_error"]
+    [logged] = [r for r in caplog.records if "web search" in r.getMessage()]
+    assert (logged.levelname, logged.getMessage()) == (
+        "WARNING",
+        f"rag.answer: the web search failed, read as finding nothing: {found['web_error']}",
+    )
 
 
 async def test_a_citation_to_nothing_is_asked_again_once_then_refused(
@@ -227,11 +262,29 @@ async def test_the_answering_node_follows_the_default_routing_without_a_knowledg
     assert found["citations"] == [RESET]
 
 
-async def test_a_dry_run_asks_nothing(server: FakeLLMServer, asking: Asking) -> None:
+async def test_a_dry_run_asks_nothing_and_reads_as_a_refusal_saying_what_would_be_asked(
+    server: FakeLLMServer, asking: Asking
+) -> None:
     definition = builtin_registry().skill("rag.answer")
     params = definition.params.model_validate({"question": "Reset?", "collection": "docs"})
     output: SkillOutput = await definition.fn(asking.ctx(dry_run=True), params)
-    assert output.data == {"rag": {"question": "Reset?", "collection": "docs", "dry_run": True}}
+    assert output.data["rag"] == {
+        "answer": "Dry run: no model was asked. \"Reset?\" would be answered from 'docs'.",
+        "citations": [],
+        "refused": True,
+        "reason": "a dry run asks no model",
+        "verdict": None,
+        "rewrites": 0,
+        "grades": [],
+        "queries": [],
+        "calls": 0,
+        "web": False,
+        "web_error": None,
+        "evidence": [],
+        "dry_run": True,
+        "question": "Reset?",
+        "collection": "docs",
+    }
     assert server.requests == []
 
 
@@ -256,6 +309,20 @@ def test_the_defaults_of_the_params_are_the_pipelines() -> None:
         settings.deadline_s,
     )
     assert (params.upper, params.lower) == (settings.thresholds.upper, settings.thresholds.lower)
+
+
+def test_the_params_are_bounded_as_the_config_the_search_and_the_pipeline_are() -> None:
+    def bounds(skill: str) -> dict[str, tuple[object, object]]:
+        fields = builtin_registry().skill(skill).params.model_json_schema()["properties"]
+        return {
+            name: (field.get("maximum"), field.get("maxLength")) for name, field in fields.items()
+        }
+
+    answer, retrieve = bounds("rag.answer"), bounds("rag.retrieve")
+    assert (answer["question"], retrieve["query"]) == ((None, MAX_QUERY_CHARS),) * 2
+    assert (answer["collection"], retrieve["collection"]) == ((None, MAX_COLLECTION_NAME),) * 2
+    assert (answer["k"], answer["max_rewrites"]) == ((MAX_GRADED, None), (MAX_REWRITES, None))
+    assert retrieve["k"] == (MAX_K, None)
 
 
 @pytest.mark.parametrize(
@@ -321,6 +388,43 @@ async def test_retrieve_gives_the_chunks_with_where_they_are(asking: Asking) -> 
     }
     assert chunk["score"] > 0
     assert asking.spent.counted == []
+
+
+async def test_retrieve_finds_no_chunk_in_an_indexed_collection_matching_nothing(
+    asking: Asking,
+) -> None:
+    found = await asking.retrieve("zeppelin", k=3)
+    assert found["chunks"] == []
+
+
+NEVER_INDEXED = "collection 'docs' was never indexed: run `loopengine knowledge index docs`"
+
+
+@pytest.fixture
+async def never_indexed(
+    server: FakeLLMServer, opened: Store, tmp_path: Path
+) -> AsyncIterator[Asking]:
+    """The collection's files written, and no index run of it."""
+    made = Asking(config_for(server), opened, tmp_path)
+    yield made
+    await made.runtime.aclose()
+
+
+async def test_retrieve_from_a_collection_never_indexed_fails_saying_how_to_index_it(
+    never_indexed: Asking,
+) -> None:
+    with pytest.raises(SkillError) as caught:
+        await never_indexed.retrieve("factory reset")
+    assert str(caught.value) == f"rag.retrieve: {NEVER_INDEXED}"
+
+
+async def test_answering_from_a_collection_never_indexed_fails_before_a_model_is_asked(
+    server: FakeLLMServer, never_indexed: Asking
+) -> None:
+    with pytest.raises(SkillError) as caught:
+        await never_indexed.answer("How do I do a factory reset?")
+    assert str(caught.value) == f"rag.answer: {NEVER_INDEXED}"
+    assert server.requests == []
 
 
 async def test_retrieve_counts_the_querys_embedding_as_a_model_call(

@@ -86,6 +86,25 @@ def test_a_question_the_manual_does_not_answer_is_refused_saying_what_was_search
     )
 
 
+def test_a_dry_run_asks_no_model_and_ends_as_a_dry_run_saying_what_would_be_asked(
+    server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    question = "How do I do a factory reset?"
+    assert main(["run", "knowledge_qa", "--dry-run", "--input", f"question={question}"]) == 0
+    capsys.readouterr()
+    assert main(["history", "--json"]) == 0
+    [run] = json.loads(capsys.readouterr().out)["executions"]
+    assert run["outcome"] == "dry_run"
+    assert main(["show", run["execution_id"], "--json"]) == 0
+    asked = json.loads(capsys.readouterr().out)["analysis"]["answer"]["rag"]
+    assert (asked["dry_run"], asked["question"], asked["collection"]) == (True, question, "docs")
+    assert asked["answer"] == (
+        'Dry run: no model was asked. "How do I do a factory reset?" would be answered from '
+        "'docs'."
+    )
+    assert server.requests == []
+
+
 def test_the_shipped_index_loop_takes_in_a_file_added_to_the_manual(
     server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -12,6 +12,7 @@ import anyio
 
 from loopengine._concurrency import run_all
 from loopengine._json import JSONObject
+from loopengine.errors import SkillError
 from loopengine.knowledge.corrective._prompts import (
     PromptMessage,
     answer_messages,
@@ -19,6 +20,7 @@ from loopengine.knowledge.corrective._prompts import (
     retry_messages,
 )
 from loopengine.knowledge.corrective._reading import (
+    MAX_QUERY,
     Checked,
     Citation,
     read_answer,
@@ -44,6 +46,7 @@ __all__ = [
     "RewriteCall",
     "WebSearch",
     "corrective_answer",
+    "unasked",
 ]
 
 
@@ -51,7 +54,8 @@ __all__ = [
 class CragResult:
     """What the pipeline did: an answer with its citations and the evidence it was given, or a
     refusal whose ``answer`` says what was searched and ``reason`` why (``""`` when answered).
-    ``verdict`` is the knowledge base's; ``web`` says whether the web was searched too."""
+    ``verdict`` is the knowledge base's; ``web`` says whether the web was searched too, and
+    ``web_error`` why that search failed (None when it did not)."""
 
     answer: str
     citations: tuple[Citation, ...]
@@ -63,6 +67,7 @@ class CragResult:
     queries: tuple[str, ...]
     calls: int
     web: bool
+    web_error: str | None
     evidence: tuple[Evidence, ...]
 
     def as_json(self) -> JSONObject:
@@ -78,8 +83,36 @@ class CragResult:
             "queries": list(self.queries),
             "calls": self.calls,
             "web": self.web,
+            "web_error": self.web_error,
             "evidence": [e.as_json() for e in self.evidence],
         }
+
+
+def unasked(question: str, collection: str) -> JSONObject:
+    """The result, as a skill returns it, of a question the pipeline is not run on (a dry run):
+    the keys of an answer's, refused and without a verdict, saying what would be searched."""
+    said = f'"{question[:MAX_QUERY]}" would be answered from {collection!r}'
+    shape = CragResult(
+        f"Dry run: no model was asked. {said}.",
+        citations=(),
+        refused=True,
+        reason="a dry run asks no model",
+        verdict=Verdict.INCORRECT,
+        rewrites=0,
+        grades=(),
+        queries=(),
+        calls=0,
+        web=False,
+        web_error=None,
+        evidence=(),
+    )
+    return {
+        **shape.as_json(),
+        "verdict": None,
+        "dry_run": True,
+        "question": question,
+        "collection": collection,
+    }
 
 
 Retrieve = Callable[[str, int], Awaitable[Sequence[ChunkLike]]]
@@ -91,12 +124,13 @@ RewriteCall = Callable[[str, Sequence[str]], Awaitable[str]]
 AnswerCall = Callable[[Sequence[PromptMessage]], Awaitable[str]]
 """The answering model's raw reply to the messages."""
 WebSearch = Callable[[str], Awaitable[Sequence[ChunkLike] | None]]
-"""Chunks found on the web for a query (None: nothing found)."""
+"""Chunks found on the web for a query (None: nothing found); a ``SkillError`` says the search
+failed, which the pipeline reads as finding nothing."""
 
 
 @dataclass(frozen=True, slots=True)
 class Ports:
-    """The pipeline's collaborators; ``web`` None means a poor retrieval is refused."""
+    """The pipeline's collaborators; ``web`` None means an incorrect retrieval is refused."""
 
     retrieve: Retrieve
     grade: GradeCall
@@ -120,6 +154,7 @@ class _Run:
         self.calls = self.rewrites = 0
         self.verdict = Verdict.INCORRECT
         self.web = False
+        self.web_error: str | None = None
 
     def spend(self) -> None:
         if self.calls >= self.settings.call_bound:
@@ -133,19 +168,30 @@ class _Run:
             if query is None:
                 break
             await self.search(query)
-        if self.verdict is not Verdict.CORRECT and self.ports.web is not None:
-            self.web = True
-            found = await self.ports.web(self.queries[-1])
-            await self.grade_all(found or (), self.queries[-1], web=True)
+        if self.verdict is Verdict.INCORRECT and self.ports.web is not None:
+            await self.search_web(self.ports.web, self.queries[-1])
         evidence = refine(self.graded, self.queries, self.settings)
         if not evidence:
             above = f"graded above {self.settings.thresholds.lower:g}"
-            return self.refused(
-                f"neither the knowledge base nor the web held a passage {above}"
-                if self.web
-                else f"the knowledge base held no passage {above}"
-            )
+            if not self.web:
+                return self.refused(f"the knowledge base held no passage {above}")
+            if self.web_error is not None:
+                return self.refused(
+                    f"the knowledge base held no passage {above}, and the web search failed"
+                )
+            return self.refused(f"neither the knowledge base nor the web held a passage {above}")
         return await self.answered(evidence)
+
+    async def search_web(self, web: WebSearch, query: str) -> None:
+        """Grade what the web finds for ``query``; a search that fails found nothing (why is
+        kept), so the knowledge base's verdict stands."""
+        self.web = True
+        try:
+            found = await web(query)
+        except SkillError as exc:
+            self.web_error = str(exc)
+            return
+        await self.grade_all(found or (), query, web=True)
 
     async def rewritten(self) -> str | None:
         """The next query; None when the rewrite is unusable or was already tried."""
@@ -214,6 +260,7 @@ class _Run:
             queries=tuple(self.queries),
             calls=self.calls,
             web=self.web,
+            web_error=self.web_error,
             evidence=evidence,
         )
 

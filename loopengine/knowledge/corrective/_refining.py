@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Protocol
@@ -23,7 +23,8 @@ _STRIP_CHARS = 400
 _REFINED_CHARS = 20_000
 """Characters of a chunk's text that refinement reads."""
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\s*\n\s*")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_NOT_SPACE = re.compile(r"\S")
 _WORD = re.compile(r"\w{2,}")
 
 
@@ -91,18 +92,28 @@ def chunk_key(chunk: ChunkLike) -> tuple[str, str, int]:
 
 
 def _strips(text: str) -> list[str]:
-    """A chunk cut into sentences, a long one into windows of ``_STRIP_CHARS`` at word ends."""
-    strips: list[str] = []
-    for sentence in _SENTENCE.split(text[:_REFINED_CHARS]):
-        rest = sentence.strip()
-        while len(rest) > _STRIP_CHARS:
-            cut = rest.rfind(" ", 0, _STRIP_CHARS)
-            cut = cut if cut > 0 else _STRIP_CHARS
-            strips.append(rest[:cut])
-            rest = rest[cut:].strip()
-        if any(ch.isalnum() for ch in rest):
-            strips.append(rest)
-    return strips
+    """A chunk cut into sentences (at line ends, and at white space after '.', '!' or '?'), a
+    long one into windows; each character looked at a bounded number of times."""
+    return [
+        strip
+        for line in text[:_REFINED_CHARS].split("\n")
+        for sentence in _SENTENCE_END.split(line)
+        for strip in _windows(sentence.strip())
+    ]
+
+
+def _windows(sentence: str) -> Iterator[str]:
+    """``sentence`` in windows of at most ``_STRIP_CHARS``, cut at the last space of each, the
+    white space between them left out; a last one without a letter or digit is dropped."""
+    start = 0
+    while len(sentence) - start > _STRIP_CHARS:
+        cut = sentence.rfind(" ", start + 1, start + _STRIP_CHARS)
+        cut = cut if cut > start else start + _STRIP_CHARS
+        yield sentence[start:cut].rstrip()
+        following = _NOT_SPACE.search(sentence, cut)
+        start = len(sentence) if following is None else following.start()
+    if any(ch.isalnum() for ch in sentence[start:]):
+        yield sentence[start:]
 
 
 def _terms(text: str) -> set[str]:

@@ -9,7 +9,12 @@ from dataclasses import dataclass, field
 from loopengine.errors import ContractError
 from loopengine.knowledge.corrective._verdicts import Thresholds
 
-__all__ = ["CragSettings"]
+__all__ = ["MAX_GRADED", "MAX_REWRITES", "CragSettings"]
+
+MAX_GRADED = 50
+"""Most chunks of one retrieval graded (``k``)."""
+MAX_REWRITES = 10
+"""Most rewritten queries tried (``max_rewrites``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,8 +35,13 @@ class CragSettings:
         problems = [
             f"{name} must be {rule}, got {value}"
             for name, value, ok, rule in (
-                ("k", self.k, 1 <= self.k <= 50, "1–50"),
-                ("max_rewrites", self.max_rewrites, 0 <= self.max_rewrites <= 10, "0–10"),
+                ("k", self.k, 1 <= self.k <= MAX_GRADED, f"1–{MAX_GRADED}"),
+                (
+                    "max_rewrites",
+                    self.max_rewrites,
+                    0 <= self.max_rewrites <= MAX_REWRITES,
+                    f"0–{MAX_REWRITES}",
+                ),
                 ("max_calls", self.max_calls, self.max_calls is None or self.max_calls >= 1, "≥ 1"),
                 ("deadline_s", self.deadline_s, 0 < self.deadline_s < math.inf, "above 0"),
                 ("concurrency", self.concurrency, self.concurrency >= 1, "≥ 1"),

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import anyio
 import pytest
 
-from loopengine.errors import LLMError
+from loopengine.errors import LLMError, SkillError
 from loopengine.knowledge.corrective import (
     Citation,
     CragSettings,
@@ -19,6 +19,7 @@ from loopengine.knowledge.corrective import (
     Verdict,
     corrective_answer,
     grade_messages,
+    unasked,
 )
 from tests.knowledge.corrective._chunks import Chunk, chunk
 
@@ -125,14 +126,14 @@ async def test_an_ambiguous_retrieval_after_every_rewrite_is_answered_from_what_
 
 
 @pytest.mark.anyio
-async def test_an_ambiguous_retrieval_adds_the_web_s_evidence_when_given() -> None:
+async def test_an_ambiguous_retrieval_is_answered_from_the_knowledge_base_without_the_web() -> None:
     scripted = Scripted(
         {QUESTION: [RELATED]}, GRADES, rewrites=["ranking", "okapi"], web_found=[WEB]
     )
     result = await corrective_answer(QUESTION, scripted.ports(web=True), SETTINGS, collection="d")
-    assert (result.verdict, result.web) == (Verdict.AMBIGUOUS, True)
-    assert [e.source for e in result.evidence] == ["https://example.org/bm25", "kb/rank.md"]
-    assert "web okapi" in scripted.log
+    assert (result.verdict, result.web, result.refused) == (Verdict.AMBIGUOUS, False, False)
+    assert [e.source for e in result.evidence] == ["kb/rank.md"]
+    assert not any(entry.startswith("web") for entry in scripted.log)
 
 
 @pytest.mark.anyio
@@ -169,6 +170,22 @@ async def test_web_results_graded_irrelevant_are_refused() -> None:
     result = await corrective_answer(QUESTION, scripted.ports(web=True), SETTINGS, collection="d")
     assert result.refused
     assert result.reason == "neither the knowledge base nor the web held a passage graded above 0.3"
+
+
+@pytest.mark.anyio
+async def test_a_web_search_that_fails_found_nothing_and_the_refusal_says_it_failed() -> None:
+    async def down(query: str) -> list[Chunk]:
+        raise SkillError("rag.answer GET https://search.example/: answered 503", retryable=True)
+
+    scripted = Scripted({QUESTION: [UNRELATED]}, GRADES, rewrites=["bm25", "okapi"])
+    ports = Ports(scripted.retrieve, scripted.grade, scripted.rewrite, scripted.answer, down)
+    result = await corrective_answer(QUESTION, ports, SETTINGS, collection="docs")
+    assert (result.refused, result.web) == (True, True)
+    assert result.reason == (
+        "the knowledge base held no passage graded above 0.3, and the web search failed"
+    )
+    assert result.web_error == "rag.answer GET https://search.example/: answered 503"
+    assert result.as_json()["web_error"] == result.web_error
 
 
 @pytest.mark.anyio
@@ -328,3 +345,12 @@ async def test_the_result_reads_as_json_for_a_skill() -> None:
             "web": False,
         }
     ]
+
+
+@pytest.mark.anyio
+async def test_a_question_not_asked_reads_as_a_result_of_the_same_shape() -> None:
+    scripted = Scripted({QUESTION: [ANSWERING]}, GRADES)
+    result = await corrective_answer(QUESTION, scripted.ports(), SETTINGS, collection="docs")
+    dry = unasked(QUESTION, "docs")
+    assert set(dry) == {*result.as_json(), "dry_run", "question", "collection"}
+    assert (dry["refused"], dry["citations"], dry["verdict"]) == (True, [], None)

@@ -74,3 +74,13 @@ def test_a_sentence_longer_than_a_strip_is_cut_into_windows_at_words() -> None:
     assert "bm25" in evidence.text
     assert len(evidence.text) <= 400
     assert all(word == "filler" or word == "bm25" for word in evidence.text.split())
+
+
+def test_a_chunk_that_is_one_run_of_spaces_holds_no_strip() -> None:
+    assert refine([graded(0.9, " " * 20_000)], ["bm25"], SETTINGS) == ()
+
+
+def test_a_run_of_spaces_inside_a_sentence_is_cut_out_of_its_windows() -> None:
+    text = "Reset the hub" + " " * 19_000 + "then pair the sensors."
+    (evidence,) = refine([graded(0.9, text)], ["pair the sensors"], SETTINGS)
+    assert evidence.text == "Reset the hub then pair the sensors."
