@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from loopengine.knowledge._formats import Block, html_blocks, markdown_blocks, text_blocks
+import pytest
+
+from loopengine.knowledge._formats import (
+    MAX_FRONT_MATTER_LINES,
+    Block,
+    html_blocks,
+    markdown_blocks,
+    text_blocks,
+)
+
+LONG = 1_000_000
+"""Characters of an adversarial document: far beyond what a parser quadratic in it could read."""
 
 
 def test_markdown_headings_of_both_kinds_and_their_levels() -> None:
@@ -41,6 +52,39 @@ def test_front_matter_is_left_out() -> None:
         Block("Real", 1),
         Block("Body."),
     ]
+
+
+@pytest.mark.parametrize(
+    ("line", "text"),
+    [
+        ("## Install ##  ", "Install"),
+        ("# C# #", "C#"),
+        ("### ###", ""),
+        ("#\tTabs\t#", "Tabs"),
+        pytest.param("# a" + " " * LONG + "b", "a" + " " * LONG + "b", id="long-spaces"),
+    ],
+)
+def test_an_atx_heading_drops_its_closing_hashes_only_after_a_space(line: str, text: str) -> None:
+    assert markdown_blocks(line) == [Block(text, len(line) - len(line.lstrip("#")))]
+
+
+def test_front_matter_is_only_at_the_very_start() -> None:
+    text = "--- draft\nIntro.\n\n---\n\nImportant: unplug first.\n\n---\n"
+    assert Block("Important: unplug first.") in markdown_blocks(text)
+
+
+@pytest.mark.parametrize(
+    ("keys", "first"),
+    [(MAX_FRONT_MATTER_LINES - 2, "Body."), (MAX_FRONT_MATTER_LINES - 1, "---\nkey: value")],
+)
+def test_front_matter_spans_at_most_its_lines_else_it_is_text(keys: int, first: str) -> None:
+    text = "---\n" + "key: value\n" * keys + "...\n\nBody.\n"
+    assert markdown_blocks(text)[0].text.startswith(first)
+
+
+def test_an_opening_rule_never_closed_keeps_a_long_document_whole() -> None:
+    text = "---\n" + "a---\n" * (LONG // 5)
+    assert markdown_blocks(text) == [Block(text.strip("\n"))]
 
 
 def test_text_is_paragraphs_between_blank_lines() -> None:
