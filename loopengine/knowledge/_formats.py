@@ -191,16 +191,25 @@ class _HtmlText(HTMLParser):
             self._parts.append(data)
 
     def close(self) -> None:
+        if self.rawdata.startswith("<"):
+            # What feed() left starts with a tag or comment never closed: it runs to the end, as
+            # in a browser (and in html.parser since gh-135462). Before that fix, close() reads it
+            # as text up to the next "<" and scans to the end again from there: quadratic time.
+            self.rawdata = ""
         super().close()
         self._flush()
 
 
 def html_blocks(text: str) -> list[Block]:
     """Headings (``h1``–``h6``) and paragraphs of an HTML page, without scripts, styles and the
-    ``head``."""
+    ``head``; a tag or comment never closed runs to the end, as in a browser. ``Unreadable``
+    when html.parser gives up (on a ``<![`` section it does not know)."""
     parser = _HtmlText()
-    parser.feed(text)
-    parser.close()
+    try:
+        parser.feed(text)
+        parser.close()
+    except AssertionError as exc:  # how html.parser refuses a declaration it cannot read
+        raise Unreadable(f"not readable HTML ({exc})") from None
     return parser.blocks
 
 

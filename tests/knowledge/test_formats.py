@@ -7,6 +7,7 @@ import pytest
 from loopengine.knowledge._formats import (
     MAX_FRONT_MATTER_LINES,
     Block,
+    Unreadable,
     html_blocks,
     markdown_blocks,
     text_blocks,
@@ -114,3 +115,18 @@ def test_broken_html_still_gives_its_text() -> None:
         Block("Late", 3),
         Block("end"),
     ]
+
+
+def test_a_tag_or_comment_never_closed_hides_the_rest_as_in_a_browser() -> None:
+    assert html_blocks('<p>Kept.</p><a href="x>Lost</a>') == [Block("Kept.")]
+    assert html_blocks("<p>Kept.</p><!-- <p>Draft</p>") == [Block("Kept.")]
+
+
+@pytest.mark.parametrize("unit", ["<a", "<!--", '<a b="', "</a", "<![CDATA["])
+def test_a_long_page_of_tags_never_closed_is_read_in_one_pass(unit: str) -> None:
+    assert html_blocks("<p>Kept.</p>" + unit * (LONG // len(unit))) == [Block("Kept.")]
+
+
+def test_a_section_html_parser_cannot_read_is_unreadable() -> None:
+    with pytest.raises(Unreadable, match=r"^not readable HTML \(expected name token"):
+        html_blocks("<p>x</p><![ tail")
