@@ -10,15 +10,17 @@ evidence or refuses.
 from loopengine.knowledge._index import IndexReport, Progress, collection_of, index
 from loopengine.knowledge._query import MAX_QUERY_CHARS
 from loopengine.knowledge._search import MAX_K, Chunk, Readable, search
-from loopengine.knowledge._sources import MAX_FILE_BYTES, MAX_FILES, Skipped
+from loopengine.knowledge._sources import MAX_FILE_BYTES, MAX_FILES, MAX_SKIPPED, LeftOut, Skipped
 
 __all__ = [
     "MAX_FILES",
     "MAX_FILE_BYTES",
     "MAX_K",
     "MAX_QUERY_CHARS",
+    "MAX_SKIPPED",
     "Chunk",
     "IndexReport",
+    "LeftOut",
     "Progress",
     "Readable",
     "Skipped",
