@@ -35,7 +35,7 @@ __all__ = [
     "index",
 ]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 """How files are read and cut; a new version cuts every file again."""
 BATCH_FILES = 200
 """Most files written in one transaction."""
