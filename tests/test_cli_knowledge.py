@@ -16,6 +16,7 @@ import pytest
 from loopengine.cli import main
 from loopengine.commands import Console
 from loopengine.commands.knowledge import run_knowledge_index
+from loopengine.knowledge import _sources
 from tests.knowledge.conftest import GUIDE, write
 
 
@@ -83,6 +84,19 @@ def test_index_reports_what_it_skipped(workspace: Path, capsys: pytest.CaptureFi
     (workspace / "kb" / "blob.txt").write_bytes(b"\x00\x01")
     assert main(["knowledge", "index"]) == 0
     assert "  skipped kb/blob.txt: binary, not text" in capsys.readouterr().out.splitlines()
+
+
+def test_index_counts_what_it_skipped_past_the_listed(
+    workspace: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_sources, "MAX_SKIPPED", 1)
+    for name in ("a", "b", "c"):
+        (workspace / "kb" / f"{name}.txt").write_bytes(b"\x00")
+    assert main(["knowledge", "index"]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        "  skipped kb/a.txt: binary, not text",
+        "  skipped 2 more",
+    ]
 
 
 def test_index_shows_progress_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -91,6 +91,8 @@ async def run_knowledge_index(
         )
         for skipped in report.skipped:
             console.print(console.style(f"  skipped {skipped}", "yellow"))
+        if report.skipped.more:
+            console.print(console.style(f"  skipped {report.skipped.more:,} more", "yellow"))
     return 0
 
 

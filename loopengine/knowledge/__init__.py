@@ -18,7 +18,13 @@ if TYPE_CHECKING:
     from loopengine.knowledge._index import IndexReport, Progress, collection_of, index
     from loopengine.knowledge._query import MAX_QUERY_CHARS
     from loopengine.knowledge._search import MAX_K, Chunk, Readable, search
-    from loopengine.knowledge._sources import MAX_FILE_BYTES, MAX_FILES, Skipped
+    from loopengine.knowledge._sources import (
+        MAX_FILE_BYTES,
+        MAX_FILES,
+        MAX_SKIPPED,
+        LeftOut,
+        Skipped,
+    )
 
 _EXPORTS = {
     "IndexReport": "loopengine.knowledge._index",
@@ -32,6 +38,8 @@ _EXPORTS = {
     "search": "loopengine.knowledge._search",
     "MAX_FILE_BYTES": "loopengine.knowledge._sources",
     "MAX_FILES": "loopengine.knowledge._sources",
+    "MAX_SKIPPED": "loopengine.knowledge._sources",
+    "LeftOut": "loopengine.knowledge._sources",
     "Skipped": "loopengine.knowledge._sources",
 }
 
@@ -40,8 +48,10 @@ __all__ = [
     "MAX_FILE_BYTES",
     "MAX_K",
     "MAX_QUERY_CHARS",
+    "MAX_SKIPPED",
     "Chunk",
     "IndexReport",
+    "LeftOut",
     "Progress",
     "Readable",
     "Skipped",

@@ -9,7 +9,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
-__all__ = ["MAX_PDF_PAGES", "Block", "Unreadable", "html_blocks", "markdown_blocks", "pdf_blocks"]
+__all__ = [
+    "MAX_FRONT_MATTER_LINES",
+    "MAX_PDF_PAGES",
+    "Block",
+    "Unreadable",
+    "html_blocks",
+    "markdown_blocks",
+    "pdf_blocks",
+]
 
 MAX_PDF_PAGES = 5_000
 """Pages of a PDF read; the rest are left out."""
@@ -30,9 +38,10 @@ class Block:
 _BLANK = re.compile(r"\n[ \t]*\n")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _CLOSING = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*")
-_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
+_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t](.*))?")
 _SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*")
-_FRONT_MATTER = re.compile(r"---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*(?:\n|$)", re.DOTALL)
+MAX_FRONT_MATTER_LINES = 1_000
+"""Lines a front matter may span; a first line ``---`` not closed within them is a rule."""
 
 
 def text_blocks(text: str) -> list[Block]:
@@ -71,11 +80,29 @@ def _fences(lines: list[str]) -> dict[int, int]:
     return fences
 
 
+def _without_front_matter(lines: list[str]) -> list[str]:
+    """``lines`` without the front matter that opens them: from a first line ``---`` to the next
+    ``---`` or ``...`` line, within ``MAX_FRONT_MATTER_LINES``."""
+    if not lines or lines[0].rstrip(" \t") != "---":
+        return lines
+    for index in range(1, min(len(lines), MAX_FRONT_MATTER_LINES)):
+        if lines[index].rstrip(" \t") in ("---", "..."):
+            return lines[index + 1 :]
+    return lines
+
+
+def _heading_text(rest: str) -> str:
+    """The text of an ATX heading from what follows its opening ``#``s: its closing ``#``s (those
+    after a space or tab, or alone) left out."""
+    text = rest.strip(" \t")
+    bare = text.rstrip("#")
+    return (bare if not bare or bare[-1] in " \t" else text).strip()
+
+
 def markdown_blocks(text: str) -> list[Block]:
     """Headings and paragraphs of a Markdown document (front matter left out); a fenced code
     block is one paragraph, blank lines and ``#`` lines in it included."""
-    text = _FRONT_MATTER.sub("", text, count=1) if text.startswith("---") else text
-    lines = text.splitlines()
+    lines = _without_front_matter(text.splitlines())
     fences = _fences(lines)
     blocks: list[Block] = []
     paragraph: list[str] = []
@@ -95,7 +122,7 @@ def markdown_blocks(text: str) -> list[Block]:
             index = fences[index]
         elif heading := _ATX.fullmatch(line):
             close()
-            blocks.append(Block((heading.group(2) or "").strip(), len(heading.group(1))))
+            blocks.append(Block(_heading_text(heading.group(2) or ""), len(heading.group(1))))
         elif (underline := _SETEXT.fullmatch(line)) and paragraph:
             title = " ".join(part.strip() for part in paragraph)
             paragraph.clear()
@@ -164,16 +191,25 @@ class _HtmlText(HTMLParser):
             self._parts.append(data)
 
     def close(self) -> None:
+        if self.rawdata.startswith("<"):
+            # What feed() left starts with a tag or comment never closed: it runs to the end, as
+            # in a browser (and in html.parser since gh-135462). Before that fix, close() reads it
+            # as text up to the next "<" and scans to the end again from there: quadratic time.
+            self.rawdata = ""
         super().close()
         self._flush()
 
 
 def html_blocks(text: str) -> list[Block]:
     """Headings (``h1``–``h6``) and paragraphs of an HTML page, without scripts, styles and the
-    ``head``."""
+    ``head``; a tag or comment never closed runs to the end, as in a browser. ``Unreadable``
+    when html.parser gives up (on a ``<![`` section it does not know)."""
     parser = _HtmlText()
-    parser.feed(text)
-    parser.close()
+    try:
+        parser.feed(text)
+        parser.close()
+    except AssertionError as exc:  # how html.parser refuses a declaration it cannot read
+        raise Unreadable(f"not readable HTML ({exc})") from None
     return parser.blocks
 
 

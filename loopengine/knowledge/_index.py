@@ -20,7 +20,7 @@ from loopengine.errors import NotFound
 from loopengine.knowledge._chunking import cut
 from loopengine.knowledge._formats import Unreadable
 from loopengine.knowledge._query import packed
-from loopengine.knowledge._sources import Skipped, SourceFile, find_files, read_blocks
+from loopengine.knowledge._sources import LeftOut, Skipped, SourceFile, find_files, read_blocks
 from loopengine.llm import Cluster
 from loopengine.store import Store, knowledge
 
@@ -35,7 +35,7 @@ __all__ = [
     "index",
 ]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 """How files are read and cut; a new version cuts every file again."""
 BATCH_FILES = 200
 """Most files written in one transaction."""
@@ -53,7 +53,8 @@ Progress = Callable[[str, int, int], None]
 @dataclass(slots=True)
 class IndexReport:
     """What an index run did to a collection: files found now, cut (new or changed), left as
-    they were, removed; chunks written; vectors made; files left out, and why."""
+    they were, removed; chunks written; vectors made; files left out, and why (the first
+    ``MAX_SKIPPED``, the others counted)."""
 
     collection: str
     files: int = 0
@@ -62,7 +63,7 @@ class IndexReport:
     removed: int = 0
     chunks: int = 0
     embedded: int = 0
-    skipped: list[Skipped] = field(default_factory=list)
+    skipped: LeftOut = field(default_factory=LeftOut)
     seconds: float = 0.0
 
     def as_json(self) -> dict[str, object]:
@@ -74,6 +75,7 @@ class IndexReport:
             "collection": self.collection,
             **counts,
             "skipped": skipped,
+            "skipped_more": self.skipped.more,
             "seconds": self.seconds,
         }
 
@@ -105,7 +107,7 @@ async def _write_files(
     """Cut the new and changed files into chunks, a batch per transaction; remove the files
     gone from the sources (or now unreadable)."""
     found = await anyio.to_thread.run_sync(find_files, base, collection.sources)
-    report.files, report.skipped = len(found.files), list(found.skipped)
+    report.files, report.skipped = len(found.files), found.skipped
     known = await store.read(knowledge.digests, name)
     batch: list[knowledge.FileChunks] = []
     kept: set[str] = set()
@@ -115,7 +117,7 @@ async def _write_files(
                 _prepare, file, known.get(file.name), collection
             )
         except Unreadable as exc:
-            report.skipped.append(Skipped(file.name, str(exc)))
+            report.skipped.add(Skipped(file.name, str(exc)))
             continue
         kept.add(file.name)
         if prepared is None:

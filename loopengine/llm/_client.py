@@ -280,15 +280,17 @@ class ChatClient:
         return await self._within_deadline(attempt)
 
     def _vectors(self, response: httpx.Response, count: int) -> list[list[float]]:
-        """The vectors of an embeddings answer, in the order of its ``index`` fields."""
+        """The vectors of an embeddings answer, in the order of its ``index`` fields, which must
+        be 0 to ``count`` - 1, each once."""
         try:
-            data = sorted(response.json()["data"], key=lambda item: int(item["index"]))
+            data = sorted(response.json()["data"], key=lambda item: item["index"])
+            indexes = [item["index"] for item in data]
             vectors = [[float(value) for value in item["embedding"]] for item in data]
         except (ValueError, KeyError, TypeError, AttributeError):
-            vectors = []
+            indexes, vectors = [], []
         sizes = {len(vector) for vector in vectors}
         usable = (
-            len(vectors) == count
+            indexes == list(range(count))
             and len(sizes) == 1
             and 0 < sizes.pop() <= MAX_DIMENSIONS
             and all(math.isfinite(value) for vector in vectors for value in vector)

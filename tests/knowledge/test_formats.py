@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
-from loopengine.knowledge._formats import Block, html_blocks, markdown_blocks, text_blocks
+import pytest
+
+from loopengine.knowledge._formats import (
+    MAX_FRONT_MATTER_LINES,
+    Block,
+    Unreadable,
+    html_blocks,
+    markdown_blocks,
+    text_blocks,
+)
+
+LONG = 1_000_000
+"""Characters of an adversarial document: far beyond what a parser quadratic in it could read."""
 
 
 def test_markdown_headings_of_both_kinds_and_their_levels() -> None:
@@ -43,6 +55,39 @@ def test_front_matter_is_left_out() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("line", "text"),
+    [
+        ("## Install ##  ", "Install"),
+        ("# C# #", "C#"),
+        ("### ###", ""),
+        ("#\tTabs\t#", "Tabs"),
+        pytest.param("# a" + " " * LONG + "b", "a" + " " * LONG + "b", id="long-spaces"),
+    ],
+)
+def test_an_atx_heading_drops_its_closing_hashes_only_after_a_space(line: str, text: str) -> None:
+    assert markdown_blocks(line) == [Block(text, len(line) - len(line.lstrip("#")))]
+
+
+def test_front_matter_is_only_at_the_very_start() -> None:
+    text = "--- draft\nIntro.\n\n---\n\nImportant: unplug first.\n\n---\n"
+    assert Block("Important: unplug first.") in markdown_blocks(text)
+
+
+@pytest.mark.parametrize(
+    ("keys", "first"),
+    [(MAX_FRONT_MATTER_LINES - 2, "Body."), (MAX_FRONT_MATTER_LINES - 1, "---\nkey: value")],
+)
+def test_front_matter_spans_at_most_its_lines_else_it_is_text(keys: int, first: str) -> None:
+    text = "---\n" + "key: value\n" * keys + "...\n\nBody.\n"
+    assert markdown_blocks(text)[0].text.startswith(first)
+
+
+def test_an_opening_rule_never_closed_keeps_a_long_document_whole() -> None:
+    text = "---\n" + "a---\n" * (LONG // 5)
+    assert markdown_blocks(text) == [Block(text.strip("\n"))]
+
+
 def test_text_is_paragraphs_between_blank_lines() -> None:
     assert text_blocks("one\nline two\n\n  \n\nthree\n") == [Block("one\nline two"), Block("three")]
 
@@ -70,3 +115,18 @@ def test_broken_html_still_gives_its_text() -> None:
         Block("Late", 3),
         Block("end"),
     ]
+
+
+def test_a_tag_or_comment_never_closed_hides_the_rest_as_in_a_browser() -> None:
+    assert html_blocks('<p>Kept.</p><a href="x>Lost</a>') == [Block("Kept.")]
+    assert html_blocks("<p>Kept.</p><!-- <p>Draft</p>") == [Block("Kept.")]
+
+
+@pytest.mark.parametrize("unit", ["<a", "<!--", '<a b="', "</a", "<![CDATA["])
+def test_a_long_page_of_tags_never_closed_is_read_in_one_pass(unit: str) -> None:
+    assert html_blocks("<p>Kept.</p>" + unit * (LONG // len(unit))) == [Block("Kept.")]
+
+
+def test_a_section_html_parser_cannot_read_is_unreadable() -> None:
+    with pytest.raises(Unreadable, match=r"^not readable HTML \(expected name token"):
+        html_blocks("<p>x</p><![ tail")

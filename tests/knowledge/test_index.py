@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from loopengine.errors import NotFound
-from loopengine.knowledge import _index, index, search
+from loopengine.knowledge import _index, _sources, index, search
 from loopengine.store import knowledge
 from loopengine.testing import memory_store
 from tests.knowledge.conftest import GUIDE, config, write
@@ -58,6 +58,21 @@ async def test_an_unreadable_file_is_reported_and_its_old_chunks_removed(tmp_pat
         gone = await search(store, config(), "docs", "Rayleigh")
     assert [str(item) for item in report.skipped] == ["kb/faq.txt: binary, not text"]
     assert (report.removed, gone) == (1, [])
+
+
+async def test_unreadable_files_past_max_skipped_are_counted_not_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_sources, "MAX_SKIPPED", 1)
+    write(tmp_path, {"kb/a.txt": "\x00a", "kb/b.txt": "\x00b", "kb/c.md": "fine"})
+    async with memory_store() as store:
+        (report,) = await index(store, config(), tmp_path)
+    listed = report.as_json()
+    assert (listed["skipped"], listed["skipped_more"]) == (
+        [{"source": "kb/a.txt", "reason": "binary, not text"}],
+        1,
+    )
+    assert (report.files, len(report.skipped)) == (3, 2)
 
 
 async def test_a_run_that_fails_keeps_the_batches_it_wrote(

@@ -13,7 +13,7 @@ import pytest
 
 from loopengine.knowledge import _sources
 from loopengine.knowledge._formats import Block, Unreadable
-from loopengine.knowledge._sources import Skipped, SourceFile, find_files, read_blocks
+from loopengine.knowledge._sources import LeftOut, Skipped, SourceFile, find_files, read_blocks
 
 
 def _tree(base: Path, files: dict[str, str]) -> None:
@@ -46,10 +46,10 @@ def test_a_file_named_in_an_unknown_format_and_a_source_naming_nothing_are_repor
     _tree(tmp_path, {"logo.png": ""})
     found = find_files(tmp_path, ["logo.png", "missing/**/*.md"])
     assert found.files == ()
-    assert found.skipped == (
+    assert list(found.skipped) == [
         Skipped("logo.png", "not Markdown, text, HTML or PDF"),
         Skipped("missing/**/*.md", "names no file"),
-    )
+    ]
 
 
 def test_a_link_out_of_the_config_folder_is_not_followed(tmp_path: Path) -> None:
@@ -73,6 +73,14 @@ def test_a_link_inside_the_config_folder_is_followed(tmp_path: Path) -> None:
     assert _names(tmp_path, ["kb"]) == ["kb/alias.md", "kb/real.md"]
 
 
+def test_a_link_that_loops_is_found_and_unreadable(tmp_path: Path) -> None:
+    _tree(tmp_path, {"kb/a.md": "x"})
+    (tmp_path / "kb" / "loop.md").symlink_to(tmp_path / "kb" / "loop.md")
+    assert _names(tmp_path, ["kb"]) == ["kb/a.md", "kb/loop.md"]
+    with pytest.raises(Unreadable, match=r"^cannot read: Too many levels of symbolic links$"):
+        _read(tmp_path / "kb" / "loop.md")
+
+
 def test_a_collection_holds_at_most_max_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -80,7 +88,78 @@ def test_a_collection_holds_at_most_max_files(
     _tree(tmp_path, {f"kb/{n}.md": "" for n in range(4)})
     found = find_files(tmp_path, ["kb"])
     assert len(found.files) == 2
-    assert found.skipped == (Skipped("kb", "more than 2 files: the rest left out"),)
+    assert list(found.skipped) == [Skipped("kb", "more than 2 files: the rest left out")]
+
+
+def _outside(tmp_path: Path) -> Path:
+    """A config folder ``project`` beside a folder ``outside`` of 20 Markdown files."""
+    _tree(tmp_path / "outside", {f"{n}.md": "secret" for n in range(20)})
+    base = tmp_path / "project"
+    _tree(base, {"kb/ok.md": "fine"})
+    return base
+
+
+@pytest.mark.parametrize("source", ["linked", "linked/", "*ked", "l*/"])
+def test_a_link_to_a_folder_out_of_the_config_folder_is_not_walked(
+    tmp_path: Path, source: str
+) -> None:
+    base = _outside(tmp_path)
+    (base / "linked").symlink_to(tmp_path / "outside", target_is_directory=True)
+    found = find_files(base, [source])
+    assert found.files == ()
+    assert list(found.skipped) == [
+        Skipped("linked", "a link out of the config's folder, not followed")
+    ]
+
+
+def test_a_glob_never_enters_a_linked_folder(tmp_path: Path) -> None:
+    base = _outside(tmp_path)
+    (base / "kb" / "linked").symlink_to(tmp_path / "outside", target_is_directory=True)
+    found = find_files(base, ["kb/*/**/*.md", "kb/**/*.md"])
+    assert [file.name for file in found.files] == ["kb/ok.md"]
+    assert list(found.skipped) == [
+        Skipped("kb/linked", "a link out of the config's folder, not followed")
+    ]
+
+
+def test_a_link_to_a_folder_inside_the_config_folder_is_not_walked(tmp_path: Path) -> None:
+    _tree(tmp_path, {"kb/real/a.md": "x"})
+    (tmp_path / "alias").symlink_to(tmp_path / "kb" / "real", target_is_directory=True)
+    found = find_files(tmp_path, ["alias"])
+    assert found.files == ()
+    assert list(found.skipped) == [
+        Skipped("alias", "a link to a folder, not followed: name its target")
+    ]
+
+
+def test_a_folder_through_a_link_out_of_the_config_folder_is_not_walked(tmp_path: Path) -> None:
+    base = _outside(tmp_path)
+    (tmp_path / "outside" / "deep").mkdir()
+    (base / "linked").symlink_to(tmp_path / "outside", target_is_directory=True)
+    found = find_files(base, ["linked/deep"])
+    assert list(found.skipped) == [
+        Skipped("linked/deep", "a link out of the config's folder, not followed")
+    ]
+
+
+@pytest.mark.parametrize("source", ["../outside", "/etc", "kb/../../outside/*.md"])
+def test_a_source_out_of_the_config_folder_is_refused(tmp_path: Path, source: str) -> None:
+    found = find_files(_outside(tmp_path), [source])
+    assert found.files == ()
+    assert list(found.skipped) == [
+        Skipped(source, "not in the config's folder: name a path inside it")
+    ]
+
+
+def test_files_left_out_are_listed_up_to_max_skipped_and_the_rest_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_sources, "MAX_SKIPPED", 2)
+    _tree(tmp_path, {f"img/{n}.png": "" for n in range(5)})
+    reason = "not Markdown, text, HTML or PDF"
+    assert find_files(tmp_path, ["img/*.png"]).skipped == LeftOut(
+        [Skipped("img/0.png", reason), Skipped("img/1.png", reason)], more=3
+    )
 
 
 def _read(path: Path) -> list[Block]:

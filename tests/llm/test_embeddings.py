@@ -52,6 +52,9 @@ def _data(*vectors: Any) -> dict[str, Any]:
         {"data": "vectors"},
         {"embeddings": []},
         _data({"x": 1}, [1.0]),
+        {"data": [{"index": 1, "embedding": [1.0]}, {"index": 1, "embedding": [2.0]}]},
+        {"data": [{"index": 0, "embedding": [1.0]}, {"index": 2, "embedding": [2.0]}]},
+        {"data": [{"index": "0", "embedding": [1.0]}, {"index": "1", "embedding": [2.0]}]},
     ],
     ids=[
         "one short",
@@ -63,6 +66,9 @@ def _data(*vectors: Any) -> dict[str, Any]:
         "text",
         "no data",
         "map",
+        "an index twice",
+        "an index missing",
+        "indexes as text",
     ],
 )
 async def test_an_unusable_answer_is_refused(
