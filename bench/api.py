@@ -1,18 +1,25 @@
-"""The daemon's HTTP API under 50 concurrent clients, and the HTTP layer's cost on a chat.
+"""The daemon's HTTP API under 50 concurrent clients, next to a bare FastAPI app, and the HTTP
+layer's cost on a chat.
 
     python bench/api.py [--requests 2000] [--clients 50] [--rounds 3] [--chats 200]
 
-Endpoints: ``GET /executions/{id}``, ``POST /events`` and ``POST /loops/{id}/trigger``, each
-next to ``GET /health`` (the same server, token check and request log, no store: the floor of
-uvicorn, FastAPI and the client on this machine), side by side round after round; requests/s and
-p50/p99 latency, medians over the rounds. The daemon runs in its own process on SQLite with its
-default durability; the clients are kept-alive connections of one process, written by hand
-(``Connection``) so that the client is not what is measured.
+Endpoints: ``GET /health``, ``GET /executions/{id}``, ``POST /events`` and
+``POST /loops/{id}/trigger``, next to the floor: a bare FastAPI app whose one endpoint does
+nothing (``POST /``, sent the same body as ``POST /events``), served by uvicorn as the daemon
+serves its API (the same server class, protocol and settings, on an event loop of its own
+process). Both processes run in the same run; the endpoints and the floor are measured in turn,
+round after round, by the same clients: kept-alive connections of one process, written by hand
+(``Connection``) so that the client is not what is measured. Printed: requests/s, p50/p99
+latency, how many times slower than the floor, and the CPU time each request cost the server
+(``/proc/PID/stat``, all its threads, the jobs a trigger starts included) and the clients;
+medians over the rounds. The daemon runs on SQLite with its default durability.
 
 Chat: ``POST /v1/chat/completions`` (model ``loopengine-simple``) next to the same message run
 in-process as ``loopengine chat`` runs it (the shipped loop on a runtime, without the process
 start), against one zero-latency scripted node; interleaved; the HTTP layer's overhead is the
-difference of the medians.
+difference of the medians. CPU a message (the mean: the daemon's is read in ticks of 10 ms): the
+daemon's for the first, this process's for the second (the node's, in its own process, left out
+of both).
 """
 
 from __future__ import annotations
@@ -28,8 +35,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from usage import cpu_seconds, load_average, percentile, spent
 
 from loopengine.testing import FakeLLMServer, reply
 
@@ -96,9 +106,49 @@ def start_daemon(root: Path, env: dict[str, str]) -> tuple[subprocess.Popen[byte
     raise SystemExit(f"the daemon did not start: {log.read_text()[-2000:]}")
 
 
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+async def _serve_floor() -> None:
+    """The floor: a bare FastAPI app whose one endpoint does nothing, served as the daemon
+    serves its API; its URL printed once it accepts connections."""
+    import anyio
+    from fastapi import FastAPI
+
+    from loopengine.api._server import ApiServer, listening_socket
+    from loopengine.contract import DaemonSettings
+
+    app = FastAPI()
+
+    @app.post("/")
+    async def nothing() -> dict[str, str]:
+        return {}
+
+    settings = DaemonSettings()
+    server = ApiServer(app, listening_socket(settings.host, 0), settings)
+    async with anyio.create_task_group() as group:
+        group.start_soon(server.run_bound)
+        while not server.started:
+            await anyio.sleep(0.01)
+        print(server.url, flush=True)
+
+
+def start_floor() -> tuple[subprocess.Popen[str], str]:
+    """The floor's server in its own process, and its URL."""
+    process = subprocess.Popen(
+        [sys.executable, __file__, "--floor"], stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+    url = process.stdout.readline().strip()
+    if not url:
+        process.kill()
+        raise SystemExit("the bare FastAPI app did not start")
+    return process, url
+
+
+@dataclass(frozen=True)
+class Server:
+    """A server under load: its URL and its process (whose CPU time is read)."""
+
+    api: str
+    pid: int
 
 
 class Connection:
@@ -136,11 +186,12 @@ class Connection:
 Send = Callable[[Connection, int], Awaitable[tuple[int, bytes]]]
 
 
-async def _load(api: str, send: Send, requests: int, clients: int) -> dict[str, float]:
-    """``requests`` sent by ``clients`` concurrent connections: requests/s, p50 and p99 (ms)."""
+async def _load(server: Server, send: Send, requests: int, clients: int) -> dict[str, float]:
+    """``requests`` sent by ``clients`` concurrent connections: requests/s, p50 and p99 (ms),
+    and the CPU time (ms) a request cost the server and the clients."""
     latencies: list[float] = []
     counter = iter(range(requests))
-    connections = [await Connection.open(api) for _ in range(clients)]
+    connections = [await Connection.open(server.api) for _ in range(clients)]
 
     async def caller(connection: Connection) -> None:
         for n in counter:
@@ -150,36 +201,53 @@ async def _load(api: str, send: Send, requests: int, clients: int) -> dict[str, 
             if status >= 400:
                 raise SystemExit(f"{status} {body[:300]!r}")
 
-    started = time.perf_counter()
-    await asyncio.gather(*(caller(connection) for connection in connections))
-    elapsed = time.perf_counter() - started
+    server_cpu = cpu_seconds(server.pid)
+    with spent() as clients_spent:
+        await asyncio.gather(*(caller(connection) for connection in connections))
+    server_cpu = cpu_seconds(server.pid) - server_cpu
     for connection in connections:
         connection.close()
     return {
-        "rps": requests / elapsed,
+        "rps": requests / clients_spent.wall,
         "p50": percentile(latencies, 0.5),
         "p99": percentile(latencies, 0.99),
+        "server_ms": server_cpu * 1000 / requests,
+        "client_ms": clients_spent.cpu * 1000 / requests,
     }
 
 
+FLOOR = "bare FastAPI: POST / (floor)"
+EVENT = "POST /events"
+TRIGGER = "POST /loops/{id}/trigger"
+WITHIN_FLOOR = 2.0
+"""Goal (issue 26): ``POST /events`` and ``POST /loops/{id}/trigger`` within 2x of the floor."""
+
+
 def _endpoints(execution_id: str) -> dict[str, Send]:
-    def get_execution(connection: Connection, n: int) -> Awaitable[tuple[int, bytes]]:
-        return connection.request("GET", f"/executions/{execution_id}")
+    def event(n: int) -> dict[str, Any]:
+        return {"name": "bench.tick", "data": {"n": n}}
 
-    def post_event(connection: Connection, n: int) -> Awaitable[tuple[int, bytes]]:
-        return connection.request("POST", "/events", {"name": "bench.tick", "data": {"n": n}})
-
-    def trigger(connection: Connection, n: int) -> Awaitable[tuple[int, bytes]]:
-        return connection.request("POST", "/loops/by_hand/trigger", {"inputs": {}})
+    def floor(connection: Connection, n: int) -> Awaitable[tuple[int, bytes]]:
+        return connection.request("POST", "/", event(n))
 
     def health(connection: Connection, n: int) -> Awaitable[tuple[int, bytes]]:
         return connection.request("GET", "/health")
 
+    def get_execution(connection: Connection, n: int) -> Awaitable[tuple[int, bytes]]:
+        return connection.request("GET", f"/executions/{execution_id}")
+
+    def post_event(connection: Connection, n: int) -> Awaitable[tuple[int, bytes]]:
+        return connection.request("POST", "/events", event(n))
+
+    def trigger(connection: Connection, n: int) -> Awaitable[tuple[int, bytes]]:
+        return connection.request("POST", "/loops/by_hand/trigger", {"inputs": {}})
+
     return {
-        "GET /health (floor)": health,
+        FLOOR: floor,
+        "GET /health": health,
         "GET /executions/{id}": get_execution,
-        "POST /events": post_event,
-        "POST /loops/{id}/trigger": trigger,
+        EVENT: post_event,
+        TRIGGER: trigger,
     }
 
 
@@ -206,36 +274,73 @@ async def _drained(api: str) -> None:
         await asyncio.sleep(0.2)
 
 
-async def bench_endpoints(api: str, args: argparse.Namespace) -> dict[str, list[dict[str, float]]]:
-    sends = _endpoints(await _first_execution(api))
+async def bench_endpoints(
+    daemon: Server, floor: Server, args: argparse.Namespace
+) -> dict[str, list[dict[str, float]]]:
+    sends = _endpoints(await _first_execution(daemon.api))
     results: dict[str, list[dict[str, float]]] = {name: [] for name in sends}
     for _ in range(args.rounds):
         for name, send in sends.items():
-            results[name].append(await _load(api, send, args.requests, args.clients))
-        await _drained(api)
+            server = floor if name == FLOOR else daemon
+            results[name].append(await _load(server, send, args.requests, args.clients))
+        await _drained(daemon.api)
     return results
 
 
-async def bench_chat(api: str, root: Path, chats: int) -> dict[str, list[float]]:
-    """One chat message over HTTP and in-process, interleaved: each one's time (ms)."""
+HTTP_CHAT, LOCAL_CHAT = "HTTP /v1/chat/completions", "in-process chat"
+
+
+async def bench_chat(
+    daemon: Server, root: Path, chats: int
+) -> dict[str, tuple[list[float], float]]:
+    """One chat message over HTTP and in-process, interleaved: each one's time (ms), and the
+    CPU time (ms) a message cost the daemon and this process."""
     from loopengine.app import chat, chat_loop, open_runtime
 
-    times: dict[str, list[float]] = {"HTTP /v1/chat/completions": [], "in-process chat": []}
+    times: dict[str, list[float]] = {HTTP_CHAT: [], LOCAL_CHAT: []}
+    cpu = dict.fromkeys(times, 0.0)
     request = {"model": "loopengine-simple", "messages": [{"role": "user", "content": "ping"}]}
-    connection = await Connection.open(api)
+    connection = await Connection.open(daemon.api)
     async with open_runtime(root / "loopengine.yaml") as runtime:
         loop = chat_loop(runtime)
         for _ in range(chats):
-            started = time.perf_counter()
-            status, body = await connection.request("POST", "/v1/chat/completions", request)
-            times["HTTP /v1/chat/completions"].append((time.perf_counter() - started) * 1000)
+            before = cpu_seconds(daemon.pid)
+            with spent() as http:
+                status, body = await connection.request("POST", "/v1/chat/completions", request)
+            cpu[HTTP_CHAT] += cpu_seconds(daemon.pid) - before
+            times[HTTP_CHAT].append(http.wall * 1000)
             if status != 200:
                 raise SystemExit(f"chat over HTTP: {status} {body[:300]!r}")
-            started = time.perf_counter()
-            await chat(runtime, loop, "ping", mode="simple")
-            times["in-process chat"].append((time.perf_counter() - started) * 1000)
+            with spent() as local:
+                await chat(runtime, loop, "ping", mode="simple")
+            cpu[LOCAL_CHAT] += local.cpu
+            times[LOCAL_CHAT].append(local.wall * 1000)
     connection.close()
-    return times
+    return {name: (times[name], cpu[name] * 1000 / chats) for name in times}
+
+
+def _print_endpoints(endpoints: dict[str, list[dict[str, float]]]) -> None:
+    keys = ("rps", "p50", "p99", "server_ms", "client_ms")
+    figures = {
+        name: {key: statistics.median(r[key] for r in rounds) for key in keys}
+        for name, rounds in endpoints.items()
+    }
+    floor = figures[FLOOR]["rps"]
+    print(
+        f"{'endpoint':<30}{'req/s':>8}{'p50 ms':>9}{'p99 ms':>9}{'below floor':>12}"
+        f"{'server CPU':>12}{'client CPU':>12}  (CPU ms a request)"
+    )
+    for name, f in figures.items():
+        print(
+            f"{name:<30}{f['rps']:>8.0f}{f['p50']:>9.1f}{f['p99']:>9.1f}{floor / f['rps']:>11.1f}x"
+            f"{f['server_ms']:>12.2f}{f['client_ms']:>12.2f}"
+        )
+    verdicts = [
+        f"{name} {floor / figures[name]['rps']:.1f}x: "
+        + ("ok" if floor / figures[name]["rps"] <= WITHIN_FLOOR else "MISSED")
+        for name in (EVENT, TRIGGER)
+    ]
+    print(f"goal: within {WITHIN_FLOOR:g}x of the floor's req/s: " + "   ".join(verdicts))
 
 
 def main() -> None:
@@ -244,7 +349,12 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--chats", type=int, default=200)
+    parser.add_argument("--floor", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.floor:
+        asyncio.run(_serve_floor())
+        return
+    started_load = load_average()
     context = multiprocessing.get_context("spawn")
     ready, stop = context.Queue(), context.Event()
     node = context.Process(target=_serve, args=(args.chats * 4 + 100, ready, stop), daemon=True)
@@ -253,25 +363,33 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         env = _workspace(root, base_url)
-        daemon, api = start_daemon(root, env)
+        floor_process, floor_api = start_floor()
         try:
-            endpoints = asyncio.run(bench_endpoints(api, args))
-            os.environ["LOOPENGINE_DATABASE"] = env["LOOPENGINE_DATABASE"]
-            chat = asyncio.run(bench_chat(api, root, args.chats))
+            daemon_process, daemon_api = start_daemon(root, env)
+            try:
+                daemon = Server(daemon_api, daemon_process.pid)
+                floor = Server(floor_api, floor_process.pid)
+                endpoints = asyncio.run(bench_endpoints(daemon, floor, args))
+                os.environ["LOOPENGINE_DATABASE"] = env["LOOPENGINE_DATABASE"]
+                chat = asyncio.run(bench_chat(daemon, root, args.chats))
+            finally:
+                daemon_process.terminate()
+                daemon_process.wait(60)
         finally:
-            daemon.terminate()
-            daemon.wait(60)
+            floor_process.terminate()
+            floor_process.wait(60)
             stop.set()
     print(
-        f"{args.clients} concurrent clients, {args.requests} requests a round, {args.rounds} rounds (medians)"
+        f"{args.clients} concurrent clients, {args.requests} requests a round, {args.rounds} "
+        f"rounds (medians); {started_load} at the start, {load_average()} at the end"
     )
-    print(f"{'endpoint':<28}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}")
-    for name, rounds in endpoints.items():
-        figures = {key: statistics.median(r[key] for r in rounds) for key in ("rps", "p50", "p99")}
-        print(f"{name:<28}{figures['rps']:>10.0f}{figures['p50']:>10.1f}{figures['p99']:>10.1f}")
-    http, local = (statistics.median(values) for values in chat.values())
+    _print_endpoints(endpoints)
+    (http, http_cpu), (local, local_cpu) = (
+        (statistics.median(times), cpu) for times, cpu in chat.values()
+    )
     print(
         f"\nchat, {args.chats} messages each (median ms): HTTP {http:.2f}, in-process {local:.2f}"
+        f"; CPU a message (mean): the daemon {http_cpu:.2f} ms, in-process {local_cpu:.2f} ms"
     )
     print(f"HTTP layer overhead: {http - local:+.2f} ms ({(http - local) / local:+.0%})")
 

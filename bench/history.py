@@ -1,6 +1,5 @@
-"""``loopengine history`` on a large store: ``list_executions`` with and without its indexes.
-
-    python bench/history.py [--rows 50000] [--runs 300]
+"""``loopengine history`` on a large store: ``list_executions`` with and without its indexes, and
+the command itself.
 
 Builds SQLite stores (migrated, WAL, FULL sync) holding the same ``--rows`` executions: 20 loops
 whose run rates differ by nearly three orders of magnitude (the busiest every ~8 minutes, the
@@ -10,8 +9,17 @@ the four ``history`` variants and two hard cases of loop + outcome, each with it
 plan, on three schemas measured in the same run: with the indexes of migration 4; without the
 (loop, outcome, started) one, to show why it is there; without any of them (schema version 3),
 the anchor. Last, the write side: what the indexes add to an execution's insert and per-phase
-updates (CPU in one transaction; a real commit adds its fsync).
+updates (in one transaction; a real commit adds its fsync). Each in-process figure is given in
+wall and CPU time.
+
+Then the command as a user runs it: ``loopengine history`` (the four variants, a fresh process
+each, ``--config`` naming the store) on the store with the indexes and on the anchor store, next
+to ``python -c "import sqlalchemy"`` (the floor of every command that opens the store), round by
+round; medians of ``--commands`` processes in wall and CPU time (``wait4``), and each over the
+floor.
 Goal: every query < 5 ms.
+
+    python bench/history.py [--rows 50000] [--runs 300] [--commands 11]
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+import sys
 import tempfile
 import time
 import uuid
@@ -28,12 +37,15 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
+from usage import load_average
+from validate_folder import Case, Sample, loopengine_command, run_rounds
 
 from loopengine.store import ExecutionRow, create_engine, migrate
 from loopengine.store import _tables as tables
 from loopengine.store.executions import insert_execution, list_executions, update_execution
 
 GOAL_MS = 5.0
+FLOOR = 'floor: python -c "import sqlalchemy"'
 HISTORY_INDEXES = (
     "ix_executions_started",
     "ix_executions_outcome_started",
@@ -126,33 +138,35 @@ def _plan(connection: sa.Connection, filters: dict[str, Any]) -> str:
     return "; ".join(row[3] for row in plan)
 
 
-def _median_ms(call: Callable[[], object], runs: int) -> float:
+def _median_ms(call: Callable[[], object], runs: int) -> tuple[float, float]:
+    """The median wall and CPU time of ``runs`` calls (ms), after one to warm up."""
     call()
-    times = []
+    walls, cpus = [], []
     for _ in range(runs):
-        start = time.perf_counter()
+        wall, cpu = time.perf_counter(), time.process_time()
         call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1000
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    return statistics.median(walls) * 1000, statistics.median(cpus) * 1000
 
 
-def _read_side(engine: sa.Engine, runs: int) -> dict[str, tuple[float, str]]:
+def _read_side(engine: sa.Engine, runs: int) -> dict[str, tuple[float, float, str]]:
     results = {}
     with engine.connect() as connection, connection.begin():
         for label, filters in CASES.items():
-            ms = _median_ms(partial(list_executions, connection, **filters), runs)
-            results[label] = (ms, _plan(connection, filters))
+            wall, cpu = _median_ms(partial(list_executions, connection, **filters), runs)
+            results[label] = (wall, cpu, _plan(connection, filters))
     return results
 
 
-def _write_us(engine: sa.Engine, executions: int = 300) -> float:
+def _write_us(engine: sa.Engine, executions: int = 300) -> tuple[float, float]:
     """µs per execution written as ``durability: phase`` does: insert, 7 updates, the finish."""
     rng = random.Random(5)
     now = time.time()
     rows = [_row(rng, now + n) for n in range(executions)]
     progress = {"last_phase": "act", "context": rows[0]["context"], "usage": rows[0]["usage"]}
     with engine.connect() as connection, connection.begin():
-        start = time.perf_counter()
+        wall, cpu = time.perf_counter(), time.process_time()
         for row in rows:
             started = {**row, "status": "running", "outcome": None}
             insert_execution(connection, ExecutionRow.from_row(started))
@@ -165,37 +179,77 @@ def _write_us(engine: sa.Engine, executions: int = 300) -> float:
                 outcome=row["outcome"],
                 completed_at=row["completed_at"],
             )
-        elapsed = time.perf_counter() - start
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         connection.rollback()
-    return elapsed / executions * 1e6
+    return wall / executions * 1e6, cpu / executions * 1e6
 
 
-def _write_side(engines: list[sa.Engine], rounds: int = 21) -> list[float]:
-    """Median µs per execution for each engine, in rounds that rotate which one goes first."""
-    samples: list[list[float]] = [[] for _ in engines]
+def _write_side(engines: list[sa.Engine], rounds: int = 21) -> list[tuple[float, float]]:
+    """Median µs per execution for each engine, wall and CPU, in rounds that rotate which one
+    goes first."""
+    samples: list[list[tuple[float, float]]] = [[] for _ in engines]
     for round_ in range(rounds):
         for n in range(len(engines)):
             which = (round_ + n) % len(engines)
             samples[which].append(_write_us(engines[which]))
-    return [statistics.median(times) for times in samples]
+    return [
+        (statistics.median(w for w, _ in times), statistics.median(c for _, c in times))
+        for times in samples
+    ]
 
 
-def _print_reads(title: str, results: dict[str, tuple[float, str]]) -> None:
+def _print_reads(title: str, results: dict[str, tuple[float, float, str]]) -> None:
     print(f"\n{title}")
-    for label, (ms, plan) in results.items():
-        verdict = "ok" if ms < GOAL_MS else "OVER"
-        print(f"  {label:32} {ms:7.3f} ms  (goal < {GOAL_MS:g} ms: {verdict})  {plan}")
+    for label, (wall, cpu, plan) in results.items():
+        verdict = "ok" if wall < GOAL_MS else "OVER"
+        print(
+            f"  {label:32} {wall:7.3f} ms, CPU {cpu:7.3f} ms  (goal < {GOAL_MS:g} ms: {verdict})  "
+            f"{plan}"
+        )
+
+
+def _command_cases(folder: Path, stores: dict[str, Path]) -> list[Case]:
+    """``loopengine history``'s four variants on each of ``stores`` (by title), after the floor."""
+    history = [*loopengine_command(), "history"]
+    cases = [Case(FLOOR, [sys.executable, "-c", "import sqlalchemy"], folder)]
+    for title, database in stores.items():
+        config = folder / f"{database.stem}.yaml"
+        config.write_text(f"database: sqlite:///{database}\n")
+        for label, filters in list(CASES.items())[:4]:
+            argv = [filters["loop_id"]] if "loop_id" in filters else []
+            argv += ["--outcome", filters["outcome"]] if "outcome" in filters else []
+            command = [*history, *argv, "--config", str(config)]
+            cases.append(Case(f"{label}, {title}", command, folder))
+    return cases
+
+
+def _print_commands(samples: dict[str, list[Sample]], runs: int) -> None:
+    print(f"\nthe command, medians of {runs} fresh processes, run round by round:")
+    floor = samples[FLOOR]
+    width = max(len(label) for label in samples)
+    for label, found in samples.items():
+        wall = statistics.median(s.seconds for s in found)
+        cpu = statistics.median(s.cpu_seconds for s in found)
+        pairs = list(zip(found, floor, strict=True))
+        wall_over = statistics.median(a.seconds - b.seconds for a, b in pairs)
+        cpu_over = statistics.median(a.cpu_seconds - b.cpu_seconds for a, b in pairs)
+        over = f"   over the floor: wall {wall_over:+.3f} s, CPU {cpu_over:+.3f} s"
+        over = "" if label == FLOOR else over
+        print(f"  {label:<{width}}  wall {wall:6.3f} s   CPU {cpu:6.3f} s{over}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=50_000)
     parser.add_argument("--runs", type=int, default=300)
+    parser.add_argument("--commands", type=int, default=11, help="fresh processes per command")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as folder:
+    started_load = load_average()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        paths = {title: folder / f"{n}.db" for n, title in enumerate(SCHEMAS)}
         engines = {
-            title: _store(Path(folder) / f"{n}.db", args.rows, dropped)
-            for n, (title, dropped) in enumerate(SCHEMAS.items())
+            title: _store(paths[title], args.rows, dropped) for title, dropped in SCHEMAS.items()
         }
         try:
             first = next(iter(engines.values()))
@@ -209,11 +263,16 @@ def main() -> None:
         finally:
             for engine in engines.values():
                 engine.dispose()
+        indexed, *_, anchor = SCHEMAS
+        timed = {"schema 4": paths[indexed], "anchor, schema 3": paths[anchor]}
+        commands = run_rounds(_command_cases(folder, timed), args.commands)
+    print(f"{started_load} at the start, {load_average()} at the end")
     for title, results in reads.items():
         _print_reads(f"list_executions, limit 20, {title}:", results)
     print("\nwrite, one execution (insert + 7 phase updates + finish, in one transaction):")
-    for title, us in writes.items():
-        print(f"  {us:6.1f} µs  {title}")
+    for title, (wall, cpu) in writes.items():
+        print(f"  {wall:6.1f} µs, CPU {cpu:6.1f} µs  {title}")
+    _print_commands(commands, args.commands)
 
 
 if __name__ == "__main__":
