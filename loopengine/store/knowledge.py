@@ -262,9 +262,11 @@ class Narrowing:
 
 
 def _match(terms: Sequence[str]) -> str:
-    """The FTS5 query of rows holding any of ``terms``, each quoted as a string (FTS5's own
-    syntax never reaches it)."""
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+    """The FTS5 query of rows whose heading or text holds any of ``terms``, each quoted as a
+    string (FTS5's own syntax never reaches it); never the collection's id, which a word such as
+    ``1`` would otherwise match in every chunk of collection 1."""
+    quoted = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+    return f"{{heading text}} : ({quoted})"
 
 
 @functools.cache

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from loopengine.contract import Config
 from loopengine.errors import ContractError, NotFound
 from loopengine.knowledge import MAX_K, Chunk, index, search
 from loopengine.store import Store
@@ -81,3 +82,22 @@ async def test_a_collection_the_config_does_not_name_is_not_found(store: Store) 
 async def test_a_collection_never_indexed_finds_nothing(tmp_path: Path) -> None:
     async with memory_store() as empty:
         assert await search(empty, config(), "docs", "install") == []
+
+
+TWO = Config.model_validate(
+    {"knowledge": {"docs": {"sources": ["kb"]}, "other": {"sources": ["kb"]}}}
+)
+
+
+@pytest.mark.parametrize(
+    ("collections", "name", "query"),
+    [(config(), "docs", "1"), (TWO, "docs", "1"), (TWO, "other", "2"), (TWO, "docs", "2")],
+    ids=["alone", "first of two", "second of two", "the other's id"],
+)
+async def test_a_collections_id_is_no_word_of_its_chunks(
+    tmp_path: Path, collections: Config, name: str, query: str
+) -> None:
+    write(tmp_path, GUIDE)
+    async with memory_store() as store:
+        await index(store, collections, tmp_path)
+        assert await search(store, collections, name, query) == []
