@@ -12,7 +12,7 @@ from functools import partial
 from typing import Any, Protocol, TypeVar
 
 from loopengine.contract import Config, KnowledgeCollection
-from loopengine.errors import ContractError, LLMError
+from loopengine.errors import ContractError, LLMError, NotFound
 from loopengine.knowledge._index import collection_of
 from loopengine.knowledge._query import MAX_QUERY_CHARS, fuse, similarity, terms, unit
 from loopengine.llm import Cluster
@@ -99,11 +99,16 @@ async def search(
 ) -> list[Chunk]:
     """The ``k`` chunks of ``collection`` (a name under ``knowledge:`` in ``config``) that best
     answer ``query``, best first; none for a query without words. ``NotFound`` for an unknown
-    collection, ``ContractError`` for ``k`` outside 1..``MAX_K`` or a query over
-    ``MAX_QUERY_CHARS``. With ``embeddings``, the query is embedded by ``cluster``'s node (a
+    collection or one never indexed, ``ContractError`` for ``k`` outside 1..``MAX_K`` or a query
+    over ``MAX_QUERY_CHARS``. With ``embeddings``, the query is embedded by ``cluster``'s node (a
     cluster of the config, made for this call, when None)."""
     spec = collection_of(config, collection)
     _checked(query, k)
+    if not await store.read(knowledge.indexed, collection):
+        raise NotFound(
+            f"collection {collection!r} was never indexed: run `loopengine knowledge index "
+            f"{collection}`"
+        )
     words = terms(query)
     if not words:
         return []

@@ -31,6 +31,7 @@ __all__ = [
     "chunks_by_id",
     "digests",
     "finish_index",
+    "indexed",
     "keyword_ranking",
     "nearest",
     "put_vectors",
@@ -168,6 +169,17 @@ def finish_index(connection: sa.Connection, name: str, now: float) -> None:
         .where(knowledge_collections.c.id == collection)
         .values(indexed_at=now)
     )
+
+
+def indexed(connection: sa.Connection, name: str) -> bool:
+    """Whether collection ``name`` was ever indexed: an index run of it ended, or wrote files
+    before it stopped (what it wrote is searched)."""
+    table = knowledge_collections
+    files = sa.exists().where(knowledge_files.c.collection_id == table.c.id)
+    query = sa.select(table.c.id).where(
+        table.c.name == name, sa.or_(table.c.indexed_at.is_not(None), files)
+    )
+    return connection.execute(query).first() is not None
 
 
 def summaries(connection: sa.Connection) -> list[CollectionSummary]:
