@@ -22,6 +22,7 @@ from loopengine.store._tables import (
 
 __all__ = [
     "NARROW_ABOVE",
+    "REMOVED_AT_ONCE",
     "CollectionSummary",
     "FileChunks",
     "Hit",
@@ -44,6 +45,9 @@ __all__ = [
 
 _PAGE = 1_000
 """Vectors read at once while they are scored."""
+REMOVED_AT_ONCE = 1_000
+"""Files removed by one statement: a database bounds the parameters a statement binds (65,535
+on PostgreSQL, 32,766 by default on SQLite), and a path is one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,14 +128,18 @@ def digests(connection: sa.Connection, name: str) -> dict[str, str]:
 
 
 def _forget(connection: sa.Connection, collection: int, paths: Sequence[str]) -> None:
-    """Remove the files ``paths`` of a collection with their chunks and vectors."""
-    files = sa.select(knowledge_files.c.id).where(
-        knowledge_files.c.collection_id == collection, knowledge_files.c.path.in_(paths)
-    )
-    chunks = sa.select(knowledge_chunks.c.id).where(knowledge_chunks.c.file_id.in_(files))
-    connection.execute(knowledge_vectors.delete().where(knowledge_vectors.c.chunk_id.in_(chunks)))
-    connection.execute(knowledge_chunks.delete().where(knowledge_chunks.c.file_id.in_(files)))
-    connection.execute(knowledge_files.delete().where(knowledge_files.c.id.in_(files)))
+    """Remove the files ``paths`` of a collection with their chunks and vectors,
+    ``REMOVED_AT_ONCE`` files a statement."""
+    for start in range(0, len(paths), REMOVED_AT_ONCE):
+        batch = paths[start : start + REMOVED_AT_ONCE]
+        files = sa.select(knowledge_files.c.id).where(
+            knowledge_files.c.collection_id == collection, knowledge_files.c.path.in_(batch)
+        )
+        chunks = sa.select(knowledge_chunks.c.id).where(knowledge_chunks.c.file_id.in_(files))
+        vectors = knowledge_vectors.delete().where(knowledge_vectors.c.chunk_id.in_(chunks))
+        connection.execute(vectors)
+        connection.execute(knowledge_chunks.delete().where(knowledge_chunks.c.file_id.in_(files)))
+        connection.execute(knowledge_files.delete().where(knowledge_files.c.id.in_(files)))
 
 
 def replace_files(
