@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import heapq
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import sqlalchemy as sa
@@ -34,17 +34,15 @@ __all__ = [
     "finish_index",
     "indexed",
     "keyword_ranking",
-    "nearest",
     "put_vectors",
     "remove_files",
     "replace_files",
     "summaries",
     "unembedded",
     "use_embedding_model",
+    "vectors",
 ]
 
-_PAGE = 1_000
-"""Vectors read at once while they are scored."""
 REMOVED_AT_ONCE = 1_000
 """Files removed by one statement: a database bounds the parameters a statement binds (65,535
 on PostgreSQL, 32,766 by default on SQLite), and a path is one."""
@@ -459,31 +457,21 @@ def put_vectors(connection: sa.Connection, name: str, vectors: Iterable[tuple[in
         connection.execute(insert.on_conflict_do_nothing(), rows)
 
 
-def nearest(
-    connection: sa.Connection,
-    name: str,
-    model: str,
-    score: Callable[[bytes], float],
-    limit: int,
-) -> list[tuple[int, float]]:
-    """The ``limit`` chunks of collection ``name`` whose vectors ``score`` highest, best first,
-    read a page at a time; none when its vectors were not made with ``model``."""
+def vectors(
+    connection: sa.Connection, name: str, model: str, after: int, limit: int
+) -> list[tuple[int, bytes]]:
+    """Up to ``limit`` vectors of collection ``name``'s chunks numbered after ``after``, by chunk
+    id (``after`` 0 for the first page); none when its vectors were not made with ``model``."""
     table = knowledge_collections
     found = connection.execute(
         sa.select(table.c.id).where(table.c.name == name, table.c.embedding_model == model)
     ).scalar()
     if found is None:
         return []
-    collection = int(found)
-    query = sa.select(knowledge_vectors.c.chunk_id, knowledge_vectors.c.vector).where(
-        knowledge_vectors.c.collection_id == collection
+    query = (
+        sa.select(knowledge_vectors.c.chunk_id, knowledge_vectors.c.vector)
+        .where(knowledge_vectors.c.collection_id == found, knowledge_vectors.c.chunk_id > after)
+        .order_by(knowledge_vectors.c.chunk_id)
+        .limit(limit)
     )
-    best: list[tuple[float, int]] = []
-    result = connection.execute(query.execution_options(yield_per=_PAGE))
-    for chunk, vector in result:
-        entry = (score(vector), -int(chunk))
-        if len(best) < limit:
-            heapq.heappush(best, entry)
-        elif entry > best[0]:
-            heapq.heapreplace(best, entry)
-    return [(-chunk, value) for value, chunk in sorted(best, reverse=True)]
+    return [(int(chunk), bytes(vector)) for chunk, vector in connection.execute(query)]

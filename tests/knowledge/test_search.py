@@ -82,8 +82,9 @@ async def test_a_collection_the_config_does_not_name_is_not_found(store: Store) 
 async def test_a_collection_never_indexed_says_how_to_index_it() -> None:
     async with memory_store() as empty:
         with pytest.raises(
-            NotFound, match=r"^collection 'docs' was never indexed: run `loopengine knowledge "
-            r"index docs`$"
+            NotFound,
+            match=r"^collection 'docs' was never indexed: run `loopengine knowledge "
+            r"index docs`$",
         ):
             await search(empty, config(), "docs", "install")
 
