@@ -167,6 +167,20 @@ def test_bad_input_is_one_line(
     assert capsys.readouterr().err.splitlines() == [message]
 
 
+def test_searching_a_collection_never_indexed_says_how_to_index_it(
+    workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (workspace / "loopengine.yaml").write_text(
+        "knowledge:\n  docs: {sources: [kb]}\n  notes: {sources: [kb]}\n"
+    )
+    assert main(["knowledge", "index", "docs"]) == 0
+    capsys.readouterr()
+    assert main(["knowledge", "search", "notes", "install"]) != 0
+    assert capsys.readouterr().err.splitlines() == [
+        "error: collection 'notes' was never indexed: run `loopengine knowledge index notes`"
+    ]
+
+
 def test_the_help_shows_the_config_and_the_three_actions(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -1,17 +1,23 @@
 """What a query is made of, and how rankings meet: the words of an untrusted query (never
-query syntax), reciprocal rank fusion, and vectors as the store keeps them."""
+query syntax), reciprocal rank fusion, and vectors as the store keeps them, and the nearest of
+them."""
 
 from __future__ import annotations
 
+import heapq
 import math
+import operator
 import re
 import struct
-from collections.abc import Sequence
+import sys
+from array import array
+from collections.abc import Iterable, Sequence
 
 __all__ = [
     "MAX_QUERY_CHARS",
     "MAX_TERMS",
     "RRF_K",
+    "Nearest",
     "fuse",
     "packed",
     "similarity",
@@ -27,6 +33,8 @@ _MAX_TERM = 64
 """A longer "word" (a hash, base64) is left out: nothing would match it."""
 RRF_K = 60
 """Reciprocal rank fusion's constant (Cormack et al. 2009): a rank ``r`` counts ``1/(60 + r)``."""
+_BIG_ENDIAN = sys.byteorder == "big"
+"""Whether a stored vector's bytes (little-endian) are swapped to be read as floats here."""
 _WORD = re.compile(r"[^\W_]+")
 _STOP_WORDS = frozenset(
     {
@@ -82,4 +90,34 @@ def similarity(query: Sequence[float], stored: bytes) -> float:
     differ (a vector of another model)."""
     if len(stored) != 4 * len(query):
         return -1.0
-    return math.fsum(map(float.__mul__, query, struct.unpack(f"<{len(query)}f", stored)))
+    values = array("f", stored)
+    if _BIG_ENDIAN:
+        values.byteswap()
+    cosine: float = sum(map(operator.mul, query, values))
+    return cosine
+
+
+class Nearest:
+    """The ``limit`` stored vectors most similar to ``query`` among those ``add``ed a page at a
+    time, kept in a heap: memory holds a page and ``limit`` entries however many are scored."""
+
+    __slots__ = ("_best", "_limit", "_query")
+
+    def __init__(self, query: Sequence[float], limit: int) -> None:
+        self._query = list(query)
+        self._limit = limit
+        self._best: list[tuple[float, int]] = []
+
+    def add(self, page: Iterable[tuple[int, bytes]]) -> None:
+        """Score ``page``'s vectors (chunk id, stored vector)."""
+        best, limit, query = self._best, self._limit, self._query
+        for chunk, stored in page:
+            entry = (similarity(query, stored), -chunk)
+            if len(best) < limit:
+                heapq.heappush(best, entry)
+            elif entry > best[0]:
+                heapq.heapreplace(best, entry)
+
+    def ranking(self) -> list[tuple[int, float]]:
+        """The best chunks found, by id with their similarity, best first (ties: lower id)."""
+        return [(-chunk, score) for score, chunk in sorted(self._best, reverse=True)]

@@ -1,6 +1,7 @@
 """Searching a collection: the keyword ranking (BM25 on SQLite, ``ts_rank`` on PostgreSQL) of
 the query's words, fused by reciprocal rank with the nearest vectors when the collection has
-``embeddings``. The query is untrusted: bounded, and reduced to words before it reaches SQL."""
+``embeddings`` (scored a page at a time in a worker thread: the event loop runs on meanwhile).
+The query is untrusted: bounded, and reduced to words before it reaches SQL."""
 
 from __future__ import annotations
 
@@ -8,23 +9,26 @@ import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Protocol, TypeVar
 
+import anyio.to_thread
+
 from loopengine.contract import Config, KnowledgeCollection
-from loopengine.errors import ContractError, LLMError
+from loopengine.errors import ContractError, LLMError, NotFound
 from loopengine.knowledge._index import collection_of
-from loopengine.knowledge._query import MAX_QUERY_CHARS, fuse, similarity, terms, unit
+from loopengine.knowledge._query import MAX_QUERY_CHARS, Nearest, fuse, terms, unit
 from loopengine.llm import Cluster
 from loopengine.store import knowledge
 
-__all__ = ["CANDIDATES", "MAX_K", "Chunk", "Readable", "search"]
+__all__ = ["CANDIDATES", "MAX_K", "VECTOR_PAGE", "Chunk", "Readable", "search"]
 
 T = TypeVar("T")
 MAX_K = 100
 """Most chunks one search returns."""
 CANDIDATES = 50
 """Chunks each ranking offers to the fusion (at least ``k``)."""
+VECTOR_PAGE = 1_000
+"""Vectors read and scored at once."""
 _LOG = logging.getLogger("loopengine.knowledge")
 
 
@@ -88,6 +92,22 @@ async def _query_vector(
     return unit(vector)
 
 
+async def _dense(
+    store: Readable, collection: str, model: str, vector: list[float], limit: int
+) -> list[tuple[int, float]]:
+    """The ``limit`` chunks whose vectors are nearest ``vector``, best first: read a page at a
+    time and each page scored in a worker thread, so the event loop (heartbeats, leases, HTTP)
+    waits for a page's read, never for the scoring of a collection."""
+    nearest = Nearest(vector, limit)
+    after = 0
+    while True:
+        page = await store.read(knowledge.vectors, collection, model, after, VECTOR_PAGE)
+        await anyio.to_thread.run_sync(nearest.add, page)
+        if len(page) < VECTOR_PAGE:
+            return nearest.ranking()
+        after = page[-1][0]
+
+
 async def search(
     store: Readable,
     config: Config,
@@ -99,15 +119,21 @@ async def search(
 ) -> list[Chunk]:
     """The ``k`` chunks of ``collection`` (a name under ``knowledge:`` in ``config``) that best
     answer ``query``, best first; none for a query without words. ``NotFound`` for an unknown
-    collection, ``ContractError`` for ``k`` outside 1..``MAX_K`` or a query over
-    ``MAX_QUERY_CHARS``. With ``embeddings``, the query is embedded by ``cluster``'s node (a
+    collection or one never indexed, ``ContractError`` for ``k`` outside 1..``MAX_K`` or a query
+    over ``MAX_QUERY_CHARS``. With ``embeddings``, the query is embedded by ``cluster``'s node (a
     cluster of the config, made for this call, when None)."""
     spec = collection_of(config, collection)
     _checked(query, k)
+    if not await store.read(knowledge.indexed, collection):
+        raise NotFound(
+            f"collection {collection!r} was never indexed: run `loopengine knowledge index "
+            f"{collection}`"
+        )
     words = terms(query)
     if not words:
         return []
-    if spec.embeddings is None:
+    model = spec.embedding_model
+    if model is None:
         hits = await store.read(knowledge.keyword_ranking, collection, words, k)
         return [_chunk(hit, hit.score) for hit in hits]
     wanted = max(k, CANDIDATES)
@@ -115,9 +141,7 @@ async def search(
     vector = await _query_vector(cluster, config, spec, query)
     if vector is None:
         return [_chunk(hit, hit.score) for hit in keyword[:k]]
-    score = partial(similarity, vector)
-    model = spec.embedding_model
-    dense = await store.read(knowledge.nearest, collection, model, score, wanted)
+    dense = await _dense(store, collection, model, vector, wanted)
     fused = fuse([[hit.id for hit in keyword], [chunk for chunk, _ in dense]])[:k]
     found = {hit.id: hit for hit in keyword}
     missing = [chunk for chunk, _ in fused if chunk not in found]

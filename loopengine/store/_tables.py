@@ -518,12 +518,13 @@ knowledge_chunks = sa.Table(
     sa.Index("ix_knowledge_chunks_file", "file_id", "position"),
 )
 
-# A chunk's embedding (little-endian float32, unit length), for dense retrieval.
+# A chunk's embedding (little-endian float32, unit length), for dense retrieval: a collection's
+# vectors are read a page at a time in chunk order.
 knowledge_vectors = sa.Table(
     "knowledge_vectors",
     metadata,
     sa.Column("chunk_id", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("collection_id", sa.Integer, nullable=False),
     sa.Column("vector", sa.LargeBinary, nullable=False),
-    sa.Index("ix_knowledge_vectors_collection", "collection_id"),
+    sa.Index("ix_knowledge_vectors_collection", "collection_id", "chunk_id"),
 )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import heapq
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import sqlalchemy as sa
@@ -22,6 +22,7 @@ from loopengine.store._tables import (
 
 __all__ = [
     "NARROW_ABOVE",
+    "REMOVED_AT_ONCE",
     "CollectionSummary",
     "FileChunks",
     "Hit",
@@ -31,18 +32,20 @@ __all__ = [
     "chunks_by_id",
     "digests",
     "finish_index",
+    "indexed",
     "keyword_ranking",
-    "nearest",
     "put_vectors",
     "remove_files",
     "replace_files",
     "summaries",
     "unembedded",
     "use_embedding_model",
+    "vectors",
 ]
 
-_PAGE = 1_000
-"""Vectors read at once while they are scored."""
+REMOVED_AT_ONCE = 1_000
+"""Files removed by one statement: a database bounds the parameters a statement binds (65,535
+on PostgreSQL, 32,766 by default on SQLite), and a path is one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,14 +126,18 @@ def digests(connection: sa.Connection, name: str) -> dict[str, str]:
 
 
 def _forget(connection: sa.Connection, collection: int, paths: Sequence[str]) -> None:
-    """Remove the files ``paths`` of a collection with their chunks and vectors."""
-    files = sa.select(knowledge_files.c.id).where(
-        knowledge_files.c.collection_id == collection, knowledge_files.c.path.in_(paths)
-    )
-    chunks = sa.select(knowledge_chunks.c.id).where(knowledge_chunks.c.file_id.in_(files))
-    connection.execute(knowledge_vectors.delete().where(knowledge_vectors.c.chunk_id.in_(chunks)))
-    connection.execute(knowledge_chunks.delete().where(knowledge_chunks.c.file_id.in_(files)))
-    connection.execute(knowledge_files.delete().where(knowledge_files.c.id.in_(files)))
+    """Remove the files ``paths`` of a collection with their chunks and vectors,
+    ``REMOVED_AT_ONCE`` files a statement."""
+    for start in range(0, len(paths), REMOVED_AT_ONCE):
+        batch = paths[start : start + REMOVED_AT_ONCE]
+        files = sa.select(knowledge_files.c.id).where(
+            knowledge_files.c.collection_id == collection, knowledge_files.c.path.in_(batch)
+        )
+        chunks = sa.select(knowledge_chunks.c.id).where(knowledge_chunks.c.file_id.in_(files))
+        vectors = knowledge_vectors.delete().where(knowledge_vectors.c.chunk_id.in_(chunks))
+        connection.execute(vectors)
+        connection.execute(knowledge_chunks.delete().where(knowledge_chunks.c.file_id.in_(files)))
+        connection.execute(knowledge_files.delete().where(knowledge_files.c.id.in_(files)))
 
 
 def replace_files(
@@ -168,6 +175,17 @@ def finish_index(connection: sa.Connection, name: str, now: float) -> None:
         .where(knowledge_collections.c.id == collection)
         .values(indexed_at=now)
     )
+
+
+def indexed(connection: sa.Connection, name: str) -> bool:
+    """Whether collection ``name`` was ever indexed: an index run of it ended, or wrote files
+    before it stopped (what it wrote is searched)."""
+    table = knowledge_collections
+    files = sa.exists().where(knowledge_files.c.collection_id == table.c.id)
+    query = sa.select(table.c.id).where(
+        table.c.name == name, sa.or_(table.c.indexed_at.is_not(None), files)
+    )
+    return connection.execute(query).first() is not None
 
 
 def summaries(connection: sa.Connection) -> list[CollectionSummary]:
@@ -262,9 +280,11 @@ class Narrowing:
 
 
 def _match(terms: Sequence[str]) -> str:
-    """The FTS5 query of rows holding any of ``terms``, each quoted as a string (FTS5's own
-    syntax never reaches it)."""
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+    """The FTS5 query of rows whose heading or text holds any of ``terms``, each quoted as a
+    string (FTS5's own syntax never reaches it); never the collection's id, which a word such as
+    ``1`` would otherwise match in every chunk of collection 1."""
+    quoted = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+    return f"{{heading text}} : ({quoted})"
 
 
 @functools.cache
@@ -437,31 +457,21 @@ def put_vectors(connection: sa.Connection, name: str, vectors: Iterable[tuple[in
         connection.execute(insert.on_conflict_do_nothing(), rows)
 
 
-def nearest(
-    connection: sa.Connection,
-    name: str,
-    model: str,
-    score: Callable[[bytes], float],
-    limit: int,
-) -> list[tuple[int, float]]:
-    """The ``limit`` chunks of collection ``name`` whose vectors ``score`` highest, best first,
-    read a page at a time; none when its vectors were not made with ``model``."""
+def vectors(
+    connection: sa.Connection, name: str, model: str, after: int, limit: int
+) -> list[tuple[int, bytes]]:
+    """Up to ``limit`` vectors of collection ``name``'s chunks numbered after ``after``, by chunk
+    id (``after`` 0 for the first page); none when its vectors were not made with ``model``."""
     table = knowledge_collections
     found = connection.execute(
         sa.select(table.c.id).where(table.c.name == name, table.c.embedding_model == model)
     ).scalar()
     if found is None:
         return []
-    collection = int(found)
-    query = sa.select(knowledge_vectors.c.chunk_id, knowledge_vectors.c.vector).where(
-        knowledge_vectors.c.collection_id == collection
+    query = (
+        sa.select(knowledge_vectors.c.chunk_id, knowledge_vectors.c.vector)
+        .where(knowledge_vectors.c.collection_id == found, knowledge_vectors.c.chunk_id > after)
+        .order_by(knowledge_vectors.c.chunk_id)
+        .limit(limit)
     )
-    best: list[tuple[float, int]] = []
-    result = connection.execute(query.execution_options(yield_per=_PAGE))
-    for chunk, vector in result:
-        entry = (score(vector), -int(chunk))
-        if len(best) < limit:
-            heapq.heappush(best, entry)
-        elif entry > best[0]:
-            heapq.heapreplace(best, entry)
-    return [(-chunk, value) for value, chunk in sorted(best, reverse=True)]
+    return [(int(chunk), bytes(vector)) for chunk, vector in connection.execute(query)]

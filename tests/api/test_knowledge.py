@@ -18,15 +18,16 @@ HEADERS = {"Authorization": f"Bearer {TOKEN}"}
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Workspace, str]]:
-    """A daemon whose collection ``docs`` was indexed by the command line."""
+    """A daemon whose collection ``docs`` was indexed by the command line (``notes`` never)."""
     root: Path = tmp_path_factory.mktemp("knowledge")
     write(root, GUIDE)
     config = (
         'daemon: {port: 0, token: "${ secret.API_TOKEN }"}\nknowledge:\n  docs: {sources: [kb]}\n'
+        "  notes: {sources: [kb]}\n"
     )
     workspace, daemon, api = _start(root, config)
     try:
-        workspace.cli("knowledge", "index")
+        workspace.cli("knowledge", "index", "docs")
         yield workspace, api
     finally:
         assert daemon.stop() == 0
@@ -64,7 +65,21 @@ def test_an_unknown_collection_is_404(served: tuple[Workspace, str]) -> None:
     assert answer.json() == {
         "error": {
             "code": "not_found",
-            "message": "no knowledge collection 'manuals' (collections: docs)",
+            "message": "no knowledge collection 'manuals' (collections: docs, notes)",
+        }
+    }
+
+
+def test_a_collection_never_indexed_is_404_saying_how_to_index_it(
+    served: tuple[Workspace, str],
+) -> None:
+    answer = _get(served[1], "/knowledge/notes/search", q="install")
+    assert answer.status_code == 404
+    assert answer.json() == {
+        "error": {
+            "code": "not_found",
+            "message": "collection 'notes' was never indexed: run `loopengine knowledge index "
+            "notes`",
         }
     }
 

@@ -11,6 +11,7 @@ import pytest
 from loopengine.builtins import builtin_registry
 from loopengine.contract import Outcome
 from loopengine.engine import ExecutionDone
+from loopengine.errors import NotFound
 from loopengine.knowledge import search
 from loopengine.store import logs
 from tests.engine.conftest import Harness, open_harness
@@ -85,4 +86,5 @@ async def test_a_dry_run_indexes_nothing(tmp_path: Path) -> None:
         done = await harness.engine.run(_loop(harness), dry_run=True)
         assert done.outcome is Outcome.DRY_RUN
         assert _report(await harness.view(done)) == {"dry_run": True, "collections": ["docs"]}
-        assert await search(harness.store, harness.config, "docs", "coin cell") == []
+        with pytest.raises(NotFound, match="'docs' was never indexed"):
+            await search(harness.store, harness.config, "docs", "coin cell")

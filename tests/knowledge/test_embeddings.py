@@ -4,16 +4,23 @@ keywords alone."""
 
 from __future__ import annotations
 
+import itertools
+import os
+import random
+import time
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from loopengine.contract import Config
 from loopengine.errors import LLMError
 from loopengine.knowledge import index, search
-from loopengine.knowledge._query import RRF_K
-from loopengine.store import knowledge
+from loopengine.knowledge._query import RRF_K, packed, similarity, unit
+from loopengine.llm import Cluster
+from loopengine.store import Store, knowledge
 from loopengine.testing import (
     FakeLLMServer,
     Response,
@@ -141,3 +148,78 @@ def test_the_scripted_server_embeds_texts_sharing_words_near() -> None:
         a * b for a, b in zip(embedding("install the package"), embedding("sky blue"), strict=True)
     )
     assert near > 0.8 > far
+
+
+async def _many_vectors(store: Store, count: int, dimensions: int) -> None:
+    """Collection ``docs`` of ``count`` chunks, each with a random vector of the model."""
+    pieces = tuple(knowledge.Piece(n, "", f"chunk {n}") for n in range(count))
+    files = [knowledge.FileChunks("kb/many.md", "digest", pieces)]
+    await store.write(knowledge.replace_files, "docs", files, 0.0)
+    await store.write(knowledge.use_embedding_model, "docs", f"OL1/{MODEL}")
+    draw = random.Random(3)
+    values = array("f", [draw.uniform(-1.0, 1.0) for _ in range(count * dimensions)]).tobytes()
+    size = 4 * dimensions
+    for first in range(1, count + 1, 1_000):
+        rows = [
+            (chunk, values[(chunk - 1) * size : chunk * size])
+            for chunk in range(first, first + 1_000)
+        ]
+        await store.write(knowledge.put_vectors, "docs", rows)
+
+
+async def test_the_event_loop_runs_on_while_many_vectors_are_scored(
+    server: FakeLLMServer,
+) -> None:
+    ticks: list[float] = []
+
+    async def tick() -> None:
+        while True:
+            ticks.append(time.perf_counter())
+            await anyio.sleep(0.001)
+
+    config = _config(server)
+    cluster = Cluster(config.cluster, os.environ)  # made once, as the engine's is
+    try:
+        async with memory_store() as store:
+            await _many_vectors(store, 30_000, len(embedding("query")))
+            async with anyio.create_task_group() as group:
+                group.start_soon(tick)
+                started = time.perf_counter()
+                found = await search(store, config, "docs", "xylophone", k=5, cluster=cluster)
+                ended = time.perf_counter()
+                group.cancel_scope.cancel()
+    finally:
+        await cluster.aclose()
+    during = [started, *(at for at in ticks if started < at < ended), ended]
+    longest = max(later - earlier for earlier, later in itertools.pairwise(during))
+    assert len(found) == 5
+    assert longest < (ended - started) / 4
+
+
+async def test_the_nearest_vectors_are_found_across_pages(server: FakeLLMServer) -> None:
+    async with memory_store() as store:
+        await _many_vectors(store, 2_500, len(embedding("query")))
+        found = await search(store, _config(server), "docs", "xylophone", k=5)
+        stored = await store.read(knowledge.vectors, "docs", f"OL1/{MODEL}", 0, 10_000)
+    query = unit(embedding("xylophone"))
+    nearest = sorted(stored, key=lambda row: (-similarity(query, row[1]), row[0]))[:5]
+    assert [chunk.position + 1 for chunk in found] == [chunk for chunk, _ in nearest]
+
+
+async def test_vectors_are_read_a_page_at_a_time_of_their_own_collection_and_model() -> None:
+    model = f"OL1/{MODEL}"
+    async with memory_store() as store:
+        for name, count in (("docs", 3), ("other", 2)):
+            pieces = tuple(knowledge.Piece(n, "", "text") for n in range(count))
+            files = [knowledge.FileChunks("kb/a.md", "digest", pieces)]
+            await store.write(knowledge.replace_files, name, files, 0.0)
+            await store.write(knowledge.use_embedding_model, name, model)
+        rows = [(chunk, packed([float(chunk), 1.0])) for chunk in range(1, 6)]
+        for name, chunks in (("docs", rows[:3]), ("other", rows[3:])):
+            await store.write(knowledge.put_vectors, name, chunks)
+        pages = [
+            await store.read(knowledge.vectors, "docs", model, after, 2) for after in (0, 2, 3)
+        ]
+        other_model = await store.read(knowledge.vectors, "docs", "OL1/other", 0, 10)
+    assert pages == [rows[:2], rows[2:3], []]
+    assert other_model == []

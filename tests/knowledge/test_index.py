@@ -3,9 +3,11 @@ removed; a batch is one transaction, so a run that fails keeps what it wrote."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from loopengine.errors import NotFound
 from loopengine.knowledge import _index, _sources, index, search
@@ -113,3 +115,25 @@ async def test_an_unknown_collection_names_the_known_ones(tmp_path: Path) -> Non
     async with memory_store() as store:
         with pytest.raises(NotFound, match=r"no knowledge collection 'doc'; did you mean 'docs'"):
             await index(store, config(), tmp_path, ["doc"])
+
+
+def _bound_parameters(connection: sa.Connection, most: int) -> None:
+    """A statement of this connection binds at most ``most`` parameters (SQLite's own bound is
+    32,766 by default, PostgreSQL's 65,535)."""
+    driver = connection.connection.driver_connection
+    assert isinstance(driver, sqlite3.Connection)
+    driver.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, most)
+
+
+def _file(path: str) -> knowledge.FileChunks:
+    return knowledge.FileChunks(path, "digest", (knowledge.Piece(0, "", "text"),))
+
+
+async def test_more_files_removed_than_a_statement_binds_are_removed_a_batch_at_a_time() -> None:
+    async with memory_store() as store:
+        kept = [_file("kb/kept.md"), _file("kb/gone.md")]
+        await store.write(knowledge.replace_files, "docs", kept, 0.0)
+        await store.write(_bound_parameters, knowledge.REMOVED_AT_ONCE + 1)
+        gone = [f"kb/{n}.md" for n in range(3 * knowledge.REMOVED_AT_ONCE)] + ["kb/gone.md"]
+        await store.write(knowledge.remove_files, "docs", gone)
+        assert await store.read(knowledge.digests, "docs") == {"kb/kept.md": "digest"}

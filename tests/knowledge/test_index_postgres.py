@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from loopengine.knowledge import index, search
-from loopengine.store import Store
+from loopengine.store import Store, knowledge
 from tests.knowledge.conftest import GUIDE, config, write
 from tests.knowledge.test_search import HOSTILE
 from tests.postgres import postgres_server
@@ -51,3 +51,17 @@ def test_postgresql_finds_nothing_for_a_query_of_stop_words_only(url: str, tmp_p
             return [c.source for c in await search(store, config(), "docs", "the and of")]
 
     assert anyio.run(steps) == []
+
+
+def test_postgresql_removes_more_files_than_a_statement_binds(url: str) -> None:
+    piece = (knowledge.Piece(0, "", "text"),)
+    kept = [knowledge.FileChunks(path, "digest", piece) for path in ("kb/kept.md", "kb/gone.md")]
+    gone = [f"kb/{n}.md" for n in range(70_000)] + ["kb/gone.md"]
+
+    async def steps() -> dict[str, str]:
+        async with Store.open(url) as store:
+            await store.write(knowledge.replace_files, "many", kept, 0.0)
+            await store.write(knowledge.remove_files, "many", gone)
+            return await store.read(knowledge.digests, "many")
+
+    assert anyio.run(steps) == {"kb/kept.md": "digest"}

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from loopengine.knowledge._query import MAX_TERMS, fuse, packed, similarity, terms
+from loopengine.knowledge._query import (
+    MAX_TERMS,
+    Nearest,
+    fuse,
+    packed,
+    similarity,
+    terms,
+    unit,
+)
 
 
 @pytest.mark.parametrize(
@@ -45,3 +55,21 @@ def test_vectors_are_stored_at_unit_length_and_compared_by_cosine() -> None:
 
 def test_a_vector_of_other_dimensions_is_least_similar() -> None:
     assert similarity([1.0, 0.0, 0.0], packed([1.0, 0.0])) == -1.0
+
+
+def test_the_nearest_kept_page_by_page_are_the_nearest_of_all() -> None:
+    query = unit([1.0, 0.5])
+    stored = [(n, packed([math.cos(n / 7), math.sin(n / 7)])) for n in range(1, 50)]
+    stored += [(50, packed([math.cos(3 / 7), math.sin(3 / 7)]))]  # as near as chunk 3
+    nearest = Nearest(query, 4)
+    for start in range(0, len(stored), 8):
+        nearest.add(stored[start : start + 8])
+    best = sorted(stored, key=lambda row: (-similarity(query, row[1]), row[0]))[:4]
+    assert [chunk for chunk, _ in nearest.ranking()] == [chunk for chunk, _ in best]
+    assert [score for _, score in nearest.ranking()] == [similarity(query, v) for _, v in best]
+
+
+def test_a_vector_of_another_model_is_never_among_the_nearest_of_the_right_one() -> None:
+    nearest = Nearest(unit([1.0, 0.0]), 2)
+    nearest.add([(1, packed([1.0, 0.0, 0.0])), (2, packed([0.0, 1.0])), (3, packed([1.0, 1.0]))])
+    assert [chunk for chunk, _ in nearest.ranking()] == [3, 2]

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from loopengine.contract import Config
 from loopengine.errors import ContractError, NotFound
 from loopengine.knowledge import MAX_K, Chunk, index, search
-from loopengine.store import Store
+from loopengine.store import Store, knowledge
 from loopengine.testing import memory_store
 from tests.knowledge.conftest import GUIDE, config, write
 
@@ -78,6 +79,44 @@ async def test_a_collection_the_config_does_not_name_is_not_found(store: Store) 
         await search(store, config(), "manuals", "install")
 
 
-async def test_a_collection_never_indexed_finds_nothing(tmp_path: Path) -> None:
+async def test_a_collection_never_indexed_says_how_to_index_it() -> None:
     async with memory_store() as empty:
-        assert await search(empty, config(), "docs", "install") == []
+        with pytest.raises(
+            NotFound,
+            match=r"^collection 'docs' was never indexed: run `loopengine knowledge "
+            r"index docs`$",
+        ):
+            await search(empty, config(), "docs", "install")
+
+
+async def test_a_collection_whose_first_index_run_was_cut_short_is_searched(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path, GUIDE)
+    async with memory_store() as store:
+        await store.write(knowledge.replace_files, "docs", [_file("kb/usage.md", "loop")], 0.0)
+        found = await search(store, config(), "docs", "loop")
+    assert [chunk.source for chunk in found] == ["kb/usage.md"]
+
+
+def _file(path: str, text: str) -> knowledge.FileChunks:
+    return knowledge.FileChunks(path, "digest", (knowledge.Piece(0, "", text),))
+
+
+TWO = Config.model_validate(
+    {"knowledge": {"docs": {"sources": ["kb"]}, "other": {"sources": ["kb"]}}}
+)
+
+
+@pytest.mark.parametrize(
+    ("collections", "name", "query"),
+    [(config(), "docs", "1"), (TWO, "docs", "1"), (TWO, "other", "2"), (TWO, "docs", "2")],
+    ids=["alone", "first of two", "second of two", "the other's id"],
+)
+async def test_a_collections_id_is_no_word_of_its_chunks(
+    tmp_path: Path, collections: Config, name: str, query: str
+) -> None:
+    write(tmp_path, GUIDE)
+    async with memory_store() as store:
+        await index(store, collections, tmp_path)
+        assert await search(store, collections, name, query) == []
