@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from loopengine.knowledge.corrective import ChunkLike
     from loopengine.llm import Cluster
 
-__all__ = ["MAX_TOOL_TEXT", "Question", "knowledge_tool", "located", "unindexed"]
+__all__ = ["MAX_TOOL_TEXT", "Question", "knowledge_tool", "located"]
 
 MAX_TOOL_TEXT = 2_000
 """Characters of a chunk's text ``search_knowledge`` gives a model."""
@@ -40,17 +40,6 @@ def located(chunk: ChunkLike) -> JSONObject:
         "score": chunk.score,
         "text": chunk.text,
     }
-
-
-async def unindexed(store: Readable, name: str) -> str | None:
-    """Why collection ``name`` gives nothing when no index run of it ever ended (its search
-    finds nothing then, as if nothing matched), saying how to index it; else None."""
-    from loopengine.store import knowledge
-
-    summaries = await store.read(knowledge.summaries)
-    if any(s.name == name and s.indexed_at is not None for s in summaries):
-        return None
-    return f"collection {name!r} was never indexed: run `loopengine knowledge index {name}`"
 
 
 def _shown(chunk: Chunk) -> JSONObject:
@@ -84,8 +73,6 @@ def knowledge_tool(config: Config, store: Readable | None, cluster: Cluster | No
             raise RuntimeError("knowledge bases are searched only where the store is open")
         name = collection or names[0]
         chunks = await search(store, config, name, query, k, cluster=cluster)
-        if not chunks and (problem := await unindexed(store, name)) is not None:
-            raise RuntimeError(problem)
         return {"collection": name, "results": [_shown(chunk) for chunk in chunks]}
 
     definition: ToolDef = getattr(search_knowledge, ATTRIBUTE)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from loopengine.builtins._knowledge import Question, located, unindexed
+from loopengine.builtins._knowledge import Question, located
 from loopengine.builtins._llm import Usage, llm_runtime
 from loopengine.contract import CollectionName, Config, KnowledgeCollection
 from loopengine.errors import ContractError, NotFound, SkillError
@@ -109,10 +109,8 @@ async def _search(
     store = _store(ctx, usage.skill)
     try:
         found = await search(store, ctx.config, name, query, k, cluster=cluster)
-    except ContractError as exc:
+    except (ContractError, NotFound) as exc:
         raise SkillError(f"{usage.skill}: {exc}") from None
-    if not found and (problem := await unindexed(store, name)) is not None:
-        raise SkillError(f"{usage.skill}: {problem}")
     return found
 
 

@@ -111,5 +111,5 @@ async def test_a_collection_never_indexed_is_told_with_how_to_index_it(
         finally:
             await asking.runtime.aclose()
     assert said == (
-        "RuntimeError: collection 'docs' was never indexed: run `loopengine knowledge index docs`"
+        "NotFound: collection 'docs' was never indexed: run `loopengine knowledge index docs`"
     )
