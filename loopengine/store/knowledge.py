@@ -177,15 +177,16 @@ def finish_index(connection: sa.Connection, name: str, now: float) -> None:
     )
 
 
+_INDEXED = sa.text(
+    "SELECT 1 FROM knowledge_collections k WHERE k.name = :name AND (k.indexed_at IS NOT NULL "
+    "OR EXISTS (SELECT 1 FROM knowledge_files f WHERE f.collection_id = k.id))"
+)
+
+
 def indexed(connection: sa.Connection, name: str) -> bool:
     """Whether collection ``name`` was ever indexed: an index run of it ended, or wrote files
     before it stopped (what it wrote is searched)."""
-    table = knowledge_collections
-    files = sa.exists().where(knowledge_files.c.collection_id == table.c.id)
-    query = sa.select(table.c.id).where(
-        table.c.name == name, sa.or_(table.c.indexed_at.is_not(None), files)
-    )
-    return connection.execute(query).first() is not None
+    return connection.execute(_INDEXED, {"name": name}).first() is not None
 
 
 def summaries(connection: sa.Connection) -> list[CollectionSummary]:
