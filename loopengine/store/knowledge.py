@@ -177,15 +177,16 @@ def finish_index(connection: sa.Connection, name: str, now: float) -> None:
     )
 
 
+_INDEXED = sa.text(
+    "SELECT 1 FROM knowledge_collections k WHERE k.name = :name AND (k.indexed_at IS NOT NULL "
+    "OR EXISTS (SELECT 1 FROM knowledge_files f WHERE f.collection_id = k.id))"
+)
+
+
 def indexed(connection: sa.Connection, name: str) -> bool:
     """Whether collection ``name`` was ever indexed: an index run of it ended, or wrote files
     before it stopped (what it wrote is searched)."""
-    table = knowledge_collections
-    files = sa.exists().where(knowledge_files.c.collection_id == table.c.id)
-    query = sa.select(table.c.id).where(
-        table.c.name == name, sa.or_(table.c.indexed_at.is_not(None), files)
-    )
-    return connection.execute(query).first() is not None
+    return connection.execute(_INDEXED, {"name": name}).first() is not None
 
 
 def summaries(connection: sa.Connection) -> list[CollectionSummary]:
@@ -279,12 +280,18 @@ class Narrowing:
         return rarest
 
 
+def _phrase(term: str) -> str:
+    """``term`` quoted as an FTS5 string (FTS5's own syntax never reaches it); one without
+    letters is looked for in the heading and text only, as the collection's id is a number
+    (``1`` would match every chunk of collection 1), while a word with letters cannot be one and
+    goes without the column filter, which costs a third more on common words."""
+    quoted = '"' + term.replace('"', '""') + '"'
+    return quoted if any(char.isalpha() for char in term) else f"{{heading text}} : {quoted}"
+
+
 def _match(terms: Sequence[str]) -> str:
-    """The FTS5 query of rows whose heading or text holds any of ``terms``, each quoted as a
-    string (FTS5's own syntax never reaches it); never the collection's id, which a word such as
-    ``1`` would otherwise match in every chunk of collection 1."""
-    quoted = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
-    return f"{{heading text}} : ({quoted})"
+    """The FTS5 query of chunks whose heading or text holds any of ``terms``."""
+    return " OR ".join(_phrase(term) for term in terms)
 
 
 @functools.cache

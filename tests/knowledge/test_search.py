@@ -120,3 +120,11 @@ async def test_a_collections_id_is_no_word_of_its_chunks(
     async with memory_store() as store:
         await index(store, collections, tmp_path)
         assert await search(store, collections, name, query) == []
+
+
+async def test_a_number_is_found_in_headings_and_text(tmp_path: Path) -> None:
+    write(tmp_path, GUIDE | {"kb/release.md": "# Release 1\n\nThe first one.\n"})
+    async with memory_store() as store:
+        await index(store, config(), tmp_path)
+        found = await search(store, config(), "docs", "1 daemon")
+    assert sorted(chunk.source for chunk in found) == ["kb/install.md", "kb/release.md"]
