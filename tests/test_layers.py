@@ -20,6 +20,7 @@ BASE = frozenset(
         "errors",
         "_diagnostics",
         "_hosts",
+        "_text",
         "_json",
         "_faults",
         "_suggestions",

@@ -20,7 +20,7 @@ from statistics import median
 from typing import TYPE_CHECKING, Any
 
 from loopengine._json import JSONObject
-from loopengine.autolearn._text import CONTROL, drop_think
+from loopengine._text import CONTROL, drop_think
 
 if TYPE_CHECKING:
     from loopengine.store.threads import ChatMessage

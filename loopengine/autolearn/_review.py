@@ -28,7 +28,7 @@ from loopengine.autolearn._scores import Sample
 if TYPE_CHECKING:
     from loopengine.store.autolearn import ChatSample
     from loopengine.store.threads import ChatMessage
-from loopengine.autolearn._text import CONTROL, drop_think
+from loopengine._text import CONTROL, drop_think
 
 __all__ = [
     "MAX_PROMPT",

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from loopengine._json import JSONObject
+from loopengine._text import CONTROL, drop_think
 from loopengine.knowledge.corrective._refining import Evidence
 
 __all__ = [
@@ -33,11 +34,9 @@ MAX_ANSWER = 8_000
 _MAX_GRADE = 200
 """Characters of a grader's reply once its ``<think>`` block is dropped."""
 
-_THINK = re.compile(r"\A\s*<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
 _NUMBER = re.compile(r"[0-9]{1,3}(?:\.[0-9]{1,12})?|\.[0-9]{1,12}")
 _JSON_SCORE = re.compile(r'\{\s*"score"\s*:\s*([0-9]{1,3}(?:\.[0-9]{1,12})?)\s*\}')
 _CITATION = re.compile(r"(?<!\w)\[([0-9]{1,6}(?:\s*,\s*[0-9]{1,6})*)\]")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _LABEL = re.compile(r"\A(?:(?:search|new|rewritten)\s+)?query\s*:\s*", re.IGNORECASE)
 
 
@@ -67,17 +66,12 @@ class Checked:
     problem: str | None = None
 
 
-def _drop_think(text: str) -> str:
-    """``text`` without a leading ``<think>`` block (one never closed takes all the rest)."""
-    return _THINK.sub("", text, count=1)
-
-
 def read_grade(text: str) -> float:
     """The grader's relevance: a bare number 0–1 or exactly ``{"score": n}`` after an optional
     ``<think>`` block; anything else (prose, out of range, oversized) reads 0."""
     if len(text) > MAX_READ:
         return 0.0
-    reply = _drop_think(text).strip()
+    reply = drop_think(text).strip()
     if len(reply) > _MAX_GRADE:
         return 0.0
     found = _NUMBER.fullmatch(reply) or _JSON_SCORE.fullmatch(reply)
@@ -102,7 +96,7 @@ def parse_citations(text: str) -> tuple[int, ...]:
 def read_answer(text: str, evidence: Sequence[Evidence]) -> Checked:
     """An answer read back: its ``<think>`` block dropped, bounded, and every citation resolved
     to the evidence; no citation at all, or one to no evidence, is its ``problem``."""
-    answer = _drop_think(text).strip() if len(text) <= MAX_READ else text
+    answer = drop_think(text).strip() if len(text) <= MAX_READ else text
     if len(answer) > MAX_ANSWER:
         return Checked("", problem=f"is longer than {MAX_ANSWER} characters")
     if not answer:
@@ -125,8 +119,8 @@ def read_rewrite(text: str) -> str | None:
     ``query:`` label or control characters, cut to ``MAX_QUERY`` at a word; None when empty."""
     if len(text) > MAX_READ:
         return None
-    line = next((ln for ln in _drop_think(text).splitlines() if ln.strip()), "")
-    line = _LABEL.sub("", _CONTROL.sub(" ", line).strip()).strip("\"'` ")
+    line = next((ln for ln in drop_think(text).splitlines() if ln.strip()), "")
+    line = _LABEL.sub("", CONTROL.sub(" ", line).strip()).strip("\"'` ")
     query = " ".join(line.split())
     if len(query) > MAX_QUERY:
         cut = query.rfind(" ", 0, MAX_QUERY + 1)

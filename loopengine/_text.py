@@ -1,5 +1,5 @@
-"""What reading a model's text needs everywhere: its reasoning block dropped, control
-characters found; pure."""
+"""What reading a model's text needs wherever it is read (autolearn, the corrective pipeline):
+its reasoning block dropped, control characters found; pure."""
 
 from __future__ import annotations
 
