@@ -124,20 +124,17 @@ async def search(
     cluster of the config, made for this call, when None)."""
     spec = collection_of(config, collection)
     _checked(query, k)
-    if not await store.read(knowledge.indexed, collection):
+    words = terms(query)
+    model = spec.embedding_model
+    wanted = k if model is None else max(k, CANDIDATES)
+    keyword = await store.read(knowledge.keyword_ranking, collection, words, wanted)
+    if keyword is None:
         raise NotFound(
             f"collection {collection!r} was never indexed: run `loopengine knowledge index "
             f"{collection}`"
         )
-    words = terms(query)
-    if not words:
-        return []
-    model = spec.embedding_model
-    if model is None:
-        hits = await store.read(knowledge.keyword_ranking, collection, words, k)
-        return [_chunk(hit, hit.score) for hit in hits]
-    wanted = max(k, CANDIDATES)
-    keyword = await store.read(knowledge.keyword_ranking, collection, words, wanted)
+    if model is None or not words:
+        return [_chunk(hit, hit.score) for hit in keyword]
     vector = await _query_vector(cluster, config, spec, query)
     if vector is None:
         return [_chunk(hit, hit.score) for hit in keyword[:k]]

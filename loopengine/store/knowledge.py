@@ -32,7 +32,6 @@ __all__ = [
     "chunks_by_id",
     "digests",
     "finish_index",
-    "indexed",
     "keyword_ranking",
     "put_vectors",
     "remove_files",
@@ -177,16 +176,15 @@ def finish_index(connection: sa.Connection, name: str, now: float) -> None:
     )
 
 
-_INDEXED = sa.text(
-    "SELECT 1 FROM knowledge_collections k WHERE k.name = :name AND (k.indexed_at IS NOT NULL "
-    "OR EXISTS (SELECT 1 FROM knowledge_files f WHERE f.collection_id = k.id))"
+_EVER_INDEXED = (
+    "k.indexed_at IS NOT NULL OR EXISTS (SELECT 1 FROM knowledge_files f WHERE f.collection_id "
+    "= k.id)"
 )
-
-
-def indexed(connection: sa.Connection, name: str) -> bool:
-    """Whether collection ``name`` was ever indexed: an index run of it ended, or wrote files
-    before it stopped (what it wrote is searched)."""
-    return connection.execute(_INDEXED, {"name": name}).first() is not None
+"""Whether collection ``k`` was ever indexed: an index run of it ended, or wrote files before it
+stopped (what it wrote is searched)."""
+_INDEXED_ID = sa.text(
+    f"SELECT k.id FROM knowledge_collections k WHERE k.name = :name AND ({_EVER_INDEXED})"
+)
 
 
 def summaries(connection: sa.Connection) -> list[CollectionSummary]:
@@ -296,15 +294,15 @@ def _match(terms: Sequence[str]) -> str:
 
 @functools.cache
 def _sqlite_terms(terms: int) -> sa.TextClause:
-    """Collection ``:name``'s id, the chunks of every collection, whether ``:name`` holds them
-    all, and how many hold each of ``terms`` terms (``:t0``…)."""
+    """Collection ``:name``'s id, whether it was ever indexed, the chunks of every collection,
+    whether ``:name`` holds them all, and how many hold each of ``terms`` terms (``:t0``…)."""
     hits = "".join(
         f", (SELECT count(*) FROM knowledge_fts WHERE knowledge_fts MATCH :t{n})"
         for n in range(terms)
     )
     return sa.text(
-        "SELECT k.id, (SELECT sum(chunks) FROM knowledge_files), (SELECT min(collection_id) = "
-        f"k.id AND max(collection_id) = k.id FROM knowledge_files){hits} "
+        f"SELECT k.id, ({_EVER_INDEXED}), (SELECT sum(chunks) FROM knowledge_files), (SELECT "
+        f"min(collection_id) = k.id AND max(collection_id) = k.id FROM knowledge_files){hits} "
         "FROM knowledge_collections k WHERE k.name = :name"
     )
 
@@ -361,13 +359,13 @@ def _narrowed(
 
 def _sqlite_ranking(
     connection: sa.Connection, name: str, terms: Sequence[str], limit: int
-) -> list[Hit]:
+) -> list[Hit] | None:
     """BM25 in FTS5, every match scored when few chunks match, else narrowed (``Narrowing``)."""
     arguments = {"name": name} | {f"t{n}": _match([term]) for n, term in enumerate(terms)}
     found = connection.execute(_sqlite_terms(len(terms)), arguments).first()
-    if found is None:
-        return []
-    collection, rows, alone, *hits = found
+    if found is None or not found[1]:
+        return None
+    collection, _, rows, alone, *hits = found
     narrowing = Narrowing.of(terms, hits, rows or 0)
     if not narrowing.terms:
         return []
@@ -381,15 +379,16 @@ def _sqlite_ranking(
 
 def keyword_ranking(
     connection: sa.Connection, name: str, terms: Sequence[str], limit: int
-) -> list[Hit]:
+) -> list[Hit] | None:
     """The ``limit`` chunks of collection ``name`` that best match any of ``terms`` (words,
-    never query syntax), best first: BM25 on SQLite, ``ts_rank`` on PostgreSQL."""
-    if not terms:
-        return []
-    if connection.dialect.name != "postgresql":
+    never query syntax), best first: BM25 on SQLite, ``ts_rank`` on PostgreSQL. None when the
+    collection was never indexed, read in the ranking's first statement."""
+    if terms and connection.dialect.name != "postgresql":
         return _sqlite_ranking(connection, name, terms, limit)
-    collection = _collection_id(connection, name)
+    collection = connection.execute(_INDEXED_ID, {"name": name}).scalar()
     if collection is None:
+        return None
+    if not terms:
         return []
     arguments = {"words": " or ".join(terms), "collection": collection, "limit": limit}
     return [Hit(**row) for row in connection.execute(_POSTGRESQL_RANKING, arguments).mappings()]

@@ -65,3 +65,21 @@ def test_postgresql_removes_more_files_than_a_statement_binds(url: str) -> None:
             return await store.read(knowledge.digests, "many")
 
     assert anyio.run(steps) == {"kb/kept.md": "digest"}
+
+
+@pytest.mark.parametrize("words", [["install"], []], ids=["words", "no word"])
+def test_postgresql_tells_a_collection_never_indexed_from_one_without_matches(
+    url: str, words: list[str]
+) -> None:
+    piece = (knowledge.Piece(0, "", "text"),)
+
+    async def steps() -> tuple[object, object]:
+        async with Store.open(url) as store:
+            await store.write(
+                knowledge.replace_files, "indexed", [knowledge.FileChunks("a.md", "d", piece)], 0.0
+            )
+            never = await store.read(knowledge.keyword_ranking, "never", words, 5)
+            indexed = await store.read(knowledge.keyword_ranking, "indexed", words, 5)
+        return never, indexed
+
+    assert anyio.run(steps) == (None, [])

@@ -79,14 +79,15 @@ async def test_a_collection_the_config_does_not_name_is_not_found(store: Store) 
         await search(store, config(), "manuals", "install")
 
 
-async def test_a_collection_never_indexed_says_how_to_index_it() -> None:
+@pytest.mark.parametrize("query", ["install", "?!"], ids=["words", "no word"])
+async def test_a_collection_never_indexed_says_how_to_index_it(query: str) -> None:
     async with memory_store() as empty:
         with pytest.raises(
             NotFound,
             match=r"^collection 'docs' was never indexed: run `loopengine knowledge "
             r"index docs`$",
         ):
-            await search(empty, config(), "docs", "install")
+            await search(empty, config(), "docs", query)
 
 
 async def test_a_collection_whose_first_index_run_was_cut_short_is_searched(
