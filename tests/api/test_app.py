@@ -24,6 +24,7 @@ TOKEN = "s3cret-api-token-42"
 COUNTED = """\
 id: counted
 trigger: {type: manual}
+concurrency: {on_overlap: queue, max_queue: 1000}
 params: {n: {type: integer, default: 1}}
 decide: {decision_tree: [], fallback_action: log_only}
 """
@@ -43,7 +44,8 @@ act:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Workspace, str]]:
     """A daemon with a token, serving the manual loops ``by_hand`` and ``counted`` (a param
-    ``n``); its workspace and API URL."""
+    ``n``; a trigger queues behind a job of a test before, however slow the machine); its
+    workspace and API URL."""
     loops = {"by_hand.yaml": BY_HAND, "counted.yaml": COUNTED, "gated.yaml": GATED}
     with serving(tmp_path_factory.mktemp("api"), loops, TOKEN) as started:
         yield started
