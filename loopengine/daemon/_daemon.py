@@ -26,8 +26,8 @@ from loopengine.daemon._scheduler import Scheduler
 from loopengine.daemon._thresholds import ThresholdWatcher
 from loopengine.daemon._workers import Workers
 from loopengine.engine import escalate_overdue, owner_died
-from loopengine.errors import LoopEngineError, StoreUnavailable
-from loopengine.store import Artifact, new_id, queue
+from loopengine.errors import LoopEngineError, StorageError, StoreUnavailable
+from loopengine.store import new_id, queue
 
 __all__ = ["PRUNE_S", "RELOAD_S", "TIMERS_S", "Daemon", "Signals", "supervised", "wait_out_outages"]
 
@@ -40,6 +40,8 @@ TIMERS_S = 5.0
 """How often approval deadlines are checked."""
 PRUNE_S = 300.0
 """How often what is past its retention is pruned."""
+PRUNE_BATCH = 500
+"""Most artifacts removed in one go (a backlog goes on in the next)."""
 RELEASE_S = 5.0
 """How long a stopping daemon tries to hand its jobs back (out of reach, their leases lapse)."""
 
@@ -168,9 +170,8 @@ class Daemon:
         """Forget what is past its retention: artifacts (``retention_days``), and a loop's
         executions, jobs and slots (``store.retention_days``)."""
         now = time.time()
-        for artifact in await self.store.write(queue.prune_artifacts, now):
-            _remove_file(artifact)
-            self.log.line("prune", loop=artifact.loop_id, artifact=artifact.name)
+        while await self._prune_artifacts(now) == PRUNE_BATCH:
+            pass
         for loop in list(self.folder.loops.values()):
             days = loop.spec.store.retention_days if loop.spec.store else None
             if days is None:
@@ -179,6 +180,25 @@ class Daemon:
             removed = await self.store.write(queue.prune_loop, loop.id, before)
             if removed:
                 self.log.line("prune", f"{removed} executions past retention", loop=loop.id)
+
+    async def _prune_artifacts(self, now: float) -> int:
+        """Remove up to ``PRUNE_BATCH`` expired artifacts from their storages, then from the
+        index; one a storage cannot remove stays indexed, tried again at the next prune. How
+        many were removed."""
+        writer = self.runtime.engine.services.artifacts
+        removed = []
+        for artifact in await self.store.read(queue.expired_artifacts, now, PRUNE_BATCH):
+            try:
+                await anyio.to_thread.run_sync(writer.remove, artifact.storage, artifact.location)
+            except StorageError as exc:
+                said = f"cannot prune: {exc}; tried again in {PRUNE_S:g} s"
+                self.log.line("error", said, loop=artifact.loop_id, artifact=artifact.name)
+                continue
+            removed.append(artifact)
+            self.log.line("prune", loop=artifact.loop_id, artifact=artifact.name)
+        if removed:
+            await self.store.write(queue.forget_artifacts, removed)
+        return len(removed)
 
     def status_row(self) -> queue.Daemon:
         fires = self.scheduler.next_fires(time.time() + self.settings.lease_s)
@@ -223,11 +243,6 @@ class Daemon:
             await self.store.write(queue.release_owners, dead)
         for owner in dead:
             self.log.line("recover", "a dead daemon's jobs are claimed again", owner=owner)
-
-
-def _remove_file(artifact: Artifact) -> None:
-    if artifact.storage == "file":
-        Path(artifact.location).unlink(missing_ok=True)
 
 
 class Signals:

@@ -1,0 +1,51 @@
+"""Redis, reached through redis-py (the ``redis`` extra), imported only when a Redis storage or
+event source is used; its errors become ``StorageError``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit, urlunsplit
+
+from loopengine.errors import StorageError
+
+if TYPE_CHECKING:
+    import redis
+
+__all__ = ["IO_TIMEOUT_S", "redis_client", "redis_failure", "shown_url"]
+
+IO_TIMEOUT_S = 10.0
+"""Deadline of one Redis command and of connecting: an unreachable server fails, never hangs."""
+
+
+def shown_url(url: str) -> str:
+    """``url`` without its user and password, as messages and artifact locations show it."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
+def redis_client(url: str, *, block_s: float = 0.0) -> redis.Redis:
+    """A client of the Redis server at ``url`` (``redis://`` or ``rediss://``), connecting on
+    first use; each read may wait ``block_s`` more than ``IO_TIMEOUT_S`` (a blocking read).
+    ``StorageError`` when redis-py is not installed or the URL is not Redis's."""
+    try:
+        import redis
+    except ImportError:
+        raise StorageError(
+            f"{shown_url(url)} needs the Redis client: pip install 'loopengine[redis]'"
+        ) from None
+    try:
+        return redis.Redis.from_url(
+            url,
+            decode_responses=True,
+            socket_timeout=IO_TIMEOUT_S + block_s,
+            socket_connect_timeout=IO_TIMEOUT_S,
+        )
+    except ValueError as exc:
+        raise StorageError(f"invalid Redis URL {shown_url(url)}: {exc}") from None
+
+
+def redis_failure(url: str, exc: Exception) -> StorageError:
+    """What a failed Redis command says: the server (without its password) and why."""
+    return StorageError(f"Redis at {shown_url(url)}: {exc or type(exc).__name__}")
