@@ -23,6 +23,7 @@ from loopengine.daemon._hooks import HookTable
 from loopengine.daemon._log import DaemonLog
 from loopengine.daemon._loops import Changes, LoopFolder, reason, triggers_of
 from loopengine.daemon._scheduler import Scheduler
+from loopengine.daemon._streams import StreamReader
 from loopengine.daemon._thresholds import ThresholdWatcher
 from loopengine.daemon._workers import Workers
 from loopengine.engine import escalate_overdue, owner_died
@@ -58,7 +59,8 @@ def _shipped_fallbacks(config: Config) -> tuple[Path, ...]:
 
 class Daemon:
     """One daemon's parts over a runtime (loop folder, workers, scheduler, dispatcher, threshold
-    watcher, hook table) and the chores they share; ``api.run_daemon`` serves them."""
+    watcher, hook table, stream readers) and the chores they share; ``api.run_daemon`` serves
+    them."""
 
     def __init__(self, runtime: Runtime, folder: Path, log: DaemonLog) -> None:
         settings = runtime.workspace.config.daemon
@@ -86,6 +88,16 @@ class Daemon:
         self.dispatcher = Dispatcher(self.store, log, wake, settings.poll_s)
         self.thresholds = ThresholdWatcher(self.store, log, wake, settings.poll_s)
         self.hooks = HookTable(log)
+        self.streams = [
+            StreamReader(
+                source,
+                source.consumer or socket.gethostname(),
+                self.store,
+                log,
+                self.dispatcher.nudge,
+            )
+            for source in runtime.workspace.config.events.sources
+        ]
 
     async def apply(self, changes: Changes) -> None:
         """Schedule what a scan changed. A loop that fails to schedule is refused alone: the
