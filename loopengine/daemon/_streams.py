@@ -56,6 +56,8 @@ class StreamReader:
         self.down: float | None = None
         """The pause before the next try while Redis is out of reach; None while it answers."""
         self.client = async_redis_client(source.url, BLOCK_S)
+        """Made here so that a daemon without redis-py refuses to start, saying what to install;
+        made again by each ``run``, which closes it."""
 
     async def run(self) -> None:
         """Read until cancelled; Redis out of reach is waited out, with a line when it goes and

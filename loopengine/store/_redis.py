@@ -70,4 +70,5 @@ def _invalid(url: str, exc: ValueError) -> StorageError:
 
 def redis_failure(url: str, exc: Exception) -> StorageError:
     """What a failed Redis command says: the server (without its password) and why."""
-    return StorageError(f"Redis at {shown_url(url)}: {exc or type(exc).__name__}")
+    said = str(exc).rstrip(".") or type(exc).__name__
+    return StorageError(f"Redis at {shown_url(url)}: {said}")
