@@ -1,6 +1,6 @@
 """The seed's seo_audit_loop, verbatim, end to end as a user runs it: PostgreSQL holds the pages
-its database source reads, Redis its ``loop_metrics`` artifact, the CLI records a metric, sets the
-flag, runs, approves and shows."""
+its database source reads and, as ``supabase``, its ``seo_audit_report`` artifact; Redis its
+``loop_metrics`` artifact; the CLI records a metric, sets the flag, runs, approves and shows."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def _workspace(
         f"plugins: [{plugin}]\n"
         f"databases: {{default: '{postgres}'}}\n"
         "storage:\n"
-        "  supabase: sqlite:///.loopengine/seo_reports.db\n"
+        f"  supabase: {postgres}\n"
         f"  redis: {redis}\n"
     )
     monkeypatch.chdir(tmp)
@@ -131,6 +131,14 @@ def test_the_seed_runs_all_seven_phases_after_approval(
     assert {a["name"] for a in record["artifacts"]} == {"seo_audit_report", "loop_metrics"}
     stored = redis.client().get(f"loopengine:artifact:seo_audit_loop:{execution_id}:loop_metrics")
     assert json.loads(stored)["type"] == "metric"
+    engine = sa.create_engine(postgres)
+    with engine.connect() as connection:
+        report = connection.execute(
+            sa.text("SELECT name, type FROM loopengine_artifacts WHERE execution_id = :id"),
+            {"id": execution_id},
+        )
+        assert report.all() == [("seo_audit_report", "audit")]
+    engine.dispose()
     assert phases["store"]["data"]["audit"]["decision_made"] == "auto_fix_batch"
     site = json.loads((tmp_path / "site.json").read_text())
     assert all(p["role"] == p["expected_role"] for p in site["pages"])
