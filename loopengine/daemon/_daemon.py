@@ -28,7 +28,7 @@ from loopengine.daemon._thresholds import ThresholdWatcher
 from loopengine.daemon._workers import Workers
 from loopengine.engine import escalate_overdue, owner_died
 from loopengine.errors import LoopEngineError, StorageError, StoreUnavailable
-from loopengine.store import new_id, queue
+from loopengine.store import Artifact, new_id, queue
 
 __all__ = ["PRUNE_S", "RELOAD_S", "TIMERS_S", "Daemon", "Signals", "supervised", "wait_out_outages"]
 
@@ -182,8 +182,7 @@ class Daemon:
         """Forget what is past its retention: artifacts (``retention_days``), and a loop's
         executions, jobs and slots (``store.retention_days``)."""
         now = time.time()
-        while await self._prune_artifacts(now) == PRUNE_BATCH:
-            pass
+        await self._prune_artifacts(now)
         for loop in list(self.folder.loops.values()):
             days = loop.spec.store.retention_days if loop.spec.store else None
             if days is None:
@@ -193,24 +192,30 @@ class Daemon:
             if removed:
                 self.log.line("prune", f"{removed} executions past retention", loop=loop.id)
 
-    async def _prune_artifacts(self, now: float) -> int:
-        """Remove up to ``PRUNE_BATCH`` expired artifacts from their storages, then from the
-        index; one a storage cannot remove stays indexed, tried again at the next prune. How
-        many were removed."""
+    async def _prune_artifacts(self, now: float) -> None:
+        """Remove expired artifacts from their storages, ``PRUNE_BATCH`` at a time, then from
+        the index; one a storage cannot remove stays indexed, passed over until the next prune."""
+        kept = 0
+        while True:
+            batch = await self.store.read(queue.expired_artifacts, now, PRUNE_BATCH, kept)
+            removed = [artifact for artifact in batch if await self._removed(artifact)]
+            if removed:
+                await self.store.write(queue.forget_artifacts, removed)
+            kept += len(batch) - len(removed)
+            if len(batch) < PRUNE_BATCH:
+                return
+
+    async def _removed(self, artifact: Artifact) -> bool:
+        """Whether ``artifact``'s storage no longer holds it (logged either way)."""
         writer = self.runtime.engine.services.artifacts
-        removed = []
-        for artifact in await self.store.read(queue.expired_artifacts, now, PRUNE_BATCH):
-            try:
-                await anyio.to_thread.run_sync(writer.remove, artifact.storage, artifact.location)
-            except StorageError as exc:
-                said = f"cannot prune: {exc}; tried again in {PRUNE_S:g} s"
-                self.log.line("error", said, loop=artifact.loop_id, artifact=artifact.name)
-                continue
-            removed.append(artifact)
-            self.log.line("prune", loop=artifact.loop_id, artifact=artifact.name)
-        if removed:
-            await self.store.write(queue.forget_artifacts, removed)
-        return len(removed)
+        try:
+            await anyio.to_thread.run_sync(writer.remove, artifact.storage, artifact.location)
+        except StorageError as exc:
+            said = f"cannot prune: {exc}; tried again in {PRUNE_S:g} s"
+            self.log.line("error", said, loop=artifact.loop_id, artifact=artifact.name)
+            return False
+        self.log.line("prune", loop=artifact.loop_id, artifact=artifact.name)
+        return True
 
     def status_row(self) -> queue.Daemon:
         fires = self.scheduler.next_fires(time.time() + self.settings.lease_s)

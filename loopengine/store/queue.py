@@ -707,13 +707,17 @@ def prune_loop(connection: sa.Connection, loop_id: str, before: float) -> int:
     return int(removed)
 
 
-def expired_artifacts(connection: sa.Connection, now: float, limit: int) -> list[Artifact]:
-    """At most ``limit`` artifacts past their retention, the longest expired first."""
+def expired_artifacts(
+    connection: sa.Connection, now: float, limit: int, skip: int = 0
+) -> list[Artifact]:
+    """At most ``limit`` artifacts past their retention, the longest expired first, after the
+    first ``skip``."""
     query = (
         sa.select(*[artifacts.c[name] for name in Artifact.__dataclass_fields__])
         .where(artifacts.c.expires_at < now)
-        .order_by(artifacts.c.expires_at)
+        .order_by(artifacts.c.expires_at, artifacts.c.id)
         .limit(limit)
+        .offset(skip)
     )
     return [Artifact.from_row(row) for row in connection.execute(query).mappings()]
 

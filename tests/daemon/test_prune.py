@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import loopengine.daemon._daemon as daemon_module
 from loopengine.app import Runtime, open_runtime
 from loopengine.daemon import DaemonLog
 from loopengine.daemon._daemon import Daemon
@@ -88,3 +89,15 @@ async def test_an_artifact_its_storage_cannot_remove_stays_indexed_until_a_later
     redis.start()
     await daemon.prune()
     assert await _indexed(runtime) == []
+
+
+async def test_artifacts_a_storage_cannot_remove_hold_back_none_expired_after_them(
+    runtime: Runtime, redis: RedisServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(daemon_module, "PRUNE_BATCH", 1)
+    await _stored(runtime, "redis", "first", 1.0)
+    newer = await _stored(runtime, "file", "second", 2.0)
+    redis.stop()
+    await Daemon(runtime, tmp_path / "loops", DaemonLog(io.StringIO())).prune()
+    assert await _indexed(runtime) == ["first"]
+    assert not Path(newer.location).exists()
