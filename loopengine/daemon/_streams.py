@@ -80,11 +80,11 @@ class StreamReader:
         """Read this consumer's own unacknowledged entries, then new ones, claiming others'
         left idle every ``claim_idle_s / 2``."""
         await self._command(self._join())
+        while own := await self._command(self._read("0", None)):
+            await self._take(own)
         if self.down is not None:
             self.log.line("redis", "answers again", **self.fields)
             self.down = None
-        while own := await self._command(self._read("0", None)):
-            await self._take(own)
         claimed_at = -float("inf")
         while True:
             if time.monotonic() - claimed_at >= self.source.claim_idle_s / 2:

@@ -144,3 +144,27 @@ def test_a_redis_outage_stops_no_other_loop_and_reading_resumes_when_it_returns(
     outages = [line for line in daemon.lines() if line.get("stream") == STREAM]
     assert [line["kind"] for line in outages] == ["error", "redis"]
     assert daemon.stop() == 0
+
+
+def test_an_entry_committed_but_not_acknowledged_is_appended_once(
+    workspace: Workspace, redis: RedisServer
+) -> None:
+    """The daemon may not acknowledge (its ACL denies XACK), so it is killed after the commit;
+    restarted once it may, it reads the entry again and appends nothing."""
+    admin = redis.client()
+    admin.acl_setuser(
+        "daemon", enabled=True, passwords=["+pw"], keys=["*"], commands=["+@all", "-xack"]
+    )
+    url = redis.url.replace("redis://", "redis://daemon:pw@")
+    settings = {"type": "redis", "url": url, "stream": STREAM, "consumer": "shop-1"}
+    config = {"daemon": {"port": 0}, "events": {"sources": [settings]}}
+    (workspace.root / "loopengine.yaml").write_text(json.dumps(config))
+    first = workspace.start()
+    _joined(redis)
+    admin.xadd(STREAM, {"name": "order.paid"})
+    wait_until(lambda: _from_redis(workspace), "the entry was not appended")
+    first.kill()
+    admin.acl_setuser("daemon", enabled=True, commands=["+xack"])
+    workspace.start()
+    wait_until(lambda: _pending(redis) == 0, "the entry was not acknowledged")
+    assert [e["name"] for e in _from_redis(workspace)] == ["order.paid"]
