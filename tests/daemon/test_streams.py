@@ -51,7 +51,7 @@ def _pending(redis: RedisServer) -> int:
 
 
 def test_an_entry_becomes_one_event_that_fires_its_loops_and_is_acknowledged(
-    workspace: Workspace, redis: RedisServer
+    redis: RedisServer, workspace: Workspace
 ) -> None:
     (workspace.root / "loops" / "on_event.yaml").write_text(ON_EVENT)
     _configure(workspace, redis)
@@ -65,7 +65,7 @@ def test_an_entry_becomes_one_event_that_fires_its_loops_and_is_acknowledged(
 
 
 def test_bad_entries_are_logged_once_and_acknowledged(
-    workspace: Workspace, redis: RedisServer
+    redis: RedisServer, workspace: Workspace
 ) -> None:
     _configure(workspace, redis)
     daemon = workspace.start()
@@ -102,7 +102,7 @@ def _killed_between_read_and_ack(workspace: Workspace, redis: RedisServer) -> No
 
 
 def test_a_daemon_killed_between_read_and_ack_reads_the_entry_again_on_restart(
-    workspace: Workspace, redis: RedisServer
+    redis: RedisServer, workspace: Workspace
 ) -> None:
     _configure(workspace, redis, consumer="shop-1")
     _killed_between_read_and_ack(workspace, redis)
@@ -113,7 +113,7 @@ def test_a_daemon_killed_between_read_and_ack_reads_the_entry_again_on_restart(
 
 
 def test_another_daemon_claims_an_entry_left_pending_past_the_idle_time(
-    workspace: Workspace, redis: RedisServer
+    redis: RedisServer, workspace: Workspace
 ) -> None:
     _configure(workspace, redis, consumer="shop-1")
     _killed_between_read_and_ack(workspace, redis)
@@ -127,7 +127,7 @@ def test_another_daemon_claims_an_entry_left_pending_past_the_idle_time(
 
 
 def test_a_redis_outage_stops_no_other_loop_and_reading_resumes_when_it_returns(
-    workspace: Workspace, redis: RedisServer
+    redis: RedisServer, workspace: Workspace
 ) -> None:
     (workspace.root / "loops" / "tick.yaml").write_text(TICK.format(catchup="skip"))
     _configure(workspace, redis)
@@ -147,7 +147,7 @@ def test_a_redis_outage_stops_no_other_loop_and_reading_resumes_when_it_returns(
 
 
 def test_an_entry_committed_but_not_acknowledged_is_appended_once(
-    workspace: Workspace, redis: RedisServer
+    redis: RedisServer, workspace: Workspace
 ) -> None:
     """The daemon may not acknowledge (its ACL denies XACK), so it is killed after the commit;
     restarted once it may, it reads the entry again and appends nothing."""
