@@ -125,8 +125,8 @@ class RedisStream(Strict):
     type: Literal["redis"] = Field(description="The kind of source.")
     url: str = Field(
         pattern=r"^rediss?://",
-        description="The Redis server (`redis://` or `rediss://`); a password as "
-        "`${ secret.NAME }`.",
+        description="The Redis server: `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`, or "
+        "`rediss://…` over TLS.",
         examples=["redis://127.0.0.1:6379/0"],
     )
     stream: Name = Field(description="The stream's key.", examples=["loopengine:events"])

@@ -132,7 +132,7 @@ class StreamReader:
             start, entries = answer[0], answer[1]
             if entries:
                 await self._take(entries)
-            if start in (b"0-0", "0-0"):
+            if start == b"0-0":
                 return
 
     async def _take(self, entries: Entries) -> None:
