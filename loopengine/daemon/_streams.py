@@ -19,8 +19,7 @@ import anyio
 from loopengine._faults import next_pause
 from loopengine.contract import RedisStream
 from loopengine.daemon._log import DaemonLog
-from loopengine.store import Store, signals
-from loopengine.store._redis import async_redis_client, redis_failure, shown_url
+from loopengine.store import Store, async_redis_client, redis_failure, shown_url, signals
 from loopengine.triggers import stream_entry_event
 
 __all__ = ["BLOCK_S", "HOLD_S", "StreamReader"]
