@@ -101,6 +101,8 @@ async def run_daemon(config: Path | None, folder: Path | None, log: DaemonLog) -
                     partial(context.changes.watch, runtime.store),
                 ):
                     intake.start_soon(supervised, log, task)
+                for reader in daemon.streams:
+                    intake.start_soon(supervised, log, reader.run)
                 await signals.first.wait()
                 server.should_exit = True
                 context.changes.close()

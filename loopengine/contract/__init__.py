@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         Embeddings,
         KnowledgeCollection,
         Node,
+        RedisStream,
         WebFallback,
     )
     from loopengine.contract._documents import (
@@ -126,6 +127,7 @@ _EXPORTS = {
     "DaemonSettings": "loopengine.contract._config",
     "Embeddings": "loopengine.contract._config",
     "KnowledgeCollection": "loopengine.contract._config",
+    "RedisStream": "loopengine.contract._config",
     "Detect": "loopengine.contract._phases",
     "Diagnostic": "loopengine._diagnostics",
     "Durability": "loopengine.contract._enums",
@@ -238,6 +240,7 @@ __all__ = [
     "Phase",
     "Position",
     "Priority",
+    "RedisStream",
     "Rule",
     "SchemaValidator",
     "Severity",

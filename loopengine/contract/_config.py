@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -19,8 +19,10 @@ __all__ = [
     "Config",
     "DaemonSettings",
     "Embeddings",
+    "EventSources",
     "KnowledgeCollection",
     "Node",
+    "RedisStream",
     "WebFallback",
 ]
 
@@ -113,6 +115,49 @@ class DaemonSettings(Strict):
         description="Also schedule the shipped autolearn loops (autotune, autoreview, memory: "
         "they call the grader, review and analysis nodes) whose ids no file of the loops "
         "folder uses; needs cluster.nodes.",
+    )
+
+
+class RedisStream(Strict):
+    """A Redis Stream whose entries the daemon appends to the event log (``source: redis``):
+    read in a consumer group, acknowledged once the event is committed."""
+
+    type: Literal["redis"] = Field(description="The kind of source.")
+    url: str = Field(
+        pattern=r"^rediss?://",
+        description="The Redis server: `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`, or "
+        "`rediss://…` over TLS.",
+        examples=["redis://127.0.0.1:6379/0"],
+    )
+    stream: Name = Field(description="The stream's key.", examples=["loopengine:events"])
+    group: Name = Field(
+        "loopengine",
+        description="Consumer group the daemons share (each entry goes to one of them); made "
+        "at the stream's end when missing, so entries added before it are not read.",
+    )
+    consumer: Name | None = Field(
+        None,
+        description="This daemon's name in the group (default: its host name); keep it across "
+        "restarts, so a restarted daemon first reads again what it had read and not committed.",
+    )
+    claim_idle_s: float = Field(
+        60,
+        gt=0,
+        le=86_400,
+        description="How long an entry read by another consumer may wait unacknowledged before "
+        "this daemon claims it (that consumer died holding it).",
+    )
+    batch: int = Field(100, ge=1, le=1000, description="Most entries read at once.")
+
+
+class EventSources(Strict):
+    """Where events come from besides `emit`, the API and loops."""
+
+    sources: list[RedisStream] = Field(
+        default_factory=list,
+        max_length=100,
+        description="Streams the daemon reads into the event log (each entry: field `name`, "
+        "and field `data` holding JSON).",
     )
 
 
@@ -297,8 +342,8 @@ class KnowledgeCollection(Strict):
 
 
 class Config(Strict):
-    """loopengine.yaml: database, plugins, tools sandbox, cluster, storage, daemon, autolearn,
-    actions, knowledge."""
+    """loopengine.yaml: database, plugins, tools sandbox, cluster, storage, daemon, events,
+    autolearn, actions, knowledge."""
 
     database: str = Field(
         DEFAULT_DATABASE, description="SQLAlchemy URL: `sqlite:///path` or `postgresql://…`."
@@ -327,6 +372,9 @@ class Config(Strict):
     daemon: DaemonSettings = Field(
         DaemonSettings.model_construct(),
         description="The daemon: address, loops folder, workers, API token.",
+    )
+    events: EventSources = Field(
+        EventSources.model_construct(), description="Event sources the daemon reads."
     )
     autolearn: Autolearn = Field(
         Autolearn.model_construct(), description="Scoring and tuning of the chat."

@@ -23,10 +23,11 @@ from loopengine.daemon._hooks import HookTable
 from loopengine.daemon._log import DaemonLog
 from loopengine.daemon._loops import Changes, LoopFolder, reason, triggers_of
 from loopengine.daemon._scheduler import Scheduler
+from loopengine.daemon._streams import StreamReader
 from loopengine.daemon._thresholds import ThresholdWatcher
 from loopengine.daemon._workers import Workers
 from loopengine.engine import escalate_overdue, owner_died
-from loopengine.errors import LoopEngineError, StoreUnavailable
+from loopengine.errors import LoopEngineError, StorageError, StoreUnavailable
 from loopengine.store import Artifact, new_id, queue
 
 __all__ = ["PRUNE_S", "RELOAD_S", "TIMERS_S", "Daemon", "Signals", "supervised", "wait_out_outages"]
@@ -40,6 +41,8 @@ TIMERS_S = 5.0
 """How often approval deadlines are checked."""
 PRUNE_S = 300.0
 """How often what is past its retention is pruned."""
+PRUNE_BATCH = 500
+"""Most artifacts removed in one go (a backlog goes on in the next)."""
 RELEASE_S = 5.0
 """How long a stopping daemon tries to hand its jobs back (out of reach, their leases lapse)."""
 
@@ -56,7 +59,8 @@ def _shipped_fallbacks(config: Config) -> tuple[Path, ...]:
 
 class Daemon:
     """One daemon's parts over a runtime (loop folder, workers, scheduler, dispatcher, threshold
-    watcher, hook table) and the chores they share; ``api.run_daemon`` serves them."""
+    watcher, hook table, stream readers) and the chores they share; ``api.run_daemon`` serves
+    them."""
 
     def __init__(self, runtime: Runtime, folder: Path, log: DaemonLog) -> None:
         settings = runtime.workspace.config.daemon
@@ -84,6 +88,16 @@ class Daemon:
         self.dispatcher = Dispatcher(self.store, log, wake, settings.poll_s)
         self.thresholds = ThresholdWatcher(self.store, log, wake, settings.poll_s)
         self.hooks = HookTable(log)
+        self.streams = [
+            StreamReader(
+                source,
+                source.consumer or socket.gethostname(),
+                self.store,
+                log,
+                self.dispatcher.nudge,
+            )
+            for source in runtime.workspace.config.events.sources
+        ]
 
     async def apply(self, changes: Changes) -> None:
         """Schedule what a scan changed. A loop that fails to schedule is refused alone: the
@@ -168,9 +182,7 @@ class Daemon:
         """Forget what is past its retention: artifacts (``retention_days``), and a loop's
         executions, jobs and slots (``store.retention_days``)."""
         now = time.time()
-        for artifact in await self.store.write(queue.prune_artifacts, now):
-            _remove_file(artifact)
-            self.log.line("prune", loop=artifact.loop_id, artifact=artifact.name)
+        await self._prune_artifacts(now)
         for loop in list(self.folder.loops.values()):
             days = loop.spec.store.retention_days if loop.spec.store else None
             if days is None:
@@ -179,6 +191,31 @@ class Daemon:
             removed = await self.store.write(queue.prune_loop, loop.id, before)
             if removed:
                 self.log.line("prune", f"{removed} executions past retention", loop=loop.id)
+
+    async def _prune_artifacts(self, now: float) -> None:
+        """Remove expired artifacts from their storages, ``PRUNE_BATCH`` at a time, then from
+        the index; one a storage cannot remove stays indexed, passed over until the next prune."""
+        kept = 0
+        while True:
+            batch = await self.store.read(queue.expired_artifacts, now, PRUNE_BATCH, kept)
+            removed = [artifact for artifact in batch if await self._removed(artifact)]
+            if removed:
+                await self.store.write(queue.forget_artifacts, removed)
+            kept += len(batch) - len(removed)
+            if len(batch) < PRUNE_BATCH:
+                return
+
+    async def _removed(self, artifact: Artifact) -> bool:
+        """Whether ``artifact``'s storage no longer holds it (logged either way)."""
+        writer = self.runtime.engine.services.artifacts
+        try:
+            await anyio.to_thread.run_sync(writer.remove, artifact.storage, artifact.location)
+        except StorageError as exc:
+            said = f"cannot prune: {exc}; tried again in {PRUNE_S:g} s"
+            self.log.line("error", said, loop=artifact.loop_id, artifact=artifact.name)
+            return False
+        self.log.line("prune", loop=artifact.loop_id, artifact=artifact.name)
+        return True
 
     def status_row(self) -> queue.Daemon:
         fires = self.scheduler.next_fires(time.time() + self.settings.lease_s)
@@ -223,11 +260,6 @@ class Daemon:
             await self.store.write(queue.release_owners, dead)
         for owner in dead:
             self.log.line("recover", "a dead daemon's jobs are claimed again", owner=owner)
-
-
-def _remove_file(artifact: Artifact) -> None:
-    if artifact.storage == "file":
-        Path(artifact.location).unlink(missing_ok=True)
 
 
 class Signals:

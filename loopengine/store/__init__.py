@@ -23,6 +23,7 @@ from loopengine.store._record import (
     new_envelope,
     new_id,
 )
+from loopengine.store._redis import async_redis_client, redis_failure, shown_url
 from loopengine.store._writing import write_once
 
 if TYPE_CHECKING:
@@ -124,6 +125,7 @@ __all__ = [
     "Usage",
     "UserMemory",
     "approvals",
+    "async_redis_client",
     "autolearn",
     "create_engine",
     "effects",
@@ -145,7 +147,9 @@ __all__ = [
     "prompts",
     "read_only_query",
     "records",
+    "redis_failure",
     "select_from",
+    "shown_url",
     "signals",
     "status",
     "threads",

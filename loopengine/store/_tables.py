@@ -289,7 +289,8 @@ paused_loops = sa.Table(
 
 # Bodies of verified deliveries whose signature covers the body alone (GitHub's), each held by
 # the first delivery sending it until its hook's tolerance ends: another delivery sending it
-# meanwhile is a replay of that one, whose job is ``job_id`` (migrations 10, 12).
+# meanwhile is a replay of that one, whose job is ``job_id`` (migrations 10, 12). Redis stream
+# entries appended to the event log are held here too (keys ``redis:…``) until acknowledged.
 webhook_bodies = sa.Table(
     "webhook_bodies",
     metadata,

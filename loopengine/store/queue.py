@@ -9,7 +9,7 @@ say whether they won.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Self
 
@@ -55,7 +55,9 @@ __all__ = [
     "cursor",
     "end_job",
     "events_after",
+    "expired_artifacts",
     "finish_job",
+    "forget_artifacts",
     "get_job",
     "hand_back",
     "insert_job",
@@ -71,7 +73,6 @@ __all__ = [
     "move_cursor",
     "pause",
     "paused",
-    "prune_artifacts",
     "prune_loop",
     "queue_depth",
     "release_jobs",
@@ -706,8 +707,28 @@ def prune_loop(connection: sa.Connection, loop_id: str, before: float) -> int:
     return int(removed)
 
 
-def prune_artifacts(connection: sa.Connection, now: float) -> list[Artifact]:
-    """Forget artifacts past their retention; the rows removed (their files are the caller's)."""
-    columns = [artifacts.c[name] for name in Artifact.__dataclass_fields__]
-    gone = artifacts.delete().where(artifacts.c.expires_at < now).returning(*columns)
-    return [Artifact.from_row(row) for row in connection.execute(gone).mappings()]
+def expired_artifacts(
+    connection: sa.Connection, now: float, limit: int, skip: int = 0
+) -> list[Artifact]:
+    """At most ``limit`` artifacts past their retention, the longest expired first, after the
+    first ``skip``."""
+    query = (
+        sa.select(*[artifacts.c[name] for name in Artifact.__dataclass_fields__])
+        .where(artifacts.c.expires_at < now)
+        .order_by(artifacts.c.expires_at, artifacts.c.id)
+        .limit(limit)
+        .offset(skip)
+    )
+    return [Artifact.from_row(row) for row in connection.execute(query).mappings()]
+
+
+def forget_artifacts(connection: sa.Connection, removed: Sequence[Artifact]) -> None:
+    """Take artifacts out of the index once their storage no longer holds them."""
+    for artifact in removed:
+        connection.execute(
+            artifacts.delete().where(
+                artifacts.c.execution_id == artifact.execution_id,
+                artifacts.c.name == artifact.name,
+                artifacts.c.location == artifact.location,
+            )
+        )

@@ -9,8 +9,9 @@ from typing import Any
 import sqlalchemy as sa
 
 import loopengine.store._fastpath as fastpath
-from loopengine.store._record import Record
-from loopengine.store._tables import events, metrics, trigger_states
+from loopengine.store._record import Record, new_id
+from loopengine.store._tables import events, metrics, trigger_states, webhook_bodies
+from loopengine.store.webhooks import hold_body
 
 __all__ = [
     "Event",
@@ -19,6 +20,7 @@ __all__ = [
     "TriggerState",
     "firing_alerts",
     "insert_event",
+    "insert_events_once",
     "insert_metric",
     "insert_metrics",
     "list_events",
@@ -92,6 +94,28 @@ def insert_event(
     key = result.inserted_primary_key
     assert key is not None
     return int(key[0])
+
+
+def insert_events_once(
+    connection: sa.Connection,
+    keyed: Sequence[tuple[str, str, Any]],
+    source: str,
+    at: float,
+    until: float,
+    released: Sequence[str] = (),
+) -> int:
+    """Append each ``(key, name, data)`` whose key no earlier call holds (a redelivered stream
+    entry's), holding it until ``until`` or until a later call lists it in ``released`` (the
+    source acknowledged it); how many were appended."""
+    if released:
+        connection.execute(webhook_bodies.delete().where(webhook_bodies.c.key.in_(released)))
+    token = new_id()
+    appended = 0
+    for key, name, data in keyed:
+        if hold_body(connection, key, token, at, until) == token:
+            insert_event(connection, name, source, data, at)
+            appended += 1
+    return appended
 
 
 def recent_events(connection: sa.Connection, since: float, limit: int = 1000) -> list[Event]:

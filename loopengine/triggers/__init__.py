@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         matches,
         nesting,
         pattern_problem,
+        stream_entry_event,
     )
     from loopengine.triggers._gaps import MAX_GAPS, LogFollower
     from loopengine.triggers._index import PatternIndex
@@ -51,6 +52,7 @@ _EXPORTS = {
     "EventDataProblem": "loopengine.triggers._events",
     "event_data_problem": "loopengine.triggers._events",
     "event_problem": "loopengine.triggers._events",
+    "stream_entry_event": "loopengine.triggers._events",
     "nesting": "loopengine.triggers._events",
     "CatchUp": "loopengine.triggers._catchup",
     "CronSchedule": "loopengine.triggers._schedule",
@@ -110,6 +112,7 @@ __all__ = [
     "replay_digest",
     "secret_problem",
     "standard_signature",
+    "stream_entry_event",
     "time_zone",
     "verify_delivery",
     "webhook_key",

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
+    "MAX_ENTRY_CHARS",
     "MAX_EVENT_BYTES",
     "MAX_EVENT_DEPTH",
     "EventDataProblem",
@@ -16,6 +19,7 @@ __all__ = [
     "matches",
     "nesting",
     "pattern_problem",
+    "stream_entry_event",
 ]
 
 MAX_EVENT_BYTES = 65_536
@@ -23,6 +27,8 @@ MAX_EVENT_BYTES = 65_536
 ``event.emit``)."""
 MAX_EVENT_DEPTH = 32
 """Most levels an event's data nests."""
+MAX_ENTRY_CHARS = 4 * MAX_EVENT_BYTES
+"""Most characters of a stream entry's ``data`` field read (its JSON may be spaced out)."""
 _SEGMENT = re.compile(r"[A-Za-z0-9_\-]+|\*|\*\*")
 _NAME = re.compile(r"[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*")
 
@@ -66,6 +72,29 @@ def event_data_problem(data: object, named: str = "data") -> EventDataProblem | 
     except (TypeError, ValueError) as exc:
         return EventDataProblem(f"{named} is not JSON: {exc}")
     return EventDataProblem.too_big(named) if size > MAX_EVENT_BYTES else None
+
+
+def stream_entry_event(fields: Mapping[bytes, bytes] | None) -> tuple[str, Any] | str:
+    """The event name and data a stream entry carries (field ``name``, field ``data`` holding
+    JSON, ``{}`` when absent), or why it carries none; the text is bounded before it is parsed."""
+    if not fields:
+        return "the entry is empty or was deleted"
+    try:
+        name = fields.get(b"name", b"").decode()
+        text = fields.get(b"data", b"{}").decode()
+    except UnicodeDecodeError:
+        return "its fields are not UTF-8"
+    if problem := event_problem(name):
+        return f"field 'name': {problem}"
+    if len(text) > MAX_ENTRY_CHARS:
+        return f"field 'data' is over {MAX_ENTRY_CHARS} characters: send a reference instead"
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        return f"field 'data' is not JSON: {str(exc)[:200]}"
+    if problem_of_data := event_data_problem(data, named="field 'data'"):
+        return problem_of_data.message
+    return name, data
 
 
 def nesting(value: object) -> int:

@@ -1,5 +1,6 @@
 """The seed's seo_audit_loop, verbatim, end to end as a user runs it: PostgreSQL holds the pages
-its database source reads, the CLI records a metric, sets the flag, runs, approves and shows."""
+its database source reads and, as ``supabase``, its ``seo_audit_report`` artifact; Redis its
+``loop_metrics`` artifact; the CLI records a metric, sets the flag, runs, approves and shows."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import sqlalchemy as sa
 from loopengine.cli import main
 from tests.conftest import SEED_DIR
 from tests.postgres import postgres_server
+from tests.redis import RedisServer, redis_server
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +33,12 @@ def postgres() -> Iterator[str]:
             )
         engine.dispose()
         yield url
+
+
+@pytest.fixture(scope="module")
+def redis() -> Iterator[RedisServer]:
+    with redis_server() as server:
+        yield server
 
 
 def _site(broken: int) -> dict[str, Any]:
@@ -56,7 +64,9 @@ def _site(broken: int) -> dict[str, Any]:
     return {"pages": pages}
 
 
-def _workspace(tmp: Path, postgres: str, plugin: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+def _workspace(
+    tmp: Path, postgres: str, redis: str, plugin: str, monkeypatch: pytest.MonkeyPatch
+) -> Path:
     shutil.copy(SEED_DIR / "seo_audit_loop.yaml", tmp / "seo_audit_loop.yaml")
     shutil.copy(SEED_DIR / "seo_skills.py", tmp / "seo_skills.py")
     (tmp / "site.json").write_text(json.dumps(_site(broken=12), indent=2))
@@ -64,8 +74,8 @@ def _workspace(tmp: Path, postgres: str, plugin: str, monkeypatch: pytest.Monkey
         f"plugins: [{plugin}]\n"
         f"databases: {{default: '{postgres}'}}\n"
         "storage:\n"
-        "  supabase: sqlite:///.loopengine/seo_reports.db\n"
-        "  redis: file://.loopengine/metrics\n"
+        f"  supabase: {postgres}\n"
+        f"  redis: {redis}\n"
     )
     monkeypatch.chdir(tmp)
     monkeypatch.setenv("SEO_SITE", str(tmp / "site.json"))
@@ -93,10 +103,11 @@ def _until_approval(capsys: pytest.CaptureFixture[str]) -> str:
 def test_the_seed_runs_all_seven_phases_after_approval(
     tmp_path: Path,
     postgres: str,
+    redis: RedisServer,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _workspace(tmp_path, postgres, "./seo_skills.py", monkeypatch)
+    _workspace(tmp_path, postgres, redis.url, "./seo_skills.py", monkeypatch)
     execution_id = _until_approval(capsys)
     assert main(["approve", execution_id, "--note", "go ahead"]) == 0
     capsys.readouterr()
@@ -118,6 +129,16 @@ def test_the_seed_runs_all_seven_phases_after_approval(
     assert phases["learn"]["data"]["samples"] == 1
     assert record["approval"]["status"] == "approved"
     assert {a["name"] for a in record["artifacts"]} == {"seo_audit_report", "loop_metrics"}
+    stored = redis.client().get(f"loopengine:artifact:seo_audit_loop:{execution_id}:loop_metrics")
+    assert json.loads(stored)["type"] == "metric"
+    engine = sa.create_engine(postgres)
+    with engine.connect() as connection:
+        report = connection.execute(
+            sa.text("SELECT name, type FROM loopengine_artifacts WHERE execution_id = :id"),
+            {"id": execution_id},
+        )
+        assert report.all() == [("seo_audit_report", "audit")]
+    engine.dispose()
     assert phases["store"]["data"]["audit"]["decision_made"] == "auto_fix_batch"
     site = json.loads((tmp_path / "site.json").read_text())
     assert all(p["role"] == p["expected_role"] for p in site["pages"])
@@ -126,11 +147,12 @@ def test_the_seed_runs_all_seven_phases_after_approval(
 def test_a_fix_that_makes_things_worse_is_rolled_back(
     tmp_path: Path,
     postgres: str,
+    redis: RedisServer,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     worse = Path(__file__).with_name("seo_worse_skills.py")
-    _workspace(tmp_path, postgres, str(worse), monkeypatch)
+    _workspace(tmp_path, postgres, redis.url, str(worse), monkeypatch)
     original = (tmp_path / "site.json").read_text()
     execution_id = _until_approval(capsys)
     code = main(["approve", execution_id])

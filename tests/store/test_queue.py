@@ -204,22 +204,24 @@ def test_a_run_under_a_key_a_queued_job_holds_is_refused_and_the_job_keeps_it() 
     assert (kept.id, kept.started) == ("j1", None)
 
 
-def test_artifacts_past_their_retention_are_forgotten_and_handed_back() -> None:
+def test_artifacts_past_their_retention_are_listed_oldest_first_and_forgotten() -> None:
     def artifact(name: str, expires_at: float | None) -> records.Artifact:
         return records.Artifact(
             "e1", "tick", name, "report", "file", f"/tmp/{name}.json", False, 0.0, expires_at
         )
 
     async def steps(store: Store) -> tuple[list[records.Artifact], list[str]]:
-        for name, expires_at in (("old", 10.0), ("new", 1_000.0), ("kept", None)):
+        expiries = (("old", 20.0), ("older", 10.0), ("new", 1_000.0), ("kept", None))
+        for name, expires_at in expiries:
             await store.write(records.insert_artifact, artifact(name, expires_at))
-        pruned = await store.write(queue.prune_artifacts, 100.0)
+        expired = await store.read(queue.expired_artifacts, 100.0, 10)
+        await store.write(queue.forget_artifacts, expired[:1])
         left = await store.read(records.artifacts_of, "e1")
-        return pruned, [a.name for a in left]
+        return expired, [a.name for a in left]
 
-    pruned, left = scenario(steps)
-    assert pruned == [artifact("old", 10.0)]
-    assert sorted(left) == ["kept", "new"]
+    expired, left = scenario(steps)
+    assert expired == [artifact("older", 10.0), artifact("old", 20.0)]
+    assert sorted(left) == ["kept", "new", "old"]
 
 
 def test_a_claim_takes_over_a_dead_daemons_job_before_an_older_queued_one() -> None:

@@ -15,6 +15,7 @@ from loopengine.triggers import (
     event_data_problem,
     matches,
     pattern_problem,
+    stream_entry_event,
 )
 
 
@@ -134,3 +135,44 @@ def test_a_pattern_of_many_double_stars_is_matched_in_one_pass() -> None:
     assert pattern_problem(pattern) is None
     assert matches(pattern, name) is False
     assert matches(pattern, name + ".x") is True
+
+
+def test_a_stream_entry_carries_its_name_and_json_data() -> None:
+    fields = {b"name": b"order.paid", b"data": b'{"order": 7}', b"other": b"x"}
+    assert stream_entry_event(fields) == ("order.paid", {"order": 7})
+
+
+def test_a_stream_entry_without_data_carries_an_empty_object() -> None:
+    assert stream_entry_event({b"name": b"order.paid"}) == ("order.paid", {})
+
+
+def test_spaced_out_data_within_the_bound_as_compact_json_is_taken() -> None:
+    spaced = "[" + ", ".join(["1"] * 30_000) + "]"
+    assert stream_entry_event({b"name": b"a", b"data": spaced.encode()}) == ("a", [1] * 30_000)
+
+
+@pytest.mark.parametrize(
+    ("fields", "problem"),
+    [
+        (None, "the entry is empty or was deleted"),
+        ({b"data": b"{}"}, "field 'name': event name ''"),
+        ({b"name": b"a b"}, "field 'name': event name 'a b'"),
+        ({b"name": b"\xff"}, "its fields are not UTF-8"),
+        ({b"name": b"a", b"data": b"{"}, "field 'data' is not JSON: "),
+        ({b"name": b"a", b"data": b"NaN"}, "field 'data' is not JSON: "),
+        ({b"name": b"a", b"data": b"[" * 200_000}, "field 'data' is not JSON: "),
+        ({b"name": b"a", b"data": b" " * (4 * MAX_EVENT_BYTES + 1)}, "field 'data' is over "),
+        ({b"name": b"a", b"data": b"[" * 40 + b"]" * 40}, "field 'data' is nested more than"),
+        (
+            {b"name": b"a", b"data": b'"' + b"x" * MAX_EVENT_BYTES + b'"'},
+            "field 'data' is over 65536 bytes as JSON",
+        ),
+    ],
+)
+def test_a_bad_stream_entry_says_why_in_one_line(
+    fields: dict[bytes, bytes] | None, problem: str
+) -> None:
+    said = stream_entry_event(fields)
+    assert isinstance(said, str)
+    assert said.startswith(problem)
+    assert "\n" not in said

@@ -87,16 +87,15 @@ async def run_store(run: Run, services: Services, outcome: str) -> PhaseOutput:
             "type": artifact.type.value,
             "content": _content(artifact.type, run, outcome, now),
         }
+        kept_s = artifact.retention_days * 86400 if artifact.retention_days is not None else None
         try:
             location = await anyio.to_thread.run_sync(
-                services.artifacts.write, artifact.storage, record
+                services.artifacts.write, artifact.storage, record, kept_s
             )
         except StorageError as exc:
             output.errors.append(f"artifact '{artifact.name}': {exc}")
             continue
-        expires = (
-            now + artifact.retention_days * 86400 if artifact.retention_days is not None else None
-        )
+        expires = now + kept_s if kept_s is not None else None
         written.append(
             Artifact(
                 run.execution_id,
