@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
+import loopengine._tracing as tracing
 from loopengine.api._context import ApiContext, queue_manual
 from loopengine.app import (
     MAX_LISTED,
@@ -202,9 +203,11 @@ def _add_controls(app: FastAPI, context: ApiContext) -> None:
         request: TriggerIn,
         response: Response,
         idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+        traceparent: Annotated[str | None, Header()] = None,
     ) -> TriggerAccepted:
         """Queue a manual job, as ``loopengine trigger`` does; a repeated ``Idempotency-Key``
-        (per loop) answers with the first job (200) instead of queueing another."""
+        (per loop) answers with the first job (200) instead of queueing another. Its execution
+        continues the trace of a W3C ``traceparent`` (one malformed is ignored)."""
         loop = context.loop(loop_id)
         if loop is None:
             raise HTTPException(404, f"no loop {loop_id!r} is served (see GET /loops)")
@@ -220,6 +223,7 @@ def _add_controls(app: FastAPI, context: ApiContext) -> None:
                 "api",
                 idempotency_key=idempotency_key,
                 dry_run=request.dry_run,
+                carried=tracing.carried(traceparent),
             ),
         )
         if queued.status == "duplicate":

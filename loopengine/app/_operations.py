@@ -309,10 +309,12 @@ def trigger(
     *,
     idempotency_key: str | None = None,
     dry_run: bool = False,
+    carried: Mapping[str, str] | None = None,
 ) -> Operation[Queued]:
     """Queue a manual job of ``loop`` with ``inputs`` (checked already); a repeated
     ``idempotency_key`` of the loop answers with its first job. ``ContractError`` with the
-    reason when the loop does not take it (paused, overlap)."""
+    reason when the loop does not take it (paused, overlap). ``carried`` is what the trigger
+    keeps of the request (its ``traceparent``)."""
     from loopengine.app._intake import Firing
     from loopengine.store import intake, new_id
 
@@ -322,7 +324,8 @@ def trigger(
     else:
         key = f"manual:{new_id()}"
     constraints = {"dry_run": True} if dry_run else None
-    firing = Firing(loop, {"type": "manual", "id": source}, key, inputs, constraints=constraints)
+    trigger = {"type": "manual", "id": source, **(carried or {})}
+    firing = Firing(loop, trigger, key, inputs, constraints=constraints)
     now = time.time()
     taken, job = yield from _write(intake.enqueue_keyed, firing.arrival(now), now)
     if job is None or taken.status not in (queue.QUEUED, intake.DUPLICATE):
