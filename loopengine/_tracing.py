@@ -32,6 +32,7 @@ __all__ = [
     "answered",
     "carried",
     "chat_span",
+    "current",
     "disable",
     "enable",
     "exporting",
@@ -219,18 +220,21 @@ def answered(span: Span, model: str, usage: Mapping[str, int], latency_ms: float
     span.set("loopengine.llm.latency_ms", round(latency_ms, 3))
 
 
-def outgoing() -> dict[str, str]:
-    """The ``traceparent`` header an outgoing request carries: the current span's, when this
-    process traces."""
+def current() -> str | None:
+    """The current span's ``traceparent``, when this process traces and a span is open."""
     if _tracer is None:
-        return {}
+        return None
     from opentelemetry.trace import get_current_span
 
     context = get_current_span().get_span_context()
     if not context.is_valid:
-        return {}
-    value = f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
-    return {TRACEPARENT: value}
+        return None
+    return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+
+
+def outgoing() -> dict[str, str]:
+    """The headers an outgoing request carries: the current span's ``traceparent``, if any."""
+    return carried(current())
 
 
 def _remote(parent: str) -> Any:

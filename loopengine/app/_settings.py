@@ -16,7 +16,6 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import loopengine._tracing as tracing
 from loopengine._hosts import unlisted
 from loopengine._suggestions import did_you_mean
 from loopengine.contract import (
@@ -119,6 +118,8 @@ class Settings:
         """Export spans while the block runs, and those still held at its end, when
         ``tracing.otlp_endpoint`` or ``$OTEL_EXPORTER_OTLP_ENDPOINT`` asks for them;
         ``ContractError`` naming what asked when OpenTelemetry is not installed."""
+        import loopengine._tracing as tracing
+
         wanted = tracing.exporting(self._value("tracing"), os.environ)
         if wanted is None:
             yield
@@ -135,6 +136,8 @@ class Settings:
 
     def _asked_traces(self, message: str) -> str:
         """``message`` after what asked for traces: the environment, or the config's line."""
+        import loopengine._tracing as tracing
+
         for name in (tracing.TRACES_ENDPOINT_ENV, tracing.ENDPOINT_ENV):
             if os.environ.get(name):
                 return f"${name}: {message}"

@@ -436,8 +436,10 @@ class Engine:
         if not events:
             return []
         now = self.services.clock()
+        trace = tracing.current()
         return [
-            AppendEvent(name, run.loop.id, data, now, run.execution_id) for name, data in events
+            AppendEvent(name, run.loop.id, data, now, run.execution_id, trace)
+            for name, data in events
         ]
 
     async def _suspend(self, run: Run, recorder: Journal) -> RequestApproval:

@@ -17,6 +17,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 import loopengine._tracing as tracing
 from loopengine.contract import Config
 from loopengine.skills import Registry
+from loopengine.store import signals
 from loopengine.testing import FakeLLMServer, reply, status
 from tests.builtins.http_server import HostileServer, serving
 from tests.engine.conftest import Harness, open_harness
@@ -48,6 +49,13 @@ act:
   actions:
     - action_id: explode
       skill_id: boom
+"""
+EMITS = """\
+id: emits
+trigger: {type: manual}
+decide: {decision_tree: [], fallback_action: log_only}
+emit:
+  - {on: [completed], event: infra.cache.cleaned}
 """
 PARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
@@ -201,3 +209,14 @@ async def test_an_execution_continues_the_trace_its_triggers_traceparent_names(
     assert execution.parent.is_remote
     assert f"{execution.context.trace_id:032x}" == PARENT.split("-")[1]
     assert f"{execution.parent.span_id:016x}" == PARENT.split("-")[2]
+
+
+async def test_an_event_the_loop_emits_keeps_its_executions_traceparent(
+    traced: Harness, spans: InMemorySpanExporter
+) -> None:
+    await traced.engine.run(traced.loop(EMITS))
+    execution = _named(spans, "execution emits").context
+    assert execution is not None
+    [event] = await traced.store.read(signals.list_events, lambda name: True, 10)
+    expected = f"00-{execution.trace_id:032x}-{execution.span_id:016x}-{execution.trace_flags:02x}"
+    assert event.traceparent == expected
