@@ -111,6 +111,16 @@ def test_run_exports_to_the_collector_otel_exporter_otlp_endpoint_names(
         _exported_tree(collector)
 
 
+def test_a_sample_ratio_of_zero_exports_no_span(workspace: Path) -> None:
+    with collecting() as collector:
+        _configure(
+            workspace, f"tracing: {{otlp_endpoint: '{collector.endpoint}', sample_ratio: 0}}\n"
+        )
+        done = _run(workspace)
+        assert done.returncode == 0, done.stderr
+        assert collector.received() == []
+
+
 def test_an_unreachable_collector_fails_no_run(workspace: Path) -> None:
     _configure(workspace, f"tracing: {{otlp_endpoint: 'http://127.0.0.1:{_closed_port()}'}}\n")
     done = _run(workspace)
