@@ -31,11 +31,11 @@ __all__ = [
     "Span",
     "answered",
     "carried",
-    "chat_span",
     "current",
     "disable",
     "enable",
     "exporting",
+    "llm_span",
     "outgoing",
     "span",
     "start",
@@ -181,24 +181,25 @@ def span(
     name: str, attributes: Mapping[str, Any], parent: str | None = None
 ) -> AbstractContextManager[Span]:
     """A span around the ``with`` block, child of the current one, or of ``parent`` (a
-    ``traceparent``) when given; an exception leaving the block marks it failed."""
+    ``traceparent``, ignored when malformed) when given; an exception leaving the block marks
+    it failed."""
     if _tracer is None:
         return _OFF
-    return _recording(_tracer, name, attributes, parent)
+    return _recording(_tracer, name, attributes, traceparent(parent))
 
 
-def chat_span(
-    node: str, model: str, url: str, body: Mapping[str, Any]
+def llm_span(
+    operation: str, node: str, model: str, url: str, body: Mapping[str, Any]
 ) -> AbstractContextManager[Span]:
-    """The span of one chat completion, with the GenAI semantic conventions' request attributes
-    (``gen_ai.*``) and the node's address."""
+    """The span of one call to a node (``operation``: ``chat``, ``embeddings``), with the GenAI
+    semantic conventions' request attributes (``gen_ai.*``) and the node's address."""
     if _tracer is None:
         return _OFF
     from urllib.parse import urlsplit
 
     address = urlsplit(url)
     attributes = {
-        "gen_ai.operation.name": "chat",
+        "gen_ai.operation.name": operation,
         "gen_ai.system": _PROVIDER,
         "gen_ai.provider.name": _PROVIDER,
         "gen_ai.request.model": model,
@@ -209,11 +210,11 @@ def chat_span(
     for key in ("max_tokens", "temperature"):
         if key in body:
             attributes[f"gen_ai.request.{key}"] = body[key]
-    return _recording(_tracer, f"chat {model}", attributes, None, client=True)
+    return _recording(_tracer, f"{operation} {model}", attributes, None, client=True)
 
 
 def answered(span: Span, model: str, usage: Mapping[str, int], latency_ms: float) -> None:
-    """Tell a chat span what the node answered: its model, tokens and latency."""
+    """Tell a chat completion's span what the node answered: its model, tokens and latency."""
     span.set("gen_ai.response.model", model)
     span.set("gen_ai.usage.input_tokens", int(usage.get("prompt_tokens", 0)))
     span.set("gen_ai.usage.output_tokens", int(usage.get("completion_tokens", 0)))

@@ -1,5 +1,6 @@
-"""An OTLP/HTTP collector on 127.0.0.1 for the tests: it accepts ``POST /v1/traces`` in
-protobuf, as the SDK's exporter sends it, and keeps each span it decodes."""
+"""Spans for the tests: kept in memory by the SDK's exporter (the ``spans`` fixture), or received
+by an OTLP/HTTP collector on 127.0.0.1 that accepts ``POST /v1/traces`` in protobuf, as the SDK's
+exporter sends it, and keeps each span it decodes."""
 
 from __future__ import annotations
 
@@ -10,12 +11,31 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-__all__ = ["Collector", "ReceivedSpan", "collecting"]
+import loopengine._tracing as tracing
+
+__all__ = ["Collector", "ReceivedSpan", "collecting", "spans"]
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    """The spans this process ends while the test runs, each as it ends."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.enable(provider)
+    try:
+        yield exporter
+    finally:
+        tracing.disable()
 
 
 @dataclass(frozen=True)

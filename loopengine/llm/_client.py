@@ -1,6 +1,6 @@
 """The OpenAI-compatible client: one shared httpx client per node, a total deadline per call,
 retries with backoff on connect errors, 429 and 5xx (honouring ``Retry-After``); plain or
-streamed (server-sent events); a span per chat completion when the process traces."""
+streamed (server-sent events); a span per call when the process traces."""
 
 from __future__ import annotations
 
@@ -234,7 +234,7 @@ class ChatClient:
                 return await self._streamed(body, started, on_text)
             return await self._plain(body, started)
 
-        with tracing.chat_span(self.name, self.node.model, self.node.base_url, body) as span:
+        with tracing.llm_span("chat", self.name, self.node.model, self.node.base_url, body) as span:
             done = await self._within_deadline(attempt)
             tracing.answered(span, done.model, done.usage, done.latency_ms)
         return done
@@ -281,7 +281,8 @@ class ChatClient:
                 raise self._refused(response)
             return self._vectors(response, len(texts))
 
-        return await self._within_deadline(attempt)
+        with tracing.llm_span("embeddings", self.name, model, self.node.base_url, {}):
+            return await self._within_deadline(attempt)
 
     def _vectors(self, response: httpx.Response, count: int) -> list[list[float]]:
         """The vectors of an embeddings answer, in the order of its ``index`` fields, which must

@@ -9,8 +9,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
@@ -21,6 +20,9 @@ from loopengine.store import signals
 from loopengine.testing import FakeLLMServer, reply, status
 from tests.builtins.http_server import HostileServer, serving
 from tests.engine.conftest import Harness, open_harness
+from tests.otlp import spans
+
+__all__ = ["spans"]
 
 pytestmark = pytest.mark.anyio
 
@@ -58,18 +60,6 @@ emit:
   - {on: [completed], event: infra.cache.cleaned}
 """
 PARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracing.enable(provider)
-    try:
-        yield exporter
-    finally:
-        tracing.disable()
 
 
 @pytest.fixture
