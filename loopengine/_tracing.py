@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from loopengine._secrets import redact
 
@@ -53,16 +53,11 @@ _PROVIDER = "openai"
 """The protocol every node speaks (``gen_ai.provider.name``): OpenAI's chat completions."""
 
 
-class Span(Protocol):
-    """What a call site may tell its span: an attribute, or that its work failed."""
+class Span:
+    """What a call site may tell its span: an attribute, or that its work failed. This one, the
+    span of a process that does not trace, keeps nothing."""
 
-    def set(self, key: str, value: str | int | float | bool) -> None: ...
-
-    def fail(self, message: str) -> None: ...
-
-
-class _Off:
-    """The span of a process that does not trace: it keeps nothing."""
+    __slots__ = ()
 
     def set(self, key: str, value: str | int | float | bool) -> None:
         pass
@@ -71,7 +66,9 @@ class _Off:
         pass
 
 
-class _Recording:
+class _Recording(Span):
+    __slots__ = ("span",)
+
     def __init__(self, span: OtelSpan) -> None:
         self.span = span
 
@@ -84,7 +81,7 @@ class _Recording:
         self.span.set_status(Status(StatusCode.ERROR, redact(message)))
 
 
-_OFF: AbstractContextManager[Span] = nullcontext(_Off())
+_OFF: AbstractContextManager[Span] = nullcontext(Span())
 _tracer: Tracer | None = None
 _provider: TracerProvider | None = None
 
