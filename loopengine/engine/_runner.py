@@ -341,18 +341,19 @@ class Engine:
         finishing is not finished twice (its last commit completes; cut short before it, the
         execution is found ``interrupted`` later and resumes).
         """
-        try:
-            with tracing.span(*_execution_span(run)) as span:
+        with tracing.span(*_execution_span(run)) as span:
+            try:
                 done = await self._drive(run, recorder, start)
-                _ended(span, done)
-                return done
-        except anyio.get_cancelled_exc_class():
-            if not run.finishing and not self._abandoned(run):
-                with anyio.CancelScope(shield=True):
-                    await self.finish(run, recorder, Outcome.CANCELLED, [], "cancelled")
-            raise
-        finally:
-            self._abandoned_jobs.discard(run.envelope.job_id)
+            except anyio.get_cancelled_exc_class():
+                if not run.finishing and not self._abandoned(run):
+                    with anyio.CancelScope(shield=True):
+                        cancelled = Outcome.CANCELLED
+                        _ended(span, await self.finish(run, recorder, cancelled, [], "cancelled"))
+                raise
+            finally:
+                self._abandoned_jobs.discard(run.envelope.job_id)
+            _ended(span, done)
+            return done
 
     def _not_run(
         self, run: Run, phase: Phase, spec: Any, outcome: Outcome | None, acted: bool

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import anyio
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -58,6 +59,16 @@ trigger: {type: manual}
 decide: {decision_tree: [], fallback_action: log_only}
 emit:
   - {on: [completed], event: infra.cache.cleaned}
+"""
+SLOW = """\
+id: slow
+trigger: {type: manual}
+decide: {decision_tree: [], fallback_action: wait}
+act:
+  actions:
+    - action_id: wait
+      skill_id: slow
+      params: {seconds: 60}
 """
 PARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
@@ -210,3 +221,16 @@ async def test_an_event_the_loop_emits_keeps_its_executions_traceparent(
     [event] = await traced.store.read(signals.list_events, lambda name: True, 10)
     expected = f"00-{execution.trace_id:032x}-{execution.span_id:016x}-{execution.trace_flags:02x}"
     assert event.traceparent == expected
+
+
+async def test_a_cancelled_execution_records_its_end_inside_its_span(
+    traced: Harness, spans: InMemorySpanExporter
+) -> None:
+    loop = traced.loop(SLOW)
+    with anyio.move_on_after(0.5):
+        await traced.engine.run(loop)
+    execution, store = _named(spans, "execution slow"), _named(spans, "phase store")
+    assert _parent_id(store) == _span_id(execution)
+    assert execution.attributes is not None
+    assert execution.attributes["loopengine.outcome"] == "cancelled"
+    assert execution.status.status_code is StatusCode.ERROR
