@@ -44,6 +44,18 @@ act:
       skill_id: http.request
       params: {url: '${ input.url }'}
 """
+SENDS = """\
+id: sends
+trigger: {{type: manual}}
+params:
+  url: {{type: string}}
+decide: {{decision_tree: [], fallback_action: send}}
+act:
+  actions:
+    - action_id: send
+      skill_id: {skill}
+      params: {{url: '${{ input.url }}', {body}: {{state: down}}}}
+"""
 FAILS = """\
 id: fails
 trigger: {type: manual}
@@ -173,15 +185,15 @@ async def test_a_refused_llm_call_sets_its_spans_error_status(
     assert chat.attributes["error.type"] == "LLMError"
 
 
-async def test_http_request_sends_the_traceparent_of_its_skill_span(
-    traced: Harness, spans: InMemorySpanExporter, llm: FakeLLMServer, web: HostileServer
+@pytest.mark.parametrize(("skill", "body"), [("http.request", "json"), ("webhook.send", "payload")])
+async def test_an_outgoing_request_sends_the_traceparent_of_its_skill_span(
+    traced: Harness, spans: InMemorySpanExporter, web: HostileServer, skill: str, body: str
 ) -> None:
-    llm.script("ol1", [reply("Hello.")])
-    await traced.engine.run(traced.loop(ASKS_AND_CALLS), inputs={"url": web.url("/echo")})
-    call = _named(spans, "skill http.request")
-    assert call.context is not None
+    loop = traced.loop(SENDS.format(skill=skill, body=body))
+    await traced.engine.run(loop, inputs={"url": web.url("/echo")})
+    context = _named(spans, f"skill {skill}").context
+    assert context is not None
     [sent] = [seen for seen in web.seen if seen["path"] == "/echo"]
-    context = call.context
     expected = f"00-{context.trace_id:032x}-{context.span_id:016x}-{context.trace_flags:02x}"
     assert sent["headers"]["traceparent"] == expected
 
