@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ENDPOINT_ENV",
     "INSTALL",
+    "SERVICE_ENV",
     "TRACEPARENT",
     "TRACES_ENDPOINT_ENV",
     "Exporting",
@@ -46,6 +47,7 @@ __all__ = [
 TRACEPARENT = "traceparent"
 ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_ENDPOINT"
 TRACES_ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+SERVICE_ENV = "OTEL_SERVICE_NAME"
 INSTALL = "pip install 'loopengine[otel]'"
 _MAX_HEADER = 512
 _HEADER = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?", re.DOTALL)
@@ -131,13 +133,16 @@ class Exporting:
 def exporting(config: Mapping[str, Any] | None, environ: Mapping[str, str]) -> Exporting | None:
     """How this process exports spans, or None when nothing asks for traces: the traces URL of
     ``$OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, else ``/v1/traces`` under
-    ``$OTEL_EXPORTER_OTLP_ENDPOINT``, else under the config's ``otlp_endpoint``."""
+    ``$OTEL_EXPORTER_OTLP_ENDPOINT``, else under the config's ``otlp_endpoint``;
+    ``$OTEL_SERVICE_NAME`` names the service over the config's ``service_name``."""
     config = config or {}
     base = environ.get(ENDPOINT_ENV) or config.get("otlp_endpoint")
     url = environ.get(TRACES_ENDPOINT_ENV) or (base and base.rstrip("/") + "/v1/traces")
     if not url:
         return None
     kept = {k: config[k] for k in ("service_name", "sample_ratio", "timeout_s") if k in config}
+    if environ.get(SERVICE_ENV):
+        kept["service_name"] = environ[SERVICE_ENV]
     return Exporting(url, **kept)
 
 

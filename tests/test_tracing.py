@@ -66,6 +66,10 @@ def test_the_standard_environment_variables_override_the_config() -> None:
     )
     traces = {**base, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://other:4318/traces"}
     assert tracing.exporting(None, traces) == tracing.Exporting("http://other:4318/traces")
+    named = {**base, "OTEL_SERVICE_NAME": "nightly"}
+    assert tracing.exporting({"service_name": "x"}, named) == tracing.Exporting(
+        "http://collector.internal:4318/v1/traces", service_name="nightly"
+    )
 
 
 def test_a_process_that_does_not_trace_hands_out_one_no_op_span() -> None:
