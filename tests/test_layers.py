@@ -29,6 +29,7 @@ BASE = frozenset(
         "_resources",
         "_secrets",
         "_startup",
+        "_tracing",
     }
 )
 """Modules every layer may use; they import only one another."""

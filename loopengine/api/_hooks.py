@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
+import loopengine._tracing as tracing
 from loopengine._json import NonFiniteNumber, loads
 from loopengine._secrets import remember
 from loopengine.api._context import ApiContext, queue_firing, queued_job
@@ -63,7 +64,7 @@ def add_hook_routes(app: FastAPI, context: ApiContext) -> None:
         key = _secret_key(context, route)
         body = await request.body()  # bounded by BodyBounds, to this hook's max_body_bytes
         delivery = _delivery(context, route, key, request, body)
-        firing = _firing(route, delivery, _payload(body))
+        firing = _firing(route, delivery, _payload(body), request.headers.get(tracing.TRACEPARENT))
         replayable = replay_digest(route.trigger.config.style, body) if key else None
         taken, queued = await _queued(context, route, firing, replayable)
         _log(context, route, delivery, taken)
@@ -165,14 +166,16 @@ def _payload(body: bytes) -> Any:
     return payload
 
 
-def _firing(route: HookRoute, delivery: str, payload: Any) -> Firing:
-    """The job of a delivery; its idempotency key names the loop, trigger and delivery id."""
+def _firing(route: HookRoute, delivery: str, payload: Any, traceparent: str | None) -> Firing:
+    """The job of a delivery; its idempotency key names the loop, trigger and delivery id, and
+    its execution continues the sender's trace (``traceparent``)."""
     trigger = {
         "type": "webhook",
         "id": route.trigger_id,
         "path": route.path,
         "delivery_id": delivery,
         "data": payload,
+        **tracing.carried(traceparent),
     }
     return Firing(route.loop, trigger, f"webhook:{_named(route, delivery)}")
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
+import loopengine._tracing as tracing
 from loopengine.api._context import ApiContext, queue_manual
 from loopengine.app import (
     MAX_LISTED,
@@ -202,9 +203,11 @@ def _add_controls(app: FastAPI, context: ApiContext) -> None:
         request: TriggerIn,
         response: Response,
         idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+        traceparent: Annotated[str | None, Header()] = None,
     ) -> TriggerAccepted:
         """Queue a manual job, as ``loopengine trigger`` does; a repeated ``Idempotency-Key``
-        (per loop) answers with the first job (200) instead of queueing another."""
+        (per loop) answers with the first job (200) instead of queueing another. Its execution
+        continues the trace of a W3C ``traceparent`` (one malformed is ignored)."""
         loop = context.loop(loop_id)
         if loop is None:
             raise HTTPException(404, f"no loop {loop_id!r} is served (see GET /loops)")
@@ -220,6 +223,7 @@ def _add_controls(app: FastAPI, context: ApiContext) -> None:
                 "api",
                 idempotency_key=idempotency_key,
                 dry_run=request.dry_run,
+                traceparent=tracing.traceparent(traceparent),
             ),
         )
         if queued.status == "duplicate":
@@ -227,13 +231,17 @@ def _add_controls(app: FastAPI, context: ApiContext) -> None:
         return TriggerAccepted(job_id=queued.job_id, loop_id=loop_id, status=queued.status)
 
     @app.post("/events", status_code=202)
-    async def post_event(event: EventIn) -> EventAccepted:
+    async def post_event(
+        event: EventIn, traceparent: Annotated[str | None, Header()] = None
+    ) -> EventAccepted:
         """Append an event to the log, as ``loopengine emit`` does; the loops it fires are
-        queued by the dispatcher."""
+        queued by the dispatcher, their executions in the trace of a W3C ``traceparent`` (one
+        malformed is ignored)."""
         if problem := event_data_problem(event.data):
             raise HTTPException(413 if problem.too_large else 422, problem.message)
         try:
-            appended = await perform(context.store, emit(event.name, event.data, "api"))
+            carried = tracing.traceparent(traceparent)
+            appended = await perform(context.store, emit(event.name, event.data, "api", carried))
         except ContractError as exc:
             raise HTTPException(422, str(exc)) from None
         context.wake()

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+import loopengine._tracing as tracing
 from loopengine.contract import Loop
 from loopengine.store import new_envelope, queue
 from loopengine.store.intake import Arrival
@@ -42,13 +43,15 @@ class Firing:
 
     def arrival(self, now: float) -> Arrival:
         """The firing as the queue takes it: a job with a new envelope, keyed by the firing's
-        idempotency key, under its loop's overlap policy."""
+        idempotency key, under its loop's overlap policy; the envelope's trace id is the
+        trigger's ``traceparent``'s, when it has one."""
         envelope = new_envelope(
             self.loop.id,
             self.payload,
             scope=self.scope,
             constraints=self.constraints,
             idempotency_key=self.idempotency_key,
+            trace_id=tracing.trace_id(self.trigger.get(tracing.TRACEPARENT)),
         )
         job = queue.Job(
             id=envelope.job_id,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeAlias, TypeVar
 from zoneinfo import ZoneInfo
 
+import loopengine._tracing as tracing
 from loopengine._json import JSONObject
 from loopengine.errors import ContractError, NotFound, NotResumable
 from loopengine.store import (
@@ -309,10 +310,12 @@ def trigger(
     *,
     idempotency_key: str | None = None,
     dry_run: bool = False,
+    traceparent: str | None = None,
 ) -> Operation[Queued]:
     """Queue a manual job of ``loop`` with ``inputs`` (checked already); a repeated
     ``idempotency_key`` of the loop answers with its first job. ``ContractError`` with the
-    reason when the loop does not take it (paused, overlap)."""
+    reason when the loop does not take it (paused, overlap). Its execution continues the trace
+    ``traceparent`` names, if any."""
     from loopengine.app._intake import Firing
     from loopengine.store import intake, new_id
 
@@ -322,7 +325,8 @@ def trigger(
     else:
         key = f"manual:{new_id()}"
     constraints = {"dry_run": True} if dry_run else None
-    firing = Firing(loop, {"type": "manual", "id": source}, key, inputs, constraints=constraints)
+    trigger = {"type": "manual", "id": source, **tracing.carried(traceparent)}
+    firing = Firing(loop, trigger, key, inputs, constraints=constraints)
     now = time.time()
     taken, job = yield from _write(intake.enqueue_keyed, firing.arrival(now), now)
     if job is None or taken.status not in (queue.QUEUED, intake.DUPLICATE):
@@ -337,16 +341,19 @@ def finished_job(job_id: str) -> Operation[queue.Job | None]:
     return job if job is not None and job.status in (queue.DONE, queue.SKIPPED) else None
 
 
-def emit(name: str, data: Any, source: str) -> Operation[signals.Event]:
-    """Append an event to the log (a daemon fires the loops whose patterns match it);
-    ``ContractError`` when ``name`` is not an event name. ``data`` is bounded already."""
+def emit(
+    name: str, data: Any, source: str, traceparent: str | None = None
+) -> Operation[signals.Event]:
+    """Append an event to the log (a daemon fires the loops whose patterns match it, in the
+    trace ``traceparent`` names, if any); ``ContractError`` when ``name`` is not an event name.
+    ``data`` is bounded already."""
     from loopengine.triggers import event_problem
 
     if problem := event_problem(name):
         raise ContractError(problem)
     now = time.time()
-    event_id = yield from _write(signals.insert_event, name, source, data, now)
-    return signals.Event(event_id, name, source, data, None, now)
+    event_id = yield from _write(signals.insert_event, name, source, data, now, None, traceparent)
+    return signals.Event(event_id, name, source, data, None, now, traceparent)
 
 
 def events(

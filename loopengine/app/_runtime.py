@@ -67,25 +67,28 @@ async def open_runtime(
 ) -> AsyncIterator[Runtime]:
     """Open the store (without ``create``, ``ContractError`` when there is none: only the
     commands that run loops or feed them make one), recover executions a dead process left,
-    escalate overdue approvals."""
+    escalate overdue approvals; spans are exported meanwhile when the settings ask for them."""
     workspace = load_workspace(config)
     if not create:
         with read_store(workspace.settings):
             pass
-    async with Store.open(workspace.settings.database_url) as store:
-        services = Services(
-            workspace.registry,
-            store,
-            workspace.config,
-            workspace.base,
-            progress=_relay(progress),
-            private=workspace.settings.private,
-        )
-        runtime = Runtime(workspace, store, Engine(services, listener), LoopLoader(workspace.env))
-        settle()
-        try:
-            await recover_interrupted(runtime.engine)
-            await escalate_overdue(runtime.engine, runtime.load_loop)
-            yield runtime
-        finally:
-            await services.aclose()
+    with workspace.settings.traced():
+        async with Store.open(workspace.settings.database_url) as store:
+            services = Services(
+                workspace.registry,
+                store,
+                workspace.config,
+                workspace.base,
+                progress=_relay(progress),
+                private=workspace.settings.private,
+            )
+            runtime = Runtime(
+                workspace, store, Engine(services, listener), LoopLoader(workspace.env)
+            )
+            settle()
+            try:
+                await recover_interrupted(runtime.engine)
+                await escalate_overdue(runtime.engine, runtime.load_loop)
+                yield runtime
+            finally:
+                await services.aclose()

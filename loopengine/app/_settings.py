@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath, PureWindowsPath
@@ -111,6 +112,37 @@ class Settings:
     def storage_names(self) -> frozenset[str]:
         """The names of the configured artifact storages (``storage:``)."""
         return frozenset(self._value("storage") or ())
+
+    @contextmanager
+    def traced(self) -> Iterator[None]:
+        """Export spans while the block runs, and those still held at its end, when
+        ``tracing.otlp_endpoint`` or ``$OTEL_EXPORTER_OTLP_ENDPOINT`` asks for them;
+        ``ContractError`` naming what asked when OpenTelemetry is not installed."""
+        import loopengine._tracing as tracing
+
+        wanted = tracing.exporting(self._value("tracing"), os.environ)
+        if wanted is None:
+            yield
+            return
+        try:
+            tracing.start(wanted)
+        except ImportError:
+            missing = f"traces asked for, but OpenTelemetry is not installed: {tracing.INSTALL}"
+            raise ContractError(self._asked_traces(missing)) from None
+        try:
+            yield
+        finally:
+            tracing.disable()
+
+    def _asked_traces(self, message: str) -> str:
+        """``message`` after what asked for traces: the environment, or the config's line."""
+        import loopengine._tracing as tracing
+
+        for name in (tracing.TRACES_ENDPOINT_ENV, tracing.ENDPOINT_ENV):
+            if os.environ.get(name):
+                return f"${name}: {message}"
+        assert self.document is not None
+        return self.document.diagnostic(("tracing", "otlp_endpoint"), message).format()
 
     def _database(self) -> str:
         return str(self._value("database"))

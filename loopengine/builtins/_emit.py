@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, FiniteFloat, StringConstraints
 
+import loopengine._tracing as tracing
 from loopengine.errors import SkillError
 from loopengine.skills import SkillContext, SkillOutput, skill
 
@@ -78,7 +79,8 @@ async def emit_event(
     event = {"name": name, "data": payload, "emitted": not skipped}
     if skipped:
         return SkillOutput(data={"event": event})
-    appended = AppendEvent(name, ctx.loop_id, payload, ctx.clock(), ctx.execution_id)
+    trace = tracing.current()
+    appended = AppendEvent(name, ctx.loop_id, payload, ctx.clock(), ctx.execution_id, trace)
     return SkillOutput(data={"event": event}, effects=(appended,))
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field
 
+import loopengine._tracing as tracing
 from loopengine._json import JSON, JSONObject
 from loopengine._secrets import redact
 from loopengine.errors import SkillError
@@ -150,13 +151,16 @@ async def _answered(request: Request, allowed: Allowed) -> tuple[Reply, str]:
 async def _followed(
     client: httpx.AsyncClient, request: Request, allowed: Allowed
 ) -> tuple[Reply, str]:
-    """The answer after the redirects, each hop to a destination checked as the first was."""
+    """The answer after the redirects, each hop to a destination checked as the first was; the
+    current span's ``traceparent`` goes with it unless the request sets its own."""
     import httpx
 
     from loopengine.builtins._net import send
 
     method, url, content = request.method, request.url, request.content
     headers = httpx.Headers(request.headers)
+    for name, value in tracing.outgoing().items():
+        headers.setdefault(name, value)
     for _ in range(MAX_REDIRECTS + 1):
         reply = await send(
             client, method, url, allowed, limit=MAX_BODY, headers=headers, content=content

@@ -23,6 +23,7 @@ __all__ = [
     "KnowledgeCollection",
     "Node",
     "RedisStream",
+    "Tracing",
     "WebFallback",
 ]
 
@@ -341,9 +342,39 @@ class KnowledgeCollection(Strict):
         return None if found is None else f"{found.node}/{found.model}"
 
 
+class Tracing(Strict):
+    """Where spans go: an OTLP/HTTP collector (needs ``pip install 'loopengine[otel]'``)."""
+
+    otlp_endpoint: str | None = Field(
+        None,
+        pattern=r"^https?://[^/?#]+/?[^?#]*$",
+        max_length=2000,
+        description="The collector's base URL, spans posted to `/v1/traces` under it; "
+        "`$OTEL_EXPORTER_OTLP_ENDPOINT` overrides it (default: no traces).",
+        examples=["http://127.0.0.1:4318"],
+    )
+    service_name: str = Field(
+        "loopengine", min_length=1, max_length=200, description="The spans' `service.name`."
+    )
+    sample_ratio: float = Field(
+        1.0,
+        ge=0,
+        le=1,
+        description="Share of new traces kept; a trace started upstream follows its sender's "
+        "choice.",
+    )
+    timeout_s: float = Field(
+        3,
+        gt=0,
+        le=60,
+        description="Deadline of one export, retries included (an unreachable collector "
+        "delays the end of `loopengine run` by at most this).",
+    )
+
+
 class Config(Strict):
     """loopengine.yaml: database, plugins, tools sandbox, cluster, storage, daemon, events,
-    autolearn, actions, knowledge."""
+    autolearn, actions, knowledge, tracing."""
 
     database: str = Field(
         DEFAULT_DATABASE, description="SQLAlchemy URL: `sqlite:///path` or `postgresql://…`."
@@ -385,4 +416,7 @@ class Config(Strict):
     knowledge: dict[str, KnowledgeCollection] = Field(
         default_factory=dict,
         description="Knowledge bases by name, for `loopengine knowledge` and the RAG skills.",
+    )
+    tracing: Tracing = Field(
+        Tracing.model_construct(), description="OpenTelemetry traces, exported by OTLP/HTTP."
     )

@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 
+import loopengine._tracing as tracing
 from loopengine.app import Firing
 from loopengine.contract import Loop
 from loopengine.daemon._log import DaemonLog, log_intake
@@ -133,6 +134,7 @@ class Dispatcher:
                 "type": "event",
                 "id": route.trigger_id,
                 "event": {**subject, "created_at": iso(event.created_at)},
+                **tracing.carried(event.traceparent),
             }
             key = f"event:{event.id}:{route.loop.id}:{route.trigger_id}"
             firings.append(Firing(route.loop, trigger, key, scope=scope))

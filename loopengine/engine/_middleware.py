@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+import loopengine._tracing as tracing
 from loopengine._secrets import redact
 from loopengine.contract import Budget
 from loopengine.engine._results import kept
@@ -174,10 +175,18 @@ class _Retry(_Layer):
                 await anyio.sleep(delay)
 
 
+def _skill_attributes(call: SkillCall) -> dict[str, Any]:
+    return {
+        "loopengine.skill": call.definition.name,
+        "loopengine.step": call.ctx.step,
+        "loopengine.attempt": call.attempts or 1,
+    }
+
+
 class _Trace(_Layer):
     """Records each call (step, attempts, duration, ok, metrics; for an action's call what it
-    returned, bounded) for the phase record; a skill's metrics are also summed into the
-    execution's, and its writes join the phase's commit."""
+    returned, bounded) for the phase record, and in a span; a skill's metrics are also summed
+    into the execution's, and its writes join the phase's commit."""
 
     async def __call__(self, call: SkillCall) -> SkillOutput:
         started = time.perf_counter()
@@ -185,7 +194,8 @@ class _Trace(_Layer):
         if call.keep_result and call.ctx.dry_run:
             entry["dry_run"] = True
         try:
-            result = await self.inner(call)
+            with tracing.span(f"skill {call.definition.name}", _skill_attributes(call)):
+                result = await self.inner(call)
         except BaseException as exc:
             entry.update(ok=False, error=f"{type(exc).__name__}: {exc}")
             raise

@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 
+import loopengine._tracing as tracing
 from loopengine.contract import Act, BuiltinAction, Loop, Outcome, Phase
 from loopengine.engine._logs import ExecutionLog
 from loopengine.engine._persistence import (
@@ -69,6 +70,25 @@ ORDER: tuple[tuple[Phase, PhaseFn], ...] = (
     (Phase.LEARN, run_learn),
 )
 _AFTER_ACT = frozenset({Phase.LEARN})
+
+
+def _execution_span(run: Run) -> tuple[str, dict[str, Any], str | None]:
+    """The name, attributes and remote parent (the trigger's ``traceparent``) of an execution's
+    span."""
+    attributes = {
+        "loopengine.loop.id": run.loop.id,
+        "loopengine.execution.id": run.execution_id,
+        "loopengine.job.id": run.envelope.job_id,
+        "loopengine.trigger.type": run.trigger_type,
+        "loopengine.dry_run": run.dry_run,
+    }
+    return f"execution {run.loop.id}", attributes, run.data["trigger"].get(tracing.TRACEPARENT)
+
+
+def _ended(span: tracing.Span, done: ExecutionDone) -> None:
+    span.set("loopengine.outcome", done.outcome.value)
+    if not done.outcome.succeeded and done.outcome is not Outcome.AWAITING_APPROVAL:
+        span.fail(done.error or done.outcome.value)
 
 
 class ExecutionDone:
@@ -254,20 +274,10 @@ class Engine:
         started = clock()
         run.calls, run.written = [], []
         timeout_ms = spec.timeout_ms if spec is not None else None
-        try:
-            if timeout_ms is None:
-                output = await fn(run, self.services)
-            else:
-                with anyio.fail_after(timeout_ms / 1000):
-                    output = await fn(run, self.services)
-        except TimeoutError:
-            output = PhaseOutput(
-                stop=Outcome.TIMED_OUT, errors=[f"{phase} exceeded {timeout_ms} ms"]
-            )
-        except BudgetExceeded as exc:
-            output = PhaseOutput(stop=Outcome.BUDGET_EXCEEDED, errors=[str(exc)])
-        except LoopEngineError as exc:
-            output = PhaseOutput(stop=Outcome.FAILED, errors=[str(exc)])
+        with tracing.span(f"phase {phase}", {"loopengine.phase": str(phase)}) as span:
+            output = await self._within(run, phase, fn, timeout_ms)
+            if output.errors:
+                span.fail("; ".join(output.errors))
         if run.calls:
             output.data["calls"] = run.calls
         output.effects.extend(run.written)
@@ -284,6 +294,23 @@ class Engine:
         if self.listener is not None:
             self.listener(run.loop.id, record)
         return record, output
+
+    async def _within(
+        self, run: Run, phase: Phase, fn: PhaseFn, timeout_ms: int | None
+    ) -> PhaseOutput:
+        """What the phase gives within its deadline; a timeout, a spent budget or an error of
+        the tree ends the execution with its outcome."""
+        try:
+            if timeout_ms is None:
+                return await fn(run, self.services)
+            with anyio.fail_after(timeout_ms / 1000):
+                return await fn(run, self.services)
+        except TimeoutError:
+            return PhaseOutput(stop=Outcome.TIMED_OUT, errors=[f"{phase} exceeded {timeout_ms} ms"])
+        except BudgetExceeded as exc:
+            return PhaseOutput(stop=Outcome.BUDGET_EXCEEDED, errors=[str(exc)])
+        except LoopEngineError as exc:
+            return PhaseOutput(stop=Outcome.FAILED, errors=[str(exc)])
 
     async def _failed_act(self, run: Run, output: PhaseOutput) -> None:
         """An act that failed part-way is undone when the loop enables auto-rollback."""
@@ -314,15 +341,19 @@ class Engine:
         finishing is not finished twice (its last commit completes; cut short before it, the
         execution is found ``interrupted`` later and resumes).
         """
-        try:
-            return await self._drive(run, recorder, start)
-        except anyio.get_cancelled_exc_class():
-            if not run.finishing and not self._abandoned(run):
-                with anyio.CancelScope(shield=True):
-                    await self.finish(run, recorder, Outcome.CANCELLED, [], "cancelled")
-            raise
-        finally:
-            self._abandoned_jobs.discard(run.envelope.job_id)
+        with tracing.span(*_execution_span(run)) as span:
+            try:
+                done = await self._drive(run, recorder, start)
+            except anyio.get_cancelled_exc_class():
+                if not run.finishing and not self._abandoned(run):
+                    with anyio.CancelScope(shield=True):
+                        cancelled = Outcome.CANCELLED
+                        _ended(span, await self.finish(run, recorder, cancelled, [], "cancelled"))
+                raise
+            finally:
+                self._abandoned_jobs.discard(run.envelope.job_id)
+            _ended(span, done)
+            return done
 
     def _not_run(
         self, run: Run, phase: Phase, spec: Any, outcome: Outcome | None, acted: bool
@@ -406,8 +437,10 @@ class Engine:
         if not events:
             return []
         now = self.services.clock()
+        trace = tracing.current()
         return [
-            AppendEvent(name, run.loop.id, data, now, run.execution_id) for name, data in events
+            AppendEvent(name, run.loop.id, data, now, run.execution_id, trace)
+            for name, data in events
         ]
 
     async def _suspend(self, run: Run, recorder: Journal) -> RequestApproval:

@@ -1,6 +1,6 @@
 """The OpenAI-compatible client: one shared httpx client per node, a total deadline per call,
 retries with backoff on connect errors, 429 and 5xx (honouring ``Retry-After``); plain or
-streamed (server-sent events)."""
+streamed (server-sent events); a span per call when the process traces."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, TypeVar
 import anyio
 import httpx
 
+import loopengine._tracing as tracing
 from loopengine.contract import Node
 from loopengine.errors import LLMError
 from loopengine.llm._stream import DONE, Assembly, event_data, token_usage
@@ -233,7 +234,10 @@ class ChatClient:
                 return await self._streamed(body, started, on_text)
             return await self._plain(body, started)
 
-        return await self._within_deadline(attempt)
+        with tracing.llm_span("chat", self.name, self.node.model, self.node.base_url, body) as span:
+            done = await self._within_deadline(attempt)
+            tracing.answered(span, done.model, done.usage, done.latency_ms)
+        return done
 
     async def _within_deadline(self, attempt: Callable[[], Awaitable[T]]) -> T:
         """``attempt()`` within the node's total deadline (``timeout_s``), tried again with
@@ -277,7 +281,8 @@ class ChatClient:
                 raise self._refused(response)
             return self._vectors(response, len(texts))
 
-        return await self._within_deadline(attempt)
+        with tracing.llm_span("embeddings", self.name, model, self.node.base_url, {}):
+            return await self._within_deadline(attempt)
 
     def _vectors(self, response: httpx.Response, count: int) -> list[list[float]]:
         """The vectors of an embeddings answer, in the order of its ``index`` fields, which must

@@ -97,6 +97,12 @@ def _grading_claims(connection: sa.Connection) -> None:
     indexes["ix_chat_scores_claimed"].create(connection, checkfirst=True)
 
 
+def _event_traces(connection: sa.Connection) -> None:
+    columns = {column["name"] for column in sa.inspect(connection).get_columns("events")}
+    if "traceparent" not in columns:  # a new database has it: version 1 creates today's table
+        connection.execute(sa.text("ALTER TABLE events ADD COLUMN traceparent VARCHAR(55)"))
+
+
 def _webhook_bodies(connection: sa.Connection) -> None:
     tables.webhook_bodies.create(connection, checkfirst=True)
 
@@ -324,6 +330,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(13, "an execution's phases, a row per commit", _phases_per_commit),
     Migration(14, "what an execution's skills logged", _execution_logs),
     Migration(15, "knowledge bases: files, chunks, their keyword index and vectors", _knowledge),
+    Migration(16, "events keep the trace they were appended under", _event_traces),
 )
 
 

@@ -152,6 +152,8 @@ events = sa.Table(
     sa.Column("data", sa.JSON, nullable=False),
     sa.Column("execution_id", sa.String(32)),
     sa.Column("created_at", sa.Float, nullable=False),
+    # The W3C traceparent the event was appended under: the loops it fires continue that trace.
+    sa.Column("traceparent", sa.String(55)),
     sa.Index("ix_events_name_created", "name", "created_at"),
 )
 

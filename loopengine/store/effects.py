@@ -130,16 +130,26 @@ class PutState:
 
 @dataclass(frozen=True, slots=True)
 class AppendEvent:
-    """An event the execution emits (its loop's ``emit``, an escalation)."""
+    """An event the execution emits (its loop's ``emit``, an escalation), under the trace
+    ``traceparent`` names, if any."""
 
     name: str
     source: str
     data: Any
     at: float
     execution_id: str | None = None
+    traceparent: str | None = None
 
     def apply(self, connection: sa.Connection) -> None:
-        insert_event(connection, self.name, self.source, self.data, self.at, self.execution_id)
+        insert_event(
+            connection,
+            self.name,
+            self.source,
+            self.data,
+            self.at,
+            self.execution_id,
+            self.traceparent,
+        )
 
 
 @dataclass(frozen=True, slots=True)

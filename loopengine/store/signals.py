@@ -41,6 +41,8 @@ class Event(Record):
     data: Any
     execution_id: str | None
     created_at: float
+    traceparent: str | None = None
+    """The W3C traceparent it was appended under, if any."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,11 +86,18 @@ def insert_event(
     data: Any,
     at: float,
     execution_id: str | None = None,
+    traceparent: str | None = None,
 ) -> int:
-    """Append an event to the log (secret values masked); its id (the log's order)."""
+    """Append an event to the log (secret values masked), under the trace ``traceparent``
+    names, if any; its id (the log's order)."""
     result = connection.execute(
         events.insert().values(
-            name=name, source=source, data=data, created_at=at, execution_id=execution_id
+            name=name,
+            source=source,
+            data=data,
+            created_at=at,
+            execution_id=execution_id,
+            traceparent=traceparent,
         )
     )
     key = result.inserted_primary_key

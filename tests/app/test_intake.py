@@ -125,3 +125,10 @@ def test_a_cron_slot_is_recorded_once_run_or_not(paused: bool) -> None:
     expected = ("paused", "the loop is paused") if paused else ("queued", None)
     assert statuses == [expected[0], "duplicate"]
     assert rows == [expected]
+
+
+def test_a_firing_in_a_senders_trace_gives_its_envelope_that_trace_id() -> None:
+    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+    trigger = {"type": "manual", "traceparent": f"00-{trace_id}-00f067aa0ba902b7-01"}
+    job = Firing(loop_with("{max: 1}"), trigger, "k").arrival(1.0).job
+    assert job.envelope["trace_id"] == trace_id

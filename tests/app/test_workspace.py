@@ -106,6 +106,15 @@ def test_storage_schemes_are_checked(tmp_path: Path) -> None:
     ]
 
 
+def test_tracing_settings_are_checked_by_the_schema(tmp_path: Path) -> None:
+    text = "tracing:\n  otlp_endpoint: grpc://127.0.0.1:4317\n  sample_ratio: 1.5\n"
+    assert _errors(tmp_path, text) == [
+        "2:18: tracing.otlp_endpoint: invalid value: expected the pattern "
+        "^https?://[^/?#]+/?[^?#]*$",
+        "3:17: tracing.sample_ratio: must be ≤ 1, got 1.5",
+    ]
+
+
 def test_a_missing_plugin_file_is_located(tmp_path: Path) -> None:
     (error,) = _errors(tmp_path, "plugins: [./nowhere.py]\n")
     assert error.startswith("1:11: plugins[0]: plugin file './nowhere.py' not found")

@@ -7,13 +7,16 @@ from typing import Any
 
 import httpx
 import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
 
 from loopengine.errors import LLMError
 from loopengine.llm import MAX_DIMENSIONS
 from loopengine.testing import FakeLLMServer, embedding, hang, raw, status
 from tests.llm.test_client import _client, http
+from tests.otlp import spans
 
-__all__ = ["http"]
+__all__ = ["http", "spans"]
 
 pytestmark = pytest.mark.anyio
 
@@ -92,3 +95,14 @@ async def test_a_node_that_hangs_fails_at_its_deadline(
     server.script("e", [hang(5)])
     with pytest.raises(LLMError, match=r"did not answer within 0\.5 s"):
         await _client(server, http, timeout_s=0.5).embed(["a"], "e")
+
+
+async def test_an_embeddings_call_is_a_client_span_with_the_genai_attributes(
+    server: FakeLLMServer, http: httpx.AsyncClient, spans: InMemorySpanExporter
+) -> None:
+    await _client(server, http).embed(["sky"], "e")
+    [span] = spans.get_finished_spans()
+    assert (span.name, span.kind) == ("embeddings e", SpanKind.CLIENT)
+    assert span.attributes is not None
+    assert span.attributes["gen_ai.operation.name"] == "embeddings"
+    assert span.attributes["gen_ai.request.model"] == "e"

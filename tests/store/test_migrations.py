@@ -159,6 +159,22 @@ def test_version_11_keeps_the_messages_and_what_tool_messages_say_of_their_run(
     ]
 
 
+def test_version_16_keeps_the_events_before_it_with_no_trace(connection: sa.Connection) -> None:
+    with connection.begin():
+        migrated_to(connection, 15)
+        connection.execute(sa.text("ALTER TABLE events DROP COLUMN traceparent"))
+        connection.execute(
+            sa.text(
+                "INSERT INTO events (name, source, data, created_at) "
+                "VALUES ('disk.cleaned', 'cli', '{}', 0.0)"
+            )
+        )
+    with connection.begin():
+        migrate(connection)
+    [event] = connection.execute(sa.text("SELECT name, traceparent FROM events")).all()
+    assert tuple(event) == ("disk.cleaned", None)
+
+
 def test_stores_opened_at_once_on_a_new_database_migrate_it_once(engine: sa.Engine) -> None:
     """Daemons started together on a fresh database: one migrates, the others wait for it and
     find the schema made (PostgreSQL created the same tables side by side, and all but one
