@@ -116,8 +116,9 @@ class Settings:
     @contextmanager
     def traced(self) -> Iterator[None]:
         """Export spans while the block runs, and those still held at its end, when
-        ``tracing.otlp_endpoint`` or ``$OTEL_EXPORTER_OTLP_ENDPOINT`` asks for them;
-        ``ContractError`` naming what asked when OpenTelemetry is not installed."""
+        ``tracing.otlp_endpoint`` or ``$OTEL_EXPORTER_OTLP_ENDPOINT`` asks for them. Without
+        OpenTelemetry installed, ``ContractError`` at the config's line when the config asks;
+        no traces when only the environment does, as it may be set for other programs."""
         import loopengine._tracing as tracing
 
         wanted = tracing.exporting(self._value("tracing"), os.environ)
@@ -128,21 +129,18 @@ class Settings:
             tracing.start(wanted)
         except ImportError:
             missing = f"traces asked for, but OpenTelemetry is not installed: {tracing.INSTALL}"
-            raise ContractError(self._asked_traces(missing)) from None
+            configured = (self._value("tracing") or {}).get("otlp_endpoint")
+            if configured:
+                assert self.document is not None
+                where = self.document.diagnostic(("tracing", "otlp_endpoint"), missing)
+                raise ContractError(where.format()) from None
+            logging.getLogger("loopengine").debug("no traces: $OTEL_*: %s", missing)
+            yield
+            return
         try:
             yield
         finally:
             tracing.disable()
-
-    def _asked_traces(self, message: str) -> str:
-        """``message`` after what asked for traces: the environment, or the config's line."""
-        import loopengine._tracing as tracing
-
-        for name in (tracing.TRACES_ENDPOINT_ENV, tracing.ENDPOINT_ENV):
-            if os.environ.get(name):
-                return f"${name}: {message}"
-        assert self.document is not None
-        return self.document.diagnostic(("tracing", "otlp_endpoint"), message).format()
 
     def _database(self) -> str:
         return str(self._value("database"))
