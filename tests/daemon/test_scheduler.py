@@ -49,7 +49,9 @@ def after_downtime(
                 store, DaemonLog(io.StringIO()), lambda: None, lambda: T0 + down_s
             )
             await scheduler.update([loop], [])
-            await scheduler._fire([scheduler.entries[("tick", "cron")]])
+            submitted = scheduler._submit([scheduler.entries[("tick", "cron")]])
+            assert submitted is not None
+            await scheduler._settle(*submitted)
             rows = await store.read(
                 lambda c: c.exec_driver_sql(
                     "SELECT scheduled_for - ?, status, reason FROM ticks "
