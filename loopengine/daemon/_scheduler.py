@@ -94,7 +94,7 @@ class Scheduler:
         self.on_queued = on_queued
         self.clock = clock
         self.entries: dict[tuple[str, str], _Entry] = {}
-        self._heap: list[tuple[float, int, tuple[str, str]]] = []
+        self._heap: list[tuple[float, int, _Entry]] = []
         self._order = itertools.count()
         """Ties in the heap break by push order (entries do not compare)."""
         self._changed = anyio.Event()
@@ -120,7 +120,7 @@ class Scheduler:
                 entry = _Entry(loop_id, trigger_id, rule, now if last is None else last, 0, 0, now)
                 self._plan_next(entry, entry.last)
                 self.entries[entry.key] = entry
-        self._heap = [(e.due, next(self._order), key) for key, e in self.entries.items()]
+        self._heap = [(e.due, next(self._order), e) for e in self.entries.values()]
         heapq.heapify(self._heap)
         self._changed.set()
 
@@ -154,9 +154,8 @@ class Scheduler:
                 continue
             due: list[_Entry] = []
             while self._heap and self._heap[0][0] <= now:
-                at, _, key = heapq.heappop(self._heap)
-                entry = self.entries.get(key)
-                if entry is not None and entry.due == at:
+                at, _, entry = heapq.heappop(self._heap)
+                if self.entries.get(entry.key) is entry and entry.due == at:
                     due.append(entry)
             submitted = self._submit(due)
             if submitted is not None:
@@ -169,7 +168,7 @@ class Scheduler:
         entry.due = jittered(entry.slot, jitter_s, key) if jitter_s else entry.slot
 
     def _push(self, entry: _Entry) -> None:
-        heapq.heappush(self._heap, (entry.due, next(self._order), entry.key))
+        heapq.heappush(self._heap, (entry.due, next(self._order), entry))
 
     def _decide(
         self, entry: _Entry, now: float
