@@ -38,6 +38,16 @@ __all__ = [
 MAX_BUILT = 64
 """Most loop definitions a daemon keeps built; the others are built again when a job runs."""
 
+_VOCABULARY = (
+    b"description: domain: version: metric: event_pattern: filter: scope: threshold webhook manual "
+    b"timezone: jitter_s: catchup_window: max_catchup: latest skip all concurrency: max: "
+    b"on_overlap: max_queue: detect: analyze: act: actions: validate: learn: store: "
+    b"retention_days: skill: params: when: condition: action: decision_tree: fallback_action: "
+    b"log_only decide: expression: config: type: cron trigger: triggers: name: id: "
+)
+"""Words most loop files share: a loop's source is compressed with them as a preset dictionary
+(a small file to about half of what it compresses to without)."""
+
 _TRIGGERS: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = {}
 """Each loop's trigger list, shared by the loops that have the same one."""
 
@@ -64,8 +74,13 @@ class LoopRecord:
             _TRIGGERS.setdefault(found, found),
             spec.concurrency.max,
             spec.store.retention_days if spec.store else None,
-            zlib.compress(text.encode()),
+            _compressed(text),
         )
+
+
+def _compressed(text: str) -> bytes:
+    packer = zlib.compressobj(9, zdict=_VOCABULARY)
+    return packer.compress(text.encode()) + packer.flush()
 
 
 class ServedLoops(Mapping[str, Loop]):
@@ -95,7 +110,8 @@ class ServedLoops(Mapping[str, Loop]):
 
     def build(self, record: LoopRecord) -> Loop:
         """The definition of ``record``'s loop, built again from its source."""
-        report = self.loader.load_text(zlib.decompress(record.source).decode(), record.file)
+        source = zlib.decompressobj(zdict=_VOCABULARY).decompress(record.source).decode()
+        report = self.loader.load_text(source, record.file)
         if report.loop is None:
             raise ContractError(
                 f"{record.file}: the loop no longer builds from the source it was loaded from",
@@ -153,7 +169,9 @@ class LoopFolder:
     loader: LoopLoader
     log: DaemonLog
     loops: ServedLoops = field(init=False)
-    _stamps: dict[str, tuple[int, int]] = field(default_factory=dict)
+    _stamps: dict[str, int] = field(default_factory=dict)
+    """Each file's modification time and size, hashed (one number a file where a pair took three
+    objects)."""
     _ids: dict[str, str] = field(default_factory=dict)
     """The loop id of each file served, by file name."""
     _clashes: set[str] = field(default_factory=set)
@@ -277,12 +295,12 @@ class LoopFolder:
         return loop_id
 
 
-def _stamp(path: Path) -> tuple[int, int] | None:
+def _stamp(path: Path) -> int | None:
     try:
         stat = path.stat()
     except OSError:
         return None
-    return stat.st_mtime_ns, stat.st_size
+    return hash((stat.st_mtime_ns, stat.st_size))
 
 
 def reason(exc: Exception) -> str:
