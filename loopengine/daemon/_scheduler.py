@@ -80,7 +80,9 @@ when it runs)."""
 
 
 class Scheduler:
-    """Owns the cron heap; ``update`` swaps loops in and out while ``run`` sleeps."""
+    """Owns the cron heap; ``update`` swaps loops in and out while ``run`` sleeps. The heap
+    holds each entry's next slot, and entries since replaced or removed until they come up (then
+    skipped) or outnumber the entries (then the heap is built again)."""
 
     def __init__(
         self,
@@ -120,8 +122,10 @@ class Scheduler:
                 entry = _Entry(loop_id, trigger_id, rule, now if last is None else last, 0, 0, now)
                 self._plan_next(entry, entry.last)
                 self.entries[entry.key] = entry
-        self._heap = [(e.due, next(self._order), e) for e in self.entries.values()]
-        heapq.heapify(self._heap)
+                self._push(entry)
+        if len(self._heap) > 2 * len(self.entries) + 64:
+            self._heap = [(e.due, next(self._order), e) for e in self.entries.values()]
+            heapq.heapify(self._heap)
         self._changed.set()
 
     def next_fires(self, until: float) -> dict[tuple[str, str], list[float]]:
