@@ -59,7 +59,7 @@ async def run_daemon(config: Path | None, folder: Path | None, log: DaemonLog) -
         bound = listening_socket(settings.host, settings.port)
         daemon = Daemon(runtime, folder, log)
         await daemon.release_dead()
-        await daemon.apply(daemon.folder.scan())
+        await daemon.rescan()
         context = ApiContext(
             runtime.store,
             daemon.owner,

@@ -13,7 +13,7 @@ from loopengine._lazy import lazy_exports
 if TYPE_CHECKING:
     from loopengine.app._changes import REFRESH, Change, Changes, Follower
     from loopengine.app._chat import CHAT_LOOP, ChatAnswer, Mode, chat, chat_loop
-    from loopengine.app._intake import Firing, triggers_of
+    from loopengine.app._intake import Firing, admission, new_arrival, triggers_of
     from loopengine.app._operations import (
         MAX_FIRES,
         MAX_LISTED,
@@ -88,6 +88,8 @@ _EXPORTS = {
     "chat": "loopengine.app._chat",
     "chat_loop": "loopengine.app._chat",
     "Firing": "loopengine.app._intake",
+    "admission": "loopengine.app._intake",
+    "new_arrival": "loopengine.app._intake",
     "triggers_of": "loopengine.app._intake",
     "MAX_LISTED": "loopengine.app._operations",
     "MAX_LOG_LINES": "loopengine.app._operations",
@@ -182,6 +184,7 @@ __all__ = [
     "Settings",
     "Step",
     "Workspace",
+    "admission",
     "answer",
     "chat",
     "chat_loop",
@@ -207,6 +210,7 @@ __all__ = [
     "metric_points",
     "metric_series",
     "named",
+    "new_arrival",
     "open_reader",
     "open_runtime",
     "pause",

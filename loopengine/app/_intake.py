@@ -5,18 +5,19 @@ job, so two daemons, or a daemon and ``loopengine trigger``, agree).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 import loopengine._tracing as tracing
-from loopengine.contract import Loop
+from loopengine.contract import Concurrency, Loop
 from loopengine.store import new_envelope, queue
-from loopengine.store.intake import Arrival
+from loopengine.store.intake import Admission, Arrival
 from loopengine.triggers import OverlapDecision, on_overlap
 
-__all__ = ["Firing", "triggers_of"]
+__all__ = ["Firing", "admission", "new_arrival", "triggers_of"]
 
 
 def triggers_of(loop: Loop) -> list[tuple[str, Any]]:
@@ -43,33 +44,66 @@ class Firing:
 
     def arrival(self, now: float) -> Arrival:
         """The firing as the queue takes it: a job with a new envelope, keyed by the firing's
-        idempotency key, under its loop's overlap policy; the envelope's trace id is the
-        trigger's ``traceparent``'s, when it has one."""
-        envelope = new_envelope(
+        idempotency key, under its loop's overlap policy."""
+        return new_arrival(
             self.loop.id,
-            self.payload,
+            admission(self.loop.spec.concurrency),
+            self.trigger,
+            self.idempotency_key,
+            now,
+            payload=self.payload,
             scope=self.scope,
             constraints=self.constraints,
-            idempotency_key=self.idempotency_key,
-            trace_id=tracing.trace_id(self.trigger.get(tracing.TRACEPARENT)),
+            not_before=self.not_before,
+            slot=self.slot,
         )
-        job = queue.Job(
-            id=envelope.job_id,
-            loop_id=self.loop.id,
-            trigger=dict(self.trigger),
-            envelope=envelope.as_dict(),
-            idempotency_key=envelope.idempotency_key,
-            status=queue.QUEUED,
-            not_before=self.not_before or now,
-            created_at=now,
-        )
-        trigger_id = str(self.trigger.get("id") or self.trigger["type"])
-        return Arrival(job, trigger_id, partial(_admit, self.loop), self.slot)
 
 
-def _admit(loop: Loop, running: int, queued: int) -> OverlapDecision:
-    """``loop``'s overlap policy, for ``Arrival.admit``."""
-    concurrency = loop.spec.concurrency
+def new_arrival(
+    loop_id: str,
+    admit: Callable[[int, int], Admission],
+    trigger: Mapping[str, Any],
+    idempotency_key: str,
+    now: float,
+    *,
+    payload: Mapping[str, Any] | None = None,
+    scope: Mapping[str, Any] | None = None,
+    constraints: Mapping[str, Any] | None = None,
+    not_before: float = 0.0,
+    slot: float | None = None,
+) -> Arrival:
+    """A firing of ``loop_id`` as the queue takes it (``Firing.arrival``), from its overlap
+    policy alone (``admission``): the scheduler keeps no loop's definition. The envelope's trace
+    id is the trigger's ``traceparent``'s, when it has one."""
+    envelope = new_envelope(
+        loop_id,
+        payload or {},
+        scope=scope,
+        constraints=constraints,
+        idempotency_key=idempotency_key,
+        trace_id=tracing.trace_id(trigger.get(tracing.TRACEPARENT)),
+    )
+    job = queue.Job(
+        id=envelope.job_id,
+        loop_id=loop_id,
+        trigger=dict(trigger),
+        envelope=envelope.as_dict(),
+        idempotency_key=envelope.idempotency_key,
+        status=queue.QUEUED,
+        not_before=not_before or now,
+        created_at=now,
+    )
+    trigger_id = str(trigger.get("id") or trigger["type"])
+    return Arrival(job, trigger_id, admit, slot)
+
+
+@functools.lru_cache(maxsize=256)
+def admission(concurrency: Concurrency) -> Callable[[int, int], OverlapDecision]:
+    """``concurrency``'s overlap policy, for ``Arrival.admit`` (loops with equal ones share it)."""
+    return partial(_admit, concurrency)
+
+
+def _admit(concurrency: Concurrency, running: int, queued: int) -> OverlapDecision:
     return on_overlap(
         concurrency.on_overlap,
         running=running,

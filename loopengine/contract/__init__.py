@@ -68,7 +68,7 @@ if TYPE_CHECKING:
         find_loop_files,
     )
     from loopengine.contract._lookup import ParamProblem, SkillInfo, SkillLookup
-    from loopengine.contract._loop import Budget, LoopSpec
+    from loopengine.contract._loop import Budget, Concurrency, LoopSpec
     from loopengine.contract._names import COLLECTION_NAME, MAX_COLLECTION_NAME
     from loopengine.contract._phases import (
         Act,
@@ -87,6 +87,7 @@ if TYPE_CHECKING:
     from loopengine.contract._schema import compile_schema, shipped_schema
     from loopengine.contract._triggers import (
         MAX_WEBHOOK_BODY,
+        CronConfig,
         CronTrigger,
         ThresholdTrigger,
         WebhookTrigger,
@@ -113,6 +114,7 @@ _EXPORTS = {
     "ArtifactType": "loopengine.contract._enums",
     "AuditField": "loopengine.contract._enums",
     "Budget": "loopengine.contract._loop",
+    "Concurrency": "loopengine.contract._loop",
     "BuiltinAction": "loopengine.contract._enums",
     "Catchup": "loopengine.contract._enums",
     "Chunking": "loopengine.contract._config",
@@ -123,6 +125,7 @@ _EXPORTS = {
     "Condition": "loopengine.contract._phases",
     "Config": "loopengine.contract._config",
     "ContextRequirement": "loopengine.contract._phases",
+    "CronConfig": "loopengine.contract._triggers",
     "CronTrigger": "loopengine.contract._triggers",
     "DaemonSettings": "loopengine.contract._config",
     "Embeddings": "loopengine.contract._config",
@@ -212,9 +215,11 @@ __all__ = [
     "Chunking",
     "Cluster",
     "CollectionName",
+    "Concurrency",
     "Condition",
     "Config",
     "ContextRequirement",
+    "CronConfig",
     "CronTrigger",
     "DaemonSettings",
     "Detect",

@@ -72,6 +72,8 @@ class LoadReport:
     diagnostics: tuple[Diagnostic, ...] = field(default=())
     id_at: tuple[int, int] = (1, 1)
     checked_id: str | None = None
+    text: str = ""
+    """A valid loop's source, from which ``LoopLoader.load_text`` builds it again."""
 
     @property
     def loop_id(self) -> str | None:
@@ -167,7 +169,7 @@ class LoopLoader:
         version = hashlib.sha256(text.encode()).hexdigest()
         loop = Loop(spec, file, version, _parts(body.data))
         remember_secrets(body.data, os.environ)
-        return LoadReport(file, loop, tuple(problems), id_at)
+        return LoadReport(file, loop, tuple(problems), id_at, text=text)
 
     def load_file(self, path: Path, within: Path | None = None) -> LoadReport:
         """Load one file; when found in ``within`` (a folder, or the file itself when named),

@@ -45,6 +45,9 @@ PRUNE_BATCH = 500
 """Most artifacts removed in one go (a backlog goes on in the next)."""
 RELEASE_S = 5.0
 """How long a stopping daemon tries to hand its jobs back (out of reach, their leases lapse)."""
+SCAN_BATCH = 256
+"""Most loop files loaded before they are scheduled: a daemon starting with thousands of files
+holds that many definitions at once, not all of them."""
 
 
 def _shipped_fallbacks(config: Config) -> tuple[Path, ...]:
@@ -152,7 +155,7 @@ class Daemon:
             ):
                 if changed or scanned is None or time.monotonic() - scanned >= RESCAN_S:
                     scanned = time.monotonic()
-                    await self._rescan()
+                    await self.rescan()
         except (OSError, RuntimeError) as exc:
             self.log.line(
                 "error",
@@ -161,11 +164,16 @@ class Daemon:
             )
         while True:
             await anyio.sleep(RELOAD_S)
-            await self._rescan()
+            await self.rescan()
 
-    async def _rescan(self) -> None:
-        if changes := self.folder.scan():
-            await self.apply(changes)
+    async def rescan(self) -> None:
+        """Load and schedule what changed in the loops folder, ``SCAN_BATCH`` files at a time."""
+        while True:
+            changes = self.folder.scan(SCAN_BATCH)
+            if changes:
+                await self.apply(changes)
+            if not changes.more:
+                return
 
     async def timers(self) -> None:
         """Approval deadlines every ``TIMERS_S``; retention every ``PRUNE_S`` (from the start)."""
@@ -183,11 +191,10 @@ class Daemon:
         executions, jobs and slots (``store.retention_days``)."""
         now = time.time()
         await self._prune_artifacts(now)
-        for loop in list(self.folder.loops.values()):
-            days = loop.spec.store.retention_days if loop.spec.store else None
-            if days is None:
+        for loop in list(self.folder.loops.records.values()):
+            if loop.retention_days is None:
                 continue
-            before = now - days * 86_400
+            before = now - loop.retention_days * 86_400
             removed = await self.store.write(queue.prune_loop, loop.id, before)
             if removed:
                 self.log.line("prune", f"{removed} executions past retention", loop=loop.id)
@@ -224,13 +231,11 @@ class Daemon:
                 loop.id,
                 loop.file,
                 tuple(
-                    queue.Slots(
-                        trigger_id, trigger.type, tuple(fires.get((loop.id, trigger_id), ()))
-                    )
-                    for trigger_id, trigger in triggers_of(loop)
+                    queue.Slots(trigger_id, kind, tuple(fires.get((loop.id, trigger_id), ())))
+                    for trigger_id, kind in loop.triggers
                 ),
             )
-            for loop in self.folder.loops.values()
+            for loop in self.folder.loops.records.values()
         )
         return queue.Daemon(
             self.owner, socket.gethostname(), os.getpid(), self.started_at, time.time(), None, loops

@@ -3,6 +3,11 @@
 Each slot is written once, with its job or with the reason it did not run, so a restart, a late
 wake-up or a second daemon never runs it twice, and slots missed while no daemon ran are decided
 by the trigger's catch-up policy when it is next due.
+
+The scheduler keeps a compact record of each cron trigger (what its slots are decided on), not
+its loop's definition, and hands the slots due together to the store as one write without
+waiting for it to commit: the next slots are decided while it commits, and what became of each
+is logged once it has.
 """
 
 from __future__ import annotations
@@ -13,18 +18,20 @@ import itertools
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 import anyio
+import anyio.abc
 
-from loopengine.app import Firing
-from loopengine.contract import Loop
+from loopengine._concurrency import first_error
+from loopengine.app import admission, new_arrival
+from loopengine.contract import Concurrency, CronConfig, Loop
 from loopengine.daemon._log import DaemonLog, log_intake
 from loopengine.daemon._loops import triggers_of
-from loopengine.store import Store, intake, iso, queue
+from loopengine.store import Pending, Store, intake, iso, queue
+from loopengine.store.intake import Admission, Intake
 from loopengine.triggers import CronSchedule, catch_up, jittered
 
-__all__ = ["MAX_SHOWN", "MAX_SLOTS", "Scheduler"]
+__all__ = ["MAX_SHOWN", "MAX_SLOTS", "CronRule", "Scheduler"]
 
 MAX_SLOTS = 1_000
 """Most missed slots decided one by one after downtime; older ones share one summary row."""
@@ -32,19 +39,29 @@ MAX_SHOWN = 100
 """Most upcoming slots of a trigger the daemon's status row holds."""
 
 
+@dataclass(frozen=True, slots=True)
+class CronRule:
+    """What a cron trigger's slots are decided on: its config and schedule, and its loop's
+    overlap policy."""
+
+    config: CronConfig
+    schedule: CronSchedule
+    admit: Callable[[int, int], Admission]
+
+
 @functools.lru_cache(maxsize=4096)
-def _schedule(expression: str, timezone: str) -> CronSchedule:
-    """Loops that share a schedule share its parsed form (immutable), which is most of what a
-    cron trigger costs in memory."""
-    return CronSchedule.parse(expression, timezone)
+def rule_of(config: CronConfig, concurrency: Concurrency) -> CronRule:
+    """The rule of a cron trigger's ``config`` under its loop's ``concurrency``: triggers with
+    equal ones share it and its parsed schedule, which is most of what one costs in memory."""
+    schedule = CronSchedule.parse(config.expression, config.timezone)
+    return CronRule(config, schedule, admission(concurrency))
 
 
 @dataclass(slots=True)
 class _Entry:
-    loop: Loop
+    loop_id: str
     trigger_id: str
-    config: Any
-    schedule: CronSchedule
+    rule: CronRule
     last: float
     """The latest slot decided (run or not): catch-up starts after it."""
     slot: float
@@ -54,11 +71,18 @@ class _Entry:
 
     @property
     def key(self) -> tuple[str, str]:
-        return self.loop.id, self.trigger_id
+        return self.loop_id, self.trigger_id
+
+
+Decided = list[tuple[_Entry, float, str | None]]
+"""Slots handed to the store together: each with its trigger, and why it does not run (None
+when it runs)."""
 
 
 class Scheduler:
-    """Owns the cron heap; ``update`` swaps loops in and out while ``run`` sleeps."""
+    """Owns the cron heap; ``update`` swaps loops in and out while ``run`` sleeps. The heap
+    holds each entry's next slot, and entries since replaced or removed until they come up (then
+    skipped) or outnumber the entries (then the heap is built again)."""
 
     def __init__(
         self,
@@ -72,7 +96,7 @@ class Scheduler:
         self.on_queued = on_queued
         self.clock = clock
         self.entries: dict[tuple[str, str], _Entry] = {}
-        self._heap: list[tuple[float, int, tuple[str, str]]] = []
+        self._heap: list[tuple[float, int, _Entry]] = []
         self._order = itertools.count()
         """Ties in the heap break by push order (entries do not compare)."""
         self._changed = anyio.Event()
@@ -83,26 +107,25 @@ class Scheduler:
         gone = {*removed, *(loop.id for loop in loaded)}
         self.entries = {key: e for key, e in self.entries.items() if key[0] not in gone}
         wanted = [
-            (loop, trigger_id, trigger.config)
+            (loop.id, trigger_id, rule_of(trigger.config, loop.spec.concurrency))
             for loop in loaded
             for trigger_id, trigger in triggers_of(loop)
             if trigger.type == "cron"
         ]
         if wanted:
             lasts = await self.store.read(
-                queue.last_ticks, [(loop.id, trigger_id) for loop, trigger_id, _ in wanted]
+                queue.last_ticks, [(loop_id, trigger_id) for loop_id, trigger_id, _ in wanted]
             )
             now = self.clock()
-            for loop, trigger_id, config in wanted:
-                schedule = _schedule(config.expression, config.timezone)
-                last = lasts[(loop.id, trigger_id)]
-                entry = _Entry(
-                    loop, trigger_id, config, schedule, now if last is None else last, 0, 0, now
-                )
+            for loop_id, trigger_id, rule in wanted:
+                last = lasts[(loop_id, trigger_id)]
+                entry = _Entry(loop_id, trigger_id, rule, now if last is None else last, 0, 0, now)
                 self._plan_next(entry, entry.last)
                 self.entries[entry.key] = entry
-        self._heap = [(e.due, next(self._order), key) for key, e in self.entries.items()]
-        heapq.heapify(self._heap)
+                self._push(entry)
+        if len(self._heap) > 2 * len(self.entries) + 64:
+            self._heap = [(e.due, next(self._order), e) for e in self.entries.values()]
+            heapq.heapify(self._heap)
         self._changed.set()
 
     def next_fires(self, until: float) -> dict[tuple[str, str], list[float]]:
@@ -113,11 +136,18 @@ class Scheduler:
         for key, entry in self.entries.items():
             slots = [entry.slot]
             while slots[-1] < until and len(slots) < MAX_SHOWN:
-                slots.append(entry.schedule.next_fire(slots[-1]).at)
+                slots.append(entry.rule.schedule.next_fire(slots[-1]).at)
             found[key] = slots
         return found
 
     async def run(self) -> None:
+        """Decide slots as they come due, until cancelled; a write that fails ends it, its slots
+        to be decided again when it runs again."""
+        with first_error():
+            async with anyio.create_task_group() as settling:
+                await self._schedule(settling)
+
+    async def _schedule(self, settling: anyio.abc.TaskGroup) -> None:
         while True:
             self._changed = anyio.Event()
             now = self.clock()
@@ -128,33 +158,21 @@ class Scheduler:
                 continue
             due: list[_Entry] = []
             while self._heap and self._heap[0][0] <= now:
-                at, _, key = heapq.heappop(self._heap)
-                entry = self.entries.get(key)
-                if entry is not None and entry.due == at:
+                at, _, entry = heapq.heappop(self._heap)
+                if self.entries.get(entry.key) is entry and entry.due == at:
                     due.append(entry)
-            try:
-                await self._fire(due)
-            except BaseException:
-                for entry in due:  # decided again on the next run
-                    heapq.heappush(self._heap, (entry.due, next(self._order), entry.key))
-                raise
-            for entry in due:
-                self._plan_next(entry, max(entry.last, entry.slot))
-                heapq.heappush(self._heap, (entry.due, next(self._order), entry.key))
+            submitted = self._submit(due)
+            if submitted is not None:
+                settling.start_soon(self._settle, *submitted)
 
     def _plan_next(self, entry: _Entry, after: float) -> None:
-        entry.slot = entry.schedule.next_fire(after).at
-        key = f"{entry.loop.id}/{entry.trigger_id}/{entry.slot}"
-        entry.due = jittered(entry.slot, entry.config.jitter_s, key)
+        entry.slot = entry.rule.schedule.next_fire(after).at
+        jitter_s = entry.rule.config.jitter_s
+        key = f"{entry.loop_id}/{entry.trigger_id}/{entry.slot}"
+        entry.due = jittered(entry.slot, jitter_s, key) if jitter_s else entry.slot
 
-    def _firing(self, entry: _Entry, slot: float) -> Firing:
-        trigger = {"type": "cron", "id": entry.trigger_id, "scheduled_for": iso(slot)}
-        return Firing(
-            entry.loop,
-            trigger,
-            f"cron:{entry.loop.id}:{entry.trigger_id}:{slot!r}",
-            slot=slot,
-        )
+    def _push(self, entry: _Entry) -> None:
+        heapq.heappush(self._heap, (entry.due, next(self._order), entry))
 
     def _decide(
         self, entry: _Entry, now: float
@@ -166,7 +184,7 @@ class Scheduler:
         window is capped at ``MAX_SLOTS`` periods and, beyond that many, older slots share one row,
         so neither the time nor the rows spent grow with the length of the downtime.
         """
-        config, schedule = entry.config, entry.schedule
+        config, schedule = entry.rule.config, entry.rule.schedule
         period = schedule.period(entry.last)
         window = min(config.catchup_window or period, MAX_SLOTS * period)
         horizon = max(entry.last, now - window - config.jitter_s)
@@ -190,26 +208,56 @@ class Scheduler:
             old = old[:1]
         return decision.run, [(fire.at, reason) for fire in old] + list(decision.not_run)
 
-    async def _fire(self, entries: list[_Entry]) -> None:
-        """Decide every slot since the last decided one of each entry now due, and write them
-        all in one transaction, run or not (many loops often share an instant)."""
+    def _submit(
+        self, entries: list[_Entry]
+    ) -> tuple[Pending[list[Intake]], Decided, list[tuple[_Entry, float]]] | None:
+        """Decide every slot since the last decided one of each entry now due, hand them all to
+        the store as one write, run or not (many loops often share an instant), and plan each
+        entry's next slot. The write, the slots it decides and each entry's last decided slot
+        before it (for ``_settle``); None when no slot was decided."""
         now = self.clock()
-        firings: list[tuple[_Entry, Firing, str | None]] = []
-        lasts = {}
+        decided: Decided = []
+        before = []
         for entry in entries:
-            decided_run, not_run = self._decide(entry, now)
-            firings += [(entry, self._firing(entry, slot), None) for slot in decided_run]
-            firings += [(entry, self._firing(entry, slot), why) for slot, why in not_run]
-            lasts[entry.key] = max([entry.last, *decided_run, *(slot for slot, _ in not_run)])
-        if not firings:
-            return
-        slots = [(firing.arrival(now), why) for _, firing, why in firings]
-        intakes = await self.store.write(intake.record_slots, slots, now)
-        for entry in entries:
-            entry.last = lasts[entry.key]
+            run, not_run = self._decide(entry, now)
+            decided += [(entry, slot, None) for slot in run]
+            decided += [(entry, slot, why) for slot, why in not_run]
+            before.append((entry, entry.last))
+            entry.last = max([entry.last, *run, *(slot for slot, _ in not_run)])
+            self._plan_next(entry, max(entry.last, entry.slot))
+            self._push(entry)
+        if not decided:
+            return None
+        slots = [(self._arrival(entry, slot, now), why) for entry, slot, why in decided]
+        return self.store.submit(intake.record_slots, slots, now), decided, before
+
+    def _arrival(self, entry: _Entry, slot: float, now: float) -> intake.Arrival:
+        trigger = {"type": "cron", "id": entry.trigger_id, "scheduled_for": iso(slot)}
+        key = f"cron:{entry.loop_id}:{entry.trigger_id}:{slot!r}"
+        return new_arrival(entry.loop_id, entry.rule.admit, trigger, key, now, slot=slot)
+
+    async def _settle(
+        self,
+        written: Pending[list[Intake]],
+        decided: Decided,
+        before: list[tuple[_Entry, float]],
+    ) -> None:
+        """Log what became of each slot once the write that decides them committed. Should it
+        fail, each entry goes back to its last decided slot before it, so those slots are
+        decided again (the error ends ``run``)."""
+        try:
+            intakes = await written.wait()
+        except Exception:
+            for entry, last in before:
+                if self.entries.get(entry.key) is entry and last < entry.last:
+                    entry.last = last
+                    self._plan_next(entry, last)
+                    self._push(entry)
+            self._changed.set()
+            raise
         queued = False
-        for (entry, firing, _), taken in zip(firings, intakes, strict=True):
-            fields = {"loop": entry.loop.id, "trigger": entry.trigger_id, "slot": iso(firing.slot)}
+        for (entry, slot, _), taken in zip(decided, intakes, strict=True):
+            fields = {"loop": entry.loop_id, "trigger": entry.trigger_id, "slot": iso(slot)}
             queued = log_intake(self.log, taken, **fields) or queued
         if queued:
             self.on_queued()

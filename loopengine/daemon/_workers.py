@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -19,6 +19,7 @@ import anyio
 from loopengine._faults import describe, next_pause
 from loopengine.contract import Loop
 from loopengine.daemon._log import DaemonLog
+from loopengine.daemon._loops import ServedLoops
 from loopengine.engine import Engine, resume
 from loopengine.errors import LeaseLost, LoopEngineError, StoreUnavailable
 from loopengine.store import JobEnvelope, Store, executions, queue
@@ -81,7 +82,7 @@ class Workers:
     def __init__(
         self,
         engine: Engine,
-        loops: Mapping[str, Loop],
+        loops: ServedLoops,
         load_loop: Callable[[str], Loop],
         log: DaemonLog,
         *,
@@ -163,7 +164,7 @@ class Workers:
 
     def limits(self) -> dict[str, int]:
         """The ``concurrency.max`` of each loop this daemon serves: the loops it claims jobs of."""
-        return {loop_id: loop.spec.concurrency.max for loop_id, loop in self.loops.items()}
+        return self.loops.limits()
 
     async def _execute(self, job: queue.Job, lease: queue.Lease) -> None:
         """Run one claimed job to its end and record it: whatever fails here (a bug, a bad row)

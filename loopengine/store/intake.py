@@ -20,15 +20,18 @@ __all__ = [
     "Admission",
     "Arrival",
     "Intake",
+    "PlannedSlot",
     "enqueue",
     "enqueue_all",
     "enqueue_body",
     "enqueue_keyed",
     "fire_thresholds",
+    "plan_slots",
     "record_slots",
 ]
 
 DUPLICATE = "duplicate"
+PAUSED = "the loop is paused"
 
 
 class Admission(Protocol):
@@ -91,12 +94,17 @@ def _record_slot(
     job_id: str | None = None,
 ) -> Intake:
     """Record ``arrival``'s cron slot once, run (``queued``, with its job) or not (with why)."""
+    won = queue.insert_tick(connection, _tick(arrival, status, reason, now, job_id))
+    return Intake(status if won else DUPLICATE, job_id if won else None, reason)
+
+
+def _tick(
+    arrival: Arrival, status: str, reason: str | None, now: float, job_id: str | None = None
+) -> queue.Tick:
     assert arrival.slot is not None
-    tick = queue.Tick(
+    return queue.Tick(
         arrival.loop_id, arrival.trigger_id, arrival.slot, status, reason, job_id, now
     )
-    won = queue.insert_tick(connection, tick)
-    return Intake(status if won else DUPLICATE, job_id if won else None, reason)
 
 
 def enqueue(
@@ -104,7 +112,7 @@ def enqueue(
 ) -> Intake:
     """Queue ``arrival``'s job, or record why it does not run (paused, overlap)."""
     if paused:
-        return _non_run(connection, arrival, "paused", "the loop is paused", now)
+        return _non_run(connection, arrival, "paused", PAUSED, now)
     running, queued = queue.job_counts(connection, arrival.loop_id)
     decision = arrival.admit(running, queued)
     if decision.action == "skip":
@@ -139,14 +147,84 @@ def record_slots(
     connection: sa.Connection, slots: Sequence[tuple[Arrival, str | None]], now: float
 ) -> list[Intake]:
     """Decide cron slots together: each is queued (``None``) or recorded not run with why (its
-    status the reason's text before ``:``)."""
+    status the reason's text before ``:``). One statement reads what the overlap policies decide
+    on, one records every slot, two queue the jobs, however many slots are due together."""
     paused = queue.paused(connection)
-    return [
-        _record_slot(connection, arrival, why.split(":", 1)[0], why, now)
-        if why is not None
-        else enqueue(connection, arrival, now, paused=arrival.loop_id in paused)
-        for arrival, why in slots
-    ]
+    counted = {arrival.loop_id for arrival, why in slots if why is None}
+    planned, replacing = plan_slots(
+        slots, set(paused), queue.jobs_counts(connection, counted - set(paused)), now
+    )
+    won = queue.insert_ticks(connection, [slot.tick for slot in planned])
+    for loop_id, keys in replacing.items():
+        if keys & won:
+            queue.replace_jobs(connection, loop_id, now)
+    jobs = [slot.job for slot in planned if slot.job is not None and slot.key in won]
+    queued = queue.insert_jobs(connection, jobs)
+    return [slot.intake(won, queued) for slot in planned]
+
+
+@dataclass(slots=True)
+class PlannedSlot:
+    """A cron slot as ``record_slots`` writes it: its row, and the job it queues if it runs."""
+
+    tick: queue.Tick
+    job: queue.Job | None = None
+
+    @property
+    def key(self) -> tuple[str, str, float]:
+        return self.tick.loop_id, self.tick.trigger_id, self.tick.scheduled_for
+
+    def intake(self, won: set[tuple[str, str, float]], queued: set[str]) -> Intake:
+        """What became of the slot, given the slots recorded and the jobs queued."""
+        if self.key not in won:
+            return Intake(DUPLICATE, None, self.tick.reason)
+        if self.job is None:
+            return Intake(self.tick.status, None, self.tick.reason)
+        if self.job.id in queued:
+            return Intake(queue.QUEUED, self.job.id)
+        return Intake(DUPLICATE)
+
+
+def plan_slots(
+    slots: Sequence[tuple[Arrival, str | None]],
+    paused: set[str],
+    counts: dict[str, tuple[int, int]],
+    now: float,
+) -> tuple[list[PlannedSlot], dict[str, set[tuple[str, str, float]]]]:
+    """The rows of cron slots decided together, as ``enqueue`` would write them one by one from
+    each loop's running and queued ``counts`` (updated as the slots queue jobs), and the slots
+    that replace their loop's queued jobs (``on_overlap: replace``), by loop. A job of the batch
+    that a later slot replaces is written replaced."""
+    planned: list[PlannedSlot] = []
+    replacing: dict[str, set[tuple[str, str, float]]] = {}
+    batch: dict[str, list[PlannedSlot]] = {}
+    for arrival, why in slots:
+        loop_id = arrival.loop_id
+        if why is not None:
+            planned.append(PlannedSlot(_tick(arrival, why.split(":", 1)[0], why, now)))
+            continue
+        if loop_id in paused:
+            planned.append(PlannedSlot(_tick(arrival, "paused", PAUSED, now)))
+            continue
+        running, queued = counts[loop_id]
+        decision = arrival.admit(running, queued)
+        if decision.action == "skip":
+            reason = decision.reason or "overlap"
+            planned.append(PlannedSlot(_tick(arrival, queue.SKIPPED, reason, now)))
+            continue
+        slot = PlannedSlot(_tick(arrival, queue.QUEUED, None, now, arrival.job.id), arrival.job)
+        if decision.action == "replace":
+            replacing.setdefault(loop_id, set()).add(slot.key)
+            for earlier in batch.pop(loop_id, []):
+                assert earlier.job is not None
+                earlier.job = dataclasses.replace(
+                    earlier.job, status=queue.SKIPPED, reason=queue.REPLACED, finished_at=now
+                )
+            queued = 0
+        counts[loop_id] = (running, queued + 1)
+        batch.setdefault(loop_id, []).append(slot)
+        planned.append(slot)
+    return planned, replacing
 
 
 def fire_thresholds(

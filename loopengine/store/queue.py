@@ -61,9 +61,12 @@ __all__ = [
     "get_job",
     "hand_back",
     "insert_job",
+    "insert_jobs",
     "insert_tick",
+    "insert_ticks",
     "job_counts",
     "job_keyed",
+    "jobs_counts",
     "last_tick",
     "last_ticks",
     "latest_metric_id",
@@ -90,6 +93,8 @@ __all__ = [
 ]
 
 QUEUED, DONE, SKIPPED = "queued", "done", "skipped"
+REPLACED = "replaced by a newer fire"
+"""Why a queued job did not run: a newer fire took its place (``on_overlap: replace``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,24 +236,47 @@ class Daemon(Record):
         return {**super(Daemon, self).row(), "loops": [asdict(loop) for loop in self.loops]}
 
 
+_INSERTS_NEW: dict[tuple[str, str], Any] = {}
+
+
+def _insert_new(
+    connection: sa.Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]
+) -> list[tuple[Any, ...]]:
+    """Insert ``rows`` but those a unique key already holds, in one statement built once per
+    database; the primary keys of the rows inserted (read from ``RETURNING``: PostgreSQL's driver
+    gives no row count for ``ON CONFLICT DO NOTHING``)."""
+    key = (connection.dialect.name, table.name)
+    statement = _INSERTS_NEW.get(key)
+    if statement is None:
+        inserted = dialect_insert(connection, table).on_conflict_do_nothing()
+        statement = _INSERTS_NEW[key] = inserted.returning(*table.primary_key.columns)
+    return [tuple(row) for row in connection.execute(statement, list(rows))]
+
+
 def _insert_ignoring_conflict(
     connection: sa.Connection, table: sa.Table, row: Mapping[str, Any]
 ) -> bool:
-    """Insert ``row`` unless a unique key already holds it; whether this insert won (read from
-    ``RETURNING``: PostgreSQL's driver gives no row count for ``ON CONFLICT DO NOTHING``)."""
-    inserted = dialect_insert(connection, table).values(**row).on_conflict_do_nothing()
-    returned = inserted.returning(*table.primary_key.columns)
-    return connection.execute(returned).first() is not None
+    """Insert ``row`` unless a unique key already holds it; whether this insert won."""
+    return bool(_insert_new(connection, table, [row]))
 
 
 def insert_job(connection: sa.Connection, job: Job) -> bool:
     """Queue a job (or record a non-run, status ``skipped``) with its envelope; False when its
     idempotency key was already taken, by this or another daemon (nothing is written)."""
-    values, envelope = job.columns()
-    if not _insert_ignoring_conflict(connection, envelopes, envelope):
-        return False
-    connection.execute(jobs.insert().values(**values))
-    return True
+    return bool(insert_jobs(connection, [job]))
+
+
+def insert_jobs(connection: sa.Connection, batch: Sequence[Job]) -> set[str]:
+    """``insert_job`` for each of ``batch``, in two statements; the ids of the jobs queued (the
+    others' idempotency keys were already taken)."""
+    if not batch:
+        return set()
+    columns = [job.columns() for job in batch]
+    won = {job_id for (job_id,) in _insert_new(connection, envelopes, [e for _, e in columns])}
+    queued = [dict(values) for values, _ in columns if values["id"] in won]
+    if queued:
+        connection.execute(jobs.insert(), queued)
+    return won
 
 
 def get_job(connection: sa.Connection, job_id: str) -> Job | None:
@@ -273,13 +301,26 @@ def job_keyed(connection: sa.Connection, idempotency_key: str) -> Job | None:
 
 def job_counts(connection: sa.Connection, loop_id: str) -> tuple[int, int]:
     """Running and queued jobs of ``loop_id`` (what the overlap policy decides on)."""
-    query = (
-        sa.select(jobs.c.status, sa.func.count())
-        .where(jobs.c.loop_id == loop_id, jobs.c.status.in_((QUEUED, RUNNING)))
-        .group_by(jobs.c.status)
+    return jobs_counts(connection, [loop_id])[loop_id]
+
+
+_JOB_COUNTS = (
+    sa.select(jobs.c.loop_id, jobs.c.status, sa.func.count())
+    .where(
+        jobs.c.loop_id.in_(sa.bindparam("loop_ids", expanding=True)),
+        jobs.c.status.in_((QUEUED, RUNNING)),
     )
-    counts: dict[str, int] = dict(connection.execute(query).all())
-    return int(counts.get(RUNNING, 0)), int(counts.get(QUEUED, 0))
+    .group_by(jobs.c.loop_id, jobs.c.status)
+)
+
+
+def jobs_counts(connection: sa.Connection, loop_ids: Collection[str]) -> dict[str, tuple[int, int]]:
+    """``job_counts`` of each of ``loop_ids``, read by one statement."""
+    counts = {loop_id: {RUNNING: 0, QUEUED: 0} for loop_id in loop_ids}
+    if counts:
+        for loop_id, status, count in connection.execute(_JOB_COUNTS, {"loop_ids": [*counts]}):
+            counts[loop_id][status] = int(count)
+    return {loop_id: (c[RUNNING], c[QUEUED]) for loop_id, c in counts.items()}
 
 
 def queue_depth(connection: sa.Connection) -> dict[str, int]:
@@ -299,7 +340,7 @@ def replace_jobs(connection: sa.Connection, loop_id: str, now: float) -> None:
     connection.execute(
         jobs.update()
         .where(jobs.c.loop_id == loop_id, jobs.c.status == QUEUED)
-        .values(status=SKIPPED, reason="replaced by a newer fire", finished_at=now)
+        .values(status=SKIPPED, reason=REPLACED, finished_at=now)
     )
     connection.execute(
         jobs.update()
@@ -514,7 +555,16 @@ def requeue(connection: sa.Connection, lease: Lease, now: float) -> bool:
 
 def insert_tick(connection: sa.Connection, tick: Tick) -> bool:
     """Record a cron slot (run or not, with its reason); False when it was already recorded."""
-    return _insert_ignoring_conflict(connection, ticks, tick.row())
+    return bool(insert_ticks(connection, [tick]))
+
+
+def insert_ticks(connection: sa.Connection, batch: Sequence[Tick]) -> set[tuple[str, str, float]]:
+    """``insert_tick`` for each of ``batch``, in one statement; the ``(loop_id, trigger_id,
+    scheduled_for)`` of the slots recorded (the others already were)."""
+    if not batch:
+        return set()
+    won = _insert_new(connection, ticks, [tick.row() for tick in batch])
+    return {(loop_id, trigger_id, float(at)) for loop_id, trigger_id, at in won}
 
 
 def last_tick(connection: sa.Connection, loop_id: str, trigger_id: str) -> float | None:

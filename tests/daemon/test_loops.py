@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from loopengine._resources import shipped_loop
-from loopengine.contract import LoadReport, LoopLoader
+from loopengine.contract import LoadReport, Loop, LoopLoader
 from loopengine.daemon import DaemonLog, LoopFolder
+from loopengine.daemon._loops import MAX_BUILT
 from tests.daemon.test_intake_tasks import DECIDE, loader
 
 AUTOTUNE = shipped_loop("autotune")
@@ -67,17 +68,23 @@ def test_a_file_that_fails_to_load_is_refused_alone_with_a_log_line(tmp_path: Pa
     assert f"file={tmp_path / 'bad.yaml'} cannot load: RuntimeError: a bug" in log.getvalue()
 
 
-def test_a_refused_version_gives_its_place_back_to_the_one_it_replaced(tmp_path: Path) -> None:
+def _scanned_mine(tmp_path: Path) -> tuple[Path, LoopFolder, Loop]:
+    """A folder holding the file of loop ``mine``, scanned: the file, the folder, the loop."""
     path = tmp_path / "mine.yaml"
     path.write_text("id: mine\ntrigger: {type: manual}\n" + DECIDE)
     folder = LoopFolder(tmp_path, loader(), DaemonLog(io.StringIO()))
-    [first] = folder.scan().loaded
+    [loop] = folder.scan().loaded
+    return path, folder, loop
+
+
+def test_a_refused_version_gives_its_place_back_to_the_one_it_replaced(tmp_path: Path) -> None:
+    path, folder, first = _scanned_mine(tmp_path)
     path.write_text("id: mine\ntrigger: {type: manual}\ndescription: second\n" + DECIDE)
     changes = folder.scan()
     [second] = changes.loaded
     assert changes.previous == {"mine": first}
     folder.refuse(second, changes.previous["mine"])
-    assert folder.loops == {"mine": first}
+    assert folder.loops["mine"].version == first.version
     assert not folder.scan()
     path.unlink()
     assert folder.scan().removed == ("mine",)
@@ -109,3 +116,22 @@ def test_a_webhook_loop_whose_secret_is_not_set_is_refused_alone_with_the_variab
     assert f"{tmp_path / 'hook.yaml'}:2:" in error
     assert "webhook secret $NEVER_SET_HOOK_KEY is not set: a webhook's secret must hold" in error
     assert "not scheduled" in skip
+
+
+def test_the_folder_keeps_a_bounded_number_of_loops_built(tmp_path: Path) -> None:
+    for index in range(MAX_BUILT + 10):
+        (tmp_path / f"l{index}.yaml").write_text(
+            f"id: l{index}\ntrigger: {{type: manual}}\n" + DECIDE
+        )
+    folder = LoopFolder(tmp_path, loader(), DaemonLog(io.StringIO()))
+    folder.scan()
+    assert len(folder.loops) == MAX_BUILT + 10
+    assert len(folder.loops._built) == MAX_BUILT
+
+
+def test_a_loop_no_longer_built_is_built_again_as_it_was_scanned(tmp_path: Path) -> None:
+    path, folder, scanned = _scanned_mine(tmp_path)
+    path.write_text("id: mine\ntrigger: {type: manual}\ndescription: not scanned yet\n" + DECIDE)
+    folder.loops._built.clear()
+    built = folder.loops["mine"]
+    assert (built.version, built.spec) == (scanned.version, scanned.spec)

@@ -83,3 +83,45 @@ def test_two_daemons_on_one_database_run_each_slot_and_event_once(
     assert scheduled
     assert max(scheduled.values()) == 1
     assert {outcome for _, _, outcome in runs} == {"completed"}
+
+
+EVERY_SECOND = """\
+id: {id}
+trigger: {{type: cron, config: {{expression: "* * * * * *", catchup: skip}}}}
+decide: {{decision_tree: [], fallback_action: log_only}}
+"""
+LOOPS_DUE_TOGETHER = 12
+
+
+def test_three_daemons_run_each_slot_of_loops_due_together_once(
+    on_postgres: Workspace, database: sa.Engine
+) -> None:
+    loops = on_postgres.root / "loops"
+    for index in range(LOOPS_DUE_TOGETHER):
+        (loops / f"second_{index}.yaml").write_text(EVERY_SECOND.format(id=f"second_{index}"))
+    daemons = [on_postgres.start(f"daemon_{index}.log") for index in range(3)]
+    wanted = 3 * LOOPS_DUE_TOGETHER
+    wait_until(
+        lambda: _count(database, "SELECT count(*) FROM ticks WHERE status = 'queued'") >= wanted,
+        "three seconds of slots queued with the three daemons up",
+    )
+    for daemon in daemons:
+        assert daemon.stop() == 0
+
+    with database.connect() as connection:
+        queued = connection.execute(
+            sa.text("SELECT loop_id, scheduled_for, job_id FROM ticks WHERE status = 'queued'")
+        ).all()
+        jobs = Counter(
+            (loop_id, trigger["scheduled_for"])
+            for loop_id, trigger in connection.execute(
+                sa.text(
+                    "SELECT j.loop_id, n.trigger FROM jobs j JOIN envelopes n ON n.job_id = j.id"
+                )
+            )
+        )
+        runs = Counter(connection.execute(sa.text("SELECT job_id FROM executions")).scalars().all())
+    assert len({loop_id for loop_id, _, _ in queued}) == LOOPS_DUE_TOGETHER
+    assert max(jobs.values()) == 1
+    assert len(jobs) >= len(queued)
+    assert max(runs.values()) == 1

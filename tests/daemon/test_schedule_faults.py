@@ -18,16 +18,16 @@ from loopengine import skill
 from loopengine.daemon import _scheduler
 
 UNSCHEDULABLE = "13 13 13 * *"
-_parse = _scheduler._schedule
+_rule_of = _scheduler.rule_of
 
 
-def _refusing(expression, timezone):
-    if expression == UNSCHEDULABLE:
+def _refusing(config, concurrency):
+    if config.expression == UNSCHEDULABLE:
         raise RuntimeError("the scheduler cannot take this one")
-    return _parse(expression, timezone)
+    return _rule_of(config, concurrency)
 
 
-_scheduler._schedule = _refusing
+_scheduler.rule_of = _refusing
 
 
 @skill

@@ -4,6 +4,7 @@ reason of every slot that does not run; a long downtime costs a bounded number o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 from typing import Any
 
@@ -14,6 +15,8 @@ from loopengine.contract import Config, LoopLoader
 from loopengine.contract.checks import Env
 from loopengine.daemon import DaemonLog
 from loopengine.daemon._scheduler import MAX_SHOWN, MAX_SLOTS, Scheduler
+from loopengine.errors import StorageError
+from loopengine.store import Store
 from loopengine.testing import memory_store
 
 T0 = 1_800_000_000.0
@@ -49,7 +52,9 @@ def after_downtime(
                 store, DaemonLog(io.StringIO()), lambda: None, lambda: T0 + down_s
             )
             await scheduler.update([loop], [])
-            await scheduler._fire([scheduler.entries[("tick", "cron")]])
+            submitted = scheduler._submit([scheduler.entries[("tick", "cron")]])
+            assert submitted is not None
+            await scheduler._settle(*submitted)
             rows = await store.read(
                 lambda c: c.exec_driver_sql(
                     "SELECT scheduled_for - ?, status, reason FROM ticks "
@@ -124,3 +129,55 @@ def test_the_status_row_holds_every_slot_until_it_is_written_again() -> None:
 
 def test_the_status_row_holds_a_bounded_number_of_slots() -> None:
     assert len(_planned(T0 + 86_400)) == MAX_SHOWN
+
+
+class _FailingOnce:
+    """The store, but the first write of slots fails (as a database error would)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.failed = False
+
+    async def read(self, *call: Any) -> Any:
+        return await self.store.read(*call)
+
+    def submit(self, operation: Any, *args: Any) -> Any:
+        if not self.failed:
+            self.failed = True
+            return self.store.submit(_fail, *args)
+        return self.store.submit(operation, *args)
+
+
+def _fail(connection: Any, *args: Any) -> None:
+    raise StorageError("the database refused the slots")
+
+
+def test_slots_whose_write_failed_are_decided_again() -> None:
+    text = (
+        'id: tick\ntrigger: {type: cron, config: {expression: "*/2 * * * * *"}}\n'
+        "decide: {decision_tree: [], fallback_action: log_only}\n"
+    )
+    loop = (
+        LoopLoader(Env(builtin_registry(), frozenset(Config().storage))).load_text(text, "x").loop
+    )
+    assert loop is not None
+    now = [T0]
+
+    async def main() -> list[tuple[Any, ...]]:
+        async with memory_store() as store:
+            failing = _FailingOnce(store)
+            scheduler = Scheduler(failing, DaemonLog(io.StringIO()), lambda: None, lambda: now[0])
+            await scheduler.update([loop], [])
+            now[0] = T0 + 2.5
+            entry = scheduler.entries[("tick", "cron")]
+            for _ in range(2):
+                submitted = scheduler._submit([entry])
+                assert submitted is not None
+                with contextlib.suppress(StorageError):
+                    await scheduler._settle(*submitted)
+            rows = await store.read(
+                lambda c: c.exec_driver_sql("SELECT scheduled_for - ?, status FROM ticks", (T0,))
+            )
+            return [tuple(row) for row in rows]
+
+    assert asyncio.run(main()) == [(2.0, "queued")]

@@ -23,6 +23,7 @@ from loopengine.daemon._workers import Workers
 from loopengine.engine import Engine, Services, resume
 from loopengine.store import JobEnvelope, Store, executions, intake, queue
 from loopengine.testing import memory_store
+from tests.daemon.working import served
 from tests.engine import skills_for_tests
 
 STEADY = """\
@@ -114,7 +115,7 @@ def _run(tmp_path: Path, step: str, monkeypatch: pytest.MonkeyPatch) -> tuple[li
             engine = Engine(Services(registry, store, base=tmp_path))
             workers = Workers(
                 engine,
-                {loop.id: loop},
+                served(loop),
                 lambda _file: loop,
                 DaemonLog(log, as_json=True),
                 owner="here:1:w",

@@ -9,13 +9,22 @@ from pathlib import Path
 import anyio
 
 from loopengine.builtins import builtin_registry
-from loopengine.contract import Loop
+from loopengine.contract import Config, Loop, LoopLoader
+from loopengine.contract.checks import Env
 from loopengine.daemon import DaemonLog
+from loopengine.daemon._loops import ServedLoops
 from loopengine.daemon._workers import Workers
 from loopengine.engine import Engine, Services
 from loopengine.store import Store, queue
 
 DEADLINE_S = 60.0
+
+
+def served(loop: Loop) -> ServedLoops:
+    """The loops a daemon serves: ``loop`` alone, built from its file."""
+    loops = ServedLoops(LoopLoader(Env(builtin_registry(), frozenset(Config().storage))))
+    loops.put(loop, Path(loop.file).read_text())
+    return loops
 
 
 async def work_off(store: Store, loop: Loop, job_id: str, base: Path) -> queue.Job:
@@ -25,7 +34,7 @@ async def work_off(store: Store, loop: Loop, job_id: str, base: Path) -> queue.J
     log = DaemonLog(io.StringIO(), as_json=True)
     workers = Workers(
         engine,
-        {loop.id: loop},
+        served(loop),
         lambda _f: loop,
         log,
         owner="here:1:w",

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import sqlalchemy as sa
+
 from loopengine.store import JobEnvelope, Store, intake, queue
 from loopengine.testing import memory_store
 
@@ -87,3 +89,38 @@ def test_a_key_refused_while_paused_is_taken_again_once_unpaused() -> None:
         return [refused.status, taken.status, job and job.status]
 
     assert scenario(steps) == ["paused", "queued", "queued"]
+
+
+@dataclass(frozen=True)
+class Decided:
+    action: str
+    reason: str | None = None
+
+
+def slot(key: str, loop_id: str, at: float, admit: Callable[[int, int], Any]) -> intake.Arrival:
+    return intake.Arrival(arrival(key, loop_id).job, "t", admit, at)
+
+
+def test_slots_due_together_are_written_by_as_many_statements_however_many_they_are() -> None:
+    def start(running: int, queued: int) -> Start:
+        return Start()
+
+    async def statements(store: Store, count: int, at: float) -> int:
+        executed = []
+
+        def count_statement(*args: Any) -> None:
+            executed.append(args[2])
+
+        sa.event.listen(store.engine, "before_cursor_execute", count_statement)
+        slots = [(slot(f"{at}:{i}", f"loop_{i}", at, start), None) for i in range(count)]
+        slots.append((slot(f"{at}:missed", "loop_0", at - 1, start), "missed: too old"))
+        intakes = await store.write(intake.record_slots, slots, at)
+        sa.event.remove(store.engine, "before_cursor_execute", count_statement)
+        assert [i.status for i in intakes] == ["queued"] * count + ["missed"]
+        return len(executed)
+
+    async def steps(store: Store) -> tuple[int, int]:
+        return await statements(store, 3, 60.0), await statements(store, 60, 120.0)
+
+    few, many = scenario(steps)
+    assert few == many
