@@ -250,6 +250,20 @@ def test_a_claim_passes_over_jobs_of_loops_it_does_not_serve_or_that_are_full() 
     assert scenario(steps) == ["full-1", "mine", None]
 
 
+def test_a_claim_takes_a_batch_of_the_oldest_jobs_each_loop_within_its_limit() -> None:
+    async def steps(store: Store) -> list[list[tuple[str, int]]]:
+        for index, loop_id in enumerate(("pair", "pair", "pair", "tick", "tick")):
+            await store.write(queue.insert_job, job(f"j{index}", loop_id, float(index)))
+        limits = {"pair": 2, "tick": 5}
+        batches = []
+        for most in (3, 4):
+            claimed = await store.write(queue.claim_jobs, limits, "a", lambda: 10.0, 10.0, most)
+            batches.append([(found.id, lease.generation) for found, lease in claimed])
+        return batches
+
+    assert scenario(steps) == [[("j0", 1), ("j1", 1), ("j3", 1)], [("j4", 1)]]
+
+
 def _queue_of(path: Path, jobs: list[tuple[str, float]], running: str | None) -> sa.Engine:
     """A SQLite store at ``path`` whose queue holds ``jobs`` (loop, created_at), and one job of
     ``running`` running under a live lease."""

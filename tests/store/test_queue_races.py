@@ -147,3 +147,28 @@ def test_two_daemons_claiming_at_once_keep_a_loops_concurrency_limit(postgres: s
                 assert _claimed(second, {loop: 1}, "b") is None
         with second.begin():
             assert _claimed(second, {loop: 1}, "b") is None
+
+
+def _batch(connection: sa.Connection, limits: dict[str, int], owner: str, most: int) -> list[str]:
+    claimed = queue.claim_jobs(connection, limits, owner, lambda: 100.0, 30.0, most)
+    return [job.id for job, _ in claimed]
+
+
+def test_two_daemons_claiming_batches_at_once_take_each_job_once_within_the_limit(
+    postgres: sa.Engine,
+) -> None:
+    """A loop allowed three running jobs, five queued: while one daemon's batch of the two
+    oldest is open, the other's takes none; once it committed, the other takes the one left
+    under the limit, and then no batch takes any."""
+    run = uuid.uuid4().hex[:8]
+    loop = f"batch-{run}"
+    _queued(postgres, *((f"j{index}-{run}", loop, float(index)) for index in range(1, 6)))
+    with postgres.connect() as first, postgres.connect() as second:
+        with first.begin():
+            assert _batch(first, {loop: 3}, "a", 2) == [f"j1-{run}", f"j2-{run}"]
+            with second.begin():
+                assert _batch(second, {loop: 3}, "b", 4) == []
+        with second.begin():
+            assert _batch(second, {loop: 3}, "b", 4) == [f"j3-{run}"]
+        with first.begin():
+            assert _batch(first, {loop: 3}, "a", 4) == []
