@@ -34,7 +34,7 @@ from loopengine.store._tables import (
     trigger_states,
 )
 from loopengine.store.executions import fail_left_running
-from loopengine.store.leases import RUNNING, Lease, check_lease, held
+from loopengine.store.leases import HELD, RUNNING, Lease, check_lease, forget_lease, held
 from loopengine.store.records import Artifact
 from loopengine.store.signals import Event, TriggerState
 
@@ -313,47 +313,67 @@ def _stale(now: float, owner: str) -> tuple[sa.ColumnElement[bool], ...]:
     return (jobs.c.status == RUNNING, jobs.c.lease_until < now, jobs.c.owner != owner)
 
 
-def _due(now: float) -> tuple[sa.ColumnElement[bool], ...]:
-    return (jobs.c.status == QUEUED, jobs.c.not_before <= now)
-
-
-def _oldest(
-    connection: sa.Connection,
-    where: Iterable[sa.ColumnElement[bool]],
-    most: int,
-    by: sa.ColumnElement[float] = jobs.c.created_at,
-) -> list[Job]:
-    """The ``most`` oldest jobs ``where`` holds (``by`` their age), their rows locked; rows
-    another transaction locked are skipped on PostgreSQL, so daemons never wait on each other
-    (SQLite's ``BEGIN IMMEDIATE`` already serialises claims)."""
-    query = _JOBS.where(*where).order_by(by).limit(most)
-    rows = connection.execute(query.with_for_update(skip_locked=True, of=jobs)).mappings()
-    return [Job.from_row(row) for row in rows]
+def _oldest(connection: sa.Connection, where: Iterable[sa.ColumnElement[bool]]) -> list[Job]:
+    """The oldest job ``where`` holds, its row locked (skipped when another transaction holds
+    it), if any."""
+    query = _JOBS.where(*where).order_by(jobs.c.created_at).limit(1)
+    return _locked(connection, query.with_for_update(skip_locked=True, of=jobs), {})
 
 
 def claim_job(connection: sa.Connection, job: Job, owner: str, lease_until: float) -> Lease:
     return _claim(connection, [job], owner, lease_until)[0][1]
 
 
+_LEASE = (
+    jobs.update()
+    .where(jobs.c.id.in_(sa.bindparam("ids", expanding=True)))
+    .values(
+        status=RUNNING,
+        owner=sa.bindparam("to"),
+        lease_until=sa.bindparam("until"),
+        attempts=jobs.c.attempts + 1,
+    )
+)
+
+
 def _claim(
     connection: sa.Connection, found: Sequence[Job], owner: str, lease_until: float
 ) -> list[tuple[Job, Lease]]:
     """Lease ``found`` to ``owner``, in one statement."""
-    connection.execute(
-        jobs.update()
-        .where(jobs.c.id.in_([job.id for job in found]))
-        .values(
-            status=RUNNING,
-            owner=owner,
-            lease_until=lease_until,
-            attempts=jobs.c.attempts + 1,
-        )
-    )
+    ids = [job.id for job in found]
+    connection.execute(_LEASE, {"ids": ids, "to": owner, "until": lease_until})
     return [(job, Lease(job.id, owner, job.attempts + 1)) for job in found]
 
 
 _LOOKED_AT = 32
 """How many of the oldest due jobs a claim reads at least before naming the loops it may take."""
+_RUNNING = sa.select(jobs.c.id, jobs.c.loop_id, jobs.c.owner, jobs.c.lease_until).where(
+    jobs.c.status == RUNNING
+)
+_DUE = (jobs.c.status == QUEUED, jobs.c.not_before <= sa.bindparam("now"))
+_OLDEST_DUE = (
+    sa.select(jobs.c.id, jobs.c.loop_id)
+    .where(*_DUE)
+    .order_by(jobs.c.created_at)
+    .limit(sa.bindparam("looked_at"))
+)
+_LOCK_OLDEST = (
+    _JOBS.where(*_DUE, jobs.c.id.in_(sa.bindparam("ids", expanding=True)))
+    .order_by(jobs.c.created_at)
+    .limit(sa.bindparam("most"))
+    .with_for_update(skip_locked=True, of=jobs)
+)
+# Ordered by an expression, the jobs of these loops are found through the (loop_id, status)
+# index and sorted: walking the queue in order passed every job of a loop at its limit.
+_LOCK_OLDEST_OF_LOOPS = (
+    _JOBS.where(*_DUE, jobs.c.loop_id.in_(sa.bindparam("loops", expanding=True)))
+    .order_by(jobs.c.created_at + 0)
+    .limit(sa.bindparam("most"))
+    .with_for_update(skip_locked=True, of=jobs)
+)
+_RUNNING_OF_LOOP = sa.select(sa.func.count()).where(
+    jobs.c.loop_id == sa.bindparam("loop"), jobs.c.status == RUNNING
+)
 _LOOP_LOCKS = 0x6A6F  # the key space of loop locks among PostgreSQL's advisory locks
 
 
@@ -390,17 +410,13 @@ def claim_jobs(
     (binding a thousand ids cost more than the rest of the claim) only when none of those jobs
     will do."""
     now = clock()
-    running = connection.execute(
-        sa.select(jobs.c.id, jobs.c.loop_id, jobs.c.owner, jobs.c.lease_until).where(
-            jobs.c.status == RUNNING
-        )
-    ).all()
+    running = connection.execute(_RUNNING).all()
     stale = [
         job_id
         for job_id, loop_id, holder, until in running
         if loop_id in limits and holder != owner and until is not None and until < now
     ]
-    if stale and (taken := _oldest(connection, (*_stale(now, owner), jobs.c.id.in_(stale)), 1)):
+    if stale and (taken := _oldest(connection, (*_stale(now, owner), jobs.c.id.in_(stale)))):
         return _claim(connection, taken, owner, now + lease_s)
     counts = Counter(loop_id for _, loop_id, _, _ in running)
     free = {loop_id for loop_id, limit in limits.items() if counts[loop_id] < limit}
@@ -426,19 +442,19 @@ def claim_jobs(
 def _oldest_of(
     connection: sa.Connection, now: float, loop_ids: Collection[str], most: int
 ) -> list[Job]:
-    """The ``most`` oldest jobs queued and due of ``loop_ids``, their rows locked."""
-    looked_at = connection.execute(
-        sa.select(jobs.c.id, jobs.c.loop_id)
-        .where(*_due(now))
-        .order_by(jobs.c.created_at)
-        .limit(max(_LOOKED_AT, 2 * most))
-    ).all()
+    """The ``most`` oldest jobs queued and due of ``loop_ids``, their rows locked (rows another
+    transaction locked are skipped on PostgreSQL, so daemons never wait on each other; SQLite's
+    ``BEGIN IMMEDIATE`` already serialises claims)."""
+    looked = {"now": now, "looked_at": max(_LOOKED_AT, 2 * most)}
+    looked_at = connection.execute(_OLDEST_DUE, looked).all()
     wanted = [job_id for job_id, loop_id in looked_at if loop_id in loop_ids]
-    found = _oldest(connection, (*_due(now), jobs.c.id.in_(wanted)), most) if wanted else []
-    among = jobs.c.loop_id.in_(list(loop_ids))
-    # Ordered by an expression, the jobs of these loops are found through the (loop_id, status)
-    # index and sorted: walking the queue in order passed every job of a loop at its limit.
-    return found or _oldest(connection, (*_due(now), among), most, by=jobs.c.created_at + 0)
+    bound = {"now": now, "most": most}
+    found = _locked(connection, _LOCK_OLDEST, {**bound, "ids": wanted}) if wanted else []
+    return found or _locked(connection, _LOCK_OLDEST_OF_LOOPS, {**bound, "loops": list(loop_ids)})
+
+
+def _locked(connection: sa.Connection, query: sa.Select[Any], bound: dict[str, Any]) -> list[Job]:
+    return [Job.from_row(row) for row in connection.execute(query, bound).mappings()]
 
 
 def _room(connection: sa.Connection, loop_id: str, limit: int, counted: int) -> int:
@@ -455,8 +471,7 @@ def _room(connection: sa.Connection, loop_id: str, limit: int, counted: int) -> 
     ).scalar_one()
     if not held:
         return 0
-    count = sa.select(sa.func.count()).where(jobs.c.loop_id == loop_id, jobs.c.status == RUNNING)
-    return limit - int(connection.execute(count).scalar_one())
+    return limit - int(connection.execute(_RUNNING_OF_LOOP, {"loop": loop_id}).scalar_one())
 
 
 def renew_leases(
@@ -475,6 +490,20 @@ def renew_leases(
     return {job_id for job_id, cancel in rows if cancel}, lost
 
 
+_FINISH = (
+    jobs.update()
+    .where(*HELD)
+    .values(
+        status=DONE,
+        outcome=sa.bindparam("end_outcome"),
+        execution_id=sa.bindparam("end_execution"),
+        finished_at=sa.bindparam("end_at"),
+        reason=sa.bindparam("end_reason"),
+        lease_until=None,
+    )
+)
+
+
 def finish_job(
     connection: sa.Connection,
     lease: Lease,
@@ -485,18 +514,9 @@ def finish_job(
     reason: str | None = None,
 ) -> bool:
     """Record how the job of ``lease`` ended; False when the lease no longer holds it."""
-    result = connection.execute(
-        jobs.update()
-        .where(*held(lease))
-        .values(
-            status=DONE,
-            outcome=outcome,
-            execution_id=execution_id,
-            finished_at=now,
-            reason=reason,
-            lease_until=None,
-        )
-    )
+    forget_lease(connection, lease)
+    ended = {"end_outcome": outcome, "end_execution": execution_id, "end_at": now}
+    result = connection.execute(_FINISH, {**held(lease), **ended, "end_reason": reason})
     return bool(result.rowcount)
 
 
@@ -543,9 +563,10 @@ def release_owners(connection: sa.Connection, owners: Iterable[str]) -> None:
 def requeue(connection: sa.Connection, lease: Lease, now: float) -> bool:
     """Give the job of ``lease`` back to the queue (any daemon, this one too, claims it again and
     resumes its execution); False when the lease no longer held it."""
-    query = jobs.update().where(*held(lease))
-    back = query.values(status=QUEUED, owner=None, lease_until=None, not_before=now)
-    return bool(connection.execute(back).rowcount)
+    forget_lease(connection, lease)
+    back = jobs.update().where(*HELD)
+    back = back.values(status=QUEUED, owner=None, lease_until=None, not_before=now)
+    return bool(connection.execute(back, held(lease)).rowcount)
 
 
 def insert_tick(connection: sa.Connection, tick: Tick) -> bool:

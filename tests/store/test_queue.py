@@ -264,6 +264,27 @@ def test_a_claim_takes_a_batch_of_the_oldest_jobs_each_loop_within_its_limit() -
     assert scenario(steps) == [[("j0", 1), ("j1", 1), ("j3", 1)], [("j4", 1)]]
 
 
+def test_a_lease_is_checked_once_a_transaction_and_again_once_its_job_ended(
+    tmp_path: Path,
+) -> None:
+    engine = create_engine(f"sqlite:///{tmp_path / 'store.db'}")
+    with engine.begin() as connection:
+        migrate(connection)
+        queue.insert_job(connection, job("j1"))
+        lease = queue.claim_job(connection, job("j1"), "a", 10.0)
+    statements: list[str] = []
+    sa.event.listen(engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+    with engine.begin() as connection:
+        queue.check_lease(connection, lease)
+        queue.check_lease(connection, lease)
+        checks = len(statements)
+        queue.finish_job(connection, lease, outcome="completed", execution_id=None, now=11.0)
+        with pytest.raises(LeaseLost):
+            queue.check_lease(connection, lease)
+    engine.dispose()
+    assert checks == 1
+
+
 def _queue_of(path: Path, jobs: list[tuple[str, float]], running: str | None) -> sa.Engine:
     """A SQLite store at ``path`` whose queue holds ``jobs`` (loop, created_at), and one job of
     ``running`` running under a live lease."""
