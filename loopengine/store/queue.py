@@ -347,22 +347,49 @@ def _claim(
 
 _LOOKED_AT = 32
 """How many of the oldest due jobs a claim reads at least before naming the loops it may take."""
-_RUNNING = sa.select(jobs.c.id, jobs.c.loop_id, jobs.c.owner, jobs.c.lease_until).where(
-    jobs.c.status == RUNNING
-)
+_SEEN = (jobs.c.id, jobs.c.loop_id, jobs.c.status, jobs.c.owner, jobs.c.lease_until)
 _DUE = (jobs.c.status == QUEUED, jobs.c.not_before <= sa.bindparam("now"))
 _OLDEST_DUE = (
-    sa.select(jobs.c.id, jobs.c.loop_id)
+    sa.select(*_SEEN, jobs.c.created_at)
     .where(*_DUE)
     .order_by(jobs.c.created_at)
     .limit(sa.bindparam("looked_at"))
 )
-_LOCK_OLDEST = (
-    _JOBS.where(*_DUE, jobs.c.id.in_(sa.bindparam("ids", expanding=True)))
-    .order_by(jobs.c.created_at)
-    .limit(sa.bindparam("most"))
-    .with_for_update(skip_locked=True, of=jobs)
+_RUNNING_AND_DUE = sa.union_all(
+    sa.select(*_SEEN, jobs.c.created_at).where(jobs.c.status == RUNNING),
+    sa.select(_OLDEST_DUE.subquery()),
 )
+"""The running jobs and the oldest due, in one round trip (each half through its index: an
+``OR`` of the two made PostgreSQL sort every queued row)."""
+_LEASE_OLDEST = (
+    jobs.update()
+    .where(
+        jobs.c.id.in_(
+            sa.select(jobs.c.id)
+            .where(*_DUE, jobs.c.id.in_(sa.bindparam("ids", expanding=True)))
+            .order_by(jobs.c.created_at)
+            .limit(sa.bindparam("most"))
+            .with_for_update(skip_locked=True)
+        ),
+    )
+    .values(
+        status=RUNNING,
+        owner=sa.bindparam("to"),
+        lease_until=sa.bindparam("until"),
+        attempts=jobs.c.attempts + 1,
+    )
+)
+"""Lock the jobs named that are still queued (``FOR UPDATE SKIP LOCKED``, a ``LIMIT``) and lease
+them, in one statement."""
+_LEASE_OLDEST_RETURNING = {
+    "postgresql": _LEASE_OLDEST.where(jobs.c.id == envelopes.c.job_id).returning(
+        *_JOBS.selected_columns
+    ),
+    "sqlite": _LEASE_OLDEST.returning(jobs.c.id),
+}
+"""``_LEASE_OLDEST`` returning the jobs with their envelopes on PostgreSQL; their ids on SQLite,
+whose ``RETURNING`` reads no other table (the jobs are read in a second statement, in process)."""
+_JOBS_NAMED = _JOBS.where(jobs.c.id.in_(sa.bindparam("ids", expanding=True)))
 # Ordered by an expression, the jobs of these loops are found through the (loop_id, status)
 # index and sorted: walking the queue in order passed every job of a loop at its limit.
 _LOCK_OLDEST_OF_LOOPS = (
@@ -410,50 +437,100 @@ def claim_jobs(
     (binding a thousand ids cost more than the rest of the claim) only when none of those jobs
     will do."""
     now = clock()
-    running = connection.execute(_RUNNING).all()
+    read = connection.execute(_RUNNING_AND_DUE, {"now": now, "looked_at": _looked_at(most)}).all()
+    running = [row for row in read if row.status == RUNNING]
     stale = [
-        job_id
-        for job_id, loop_id, holder, until in running
-        if loop_id in limits and holder != owner and until is not None and until < now
+        row.id
+        for row in running
+        if row.loop_id in limits
+        and row.owner != owner
+        and row.lease_until is not None
+        and row.lease_until < now
     ]
-    if stale and (taken := _oldest(connection, (*_stale(now, owner), jobs.c.id.in_(stale)))):
-        return _claim(connection, taken, owner, now + lease_s)
-    counts = Counter(loop_id for _, loop_id, _, _ in running)
+    if stale and (orphan := _oldest(connection, (*_stale(now, owner), jobs.c.id.in_(stale)))):
+        return _claim(connection, orphan, owner, now + lease_s)
+    counts = Counter(row.loop_id for row in running)
     free = {loop_id for loop_id, limit in limits.items() if counts[loop_id] < limit}
+    due = sorted((row for row in read if row.status == QUEUED), key=lambda row: row.created_at)
+    looked_at: Sequence[Any] | None = due
     claimed: list[tuple[Job, Lease]] = []
     while free and len(claimed) < most:
-        found = _oldest_of(connection, now, free, most - len(claimed))
-        if not found:
+        wanted = most - len(claimed)
+        if looked_at is None:
+            looked_at = connection.execute(
+                _OLDEST_DUE, {"now": now, "looked_at": _looked_at(wanted)}
+            ).all()
+        candidates = [row for row in looked_at if row.loop_id in free]
+        looked_at = None
+        room = {
+            loop_id: _room(connection, loop_id, limits[loop_id], counts[loop_id])
+            for loop_id in dict.fromkeys(row.loop_id for row in candidates)
+        }
+        free -= {loop_id for loop_id, left in room.items() if left <= 0}
+        chosen: list[str] = []
+        for row in candidates:
+            if room[row.loop_id] > 0 and len(chosen) < wanted:
+                room[row.loop_id] -= 1
+                chosen.append(row.id)
+        bound = {"now": now, "most": wanted, "to": owner, "until": now + lease_s, "ids": chosen}
+        taken = _leased(connection, bound, owner) if chosen else []
+        if not taken and free:
+            taken = _claim_among(connection, now, free, wanted, limits, counts, owner, lease_s)
+        if not taken:
             break
-        chosen: list[Job] = []
-        for loop_id in dict.fromkeys(job.loop_id for job in found):
-            room = _room(connection, loop_id, limits[loop_id], counts[loop_id])
-            ours = [job for job in found if job.loop_id == loop_id][: max(room, 0)]
-            chosen.extend(ours)
-            counts[loop_id] += len(ours)
-            if len(ours) == room or room <= 0:
-                free.discard(loop_id)
-        if chosen:
-            chosen.sort(key=lambda job: job.created_at)
-            claimed.extend(_claim(connection, chosen, owner, now + lease_s))
+        for job, _ in taken:
+            counts[job.loop_id] += 1
+            if counts[job.loop_id] >= limits[job.loop_id]:
+                free.discard(job.loop_id)
+        claimed.extend(taken)
     return claimed
 
 
-def _oldest_of(
-    connection: sa.Connection, now: float, loop_ids: Collection[str], most: int
+def _looked_at(most: int) -> int:
+    return max(_LOOKED_AT, 2 * most)
+
+
+def _leased(
+    connection: sa.Connection, bound: Mapping[str, Any], owner: str
+) -> list[tuple[Job, Lease]]:
+    """The jobs ``_LEASE_OLDEST`` leased to ``owner`` (their rows as the lease left them),
+    oldest first."""
+    dialect = connection.dialect.name
+    rows = connection.execute(_LEASE_OLDEST_RETURNING[dialect], bound).mappings().all()
+    if dialect != "postgresql":
+        leased = {"ids": [row["id"] for row in rows]}
+        rows = connection.execute(_JOBS_NAMED, leased).mappings().all()
+    found = sorted((Job.from_row(row) for row in rows), key=lambda job: job.created_at)
+    return [(job, Lease(job.id, owner, job.attempts)) for job in found]
+
+
+def _claim_among(
+    connection: sa.Connection,
+    now: float,
+    loop_ids: Collection[str],
+    most: int,
+    limits: Mapping[str, int],
+    counts: Mapping[str, int],
+    owner: str,
+    lease_s: float,
+) -> list[tuple[Job, Lease]]:
+    """Claim up to ``most`` of the oldest due jobs of ``loop_ids``, named in the query: none of
+    the oldest jobs of the queue was one this daemon may take. Their rows are locked first, and
+    each loop's room counted then."""
+    found = _locked(
+        connection, _LOCK_OLDEST_OF_LOOPS, {"now": now, "most": most, "loops": list(loop_ids)}
+    )
+    chosen: list[Job] = []
+    for loop_id in dict.fromkeys(job.loop_id for job in found):
+        room = _room(connection, loop_id, limits[loop_id], counts[loop_id])
+        chosen.extend([job for job in found if job.loop_id == loop_id][: max(room, 0)])
+    chosen.sort(key=lambda job: job.created_at)
+    return _claim(connection, chosen, owner, now + lease_s) if chosen else []
+
+
+def _locked(
+    connection: sa.Connection, query: sa.Select[Any], bound: Mapping[str, Any]
 ) -> list[Job]:
-    """The ``most`` oldest jobs queued and due of ``loop_ids``, their rows locked (rows another
-    transaction locked are skipped on PostgreSQL, so daemons never wait on each other; SQLite's
-    ``BEGIN IMMEDIATE`` already serialises claims)."""
-    looked = {"now": now, "looked_at": max(_LOOKED_AT, 2 * most)}
-    looked_at = connection.execute(_OLDEST_DUE, looked).all()
-    wanted = [job_id for job_id, loop_id in looked_at if loop_id in loop_ids]
-    bound = {"now": now, "most": most}
-    found = _locked(connection, _LOCK_OLDEST, {**bound, "ids": wanted}) if wanted else []
-    return found or _locked(connection, _LOCK_OLDEST_OF_LOOPS, {**bound, "loops": list(loop_ids)})
-
-
-def _locked(connection: sa.Connection, query: sa.Select[Any], bound: dict[str, Any]) -> list[Job]:
     return [Job.from_row(row) for row in connection.execute(query, bound).mappings()]
 
 
