@@ -435,7 +435,7 @@ def claim_jobs(
     statement: a claim costs the same with 20 or 20,000 jobs queued, takes a batch for the
     price of one, and locks no job of another daemon's loops. The loops are named in the query
     (binding a thousand ids cost more than the rest of the claim) only when none of those jobs
-    will do."""
+    will do and more are queued: an idle daemon's claim binds none."""
     now = clock()
     read = connection.execute(_RUNNING_AND_DUE, {"now": now, "looked_at": _looked_at(most)}).all()
     running = [row for row in read if row.status == RUNNING]
@@ -453,13 +453,14 @@ def claim_jobs(
     free = {loop_id for loop_id, limit in limits.items() if counts[loop_id] < limit}
     due = sorted((row for row in read if row.status == QUEUED), key=lambda row: row.created_at)
     looked_at: Sequence[Any] | None = due
+    seen_all = len(due) < _looked_at(most)
     claimed: list[tuple[Job, Lease]] = []
     while free and len(claimed) < most:
         wanted = most - len(claimed)
         if looked_at is None:
-            looked_at = connection.execute(
-                _OLDEST_DUE, {"now": now, "looked_at": _looked_at(wanted)}
-            ).all()
+            bound = {"now": now, "looked_at": _looked_at(wanted)}
+            looked_at = connection.execute(_OLDEST_DUE, bound).all()
+            seen_all = len(looked_at) < _looked_at(wanted)
         candidates = [row for row in looked_at if row.loop_id in free]
         looked_at = None
         room = {
@@ -472,9 +473,9 @@ def claim_jobs(
             if room[row.loop_id] > 0 and len(chosen) < wanted:
                 room[row.loop_id] -= 1
                 chosen.append(row.id)
-        bound = {"now": now, "most": wanted, "to": owner, "until": now + lease_s, "ids": chosen}
-        taken = _leased(connection, bound, owner) if chosen else []
-        if not taken and free:
+        leasing = {"now": now, "most": wanted, "to": owner, "until": now + lease_s, "ids": chosen}
+        taken = _leased(connection, leasing, owner) if chosen else []
+        if not taken and free and not seen_all:
             taken = _claim_among(connection, now, free, wanted, limits, counts, owner, lease_s)
         if not taken:
             break

@@ -285,6 +285,23 @@ def test_a_lease_is_checked_once_a_transaction_and_again_once_its_job_ended(
     assert checks == 1
 
 
+def test_a_claim_that_saw_every_due_job_names_no_loop_in_its_queries(tmp_path: Path) -> None:
+    """An idle daemon serving 1,000 loops polls the queue: none of its claims binds their ids
+    (it did, finding nothing more each time)."""
+    engine = create_engine(f"sqlite:///{tmp_path / 'store.db'}")
+    with engine.begin() as connection:
+        migrate(connection)
+        queue.insert_job(connection, job("foreign", "elsewhere"))
+    bound: list[int] = []
+    sa.event.listen(engine, "before_cursor_execute", lambda *args: bound.append(len(args[3] or ())))
+    limits = {f"loop{index}": 1 for index in range(1000)}
+    with engine.begin() as connection:
+        claimed = queue.claim_jobs(connection, limits, "a", lambda: 10.0, 10.0, 4)
+    engine.dispose()
+    assert claimed == []
+    assert max(bound) < 10
+
+
 def _queue_of(path: Path, jobs: list[tuple[str, float]], running: str | None) -> sa.Engine:
     """A SQLite store at ``path`` whose queue holds ``jobs`` (loop, created_at), and one job of
     ``running`` running under a live lease."""
