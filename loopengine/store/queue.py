@@ -427,8 +427,9 @@ def claim_jobs(
     """Claim for ``lease_s`` up to ``most`` jobs ``owner`` may run now, of loops of ``limits``,
     oldest first: a job whose daemon died (it holds its loop's slot already, and is taken over;
     alone), else the oldest jobs queued and due of loops below their limit of running jobs
-    (``concurrency.max``), each loop's room counted. Now is read from ``clock`` as the
-    transaction runs: a claim that waited out an outage is not leased from before it.
+    (``concurrency.max``), the room of each loop counted as its first job is chosen. Now is
+    read from ``clock`` as the transaction runs: a claim that waited out an outage is not
+    leased from before it.
 
     The oldest due jobs are read through the (status, created_at) index, unlocked, and those
     this daemon may run are locked (``FOR UPDATE SKIP LOCKED``, a ``LIMIT``) and leased in one
@@ -463,14 +464,17 @@ def claim_jobs(
             seen_all = len(looked_at) < _looked_at(wanted)
         candidates = [row for row in looked_at if row.loop_id in free]
         looked_at = None
-        room = {
-            loop_id: _room(connection, loop_id, limits[loop_id], counts[loop_id])
-            for loop_id in dict.fromkeys(row.loop_id for row in candidates)
-        }
-        free -= {loop_id for loop_id, left in room.items() if left <= 0}
+        room: dict[str, int] = {}
         chosen: list[str] = []
         for row in candidates:
-            if room[row.loop_id] > 0 and len(chosen) < wanted:
+            if len(chosen) == wanted:
+                break
+            if row.loop_id not in room:
+                left = _room(connection, row.loop_id, limits[row.loop_id], counts[row.loop_id])
+                room[row.loop_id] = left
+                if left <= 0:
+                    free.discard(row.loop_id)
+            if room[row.loop_id] > 0:
                 room[row.loop_id] -= 1
                 chosen.append(row.id)
         leasing = {"now": now, "most": wanted, "to": owner, "until": now + lease_s, "ids": chosen}
