@@ -120,11 +120,19 @@ def timed(
         return (time.perf_counter() - started) * 1000
 
 
-def measure(name: str, urls: Iterator[str], loops: int, claims: int) -> None:
+def measure(
+    name: str,
+    urls: Iterator[str],
+    loops: int,
+    claims: int,
+    queues: tuple[tuple[int, int], ...] = QUEUES,
+) -> None:
+    """Print the claim's and the floor's medians for each of ``queues`` (queued, finished), a
+    fresh database of ``urls`` each."""
     print(f"{name}: {loops} loops served; medians of {claims} claims, ms")
     print(f"  {'queued':>7} {'finished':>9} {'claim':>8} {'floor':>8} {'ratio':>6}")
     base: float | None = None
-    for queued, finished in QUEUES:
+    for queued, finished in queues:
         engine = create_engine(next(urls))
         fill(engine, queued, finished, loops)
         sides: dict[str, list[float]] = {"claim": [], "floor": []}

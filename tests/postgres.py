@@ -42,17 +42,19 @@ def _as_server_user(command: list[str]) -> list[str]:
 
 class PostgresServer:
     """A private server's data folder and port; ``stop``/``start``/``restart`` cut and restore
-    it under the clients (``-m immediate``: as a crash would)."""
+    it under the clients (``-m immediate``: as a crash would). ``fsync`` off unless a bench
+    measures what a real server costs."""
 
-    def __init__(self, home: Path, port: int) -> None:
-        self.home, self.port = home, port
+    def __init__(self, home: Path, port: int, fsync: bool = False) -> None:
+        self.home, self.port, self.fsync = home, port, fsync
         self.url = f"postgresql+psycopg://loopengine@127.0.0.1:{port}/postgres"
 
     def _ctl(self, *args: str, check: bool = True) -> None:
         options = f"-p {self.port} -k {self.home / 'sockets'} -c listen_addresses=127.0.0.1"
         command = [str(_bindir() / "pg_ctl"), "-D", str(self.home / "data"), *args]
         if args[0] != "stop":
-            command += ["-o", f"{options} -c fsync=off", "-w", "-l", str(self.home / "log")]
+            fsync = "on" if self.fsync else "off"
+            command += ["-o", f"{options} -c fsync={fsync}", "-w", "-l", str(self.home / "log")]
         subprocess.run(
             _as_server_user(command),
             stdout=subprocess.DEVNULL,
@@ -71,7 +73,7 @@ class PostgresServer:
 
 
 @contextmanager
-def postgres_cluster() -> Iterator[PostgresServer]:
+def postgres_cluster(fsync: bool = False) -> Iterator[PostgresServer]:
     """Start a private server; yields it, and removes everything afterwards."""
     bindir = _bindir()
     home = Path(tempfile.mkdtemp(prefix="loopengine-pg-"))
@@ -99,7 +101,7 @@ def postgres_cluster() -> Iterator[PostgresServer]:
         stderr=subprocess.PIPE,
         check=True,
     )
-    server = PostgresServer(home, _free_port())
+    server = PostgresServer(home, _free_port(), fsync)
     server.start()
     try:
         yield server
@@ -109,9 +111,9 @@ def postgres_cluster() -> Iterator[PostgresServer]:
 
 
 @contextmanager
-def postgres_server() -> Iterator[str]:
+def postgres_server(fsync: bool = False) -> Iterator[str]:
     """Start a private server; yields its SQLAlchemy URL and removes everything afterwards."""
-    with postgres_cluster() as server:
+    with postgres_cluster(fsync) as server:
         yield server.url
 
 

@@ -22,9 +22,11 @@ from loopengine.daemon._log import DaemonLog
 from loopengine.daemon._loops import ServedLoops
 from loopengine.engine import Engine, resume
 from loopengine.errors import LeaseLost, LoopEngineError, StoreUnavailable
-from loopengine.store import JobEnvelope, Store, executions, queue
+from loopengine.store import JobEnvelope, Pending, Store, executions, queue
 
 __all__ = ["MAX_CLAIMS", "Workers"]
+
+Claimed = tuple[queue.Job, queue.Lease]
 
 MAX_CLAIMS = 10
 """A job claimed this many times without an end (its daemon died running it each time: a skill
@@ -106,6 +108,10 @@ class Workers:
         """Jobs whose lease expired and passed to another daemon: cancelled, not recorded."""
         self.accepting = True
         self._resting = _Idle(poll_s)
+        self._claimed: deque[Claimed] = deque()
+        """Jobs claimed for this daemon's free workers, each taken by the first free."""
+        self._claiming = 0
+        """Workers the claims under way are for."""
         self._idle = anyio.Event()
 
     def wake(self) -> None:
@@ -144,10 +150,13 @@ class Workers:
     async def _work(self) -> None:
         pause: float | None = None
         while self.accepting:
+            if self._claimed:
+                await self._execute(*self._claimed.popleft())
+                continue
             try:
-                claimed = await self.store.write(
-                    queue.claim_next, self.limits(), self.owner, self.clock, self.lease_s
-                )
+                claim = self._submit_claim()
+                if claim is not None:
+                    await claim.wait()
             except Exception as exc:
                 pause = next_pause(pause)
                 self.log.line(
@@ -156,11 +165,33 @@ class Workers:
                 await anyio.sleep(pause)
                 continue
             pause = None
-            if claimed is None:
+            if not self._claimed:
                 await self._resting.rest()
-                continue
-            self._resting.wake_one()
-            await self._execute(*claimed)
+
+    def _submit_claim(self) -> Pending[list[Claimed]] | None:
+        """Hand the store a claim of a job for each worker free now (this one, and those
+        resting that no claim under way or claimed job waiting is for), in one transaction;
+        None when there are none, or the workers stop. What it claims joins ``_claimed`` as it
+        commits, a resting worker woken for each job (and the worker that found the last one,
+        to claim again). Jobs claimed as the workers stop are released with the daemon's
+        others (``queue.hand_back``)."""
+        most = self.count - len(self.running) - len(self._claimed) - self._claiming
+        if most <= 0 or not self.accepting:
+            return None
+        claim = self.store.submit(
+            queue.claim_jobs, self.limits(), self.owner, self.clock, self.lease_s, most
+        )
+        self._claiming += most
+
+        def landed(error: BaseException | None) -> None:
+            self._claiming -= most
+            if error is None:
+                self._claimed.extend(claim.result)
+                for _ in claim.result:
+                    self._resting.wake_one()
+
+        claim.on_done = landed
+        return claim
 
     def limits(self) -> dict[str, int]:
         """The ``concurrency.max`` of each loop this daemon serves: the loops it claims jobs of."""
@@ -249,17 +280,19 @@ class Workers:
         error: str | None,
     ) -> bool:
         """Record how the job ended (and end its execution with it, should the execution have
-        been left running by a failure); whether the lease still held. A database outage is
-        waited out: an ending is never dropped while the daemon runs."""
+        been left running by a failure); whether the lease still held. The worker's next claim
+        is handed over right behind it, so the store commits both in one transaction. A
+        database outage is waited out: an ending is never dropped while the daemon runs."""
         now = self.clock()
+        ended = self.store.submit(queue.end_job, lease, outcome, execution_id, error, now)
+        self._submit_claim()
         while True:
             try:
-                return await self.store.write(
-                    queue.end_job, lease, outcome, execution_id, error, now
-                )
+                return await ended.wait()
             except StoreUnavailable as exc:
                 self.log.line("error", f"{exc}: the job's end is recorded once it is back")
                 await anyio.sleep(1.0)
+                ended = self.store.submit(queue.end_job, lease, outcome, execution_id, error, now)
 
     async def _give_back(self, lease: queue.Lease) -> None:
         """Queue a job again whose execution or end could not be recorded: it is claimed again

@@ -86,6 +86,12 @@ class Pending(Generic[T]):
     def error(self) -> BaseException | None:
         return self._error
 
+    @property
+    def result(self) -> T:
+        """The operation's result, once it committed (for ``on_done``)."""
+        value: T = self._value
+        return value
+
     async def wait(self) -> T:
         """The operation's result; raises its error (``StorageError`` for database failures)."""
         await self._done.wait()

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from loopengine.errors import LeaseLost
 from loopengine.store._tables import jobs
 
-__all__ = ["RUNNING", "Lease", "check_lease", "held"]
+__all__ = ["HELD", "RUNNING", "Lease", "check_lease", "forget_lease", "held"]
 
 RUNNING = "running"
 """The status of a claimed job."""
@@ -26,19 +26,48 @@ class Lease:
     generation: int
 
 
-def held(lease: Lease) -> tuple[sa.ColumnElement[bool], ...]:
-    """The conditions a job row meets while ``lease`` holds it."""
-    return (
-        jobs.c.id == lease.job_id,
-        jobs.c.owner == lease.owner,
-        jobs.c.attempts == lease.generation,
-        jobs.c.status == RUNNING,
-    )
+HELD = (
+    jobs.c.id == sa.bindparam("lease_job"),
+    jobs.c.owner == sa.bindparam("lease_owner"),
+    jobs.c.attempts == sa.bindparam("lease_generation"),
+    jobs.c.status == RUNNING,
+)
+"""The conditions a job row meets while the lease ``held(lease)`` binds holds it (built once:
+a statement built per call cost more than its round trip)."""
+
+
+def held(lease: Lease) -> dict[str, object]:
+    """The parameters of ``HELD`` for ``lease``."""
+    return {
+        "lease_job": lease.job_id,
+        "lease_owner": lease.owner,
+        "lease_generation": lease.generation,
+    }
+
+
+_CHECK = sa.select(jobs.c.id).where(*HELD).with_for_update()
+_CHECKED = "loopengine_leases_checked"
+"""Where a connection keeps the leases checked in its transaction (``check_lease``)."""
 
 
 def check_lease(connection: sa.Connection, lease: Lease) -> None:
     """Raise ``LeaseLost`` unless ``lease`` still holds its job; the job's row stays locked until
-    the transaction ends (PostgreSQL), so a takeover waits for what this transaction commits."""
-    query = sa.select(jobs.c.id).where(*held(lease)).with_for_update()
-    if connection.execute(query).first() is None:
+    the transaction ends (PostgreSQL), so a takeover waits for what this transaction commits.
+    Checked once a transaction: the commits of an execution grouped in one check it once."""
+    transaction = connection.get_transaction()
+    checked: tuple[object, set[Lease]] | None = connection.info.get(_CHECKED)
+    if checked is None or checked[0] is not transaction:
+        checked = connection.info[_CHECKED] = (transaction, set())
+    if lease in checked[1]:
+        return
+    if connection.execute(_CHECK, held(lease)).first() is None:
         raise LeaseLost(f"job {lease.job_id} passed to another daemon: this one stops")
+    checked[1].add(lease)
+
+
+def forget_lease(connection: sa.Connection, lease: Lease) -> None:
+    """``lease`` is to be checked again in this transaction (its job was just ended or given
+    back)."""
+    checked = connection.info.get(_CHECKED)
+    if checked is not None:
+        checked[1].discard(lease)

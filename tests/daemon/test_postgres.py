@@ -1,5 +1,6 @@
-"""The daemon on PostgreSQL: the same queue, and two daemons on one database share the work
-(``FOR UPDATE SKIP LOCKED`` claims, unique slots), so each slot runs exactly once."""
+"""The daemon on PostgreSQL: the same queue, and several daemons on one database share the work
+(``FOR UPDATE SKIP LOCKED`` claims in batches, unique slots), so each slot and each job runs
+exactly once."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 import sqlalchemy as sa
 
+from loopengine.store import JobEnvelope, queue
 from tests.daemon.conftest import BY_HAND, ON_EVENT, TICK, Workspace
 from tests.postgres import postgres_server
 from tests.waiting import wait_until
@@ -125,3 +127,54 @@ def test_three_daemons_run_each_slot_of_loops_due_together_once(
     assert max(jobs.values()) == 1
     assert len(jobs) >= len(queued)
     assert max(runs.values()) == 1
+
+
+MANY = """\
+id: many
+trigger: {type: manual}
+concurrency: {max: 12}
+decide: {decision_tree: [], fallback_action: log_only}
+"""
+JOBS = 300
+
+
+def _queue_many(engine: sa.Engine) -> None:
+    with engine.begin() as connection:
+        for index in range(JOBS):
+            job_id = f"many-{index:04}"
+            envelope = JobEnvelope(job_id, job_id, "many", {}, {}, {}, job_id).as_dict()
+            queued = queue.Job(
+                id=job_id,
+                loop_id="many",
+                trigger={"type": "manual"},
+                envelope=envelope,
+                idempotency_key=job_id,
+                status=queue.QUEUED,
+                not_before=0.0,
+                created_at=float(index),
+            )
+            queue.insert_job(connection, queued)
+
+
+def test_three_daemons_draining_one_queue_run_every_job_exactly_once(
+    on_postgres: Workspace, database: sa.Engine
+) -> None:
+    (on_postgres.root / "loops" / "many.yaml").write_text(MANY)
+    daemons = [on_postgres.start(f"daemon{index}.log") for index in range(3)]
+    _queue_many(database)
+    done = "SELECT count(*) FROM jobs WHERE loop_id = 'many' AND status = 'done'"
+    daemons[0].wait_until(lambda: _count(database, done) == JOBS, "the jobs all ended")
+    assert [daemon.stop() for daemon in daemons] == [0, 0, 0]
+
+    with database.connect() as connection:
+        jobs = connection.execute(
+            sa.text("SELECT attempts, outcome FROM jobs WHERE loop_id = 'many'")
+        ).all()
+        runs = connection.execute(
+            sa.text(
+                "SELECT job_id, count(*) FROM executions WHERE loop_id = 'many' GROUP BY job_id"
+            )
+        ).all()
+    assert Counter(jobs) == {(1, "completed"): JOBS}
+    assert len(runs) == JOBS
+    assert {count for _, count in runs} == {1}

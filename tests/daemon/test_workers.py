@@ -75,7 +75,7 @@ def _async_once(original: Callable[..., Any], step: str) -> Callable[..., Any]:
 
 
 STEPS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
-    "claim": lambda m: m.setattr(queue, "claim_job", _once(queue.claim_job, "claim", 2)),
+    "claim": lambda m: m.setattr(queue, "claim_jobs", _once(queue.claim_jobs, "claim", 2)),
     "envelope": lambda m: m.setattr(
         JobEnvelope, "from_row", _once(JobEnvelope.from_row, "envelope")
     ),
@@ -86,7 +86,9 @@ STEPS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
     "resume": lambda m: m.setattr(
         "loopengine.daemon._workers.resume", _async_once(resume, "resume")
     ),
-    "finish": lambda m: m.setattr(queue, "finish_job", _once(queue.finish_job, "finish", 2)),
+    # A job's end shares its transaction with the worker's next claim: the group inline, the
+    # group in the thread, then the end alone is three calls.
+    "finish": lambda m: m.setattr(queue, "finish_job", _once(queue.finish_job, "finish", 3)),
     "heartbeat": lambda m: m.setattr(
         queue, "renew_leases", _once(queue.renew_leases, "heartbeat", 2)
     ),

@@ -252,6 +252,58 @@ def test_a_claim_passes_over_jobs_of_loops_it_does_not_serve_or_that_are_full() 
     assert scenario(steps) == ["full-1", "mine", None]
 
 
+def test_a_claim_takes_a_batch_of_the_oldest_jobs_each_loop_within_its_limit() -> None:
+    async def steps(store: Store) -> list[list[tuple[str, int]]]:
+        for index, loop_id in enumerate(("pair", "pair", "pair", "tick", "tick")):
+            await store.write(queue.insert_job, job(f"j{index}", loop_id, float(index)))
+        limits = {"pair": 2, "tick": 5}
+        batches = []
+        for most in (3, 4):
+            claimed = await store.write(queue.claim_jobs, limits, "a", lambda: 10.0, 10.0, most)
+            batches.append([(found.id, lease.generation) for found, lease in claimed])
+        return batches
+
+    assert scenario(steps) == [[("j0", 1), ("j1", 1), ("j3", 1)], [("j4", 1)]]
+
+
+def test_a_lease_is_checked_once_a_transaction_and_again_once_its_job_ended(
+    tmp_path: Path,
+) -> None:
+    engine = create_engine(f"sqlite:///{tmp_path / 'store.db'}")
+    with engine.begin() as connection:
+        migrate(connection)
+        queue.insert_job(connection, job("j1"))
+        lease = queue.claim_job(connection, job("j1"), "a", 10.0)
+    statements: list[str] = []
+    sa.event.listen(engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+    with engine.begin() as connection:
+        queue.check_lease(connection, lease)
+        queue.check_lease(connection, lease)
+        checks = len(statements)
+        queue.finish_job(connection, lease, outcome="completed", execution_id=None, now=11.0)
+        with pytest.raises(LeaseLost):
+            queue.check_lease(connection, lease)
+    engine.dispose()
+    assert checks == 1
+
+
+def test_a_claim_that_saw_every_due_job_names_no_loop_in_its_queries(tmp_path: Path) -> None:
+    """An idle daemon serving 1,000 loops polls the queue: none of its claims binds their ids
+    (it did, finding nothing more each time)."""
+    engine = create_engine(f"sqlite:///{tmp_path / 'store.db'}")
+    with engine.begin() as connection:
+        migrate(connection)
+        queue.insert_job(connection, job("foreign", "elsewhere"))
+    bound: list[int] = []
+    sa.event.listen(engine, "before_cursor_execute", lambda *args: bound.append(len(args[3] or ())))
+    limits = {f"loop{index}": 1 for index in range(1000)}
+    with engine.begin() as connection:
+        claimed = queue.claim_jobs(connection, limits, "a", lambda: 10.0, 10.0, 4)
+    engine.dispose()
+    assert claimed == []
+    assert max(bound) < 10
+
+
 def _queue_of(path: Path, jobs: list[tuple[str, float]], running: str | None) -> sa.Engine:
     """A SQLite store at ``path`` whose queue holds ``jobs`` (loop, created_at), and one job of
     ``running`` running under a live lease."""

@@ -147,3 +147,48 @@ def test_two_daemons_claiming_at_once_keep_a_loops_concurrency_limit(postgres: s
                 assert _claimed(second, {loop: 1}, "b") is None
         with second.begin():
             assert _claimed(second, {loop: 1}, "b") is None
+
+
+def _batch(connection: sa.Connection, limits: dict[str, int], owner: str, most: int) -> list[str]:
+    claimed = queue.claim_jobs(connection, limits, owner, lambda: 100.0, 30.0, most)
+    return [job.id for job, _ in claimed]
+
+
+def test_two_daemons_claiming_batches_at_once_take_each_job_once_within_the_limit(
+    postgres: sa.Engine,
+) -> None:
+    """A loop allowed three running jobs, five queued: while one daemon's batch of the two
+    oldest is open, the other's takes none; once it committed, the other takes the one left
+    under the limit, and then no batch takes any."""
+    run = uuid.uuid4().hex[:8]
+    loop = f"batch-{run}"
+    _queued(postgres, *((f"j{index}-{run}", loop, float(index)) for index in range(1, 6)))
+    with postgres.connect() as first, postgres.connect() as second:
+        with first.begin():
+            assert _batch(first, {loop: 3}, "a", 2) == [f"j1-{run}", f"j2-{run}"]
+            with second.begin():
+                assert _batch(second, {loop: 3}, "b", 4) == []
+        with second.begin():
+            assert _batch(second, {loop: 3}, "b", 4) == [f"j3-{run}"]
+        with first.begin():
+            assert _batch(first, {loop: 3}, "a", 4) == []
+
+
+def test_a_claim_of_one_job_counts_the_room_of_its_loop_alone(postgres: sa.Engine) -> None:
+    """The oldest jobs are of ten loops: a claim of one locks and counts the running jobs of
+    the first loop only (it counted each of the ten)."""
+    run = uuid.uuid4().hex[:8]
+    _queued(
+        postgres, *((f"j{index}-{run}", f"l{index}-{run}", float(index)) for index in range(10))
+    )
+    limits = {f"l{index}-{run}": 5 for index in range(10)}
+    statements: list[str] = []
+
+    def seen(*args: object) -> None:
+        statements.append(str(args[2]))
+
+    with postgres.connect() as connection:
+        sa.event.listen(connection, "before_cursor_execute", seen)
+        with connection.begin():
+            assert _batch(connection, limits, "a", 1) == [f"j0-{run}"]
+    assert sum("pg_try_advisory_xact_lock" in statement for statement in statements) == 1
