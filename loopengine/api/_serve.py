@@ -98,6 +98,7 @@ async def run_daemon(config: Path | None, folder: Path | None, log: DaemonLog) -
                     daemon.thresholds.run,
                     daemon.reload,
                     daemon.timers,
+                    daemon.wakeups.run,
                     partial(context.changes.watch, runtime.store),
                 ):
                     intake.start_soon(supervised, log, task)

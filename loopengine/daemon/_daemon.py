@@ -24,10 +24,12 @@ from loopengine.daemon._log import DaemonLog
 from loopengine.daemon._loops import Changes, LoopFolder, reason, triggers_of
 from loopengine.daemon._scheduler import Scheduler
 from loopengine.daemon._thresholds import ThresholdWatcher
+from loopengine.daemon._wakeups import Wakeups
 from loopengine.daemon._workers import Workers
 from loopengine.engine import escalate_overdue, owner_died
 from loopengine.errors import LoopEngineError, StoreUnavailable
 from loopengine.store import Artifact, new_id, queue
+from loopengine.store.wakeups import EVENT, JOB
 
 __all__ = ["PRUNE_S", "RELOAD_S", "TIMERS_S", "Daemon", "Signals", "supervised", "wait_out_outages"]
 
@@ -56,7 +58,7 @@ def _shipped_fallbacks(config: Config) -> tuple[Path, ...]:
 
 class Daemon:
     """One daemon's parts over a runtime (loop folder, workers, scheduler, dispatcher, threshold
-    watcher, hook table) and the chores they share; ``api.run_daemon`` serves them."""
+    watcher, hook table, wake-ups) and the chores they share; ``api.run_daemon`` serves them."""
 
     def __init__(self, runtime: Runtime, folder: Path, log: DaemonLog) -> None:
         settings = runtime.workspace.config.daemon
@@ -69,6 +71,7 @@ class Daemon:
         self.folder = LoopFolder(
             folder, runtime.loader, log, fallbacks=_shipped_fallbacks(runtime.workspace.config)
         )
+        self.wakeups = Wakeups(self.store, log, settings.poll_s)
         self.workers = Workers(
             runtime.engine,
             self.folder.loops,
@@ -78,10 +81,14 @@ class Daemon:
             count=settings.workers,
             lease_s=settings.lease_s,
             poll_s=settings.poll_s,
+            period=self.wakeups.period,
         )
         wake = self.workers.wake
         self.scheduler = Scheduler(self.store, log, wake)
-        self.dispatcher = Dispatcher(self.store, log, wake, settings.poll_s)
+        self.dispatcher = Dispatcher(
+            self.store, log, wake, settings.poll_s, period=self.wakeups.period
+        )
+        self.wakeups.handlers = {JOB: wake, EVENT: self.dispatcher.nudge}
         self.thresholds = ThresholdWatcher(self.store, log, wake, settings.poll_s)
         self.hooks = HookTable(log)
 

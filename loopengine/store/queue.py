@@ -37,6 +37,7 @@ from loopengine.store.executions import fail_left_running
 from loopengine.store.leases import RUNNING, Lease, check_lease, held
 from loopengine.store.records import Artifact
 from loopengine.store.signals import Event, TriggerState
+from loopengine.store.wakeups import JOB, notify
 
 __all__ = [
     "Daemon",
@@ -247,6 +248,8 @@ def insert_job(connection: sa.Connection, job: Job) -> bool:
     if not _insert_ignoring_conflict(connection, envelopes, envelope):
         return False
     connection.execute(jobs.insert().values(**values))
+    if job.status == QUEUED:
+        notify(connection, JOB)
     return True
 
 
@@ -494,7 +497,10 @@ def release_jobs(connection: sa.Connection, owner: str) -> int:
     query = (
         jobs.update().where(jobs.c.owner == owner, jobs.c.status == RUNNING).values(lease_until=0.0)
     )
-    return int(connection.execute(query).rowcount)
+    released = int(connection.execute(query).rowcount)
+    if released:
+        notify(connection, JOB)
+    return released
 
 
 def release_owners(connection: sa.Connection, owners: Iterable[str]) -> None:
@@ -508,7 +514,10 @@ def requeue(connection: sa.Connection, lease: Lease, now: float) -> bool:
     resumes its execution); False when the lease no longer held it."""
     query = jobs.update().where(*held(lease))
     back = query.values(status=QUEUED, owner=None, lease_until=None, not_before=now)
-    return bool(connection.execute(back).rowcount)
+    if not connection.execute(back).rowcount:
+        return False
+    notify(connection, JOB)
+    return True
 
 
 def insert_tick(connection: sa.Connection, tick: Tick) -> bool:

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 import loopengine.store._fastpath as fastpath
 from loopengine.store._record import Record
 from loopengine.store._tables import events, metrics, trigger_states
+from loopengine.store.wakeups import EVENT, notify
 
 __all__ = [
     "Event",
@@ -91,6 +92,7 @@ def insert_event(
     )
     key = result.inserted_primary_key
     assert key is not None
+    notify(connection, EVENT)
     return int(key[0])
 
 

@@ -18,7 +18,7 @@ async def _rest(idle: _Idle, number: int, done: list[int]) -> None:
 
 
 async def test_of_three_idle_workers_only_one_polls() -> None:
-    idle, polled = _Idle(poll_s=0.01), []
+    idle, polled = _Idle(lambda: 0.01), []
     async with anyio.create_task_group() as group:
         for number in range(3):
             group.start_soon(_rest, idle, number, polled)
@@ -31,7 +31,7 @@ async def test_of_three_idle_workers_only_one_polls() -> None:
 
 
 async def test_a_job_queued_here_wakes_one_waiting_worker() -> None:
-    idle, woken = _Idle(poll_s=60), []
+    idle, woken = _Idle(lambda: 60), []
     async with anyio.create_task_group() as group:
         for number in range(3):
             group.start_soon(_rest, idle, number, woken)
@@ -44,7 +44,7 @@ async def test_a_job_queued_here_wakes_one_waiting_worker() -> None:
 
 
 async def test_a_wake_up_with_nobody_waiting_is_kept_for_the_next_to_rest() -> None:
-    idle = _Idle(poll_s=60)
+    idle = _Idle(lambda: 60)
     idle.wake_one()
     with anyio.fail_after(10):
         await idle.rest()
