@@ -207,8 +207,17 @@ class Daemon:
         )
 
     async def heartbeat(self) -> None:
+        """Save this daemon's row every ``lease_s / 3``: whole when its loops or their next fires
+        changed, else its heartbeat alone (a thousand loops' JSON, written each time, was most
+        of an idle daemon's work)."""
+        saved: tuple[queue.Served, ...] | None = None
         while True:
-            await self.store.write(queue.save_daemon, self.status_row())
+            row = self.status_row()
+            if row.loops == saved:
+                await self.store.write(queue.beat, self.owner, row.heartbeat_at)
+            else:
+                await self.store.write(queue.save_daemon, row)
+                saved = row.loops
             await anyio.sleep(self.settings.lease_s / 3)
 
     async def hand_back(self) -> None:

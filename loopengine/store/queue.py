@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Self
 
 import sqlalchemy as sa
@@ -50,6 +50,7 @@ __all__ = [
     "Tick",
     "TriggerState",
     "active_daemons",
+    "beat",
     "check_lease",
     "claim_job",
     "claim_next",
@@ -228,7 +229,19 @@ class Daemon(Record):
         return super(Daemon, cls).from_row({**row, "loops": loops})
 
     def row(self) -> dict[str, Any]:
-        return {**super(Daemon, self).row(), "loops": [asdict(loop) for loop in self.loops]}
+        """The row, its loops as JSON data built by hand (``asdict`` took 50 ms for 1,000)."""
+        loops = [
+            {
+                "loop_id": loop.loop_id,
+                "file": loop.file,
+                "triggers": [
+                    {"id": slots.id, "type": slots.type, "next_fires": list(slots.next_fires)}
+                    for slots in loop.triggers
+                ],
+            }
+            for loop in self.loops
+        ]
+        return {**super(Daemon, self).row(), "loops": loops}
 
 
 def _insert_ignoring_conflict(
@@ -654,6 +667,11 @@ def save_trigger_state(connection: sa.Connection, state: TriggerState) -> None:
 def save_daemon(connection: sa.Connection, daemon: Daemon) -> None:
     """Insert or refresh this daemon's row (its heartbeat and its loops' next fires)."""
     _upsert(connection, daemons, daemon.row())
+
+
+def beat(connection: sa.Connection, daemon_id: str, now: float) -> None:
+    """Refresh the heartbeat of this daemon's row, its loops unchanged since ``save_daemon``."""
+    connection.execute(daemons.update().where(daemons.c.id == daemon_id).values(heartbeat_at=now))
 
 
 def stop_daemon(connection: sa.Connection, daemon_id: str, now: float) -> None:
