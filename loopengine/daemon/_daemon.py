@@ -29,7 +29,7 @@ from loopengine.daemon._workers import Workers
 from loopengine.engine import escalate_overdue, owner_died
 from loopengine.errors import LoopEngineError, StoreUnavailable
 from loopengine.store import Artifact, new_id, queue
-from loopengine.store.wakeups import EVENT, JOB
+from loopengine.store.wakeups import EVENT, JOB, METRIC
 
 __all__ = ["PRUNE_S", "RELOAD_S", "TIMERS_S", "Daemon", "Signals", "supervised", "wait_out_outages"]
 
@@ -88,8 +88,14 @@ class Daemon:
         self.dispatcher = Dispatcher(
             self.store, log, wake, settings.poll_s, period=self.wakeups.period
         )
-        self.wakeups.handlers = {JOB: wake, EVENT: self.dispatcher.nudge}
-        self.thresholds = ThresholdWatcher(self.store, log, wake, settings.poll_s)
+        self.thresholds = ThresholdWatcher(
+            self.store, log, wake, settings.poll_s, period=self.wakeups.period
+        )
+        self.wakeups.handlers = {
+            JOB: wake,
+            EVENT: self.dispatcher.nudge,
+            METRIC: self.thresholds.nudge,
+        }
         self.hooks = HookTable(log)
 
     async def apply(self, changes: Changes) -> None:

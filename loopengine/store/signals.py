@@ -11,7 +11,7 @@ import sqlalchemy as sa
 import loopengine.store._fastpath as fastpath
 from loopengine.store._record import Record
 from loopengine.store._tables import events, metrics, trigger_states
-from loopengine.store.wakeups import EVENT, notify
+from loopengine.store.wakeups import EVENT, METRIC, notify
 
 __all__ = [
     "Event",
@@ -137,6 +137,7 @@ def insert_metric(
     connection.execute(
         metrics.insert().values(name=name, value=value, labels=labels, recorded_at=at)
     )
+    notify(connection, METRIC)
 
 
 _INSERT_METRIC = metrics.insert()
@@ -149,6 +150,7 @@ def insert_metrics(
     come encoded already (``Encoded``)."""
     rows = [{"name": n, "value": v, "labels": labels, "recorded_at": at} for n, v, labels in points]
     fastpath.execute_many(connection, _INSERT_METRIC, rows)
+    notify(connection, METRIC)
 
 
 def metric_points(

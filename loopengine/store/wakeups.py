@@ -1,10 +1,10 @@
-"""Wake-ups: a write that gives a daemon work (a job queued, an event appended) names it on its
-transaction (``notify``). Once the transaction commits, the store tells this process
-(``Store.on_notified``), and on PostgreSQL every daemon listening (``listen``) is told too: the
-``NOTIFY`` is sent in the same transaction, so it is delivered at commit, never before the row
-can be read, and once per topic however many rows the transaction wrote. A notification lost
-(the listening connection down) is covered by the daemons' polls, and one told again after a
-reconnection.
+"""Wake-ups: a write that gives a daemon work (a job queued, an event appended, a metric point
+recorded) names it on its transaction (``notify``). Once the transaction commits, the store tells
+this process (``Store.on_notified``), and on PostgreSQL every daemon listening (``listen``) is
+told too: the ``NOTIFY`` is sent in the same transaction, so it is delivered at commit, never
+before the row can be read, and once per topic however many rows the transaction wrote. A
+notification lost (the listening connection down) is covered by the daemons' polls, and every
+topic is told again after a reconnection.
 """
 
 from __future__ import annotations
@@ -19,14 +19,26 @@ import sqlalchemy as sa
 from loopengine._faults import next_pause
 from loopengine.store._database import CONNECT_TIMEOUT_S
 
-__all__ = ["CHANNEL", "EVENT", "JOB", "TOPICS", "connector", "listen", "notified", "notify"]
+__all__ = [
+    "CHANNEL",
+    "EVENT",
+    "JOB",
+    "METRIC",
+    "TOPICS",
+    "connector",
+    "listen",
+    "notified",
+    "notify",
+]
 
 CHANNEL = "loopengine"
 JOB = "job"
 """A job became claimable: queued, queued again, or its lease ended."""
 EVENT = "event"
 """An event was appended to the log."""
-TOPICS = (JOB, EVENT)
+METRIC = "metric"
+"""A metric point was recorded."""
+TOPICS = (JOB, EVENT, METRIC)
 _TOLD = "loopengine_notified"
 CHECK_S = 30.0
 """How long the listening connection may stay silent before it is checked (a server gone
