@@ -5,6 +5,9 @@ told too: the ``NOTIFY`` is sent in the same transaction, so it is delivered at 
 before the row can be read, and once per topic however many rows the transaction wrote. A
 notification lost (the listening connection down) is covered by the daemons' polls, and every
 topic is told again after a reconnection.
+
+The repositories that notify are imported by commands that only feed the store (``emit``): the
+listening side imports its async machinery when it runs.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
-import anyio
 import sqlalchemy as sa
 
 from loopengine._faults import next_pause
@@ -86,6 +88,7 @@ async def listen(
     again (after 1 s, then up to ``BACKOFF_MAX_S`` while it keeps failing), and once it listens
     every topic is told, for what was missed meanwhile. ``on_listening`` hears None once
     notifications can arrive, and the error when they no longer can."""
+    import anyio
     import psycopg
 
     pause: float | None = None
@@ -107,6 +110,8 @@ async def listen(
 async def _follow(connection: Any, on_topic: Callable[[str], None]) -> None:
     """Tell each notification's topic; after ``CHECK_S`` of silence, ask the server whether it
     is still there (raising when it is not)."""
+    import anyio
+
     while True:
         async for notification in connection.notifies(timeout=CHECK_S):
             on_topic(notification.payload)
