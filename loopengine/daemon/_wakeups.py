@@ -57,7 +57,7 @@ class Wakeups:
         if connect is None:
             await self._watch_versions()
         else:
-            await listen(connect, self.tell, self._listening)
+            await listen(connect, self.tell, self._listening, lambda: self.store.backend_pid)
 
     def _listening(self, error: BaseException | None) -> None:
         """Note whether notifications arrive; say once when they stop, and when they are back."""

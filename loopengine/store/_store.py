@@ -134,6 +134,9 @@ class Store:
         self.on_notified: Callable[[str], None] | None = None
         """Told, in the event loop, each topic a committed write named (``wakeups.notify``)."""
         self._notified: set[str] = set()
+        self.backend_pid: int | None = None
+        """The server process of this store's PostgreSQL connection, as of its last commit: the
+        notifications it sent are told by ``on_notified`` already."""
 
     @property
     def file(self) -> Path | None:
@@ -350,6 +353,8 @@ class Store:
                 self._memo_version = _data_version(connection)
             outcomes: list[Outcome] = [(pending.operation(connection), None) for pending in group]
         self._notified |= notified(connection)
+        if not self._sqlite:
+            self.backend_pid = _backend_pid(connection)
         return outcomes
 
     def _run_inline(self, group: list[Pending[Any]]) -> list[Outcome] | None:
@@ -399,6 +404,11 @@ def impatient() -> Iterator[None]:
         yield
     finally:
         _PATIENT.reset(token)
+
+
+def _backend_pid(connection: sa.Connection) -> int | None:
+    driver = connection.connection.driver_connection
+    return getattr(getattr(driver, "info", None), "backend_pid", None)
 
 
 def _data_version(connection: sa.Connection) -> int:

@@ -82,12 +82,14 @@ async def listen(
     connect: Callable[[], Awaitable[Any]],
     on_topic: Callable[[str], None],
     on_listening: Callable[[BaseException | None], None],
+    own: Callable[[], int | None] = lambda: None,
 ) -> None:
     """Follow the channel on the connection ``connect`` opens (psycopg's ``AsyncConnection``,
     in autocommit), telling ``on_topic`` each topic, for ever: a lost connection is opened
     again (after 1 s, then up to ``BACKOFF_MAX_S`` while it keeps failing), and once it listens
     every topic is told, for what was missed meanwhile. ``on_listening`` hears None once
-    notifications can arrive, and the error when they no longer can."""
+    notifications can arrive, and the error when they no longer can. Those sent by the server
+    process ``own()`` names (this process's store, which tells its own) are left out."""
     import anyio
     import psycopg
 
@@ -100,20 +102,23 @@ async def listen(
                 pause = None
                 for topic in TOPICS:
                     on_topic(topic)
-                await _follow(connection, on_topic)
+                await _follow(connection, on_topic, own)
         except (psycopg.Error, OSError, TimeoutError) as exc:
             on_listening(exc)
         pause = next_pause(pause)
         await anyio.sleep(pause)
 
 
-async def _follow(connection: Any, on_topic: Callable[[str], None]) -> None:
+async def _follow(
+    connection: Any, on_topic: Callable[[str], None], own: Callable[[], int | None]
+) -> None:
     """Tell each notification's topic; after ``CHECK_S`` of silence, ask the server whether it
     is still there (raising when it is not)."""
     import anyio
 
     while True:
         async for notification in connection.notifies(timeout=CHECK_S):
-            on_topic(notification.payload)
+            if notification.pid != own():
+                on_topic(notification.payload)
         with anyio.fail_after(CHECK_S):
             await connection.execute("SELECT 1")

@@ -1,18 +1,24 @@
 """A write that gives a daemon work tells this process once it commits: once per topic and
-transaction, and never for a write rolled back."""
+transaction, and never for a write rolled back; on PostgreSQL a listener hears the other
+connections' writes, its own store's being told already."""
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import pytest
 import sqlalchemy as sa
 
 from loopengine.errors import StorageError
 from loopengine.store import Store, queue, signals
+from loopengine.store.wakeups import connector, listen
 from loopengine.testing import memory_store
+from tests.postgres import postgres_server
 from tests.store.test_queue import job
+from tests.waiting import DEADLINE_S
 
 pytestmark = pytest.mark.anyio
 
@@ -49,3 +55,37 @@ async def test_an_event_appended_tells_its_topic() -> None:
         await store.write(signals.insert_event, "page.updated", "test", {}, 0.0)
 
     assert await _told(append) == ["event"]
+
+
+@pytest.fixture(scope="module")
+def postgres_url() -> Iterator[str]:
+    with postgres_server() as url:
+        yield url
+
+
+async def test_a_listener_hears_other_connections_writes_not_its_own_stores(
+    postgres_url: str,
+) -> None:
+    heard: list[str] = []
+    listening = anyio.Event()
+
+    def on_listening(error: BaseException | None) -> None:
+        if error is None:
+            listening.set()
+
+    async with Store.open(postgres_url) as store, anyio.create_task_group() as group:
+        connect = connector(store.engine)
+        assert connect is not None
+        group.start_soon(listen, connect, heard.append, on_listening, lambda: store.backend_pid)
+        with anyio.fail_after(DEADLINE_S):
+            await listening.wait()
+            heard.clear()
+            await store.write(queue.insert_job, job("own"))
+            other = sa.create_engine(postgres_url)
+            with other.begin() as connection:
+                signals.insert_event(connection, "page.updated", "test", {}, 0.0)
+            other.dispose()
+            while not heard:
+                await anyio.sleep(0.01)
+        group.cancel_scope.cancel()
+    assert heard == ["event"]
