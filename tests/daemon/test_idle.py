@@ -1,13 +1,19 @@
 """Idle workers wait together: one polls the store each period, the others are woken one per
-job, and a wake-up that finds nobody waiting is kept for the next worker to rest."""
+job, and a wake-up that finds nobody waiting is kept for the next worker to rest. The period is
+long while notifications arrive, and jittered so that daemons do not poll in step."""
 
 from __future__ import annotations
+
+import io
 
 import anyio
 import pytest
 from anyio import wait_all_tasks_blocked
 
+from loopengine.daemon import DaemonLog
+from loopengine.daemon._wakeups import Wakeups, jittered
 from loopengine.daemon._workers import _Idle
+from loopengine.testing import memory_store
 
 pytestmark = pytest.mark.anyio
 
@@ -49,3 +55,17 @@ async def test_a_wake_up_with_nobody_waiting_is_kept_for_the_next_to_rest() -> N
     with anyio.fail_after(10):
         await idle.rest()
     assert not idle.woken
+
+
+def test_a_wait_is_made_up_to_a_fifth_longer_or_shorter() -> None:
+    shortest, longest = jittered(5.0, lambda low, high: low), jittered(5.0, lambda low, high: high)
+    assert (shortest, longest) == (4.0, 6.0)
+
+
+async def test_idle_parts_poll_every_5_s_while_notifications_arrive_else_every_poll_s() -> None:
+    async with memory_store() as store:
+        wakeups = Wakeups(store, DaemonLog(io.StringIO()), poll_s=0.2)
+        polling = wakeups.period()
+        wakeups.listening = True
+        assert 0.16 <= polling <= 0.24
+        assert 4.0 <= wakeups.period() <= 6.0
