@@ -1,19 +1,25 @@
 """Idle workers wait together: one polls the store each period, the others are woken one per
 job, and a wake-up that finds nobody waiting is kept for the next worker to rest. The period is
-long while notifications arrive, and jittered so that daemons do not poll in step."""
+long while notifications arrive (on SQLite, another connection's commit), and jittered so that
+daemons do not poll in step."""
 
 from __future__ import annotations
 
 import io
+from functools import partial
+from pathlib import Path
 
 import anyio
 import pytest
+import sqlalchemy as sa
 from anyio import wait_all_tasks_blocked
 
 from loopengine.daemon import DaemonLog
 from loopengine.daemon._wakeups import Wakeups, jittered
 from loopengine.daemon._workers import _Idle
+from loopengine.store import Store, create_engine
 from loopengine.testing import memory_store
+from tests.waiting import DEADLINE_S
 
 pytestmark = pytest.mark.anyio
 
@@ -69,3 +75,24 @@ async def test_idle_parts_poll_every_5_s_while_notifications_arrive_else_every_p
         wakeups.listening = True
         assert 0.16 <= polling <= 0.24
         assert 4.0 <= wakeups.period() <= 6.0
+
+
+async def test_on_sqlite_a_commit_of_another_connection_wakes_every_idle_part(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    told: list[str] = []
+    async with Store.open(url) as store, anyio.create_task_group() as group:
+        wakeups = Wakeups(store, DaemonLog(io.StringIO()), poll_s=0.01)
+        wakeups.handlers = {topic: partial(told.append, topic) for topic in ("job", "event")}
+        group.start_soon(wakeups.run)
+        await wait_all_tasks_blocked()
+        other = create_engine(url)
+        with other.begin() as connection:
+            connection.execute(sa.text("CREATE TABLE elsewhere (n INTEGER)"))
+        other.dispose()
+        with anyio.fail_after(DEADLINE_S):
+            while not told:
+                await anyio.sleep(0.01)
+        group.cancel_scope.cancel()
+    assert told == ["job", "event"]
