@@ -49,10 +49,13 @@ without closing it)."""
 
 def notify(connection: sa.Connection, topic: str) -> None:
     """Tell the daemons ``topic`` once this transaction commits."""
-    told: set[str] = connection.info.setdefault(_TOLD, set())
-    if topic in told:
+    transaction = connection.get_transaction()
+    kept: tuple[object, set[str]] | None = connection.info.get(_TOLD)
+    if kept is None or kept[0] is not transaction:
+        kept = connection.info[_TOLD] = (transaction, set())
+    if topic in kept[1]:
         return
-    told.add(topic)
+    kept[1].add(topic)
     if connection.dialect.name == "postgresql":
         connection.exec_driver_sql(
             "SELECT pg_notify(%(channel)s, %(topic)s)", {"channel": CHANNEL, "topic": topic}
@@ -62,8 +65,8 @@ def notify(connection: sa.Connection, topic: str) -> None:
 def notified(connection: sa.Connection) -> set[str]:
     """The topics told in the connection's last transaction (forgotten here: call it once the
     transaction ended, and before the next begins)."""
-    told: set[str] = connection.info.pop(_TOLD, set())
-    return told
+    kept: tuple[object, set[str]] | None = connection.info.pop(_TOLD, None)
+    return kept[1] if kept is not None else set()
 
 
 def connector(engine: sa.Engine) -> Callable[[], Awaitable[Any]] | None:

@@ -9,11 +9,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import anyio
+import psycopg
 import pytest
 import sqlalchemy as sa
 
 from loopengine.errors import StorageError
-from loopengine.store import Store, queue, signals
+from loopengine.store import Store, create_engine, migrate, queue, signals
 from loopengine.store.wakeups import connector, listen
 from loopengine.testing import memory_store
 from tests.postgres import postgres_server
@@ -89,3 +90,21 @@ async def test_a_listener_hears_other_connections_writes_not_its_own_stores(
                 await anyio.sleep(0.01)
         group.cancel_scope.cancel()
     assert heard == ["event"]
+
+
+def test_each_transaction_of_a_connection_notifies_its_own_writes(postgres_url: str) -> None:
+    engine = create_engine(postgres_url)
+    with engine.begin() as connection:
+        migrate(connection)
+    listener = psycopg.connect(postgres_url.replace("+psycopg", ""), autocommit=True)
+    try:
+        listener.execute("LISTEN loopengine")
+        with engine.connect() as connection:
+            for _ in range(2):
+                with connection.begin():
+                    signals.insert_event(connection, "page.updated", "test", {}, 0.0)
+        heard = [n.payload for n in listener.notifies(timeout=DEADLINE_S, stop_after=2)]
+    finally:
+        listener.close()
+        engine.dispose()
+    assert heard == ["event", "event"]
