@@ -56,5 +56,5 @@ def test_a_restarted_database_still_wakes_the_daemon(
     daemon = _idle_daemon(on_postgres)
     server.restart()
     assert _waited(on_postgres, daemon, server.url) < WOKEN_S
-    assert daemon.process.poll() is None
+    daemon.wait_for(lambda line: line.get("message") == "notifications arrive again")
     assert daemon.stop() == 0
