@@ -123,8 +123,8 @@ class ThresholdWatcher:
             self.woken = anyio.Event()
             position = await self._new_points(position)
             await self._periodic()
-            due = (watch.next_check - self.clock() for watch in self.watches.values())
-            with anyio.move_on_after(min(self.period(), *due)):
+            due = [watch.next_check - self.clock() for watch in self.watches.values()]
+            with anyio.move_on_after(min([self.period(), *due])):
                 await self.woken.wait()
 
     def nudge(self) -> None:

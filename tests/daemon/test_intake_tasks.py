@@ -117,3 +117,17 @@ def test_a_point_recorded_here_is_evaluated_at_once_not_at_the_next_poll() -> No
         return depth
 
     assert in_store(steps)["queued"] == 1
+
+
+def test_a_watcher_without_threshold_triggers_waits_for_points() -> None:
+    async def steps(store: Store) -> bool:
+        watcher = ThresholdWatcher(store, DaemonLog(io.StringIO()), lambda: None, 0.01)
+        async with anyio.create_task_group() as group:
+            group.start_soon(watcher.run)
+            await wait_all_tasks_blocked()
+            watcher.nudge()
+            await wait_all_tasks_blocked()
+            group.cancel_scope.cancel()
+        return True
+
+    assert in_store(steps)
