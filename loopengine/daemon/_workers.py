@@ -34,7 +34,9 @@ class _Idle:
     """Where idle workers wait for a job. One of them at a time polls the store once a
     ``period()`` (for what no wake-up told); the others wait to be woken, one per job queued or
     claimed, so a backlog is taken by as many workers as it needs while an idle daemon claims
-    once a period, not once per worker."""
+    once a period, not once per worker. Wake-ups told again before the worker woken claims (the
+    store's, a notification's, the intake's for one commit) wake no other: its claim sees what
+    they tell."""
 
     def __init__(self, period: Callable[[], float]) -> None:
         self.period = period
@@ -42,10 +44,16 @@ class _Idle:
         self.polling = False
         self.woken = False
         """A wake-up that found no worker waiting: the next to rest claims again at once."""
+        self.summoned: set[anyio.Event] = set()
+        """The waits of the workers woken that have not yet left ``rest`` to claim."""
 
     def wake_one(self) -> None:
+        if self.summoned:
+            return
         if self.waiting:
-            self.waiting.popleft().set()
+            event = self.waiting.popleft()
+            self.summoned.add(event)
+            event.set()
         else:
             self.woken = True
 
@@ -72,6 +80,7 @@ class _Idle:
                 self.polling = False
             if event in self.waiting:
                 self.waiting.remove(event)
+            self.summoned.discard(event)
 
 
 class Workers:

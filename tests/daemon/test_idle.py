@@ -96,3 +96,19 @@ async def test_on_sqlite_a_commit_of_another_connection_wakes_every_idle_part(
                 await anyio.sleep(0.01)
         group.cancel_scope.cancel()
     assert told == ["job", "event"]
+
+
+async def test_wake_ups_told_before_the_woken_worker_claims_wake_no_other() -> None:
+    idle, woken = _Idle(lambda: 60), []
+    async with anyio.create_task_group() as group:
+        for number in range(3):
+            group.start_soon(_rest, idle, number, woken)
+        await wait_all_tasks_blocked()
+        idle.wake_one()
+        idle.wake_one()
+        await wait_all_tasks_blocked()
+        assert (len(woken), len(idle.waiting)) == (1, 2)
+        idle.wake_one()
+        await wait_all_tasks_blocked()
+        assert (len(woken), len(idle.waiting)) == (2, 1)
+        idle.wake_all()
