@@ -99,13 +99,17 @@ async def listen(
     pause: float | None = None
     while True:
         try:
-            async with await connect() as connection:
+            connection = await connect()
+            try:
                 await connection.execute(f"LISTEN {CHANNEL}")
                 on_listening(None)
                 pause = None
                 for topic in TOPICS:
                     on_topic(topic)
                 await _follow(connection, on_topic, own)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await connection.close()
         except (psycopg.Error, OSError, TimeoutError) as exc:
             on_listening(exc)
         pause = next_pause(pause)
@@ -115,13 +119,18 @@ async def listen(
 async def _follow(
     connection: Any, on_topic: Callable[[str], None], own: Callable[[], int | None]
 ) -> None:
-    """Tell each notification's topic; after ``CHECK_S`` of silence, ask the server whether it
+    """Tell each notification's topic once its connection has data to read (psycopg's own wait
+    for one wakes ten times a second); after ``CHECK_S`` of silence, ask the server whether it
     is still there (raising when it is not)."""
     import anyio
 
     while True:
-        async for notification in connection.notifies(timeout=CHECK_S):
+        with anyio.move_on_after(CHECK_S) as silent:
+            await anyio.wait_readable(connection.fileno())
+        if silent.cancelled_caught:
+            with anyio.fail_after(CHECK_S):
+                await connection.execute("SELECT 1")
+            continue
+        async for notification in connection.notifies(timeout=CHECK_S, stop_after=1):
             if notification.pid != own():
                 on_topic(notification.payload)
-        with anyio.fail_after(CHECK_S):
-            await connection.execute("SELECT 1")
