@@ -77,19 +77,17 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 
 @dataclass(frozen=True, slots=True)
 class ApiContext:
-    """What the endpoints use: the store, this daemon's name, its lease, the token, which loops
-    an event fires, how to wake the dispatcher, and which loop a webhook fires."""
+    """What the endpoints use: the store (whose commits wake the daemon's workers and
+    dispatcher), this daemon's name, its lease, the token, which loops an event fires, and which
+    loop a webhook fires."""
 
     store: Store
     owner: str
     lease_s: float
     token: str | None
     matching: Callable[[queue.Event], list[str]]
-    wake: Callable[[], None]
     loop: Callable[[str], Loop | None]
     """The loop the daemon serves under an id."""
-    queued: Callable[[], None]
-    """Wakes the workers: a job was queued."""
     runtime: Runtime
     """The daemon's composed runtime: its engine runs what the API starts (chat, approvals)."""
     log: DaemonLog
@@ -119,15 +117,12 @@ def queued_job(firing: Firing, taken: intake.Intake, job: queue.Job | None) -> d
 
 
 async def queue_manual(context: ApiContext, operation: Operation[Queued]) -> Queued:
-    """Queue a manual job (``trigger``) and wake the workers; 409 with the reason when the loop
-    does not take it."""
+    """Queue a manual job (``trigger``: the store wakes the workers as it commits); 409 with the
+    reason when the loop does not take it."""
     try:
-        queued = await perform(context.store, operation)
+        return await perform(context.store, operation)
     except ContractError as exc:
         raise HTTPException(409, str(exc)) from None
-    if queued.status != "duplicate":
-        context.queued()
-    return queued
 
 
 def error_response(

@@ -90,12 +90,12 @@ async def _queued(
 
 
 def _log(context: ApiContext, route: HookRoute, delivery: str, taken: intake.Intake) -> None:
-    """One line per delivery (a replay too); the workers are woken when a job was queued."""
+    """One line per delivery (a replay too)."""
     fields = {"loop": route.loop.id, "trigger": route.trigger_id, "delivery": delivery}
     if taken.status == "duplicate":
         context.log.line("skip", "a delivery seen before: not run again", **fields)
-    elif log_intake(context.log, taken, **fields):
-        context.queued()
+    else:
+        log_intake(context.log, taken, **fields)
 
 
 def _route(context: ApiContext, path: str, method: str) -> HookRoute:

@@ -244,7 +244,6 @@ def _add_controls(app: FastAPI, context: ApiContext) -> None:
             appended = await perform(context.store, emit(event.name, event.data, "api", carried))
         except ContractError as exc:
             raise HTTPException(422, str(exc)) from None
-        context.wake()
         return EventAccepted(id=appended.id, name=event.name, matched=context.matching(appended))
 
 

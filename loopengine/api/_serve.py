@@ -66,9 +66,7 @@ async def run_daemon(config: Path | None, folder: Path | None, log: DaemonLog) -
             settings.lease_s,
             token,
             daemon.dispatcher.matching,
-            daemon.dispatcher.nudge,
             daemon.folder.loops.get,
-            daemon.workers.wake,
             runtime,
             log,
             hook=daemon.hooks.route,
@@ -98,6 +96,7 @@ async def run_daemon(config: Path | None, folder: Path | None, log: DaemonLog) -
                     daemon.thresholds.run,
                     daemon.reload,
                     daemon.timers,
+                    daemon.wakeups.run,
                     partial(context.changes.watch, runtime.store),
                 ):
                     intake.start_soon(supervised, log, task)

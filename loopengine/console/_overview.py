@@ -64,7 +64,6 @@ async def queue_run(
         await perform(context.store, trigger(loop, inputs, "console", dry_run=dry_run))
     except ContractError as exc:
         return str(exc)
-    context.queued()
     return redirect(f"{PREFIX}executions?{urlencode({'loop_id': loop.id})}")
 
 

@@ -160,7 +160,6 @@ def signal_routes(pages: Pages) -> list[BaseRoute]:
         except ContractError as exc:
             failed = {"name": name, "data": text, "field": "name", "message": str(exc)}
             return await render_events(request, 422, failed)
-        context.wake()
         return redirect(f"{PREFIX}events?{urlencode({'emitted': appended.id})}")
 
     async def series(request: Request) -> Response:

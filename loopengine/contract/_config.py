@@ -86,7 +86,13 @@ class DaemonSettings(Strict):
         "presumed dead and its jobs are claimed again.",
     )
     poll_s: float = Field(
-        0.2, gt=0, le=60, description="How often the queue and the event log are polled."
+        0.2,
+        gt=0,
+        le=60,
+        description="How often the queue, the event log and the metrics are polled when no "
+        "notification tells of new work (PostgreSQL's listening connection down), and how often "
+        "SQLite is checked for other processes' writes; while notifications arrive, idle daemons "
+        "poll every 5 s or this, whichever is longer.",
     )
     store_outage_s: float = Field(
         300,

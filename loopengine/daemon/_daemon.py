@@ -25,10 +25,12 @@ from loopengine.daemon._loops import Changes, LoopFolder, reason, triggers_of
 from loopengine.daemon._scheduler import Scheduler
 from loopengine.daemon._streams import StreamReader
 from loopengine.daemon._thresholds import ThresholdWatcher
+from loopengine.daemon._wakeups import Wakeups
 from loopengine.daemon._workers import Workers
 from loopengine.engine import escalate_overdue, owner_died
 from loopengine.errors import LoopEngineError, StorageError, StoreUnavailable
 from loopengine.store import Artifact, new_id, queue
+from loopengine.store.wakeups import EVENT, JOB, METRIC
 
 __all__ = ["PRUNE_S", "RELOAD_S", "TIMERS_S", "Daemon", "Signals", "supervised", "wait_out_outages"]
 
@@ -62,8 +64,8 @@ def _shipped_fallbacks(config: Config) -> tuple[Path, ...]:
 
 class Daemon:
     """One daemon's parts over a runtime (loop folder, workers, scheduler, dispatcher, threshold
-    watcher, hook table, stream readers) and the chores they share; ``api.run_daemon`` serves
-    them."""
+    watcher, hook table, stream readers, wake-ups) and the chores they share; ``api.run_daemon``
+    serves them."""
 
     def __init__(self, runtime: Runtime, folder: Path, log: DaemonLog) -> None:
         settings = runtime.workspace.config.daemon
@@ -76,6 +78,7 @@ class Daemon:
         self.folder = LoopFolder(
             folder, runtime.loader, log, fallbacks=_shipped_fallbacks(runtime.workspace.config)
         )
+        self.wakeups = Wakeups(self.store, log, settings.poll_s)
         self.workers = Workers(
             runtime.engine,
             self.folder.loops,
@@ -85,11 +88,21 @@ class Daemon:
             count=settings.workers,
             lease_s=settings.lease_s,
             poll_s=settings.poll_s,
+            period=self.wakeups.period,
         )
         wake = self.workers.wake
         self.scheduler = Scheduler(self.store, log, wake)
-        self.dispatcher = Dispatcher(self.store, log, wake, settings.poll_s)
-        self.thresholds = ThresholdWatcher(self.store, log, wake, settings.poll_s)
+        self.dispatcher = Dispatcher(
+            self.store, log, wake, settings.poll_s, period=self.wakeups.period
+        )
+        self.thresholds = ThresholdWatcher(
+            self.store, log, wake, settings.poll_s, period=self.wakeups.period
+        )
+        self.wakeups.handlers = {
+            JOB: wake,
+            EVENT: self.dispatcher.nudge,
+            METRIC: self.thresholds.nudge,
+        }
         self.hooks = HookTable(log)
         self.streams = [
             StreamReader(
@@ -242,8 +255,17 @@ class Daemon:
         )
 
     async def heartbeat(self) -> None:
+        """Save this daemon's row every ``lease_s / 3``: whole when its loops or their next fires
+        changed, else its heartbeat alone (a thousand loops' JSON, written each time, was most
+        of an idle daemon's work)."""
+        saved: tuple[queue.Served, ...] | None = None
         while True:
-            await self.store.write(queue.save_daemon, self.status_row())
+            row = self.status_row()
+            if row.loops == saved:
+                await self.store.write(queue.beat, self.owner, row.heartbeat_at)
+            else:
+                await self.store.write(queue.save_daemon, row)
+                saved = row.loops
             await anyio.sleep(self.settings.lease_s / 3)
 
     async def hand_back(self) -> None:

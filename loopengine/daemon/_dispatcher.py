@@ -68,11 +68,13 @@ class Dispatcher:
         on_queued: Callable[[], None],
         poll_s: float,
         clock: Callable[[], float] = time.time,
+        period: Callable[[], float] | None = None,
     ) -> None:
+        """The log is read when nudged, or once a ``period()`` (``poll_s`` when not given)."""
         self.store = store
         self.log = log
         self.on_queued = on_queued
-        self.poll_s = poll_s
+        self.period = period or (lambda: poll_s)
         self.clock = clock
         self.routes: dict[tuple[str, str], _Route] = {}
         self.index: PatternIndex[_Route] = PatternIndex([])
@@ -93,6 +95,7 @@ class Dispatcher:
         start = await self.store.read(queue.cursor, CURSOR)
         follower = LogFollower(start, GAP_WAIT_S)
         while True:
+            self.wake = anyio.Event()
             high, saved = follower.high, follower.position
             gaps = sorted(follower.gaps)[:GAPS_READ]
             batch = await self.store.read(queue.events_after, high, BATCH, gaps)
@@ -101,8 +104,7 @@ class Dispatcher:
                 await self._dispatch([e for e in batch if e.id in fresh], follower.position)
             if sum(1 for event in batch if event.id > high) == BATCH:
                 continue
-            self.wake = anyio.Event()
-            with anyio.move_on_after(self.poll_s):
+            with anyio.move_on_after(self.period()):
                 await self.wake.wait()
 
     def nudge(self) -> None:

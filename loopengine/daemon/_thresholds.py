@@ -77,13 +77,17 @@ class ThresholdWatcher:
         on_queued: Callable[[], None],
         poll_s: float,
         clock: Callable[[], float] = time.time,
+        period: Callable[[], float] | None = None,
     ) -> None:
+        """New points are read when nudged, or once a ``period()`` (``poll_s`` when not
+        given); each trigger is evaluated when its ``every`` is due."""
         self.store = store
         self.log = log
         self.on_queued = on_queued
-        self.poll_s = poll_s
+        self.period = period or (lambda: poll_s)
         self.clock = clock
         self.watches: dict[tuple[str, str], _Watch] = {}
+        self.woken = anyio.Event()
 
     async def update(self, loaded: Iterable[Loop], removed: Iterable[str]) -> None:
         loaded = list(loaded)
@@ -116,9 +120,16 @@ class ThresholdWatcher:
     async def run(self) -> None:
         position = await self.store.read(queue.cursor, CURSOR)
         while True:
+            self.woken = anyio.Event()
             position = await self._new_points(position)
             await self._periodic()
-            await anyio.sleep(self.poll_s)
+            due = [watch.next_check - self.clock() for watch in self.watches.values()]
+            with anyio.move_on_after(min([self.period(), *due])):
+                await self.woken.wait()
+
+    def nudge(self) -> None:
+        """Read the new points now rather than at the next poll (one was just recorded)."""
+        self.woken.set()
 
     async def _new_points(self, position: int) -> int:
         if not self.watches:

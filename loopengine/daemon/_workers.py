@@ -34,21 +34,29 @@ that crashes the process) fails instead of taking down the next daemon too."""
 
 
 class _Idle:
-    """Where idle workers wait for a job. One of them at a time polls the store every ``poll_s``
-    (jobs queued by other processes); the others wait to be woken, one per job queued here or
+    """Where idle workers wait for a job. One of them at a time polls the store once a
+    ``period()`` (for what no wake-up told); the others wait to be woken, one per job queued or
     claimed, so a backlog is taken by as many workers as it needs while an idle daemon claims
-    once a period, not once per worker."""
+    once a period, not once per worker. Wake-ups told again before the worker woken claims (the
+    store's, a notification's, the intake's for one commit) wake no other: its claim sees what
+    they tell."""
 
-    def __init__(self, poll_s: float) -> None:
-        self.poll_s = poll_s
+    def __init__(self, period: Callable[[], float]) -> None:
+        self.period = period
         self.waiting: deque[anyio.Event] = deque()
         self.polling = False
         self.woken = False
         """A wake-up that found no worker waiting: the next to rest claims again at once."""
+        self.summoned: set[anyio.Event] = set()
+        """The waits of the workers woken that have not yet left ``rest`` to claim."""
 
     def wake_one(self) -> None:
+        if self.summoned:
+            return
         if self.waiting:
-            self.waiting.popleft().set()
+            event = self.waiting.popleft()
+            self.summoned.add(event)
+            event.set()
         else:
             self.woken = True
 
@@ -66,7 +74,7 @@ class _Idle:
         self.polling = True
         try:
             if polls:
-                with anyio.move_on_after(self.poll_s):
+                with anyio.move_on_after(self.period()):
                     await event.wait()
             else:
                 await event.wait()
@@ -75,6 +83,7 @@ class _Idle:
                 self.polling = False
             if event in self.waiting:
                 self.waiting.remove(event)
+            self.summoned.discard(event)
 
 
 class Workers:
@@ -92,8 +101,10 @@ class Workers:
         count: int,
         lease_s: float,
         poll_s: float,
+        period: Callable[[], float] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        """Idle workers claim once a ``period()`` (``poll_s`` when not given), or when woken."""
         self.engine = engine
         self.store: Store = engine.services.store
         self.loops = loops
@@ -107,7 +118,7 @@ class Workers:
         self.lost: set[str] = set()
         """Jobs whose lease expired and passed to another daemon: cancelled, not recorded."""
         self.accepting = True
-        self._resting = _Idle(poll_s)
+        self._resting = _Idle(period or (lambda: poll_s))
         self._claimed: deque[Claimed] = deque()
         """Jobs claimed for this daemon's free workers, each taken by the first free."""
         self._claiming = 0
@@ -115,7 +126,7 @@ class Workers:
         self._idle = anyio.Event()
 
     def wake(self) -> None:
-        """Tell an idle worker a job was queued (by this process: others are found by polling)."""
+        """Tell an idle worker a job may be claimable."""
         self._resting.wake_one()
 
     async def run(self) -> None:

@@ -53,6 +53,7 @@ from loopengine.store._database import (
     translated,
 )
 from loopengine.store._migrations import migrate
+from loopengine.store.wakeups import notified
 
 __all__ = ["Pending", "Store", "impatient"]
 
@@ -136,6 +137,12 @@ class Store:
         """Why the database is unavailable, while it is."""
         self.on_outage: Callable[[StoreUnavailable | None], None] | None = None
         """Told once when the database becomes unavailable (the error), and when it is back."""
+        self.on_notified: Callable[[str], None] | None = None
+        """Told, in the event loop, each topic a committed write named (``wakeups.notify``)."""
+        self._notified: set[str] = set()
+        self.backend_pid: int | None = None
+        """The server process of this store's PostgreSQL connection, as of its last commit: the
+        notifications it sent are told by ``on_notified`` already."""
 
     @property
     def file(self) -> Path | None:
@@ -263,6 +270,7 @@ class Store:
                     for pending, (value, error) in zip(group, outcomes, strict=True):
                         pending._settle(value, error)
                     self._remembering = False
+                    self._tell()
                 if self._closing:
                     return
 
@@ -321,6 +329,13 @@ class Store:
             if self.on_outage is not None:
                 self.on_outage(None)
 
+    def _tell(self) -> None:
+        """Tell ``on_notified`` the topics the transactions just committed named."""
+        told, self._notified = self._notified, set()
+        if self.on_notified is not None:
+            for topic in sorted(told):
+                self.on_notified(topic)
+
     def _next_group(self) -> list[Pending[Any]]:
         """The next operation, with the writes queued right behind it when it is a write (as
         patient as it: an impatient one must not wait out an outage in a patient group)."""
@@ -338,10 +353,15 @@ class Store:
         transaction is then rolled back)."""
         connection = self._connection
         writer = connection.info[WRITER] = group[0].writer
+        notified(connection)
         with connection.begin():
             if writer and self._sqlite:
                 self._memo_version = _data_version(connection)
-            return [(pending.operation(connection), None) for pending in group]
+            outcomes: list[Outcome] = [(pending.operation(connection), None) for pending in group]
+        self._notified |= notified(connection)
+        if not self._sqlite:
+            self.backend_pid = _backend_pid(connection)
+        return outcomes
 
     def _run_inline(self, group: list[Pending[Any]]) -> list[Outcome] | None:
         """The group's results when its transaction commits here at once; None when it failed
@@ -390,6 +410,11 @@ def impatient() -> Iterator[None]:
         yield
     finally:
         _PATIENT.reset(token)
+
+
+def _backend_pid(connection: sa.Connection) -> int | None:
+    driver = connection.connection.driver_connection
+    return getattr(getattr(driver, "info", None), "backend_pid", None)
 
 
 def _data_version(connection: sa.Connection) -> int:

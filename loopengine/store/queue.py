@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Self
 
 import sqlalchemy as sa
@@ -37,6 +37,7 @@ from loopengine.store.executions import fail_left_running
 from loopengine.store.leases import HELD, RUNNING, Lease, check_lease, forget_lease, held
 from loopengine.store.records import Artifact
 from loopengine.store.signals import Event, TriggerState
+from loopengine.store.wakeups import JOB, notify
 
 __all__ = [
     "Daemon",
@@ -49,6 +50,7 @@ __all__ = [
     "Tick",
     "TriggerState",
     "active_daemons",
+    "beat",
     "check_lease",
     "claim_job",
     "claim_jobs",
@@ -234,7 +236,19 @@ class Daemon(Record):
         return super(Daemon, cls).from_row({**row, "loops": loops})
 
     def row(self) -> dict[str, Any]:
-        return {**super(Daemon, self).row(), "loops": [asdict(loop) for loop in self.loops]}
+        """The row, its loops as JSON data built by hand (``asdict`` took 50 ms for 1,000)."""
+        loops = [
+            {
+                "loop_id": loop.loop_id,
+                "file": loop.file,
+                "triggers": [
+                    {"id": slots.id, "type": slots.type, "next_fires": list(slots.next_fires)}
+                    for slots in loop.triggers
+                ],
+            }
+            for loop in self.loops
+        ]
+        return {**super(Daemon, self).row(), "loops": loops}
 
 
 _INSERTS_NEW: dict[tuple[str, str], Any] = {}
@@ -277,6 +291,8 @@ def insert_jobs(connection: sa.Connection, batch: Sequence[Job]) -> set[str]:
     queued = [dict(values) for values, _ in columns if values["id"] in won]
     if queued:
         connection.execute(jobs.insert(), queued)
+    if any(values["status"] == QUEUED for values in queued):
+        notify(connection, JOB)
     return won
 
 
@@ -675,7 +691,10 @@ def release_jobs(connection: sa.Connection, owner: str) -> int:
     query = (
         jobs.update().where(jobs.c.owner == owner, jobs.c.status == RUNNING).values(lease_until=0.0)
     )
-    return int(connection.execute(query).rowcount)
+    released = int(connection.execute(query).rowcount)
+    if released:
+        notify(connection, JOB)
+    return released
 
 
 def release_owners(connection: sa.Connection, owners: Iterable[str]) -> None:
@@ -690,7 +709,10 @@ def requeue(connection: sa.Connection, lease: Lease, now: float) -> bool:
     forget_lease(connection, lease)
     back = jobs.update().where(*HELD)
     back = back.values(status=QUEUED, owner=None, lease_until=None, not_before=now)
-    return bool(connection.execute(back, held(lease)).rowcount)
+    if not connection.execute(back, held(lease)).rowcount:
+        return False
+    notify(connection, JOB)
+    return True
 
 
 def insert_tick(connection: sa.Connection, tick: Tick) -> bool:
@@ -836,6 +858,11 @@ def save_trigger_state(connection: sa.Connection, state: TriggerState) -> None:
 def save_daemon(connection: sa.Connection, daemon: Daemon) -> None:
     """Insert or refresh this daemon's row (its heartbeat and its loops' next fires)."""
     _upsert(connection, daemons, daemon.row())
+
+
+def beat(connection: sa.Connection, daemon_id: str, now: float) -> None:
+    """Refresh the heartbeat of this daemon's row, its loops unchanged since ``save_daemon``."""
+    connection.execute(daemons.update().where(daemons.c.id == daemon_id).values(heartbeat_at=now))
 
 
 def stop_daemon(connection: sa.Connection, daemon_id: str, now: float) -> None:

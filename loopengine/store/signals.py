@@ -11,6 +11,7 @@ import sqlalchemy as sa
 import loopengine.store._fastpath as fastpath
 from loopengine.store._record import Record, new_id
 from loopengine.store._tables import events, metrics, trigger_states, webhook_bodies
+from loopengine.store.wakeups import EVENT, METRIC, notify
 from loopengine.store.webhooks import hold_body
 
 __all__ = [
@@ -102,6 +103,7 @@ def insert_event(
     )
     key = result.inserted_primary_key
     assert key is not None
+    notify(connection, EVENT)
     return int(key[0])
 
 
@@ -168,6 +170,7 @@ def insert_metric(
     connection.execute(
         metrics.insert().values(name=name, value=value, labels=labels, recorded_at=at)
     )
+    notify(connection, METRIC)
 
 
 _INSERT_METRIC = metrics.insert()
@@ -180,6 +183,7 @@ def insert_metrics(
     come encoded already (``Encoded``)."""
     rows = [{"name": n, "value": v, "labels": labels, "recorded_at": at} for n, v, labels in points]
     fastpath.execute_many(connection, _INSERT_METRIC, rows)
+    notify(connection, METRIC)
 
 
 def metric_points(

@@ -128,8 +128,6 @@ def _api(runtime: Runtime) -> ApiContext:
         None,
         lambda _: [],
         nothing,
-        nothing,
-        nothing,
         runtime,
         DaemonLog(io.StringIO()),
         hook=nothing,

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+import sqlalchemy as sa
 
+from tests.postgres import PostgresServer, postgres_cluster
 from tests.waiting import DEADLINE_S, wait_until
 
 T = TypeVar("T")
@@ -219,3 +221,20 @@ def workspace(tmp_path: Path) -> Iterator[Workspace]:
     workspace = Workspace(tmp_path, env)
     yield workspace
     workspace.close()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[PostgresServer]:
+    with postgres_cluster() as started:
+        yield started
+
+
+@pytest.fixture
+def on_postgres(workspace: Workspace, server: PostgresServer) -> Iterator[Workspace]:
+    """The workspace on the module's private PostgreSQL server, its schema dropped afterwards."""
+    workspace.env["LOOPENGINE_DATABASE"] = server.url
+    yield workspace
+    engine = sa.create_engine(server.url)
+    with engine.begin() as connection:
+        connection.execute(sa.text("DROP SCHEMA public CASCADE; CREATE SCHEMA public"))
+    engine.dispose()

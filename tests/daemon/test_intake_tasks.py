@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import io
+import time
 from pathlib import Path
 from typing import Any
+
+import anyio
+from anyio import wait_all_tasks_blocked
 
 from loopengine.builtins import builtin_registry
 from loopengine.contract import Config, Loop, LoopLoader
@@ -16,6 +20,7 @@ from loopengine.daemon._dispatcher import Dispatcher
 from loopengine.daemon._thresholds import ThresholdWatcher
 from loopengine.store import Store, queue, signals
 from loopengine.testing import memory_store
+from tests.waiting import DEADLINE_S
 
 DECIDE = "decide: {decision_tree: [], fallback_action: log_only}\n"
 
@@ -88,3 +93,41 @@ def test_a_renamed_loop_file_stays_scheduled(tmp_path: Path) -> None:
     changes = folder.scan()
     assert ([found.id for found in changes.loaded], changes.removed) == (["kept"], ())
     assert list(folder.loops) == ["kept"]
+
+
+def test_a_point_recorded_here_is_evaluated_at_once_not_at_the_next_poll() -> None:
+    hot = loop(
+        "id: hot\ntrigger: {type: threshold, config: {metric: cpu, operator: '>', value: 0.8}}\n"
+    )
+
+    async def steps(store: Store) -> dict[str, int]:
+        watcher = ThresholdWatcher(
+            store, DaemonLog(io.StringIO()), lambda: None, 0.01, period=lambda: 600.0
+        )
+        store.on_notified = lambda topic: watcher.nudge()
+        await watcher.update([hot], [])
+        async with anyio.create_task_group() as group:
+            group.start_soon(watcher.run)
+            await wait_all_tasks_blocked()
+            await store.write(signals.insert_metric, "cpu", 0.9, time.time(), {})
+            with anyio.fail_after(DEADLINE_S):
+                while not (depth := await store.read(queue.queue_depth))["queued"]:
+                    await anyio.sleep(0.01)
+            group.cancel_scope.cancel()
+        return depth
+
+    assert in_store(steps)["queued"] == 1
+
+
+def test_a_watcher_without_threshold_triggers_waits_for_points() -> None:
+    async def steps(store: Store) -> bool:
+        watcher = ThresholdWatcher(store, DaemonLog(io.StringIO()), lambda: None, 0.01)
+        async with anyio.create_task_group() as group:
+            group.start_soon(watcher.run)
+            await wait_all_tasks_blocked()
+            watcher.nudge()
+            await wait_all_tasks_blocked()
+            group.cancel_scope.cancel()
+        return True
+
+    assert in_store(steps)

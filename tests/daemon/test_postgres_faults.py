@@ -7,36 +7,18 @@ from __future__ import annotations
 import signal
 import time
 from collections import Counter
-from collections.abc import Iterator
 
 import httpx
-import pytest
 import sqlalchemy as sa
 
 from loopengine.store import signals
 from tests.daemon.conftest import BY_HAND, ON_EVENT, Daemon, Workspace
 from tests.daemon.effects import SLOW, api_of, calls, effects, rows, write_plugin
-from tests.postgres import PostgresServer, postgres_cluster
+from tests.postgres import PostgresServer
 from tests.waiting import wait_until
 
 QUEUED = "concurrency: {max: 4, on_overlap: queue, max_queue: 10000}\n"
 """Every firing runs (none skipped as an overlap): each can be counted."""
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[PostgresServer]:
-    with postgres_cluster() as started:
-        yield started
-
-
-@pytest.fixture
-def on_postgres(workspace: Workspace, server: PostgresServer) -> Iterator[Workspace]:
-    workspace.env["LOOPENGINE_DATABASE"] = server.url
-    yield workspace
-    engine = sa.create_engine(server.url)
-    with engine.begin() as connection:
-        connection.execute(sa.text("DROP SCHEMA public CASCADE; CREATE SCHEMA public"))
-    engine.dispose()
 
 
 def _ended(daemon: Daemon) -> bool:
@@ -134,7 +116,7 @@ def test_a_daemon_paused_past_its_lease_does_not_act_on_a_job_taken_over(
 def test_an_event_committed_after_a_later_one_is_dispatched(
     on_postgres: Workspace, server: PostgresServer
 ) -> None:
-    (on_postgres.root / "loops" / "on_event.yaml").write_text(ON_EVENT)
+    (on_postgres.root / "loops" / "on_event.yaml").write_text(ON_EVENT + QUEUED)
     daemon = on_postgres.start()
     engine = sa.create_engine(server.url)
     try:

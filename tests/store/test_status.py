@@ -4,6 +4,7 @@ written (the daemon writes its upcoming slots every third of a lease)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 from loopengine.store import iso, queue, status
@@ -63,3 +64,16 @@ def test_the_view_as_json_is_what_status_and_the_api_show() -> None:
         "running": [],
         "queue": {"queued": 0, "running": 0},
     }
+
+
+def test_a_beat_refreshes_the_heartbeat_and_keeps_the_loops_saved() -> None:
+    served = (queue.Served("b", "b.yaml", (queue.Slots("c", "cron", (5.0, 6.0)),)),)
+    saved = queue.Daemon("d", "h", 7, 0.0, 1.0, None, served)
+
+    async def main() -> list[queue.Daemon]:
+        async with memory_store() as store:
+            await store.write(queue.save_daemon, saved)
+            await store.write(queue.beat, "d", 2.0)
+            return await store.read(queue.active_daemons, 0.0)
+
+    assert asyncio.run(main()) == [dataclasses.replace(saved, heartbeat_at=2.0)]
