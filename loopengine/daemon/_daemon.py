@@ -28,7 +28,7 @@ from loopengine.daemon._thresholds import ThresholdWatcher
 from loopengine.daemon._wakeups import Wakeups
 from loopengine.daemon._workers import Workers
 from loopengine.engine import escalate_overdue, owner_died
-from loopengine.errors import LoopEngineError, StorageError, StoreUnavailable
+from loopengine.errors import LoopEngineError, StoreUnavailable
 from loopengine.store import Artifact, new_id, queue
 from loopengine.store.wakeups import EVENT, JOB, METRIC
 
@@ -230,8 +230,8 @@ class Daemon:
         writer = self.runtime.engine.services.artifacts
         try:
             await anyio.to_thread.run_sync(writer.remove, artifact.storage, artifact.location)
-        except StorageError as exc:
-            said = f"cannot prune: {exc}; tried again in {PRUNE_S:g} s"
+        except Exception as exc:  # one artifact that cannot be removed holds back no other
+            said = f"cannot prune: {reason(exc)}; tried again in {PRUNE_S:g} s"
             self.log.line("error", said, loop=artifact.loop_id, artifact=artifact.name)
             return False
         self.log.line("prune", loop=artifact.loop_id, artifact=artifact.name)

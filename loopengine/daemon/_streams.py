@@ -1,10 +1,11 @@
 """Redis Streams as event sources: entries read in a consumer group are appended to the event log
 (``source: redis``) and acknowledged only once committed, so a daemon that dies in between loses
 none: restarted, it reads its own unacknowledged entries first, and another daemon claims them
-(``XAUTOCLAIM``) once they have waited ``claim_idle_s``. An entry appended but not acknowledged is
-held in the store until it is, so a second delivery of it appends nothing. A bad entry (no event
-name, data not JSON or too big) is logged and acknowledged, never retried. Redis out of reach is
-said once, waited out and said again when it answers: other loops never wait for it.
+(``XAUTOCLAIM``) once they have waited ``claim_idle_s``. An entry appended is held in the store
+until it is acknowledged and an hour more, so a second delivery of it appends nothing. A bad
+entry (no event name, data not JSON or too big) is logged and acknowledged, never retried. Redis
+out of reach is said once, waited out and said again when it answers: other loops never wait for
+it.
 """
 
 from __future__ import annotations
@@ -22,12 +23,16 @@ from loopengine.daemon._log import DaemonLog
 from loopengine.store import Store, async_redis_client, redis_failure, shown_url, signals
 from loopengine.triggers import stream_entry_event
 
-__all__ = ["BLOCK_S", "HOLD_S", "StreamReader"]
+__all__ = ["ACKNOWLEDGED_HOLD_S", "BLOCK_S", "HOLD_S", "StreamReader"]
 
 BLOCK_S = 2.0
 """How long one read waits for new entries."""
 HOLD_S = 30 * 86_400.0
 """How long an appended entry is held against a second delivery when it is never acknowledged."""
+ACKNOWLEDGED_HOLD_S = 3_600.0
+"""How long an acknowledged entry is still held (at least twice ``claim_idle_s``): a delivery
+under way when it was acknowledged (another consumer's claim, a write waiting out a store outage)
+appends nothing either."""
 
 Entries = Sequence[tuple[bytes, dict[bytes, bytes] | None]]
 
@@ -145,8 +150,15 @@ class StreamReader:
             else:
                 keyed.append((self.prefix + entry_id.decode(), *found))
         now = time.time()
+        acknowledged = now + max(ACKNOWLEDGED_HOLD_S, 2 * self.source.claim_idle_s)
         appended = await self.store.write(
-            signals.insert_events_once, keyed, "redis", now, now + HOLD_S, self.released
+            signals.insert_events_once,
+            keyed,
+            "redis",
+            now,
+            now + HOLD_S,
+            self.released,
+            acknowledged,
         )
         self.released = []
         ids = [entry_id for entry_id, _ in entries]

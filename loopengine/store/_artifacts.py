@@ -102,7 +102,10 @@ class ArtifactWriter:
             except OSError as exc:
                 raise StorageError(f"cannot remove {location}: {exc.strerror or exc}") from None
         elif kind == "sql":
-            row_id = int(location.rpartition(_SQL_KEY)[2])
+            try:
+                row_id = int(location.rpartition(_SQL_KEY)[2])
+            except ValueError:
+                raise StorageError(f"artifact location {location!r} names no row") from None
             self._sql_run(url, lambda c: c.execute(_table.delete().where(_table.c.id == row_id)))
         else:
             key = location.partition("#")[2]
@@ -161,7 +164,7 @@ class ArtifactWriter:
         key = f"{REDIS_PREFIX}artifact:{loop_id}:{execution_id}:{name}"
         now = time.time()
         value = json.dumps({**record, "created_at": now}, default=str)
-        expiry = math.ceil(retention_s) if retention_s is not None else None
+        expiry = max(1, math.ceil(retention_s)) if retention_s is not None else None
 
         def store(pipeline: redis.client.Pipeline) -> None:
             pipeline.set(key, value, ex=expiry)

@@ -4,8 +4,8 @@ event source is used; its errors become ``StorageError``."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
+from loopengine._secrets import MASK
 from loopengine.errors import StorageError
 
 if TYPE_CHECKING:
@@ -18,12 +18,23 @@ IO_TIMEOUT_S = 10.0
 """Deadline of one Redis command and of connecting: an unreachable server fails, never hangs."""
 
 
+_CREDENTIALS = frozenset({"user", "username", "password", "passwd"})
+"""Query parameters that carry credentials (redis-py reads ``?password=``)."""
+
+
 def shown_url(url: str) -> str:
-    """``url`` without its user and password, as messages and artifact locations show it."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
+    """``url`` without its user and password, as messages and artifact locations show it: all
+    before the last ``@`` goes (a password may hold an unescaped ``#``, ``?`` or ``/``), and a
+    credential in the query is masked."""
+    scheme, separator, rest = url.partition("://")
+    if not separator:
         return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    base, mark, query = rest[rest.rfind("@") + 1 :].partition("?")
+    if not mark:
+        return f"{scheme}://{base}"
+    fields = [field.partition("=") for field in query.split("&")]
+    shown = [f"{k}={MASK}" if k.lower() in _CREDENTIALS else k + eq + v for k, eq, v in fields]
+    return f"{scheme}://{base}?{'&'.join(shown)}"
 
 
 def redis_client(url: str) -> redis.Redis:

@@ -114,12 +114,17 @@ def insert_events_once(
     at: float,
     until: float,
     released: Sequence[str] = (),
+    released_until: float = 0.0,
 ) -> int:
     """Append each ``(key, name, data)`` whose key no earlier call holds (a redelivered stream
-    entry's), holding it until ``until`` or until a later call lists it in ``released`` (the
-    source acknowledged it); how many were appended."""
+    entry's), holding it until ``until``; how many were appended. The keys of ``released`` (the
+    source acknowledged them) are held only until ``released_until`` from now on, so that a
+    delivery already under way when they were acknowledged still appends nothing."""
     if released:
-        connection.execute(webhook_bodies.delete().where(webhook_bodies.c.key.in_(released)))
+        shorter = webhook_bodies.update().where(
+            webhook_bodies.c.key.in_(released), webhook_bodies.c.expires_at > released_until
+        )
+        connection.execute(shorter.values(expires_at=released_until))
     token = new_id()
     appended = 0
     for key, name, data in keyed:

@@ -12,7 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from loopengine.errors import StorageError
-from loopengine.store import ArtifactWriter
+from loopengine.store import ArtifactWriter, shown_url
 from tests.postgres import postgres_server
 from tests.redis import RedisServer, redis_server
 
@@ -142,3 +142,28 @@ def test_without_redis_py_the_error_says_what_to_install(
     writer = ArtifactWriter({"redis": "redis://127.0.0.1:6379/0"}, tmp_path)
     with pytest.raises(StorageError, match=r"pip install 'loopengine\[redis\]'"):
         writer.write("redis", RECORD)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("redis://:s3cr#t@127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
+        ("redis://user:a/b?c@127.0.0.1/0", "redis://127.0.0.1/0"),
+        ("redis://127.0.0.1/0?password=hunter2&db=1", "redis://127.0.0.1/0?password=***&db=1"),
+        ("postgresql://app:pw@db.example/app", "postgresql://db.example/app"),
+        ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
+    ],
+    ids=["hash in password", "slash and question mark", "password in query", "postgres", "none"],
+)
+def test_a_shown_url_keeps_no_credential_however_it_is_written(url: str, shown: str) -> None:
+    assert shown_url(url) == shown
+
+
+def test_an_artifact_kept_zero_days_on_redis_is_written(writer: ArtifactWriter) -> None:
+    location = writer.write("redis", RECORD, retention_s=0.0)
+    assert location.endswith(":loop_metrics")
+
+
+def test_a_location_naming_no_row_is_a_storage_error(writer: ArtifactWriter) -> None:
+    with pytest.raises(StorageError, match=r"names no row"):
+        writer.remove("sqlite", "sqlite:///x#loopengine_artifacts/None")

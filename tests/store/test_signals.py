@@ -21,16 +21,18 @@ def test_an_entry_delivered_again_while_held_is_not_appended_again() -> None:
     assert scenario(steps) == ([1, 0], ["order.paid"])
 
 
-def test_a_released_key_no_longer_holds_its_entry() -> None:
-    async def steps(store: Store) -> int:
+def test_a_released_key_holds_its_entry_until_its_shorter_time_only() -> None:
+    async def steps(store: Store) -> list[int]:
         entries = [("redis:s:1-0", "order.paid", {})]
         await store.write(signals.insert_events_once, entries, "redis", 1.0, 99.0)
         released = [key for key, _, _ in entries]
-        return int(
-            await store.write(signals.insert_events_once, entries, "redis", 2.0, 99.0, released)
+        during = await store.write(
+            signals.insert_events_once, entries, "redis", 2.0, 99.0, released, 10.0
         )
+        after = await store.write(signals.insert_events_once, entries, "redis", 11.0, 99.0)
+        return [during, after]
 
-    assert scenario(steps) == 1
+    assert scenario(steps) == [0, 1]
 
 
 def test_a_hold_past_its_time_no_longer_holds_its_entry() -> None:
