@@ -50,15 +50,16 @@ class _Idle:
         self.summoned: set[anyio.Event] = set()
         """The waits of the workers woken that have not yet left ``rest`` to claim."""
 
-    def wake_one(self) -> None:
-        if self.summoned:
-            return
-        if self.waiting:
+    def wake(self, count: int = 1) -> None:
+        """Have ``count`` workers on their way to claim: the woken that have not left ``rest``
+        count, so repeated wake-ups for one commit wake no more."""
+        for _ in range(count - len(self.summoned)):
+            if not self.waiting:
+                self.woken = True
+                return
             event = self.waiting.popleft()
             self.summoned.add(event)
             event.set()
-        else:
-            self.woken = True
 
     def wake_all(self) -> None:
         while self.waiting:
@@ -127,7 +128,7 @@ class Workers:
 
     def wake(self) -> None:
         """Tell an idle worker a job may be claimable."""
-        self._resting.wake_one()
+        self._resting.wake()
 
     async def run(self) -> None:
         async with anyio.create_task_group() as group:
@@ -183,9 +184,10 @@ class Workers:
         """Hand the store a claim of a job for each worker free now (this one, and those
         resting that no claim under way or claimed job waiting is for), in one transaction;
         None when there are none, or the workers stop. What it claims joins ``_claimed`` as it
-        commits, a resting worker woken for each job (and the worker that found the last one,
-        to claim again). Jobs claimed as the workers stop are released with the daemon's
-        others (``queue.hand_back``)."""
+        commits, and as many resting workers are woken as it claimed jobs: with the claiming
+        worker, every job starts at once, and one worker is left to claim again. Claimed jobs
+        not yet started are renewed by the heartbeat and, as the workers stop, released with
+        the daemon's others (``queue.hand_back``)."""
         most = self.count - len(self.running) - len(self._claimed) - self._claiming
         if most <= 0 or not self.accepting:
             return None
@@ -198,8 +200,7 @@ class Workers:
             self._claiming -= most
             if error is None:
                 self._claimed.extend(claim.result)
-                for _ in claim.result:
-                    self._resting.wake_one()
+                self._resting.wake(len(claim.result))
 
         claim.on_done = landed
         return claim
@@ -323,7 +324,7 @@ class Workers:
     async def _heartbeat(self) -> None:
         while True:
             await anyio.sleep(self.lease_s / 3)
-            if not self.running:
+            if not self.running and not self._claimed:
                 continue
             try:
                 await self._renew()
@@ -331,9 +332,14 @@ class Workers:
                 self.log.line("error", f"cannot renew the leases: {describe(exc)}")
 
     async def _renew(self) -> None:
+        """Renew the leases of the jobs running and of those claimed not yet started (a claimed
+        job whose lease was lost is dropped, not started)."""
         until = self.clock() + self.lease_s
-        ids = list(self.running)
+        ids = [*self.running, *(lease.job_id for _, lease in self._claimed)]
         cancel, lost = await self.store.write(queue.renew_leases, self.owner, ids, until)
+        if lost:
+            kept = [(job, lease) for job, lease in self._claimed if lease.job_id not in lost]
+            self._claimed = deque(kept)
         for job_id in lost & set(self.running):
             self.lost.add(job_id)
             self.engine.abandon(job_id)

@@ -6,6 +6,8 @@ daemons do not poll in step."""
 from __future__ import annotations
 
 import io
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
 
@@ -42,22 +44,37 @@ async def test_of_three_idle_workers_only_one_polls() -> None:
         idle.wake_all()
 
 
-async def test_a_job_queued_here_wakes_one_waiting_worker() -> None:
+@asynccontextmanager
+async def _resting(count: int) -> AsyncIterator[tuple[_Idle, list[int]]]:
+    """``count`` workers resting (the numbers of those woken, in order), all woken at the end."""
     idle, woken = _Idle(lambda: 60), []
     async with anyio.create_task_group() as group:
-        for number in range(3):
+        for number in range(count):
             group.start_soon(_rest, idle, number, woken)
         await wait_all_tasks_blocked()
-        idle.wake_one()
+        yield idle, woken
+        idle.wake_all()
+
+
+async def test_a_job_queued_here_wakes_one_waiting_worker() -> None:
+    async with _resting(3) as (idle, woken):
+        idle.wake()
         await wait_all_tasks_blocked()
         assert (len(woken), len(idle.waiting)) == (1, 2)
-        idle.wake_all()
     assert sorted(woken) == [0, 1, 2]
+
+
+async def test_three_jobs_claimed_wake_three_waiting_workers_counting_one_already_woken() -> None:
+    async with _resting(4) as (idle, woken):
+        idle.wake()
+        idle.wake(3)
+        await wait_all_tasks_blocked()
+        assert (len(woken), len(idle.waiting)) == (3, 1)
 
 
 async def test_a_wake_up_with_nobody_waiting_is_kept_for_the_next_to_rest() -> None:
     idle = _Idle(lambda: 60)
-    idle.wake_one()
+    idle.wake()
     with anyio.fail_after(10):
         await idle.rest()
     assert not idle.woken
@@ -104,11 +121,11 @@ async def test_wake_ups_told_before_the_woken_worker_claims_wake_no_other() -> N
         for number in range(3):
             group.start_soon(_rest, idle, number, woken)
         await wait_all_tasks_blocked()
-        idle.wake_one()
-        idle.wake_one()
+        idle.wake()
+        idle.wake()
         await wait_all_tasks_blocked()
         assert (len(woken), len(idle.waiting)) == (1, 2)
-        idle.wake_one()
+        idle.wake()
         await wait_all_tasks_blocked()
         assert (len(woken), len(idle.waiting)) == (2, 1)
         idle.wake_all()

@@ -1,5 +1,6 @@
 """The queue workers in process: an unexpected error at any step of running a job fails that job
-alone, with its message, and ends its execution with it; the workers go on with the next job."""
+alone, with its message, and ends its execution with it; the workers go on with the next job. Jobs
+claimed together start together on free workers, their leases renewed until they start."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import io
 import json
 import textwrap
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ from loopengine.store import JobEnvelope, Store, executions, intake, queue
 from loopengine.testing import memory_store
 from tests.daemon.working import served
 from tests.engine import skills_for_tests
+from tests.waiting import DEADLINE_S
 
 STEADY = """\
 id: steady
@@ -36,12 +39,22 @@ analyze:
 decide: {decision_tree: [], fallback_action: log_only}
 """
 
+LONG = """\
+id: long
+trigger: {type: manual}
+concurrency: {max: 4, on_overlap: queue}
+analyze:
+  analysis_steps:
+    - {name: wait, skill_id: slow, params: {seconds: 600}}
+decide: {decision_tree: [], fallback_action: log_only}
+"""
 
-def _loop(tmp_path: Path) -> Loop:
+
+def _loop(tmp_path: Path, source: str = STEADY) -> Loop:
     registry = builtin_registry()
     registry.add_module(skills_for_tests)
     path = tmp_path / "steady.yaml"
-    path.write_text(textwrap.dedent(STEADY))
+    path.write_text(textwrap.dedent(source))
     report = LoopLoader(Env(registry, frozenset(Config().storage))).load_file(path)
     assert report.loop is not None, report.diagnostics
     return report.loop
@@ -106,32 +119,32 @@ async def _until(store: Store, done: Callable[[dict[str, int]], bool]) -> dict[s
     raise AssertionError(f"the queue did not drain: {depth}")
 
 
+def _workers(store: Store, loop: Loop, log: io.StringIO, base: Path, **options: Any) -> Workers:
+    registry = builtin_registry()
+    registry.add_module(skills_for_tests)
+    engine = Engine(Services(registry, store, base=base))
+    log_to = DaemonLog(log, as_json=True)
+    return Workers(engine, served(loop), lambda _file: loop, log_to, owner="here:1:w", **options)
+
+
+async def _enqueue(store: Store, loop: Loop, *keys: str) -> None:
+    for key in keys:
+        firing = Firing(loop, {"type": "manual"}, key)
+        now = time.time()
+        await store.write(intake.enqueue, firing.arrival(now), now)
+
+
 def _run(tmp_path: Path, step: str, monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], str]:
     loop = _loop(tmp_path)
     log = io.StringIO()
 
     async def main() -> list[Any]:
         async with memory_store() as store:
-            registry = builtin_registry()
-            registry.add_module(skills_for_tests)
-            engine = Engine(Services(registry, store, base=tmp_path))
-            workers = Workers(
-                engine,
-                served(loop),
-                lambda _file: loop,
-                DaemonLog(log, as_json=True),
-                owner="here:1:w",
-                count=1,
-                lease_s=0.6,
-                poll_s=0.01,
-            )
+            workers = _workers(store, loop, log, tmp_path, count=1, lease_s=0.6, poll_s=0.01)
             if step == "resume":
-                await _interrupted_execution(store, engine, loop)
+                await _interrupted_execution(store, workers.engine, loop)
             STEPS[step](monkeypatch)
-            for key in ("first", "second"):
-                firing = Firing(loop, {"type": "manual"}, key)
-                now = time.time()
-                await store.write(intake.enqueue, firing.arrival(now), now)
+            await _enqueue(store, loop, "first", "second")
             async with anyio.create_task_group() as group:
                 group.start_soon(workers.run)
                 await _until(store, lambda d: d == {"queued": 0, "running": 0})
@@ -196,3 +209,68 @@ def test_an_unexpected_error_around_a_job_is_logged_and_every_job_still_runs(
     assert [row[1:3] for row in rows] == [("done", "completed")] * 2
     assert all(row[4:] == ("finished", "completed") for row in rows)
     assert _errors(log, f"RuntimeError: injected at {step}") == 1
+
+
+@pytest.mark.anyio
+async def test_jobs_claimed_together_all_start_at_once_on_the_free_workers(tmp_path: Path) -> None:
+    loop = _loop(tmp_path, LONG)
+    async with memory_store() as store:
+        workers = _workers(store, loop, io.StringIO(), tmp_path, count=4, lease_s=30, poll_s=600)
+        async with anyio.create_task_group() as group:
+            group.start_soon(workers.run)
+            with anyio.fail_after(DEADLINE_S):
+                while len(workers._resting.waiting) < 4:
+                    await anyio.sleep(0.02)
+            await _enqueue(store, loop, "first", "second", "third")
+            workers.wake()
+            with anyio.fail_after(DEADLINE_S):
+                while len(workers.running) < 3:
+                    await anyio.sleep(0.02)
+            group.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def _claimed_unstarted(tmp_path: Path, lease_s: float) -> AsyncIterator[tuple[Workers, str]]:
+    """One worker (leases of 0.6 s) and the id of a job claimed for it under a lease of
+    ``lease_s``, waiting in ``_claimed`` to start."""
+    loop = _loop(tmp_path)
+    async with memory_store() as store:
+        workers = _workers(store, loop, io.StringIO(), tmp_path, count=1, lease_s=0.6, poll_s=600)
+        await _enqueue(store, loop, "first")
+        claimed = await store.write(
+            queue.claim_next, {loop.id: 1}, workers.owner, time.time, lease_s
+        )
+        assert claimed is not None
+        workers._claimed.append(claimed)
+        yield workers, claimed[1].job_id
+
+
+@pytest.mark.anyio
+async def test_the_heartbeat_renews_the_lease_of_a_job_claimed_and_not_yet_started(
+    tmp_path: Path,
+) -> None:
+    async with _claimed_unstarted(tmp_path, 0.6) as (workers, job_id):
+        claimed_until = await workers.store.read(_lease_until, job_id)
+        async with anyio.create_task_group() as group:
+            group.start_soon(workers._heartbeat)
+            with anyio.fail_after(DEADLINE_S):
+                while await workers.store.read(_lease_until, job_id) <= claimed_until:
+                    await anyio.sleep(0.02)
+            group.cancel_scope.cancel()
+
+
+def _lease_until(connection: Any, job_id: str) -> float:
+    query = "SELECT lease_until FROM jobs WHERE id = ?"
+    return float(connection.exec_driver_sql(query, (job_id,)).scalar_one())
+
+
+@pytest.mark.anyio
+async def test_a_job_claimed_whose_lease_passed_to_another_daemon_before_it_started_is_dropped(
+    tmp_path: Path,
+) -> None:
+    async with _claimed_unstarted(tmp_path, -1) as (workers, _job_id):
+        limits = workers.limits()
+        taken = await workers.store.write(queue.claim_next, limits, "there:1:w", time.time, 30)
+        assert taken is not None
+        await workers._renew()
+        assert not workers._claimed
