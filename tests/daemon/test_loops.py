@@ -11,7 +11,7 @@ import pytest
 
 from loopengine._resources import shipped_loop
 from loopengine.contract import LoadReport, Loop, LoopLoader
-from loopengine.daemon import DaemonLog, LoopFolder
+from loopengine.daemon import DaemonLog, LoopFolder, _loops
 from loopengine.daemon._loops import MAX_BUILT
 from tests.daemon.test_intake_tasks import DECIDE, loader
 
@@ -135,3 +135,26 @@ def test_a_loop_no_longer_built_is_built_again_as_it_was_scanned(tmp_path: Path)
     folder.loops._built.clear()
     built = folder.loops["mine"]
     assert (built.version, built.spec) == (scanned.version, scanned.spec)
+
+
+def test_a_scan_in_batches_lists_the_folder_once_and_loads_every_file_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for index in range(7):
+        (tmp_path / f"l{index}.yaml").write_text(
+            f"id: l{index}\ntrigger: {{type: manual}}\n" + DECIDE
+        )
+    listings: list[object] = []
+    listed = _loops.find_loop_files
+    monkeypatch.setattr(
+        _loops, "find_loop_files", lambda folders: listings.append(1) or listed(folders)
+    )
+    folder = LoopFolder(tmp_path, loader(), DaemonLog(io.StringIO()))
+    batches = [folder.scan(3)]
+    while batches[-1].more:
+        batches.append(folder.scan(3))
+    loaded = [loop.id for batch in batches for loop in batch.loaded]
+    assert (len(listings), [len(batch.loaded) for batch in batches]) == (1, [3, 3, 1])
+    assert sorted(loaded) == [f"l{index}" for index in range(7)]
+    assert not folder.scan(3)
+    assert len(listings) == 2
