@@ -83,8 +83,9 @@ when it runs)."""
 
 class Scheduler:
     """Owns the cron heap; ``update`` swaps loops in and out while ``run`` sleeps. The heap
-    holds each entry's next slot, and entries since replaced or removed until they come up (then
-    skipped) or outnumber the entries (then the heap is built again)."""
+    holds each entry's next slot, and entries since replaced, removed or planned again until they
+    come up (then skipped, or taken once with the entry's own) or outnumber the entries (then the
+    heap is built again)."""
 
     def __init__(
         self,
@@ -163,12 +164,12 @@ class Scheduler:
                 with anyio.move_on_after(delay):
                     await self._changed.wait()
                 continue
-            due: list[_Entry] = []
+            due: dict[tuple[str, str], _Entry] = {}
             while self._heap and self._heap[0][0] <= now:
                 at, _, entry = heapq.heappop(self._heap)
                 if self.entries.get(entry.key) is entry and entry.due == at:
-                    due.append(entry)
-            submitted = self._submit(due)
+                    due[entry.key] = entry
+            submitted = self._submit(list(due.values()))
             if submitted is not None:
                 settling.start_soon(self._settle, *submitted)
 

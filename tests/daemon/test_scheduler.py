@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -33,9 +34,10 @@ def _loaded(text: str) -> Loop:
     return loop
 
 
-def _cron_loop(loop_id: str, expression: str) -> Loop:
+def _cron_loop(loop_id: str, expression: str, overlap: str = "skip") -> Loop:
     return _loaded(
         f'id: {loop_id}\ntrigger: {{type: cron, config: {{expression: "{expression}"}}}}\n'
+        f"concurrency: {{on_overlap: {overlap}}}\n"
         "decide: {decision_tree: [], fallback_action: log_only}\n"
     )
 
@@ -166,10 +168,33 @@ class _Held:
         raise StorageError("the database is down")
 
 
-async def _until_held(outage: _Outage, count: int) -> None:
+async def _until(condition: Callable[[], bool]) -> None:
     with anyio.fail_after(DEADLINE_S):
-        while len(outage.held) < count:
+        while not condition():
             await anyio.sleep(0.01)
+
+
+async def _until_held(outage: _Outage, count: int) -> None:
+    await _until(lambda: len(outage.held) >= count)
+
+
+async def _run_until_the_first_write_fails(
+    scheduler: Scheduler, outage: _Outage, now: list[float], offsets: list[float]
+) -> None:
+    """Run ``scheduler`` with its clock ``now`` at each of ``offsets`` from ``T0`` in turn, until
+    one write more is in flight, then fail the first write (its error ends ``run``)."""
+
+    async def fail_the_first() -> None:
+        for count, offset in enumerate(offsets, 1):
+            now[0] = T0 + offset
+            await _until_held(outage, count)
+        outage.held[0].failing.set()
+
+    now[0] = T0 + offsets[0]
+    with first_error():
+        async with anyio.create_task_group() as group:
+            group.start_soon(fail_the_first)
+            await scheduler.run()
 
 
 def test_slots_of_every_write_that_did_not_commit_are_decided_again() -> None:
@@ -181,22 +206,8 @@ def test_slots_of_every_write_that_did_not_commit_are_decided_again() -> None:
             outage = _Outage(store)
             scheduler = Scheduler(outage, DaemonLog(io.StringIO()), lambda: None, lambda: now[0])
             await scheduler.update([even, odd], [])
-            now[0] = T0 + 1.9
-
-            async def fail_the_first_of_two_writes() -> None:
-                await _until_held(outage, 1)
-                now[0] = T0 + 2.5
-                await _until_held(outage, 2)
-                outage.held[0].failing.set()
-
-            async def run_through_the_outage() -> None:
-                with first_error():
-                    async with anyio.create_task_group() as group:
-                        group.start_soon(fail_the_first_of_two_writes)
-                        await scheduler.run()
-
             with pytest.raises(StorageError):
-                await run_through_the_outage()
+                await _run_until_the_first_write_fails(scheduler, outage, now, [1.9, 2.5])
             outage.down = False
             submitted = scheduler._submit(list(scheduler.entries.values()))
             assert submitted is not None
@@ -210,3 +221,30 @@ def test_slots_of_every_write_that_did_not_commit_are_decided_again() -> None:
             return [tuple(row) for row in rows]
 
     assert anyio.run(main) == [("odd", 1.0, "queued"), ("even", 2.0, "queued")]
+
+
+def test_a_trigger_decided_again_after_a_failed_write_keeps_its_next_slots() -> None:
+    loop = _cron_loop("tick", "*/2 * * * * *", overlap="queue")
+    now = [T0]
+
+    async def main() -> list[float]:
+        async with memory_store() as store:
+            outage = _Outage(store)
+            queued: list[None] = []
+            scheduler = Scheduler(
+                outage, DaemonLog(io.StringIO()), lambda: queued.append(None), lambda: now[0]
+            )
+            await scheduler.update([loop], [])
+            with pytest.raises(StorageError):
+                await _run_until_the_first_write_fails(scheduler, outage, now, [2.5])
+            outage.down = False
+            now[0] = T0 + 3.9
+            async with anyio.create_task_group() as group:
+                group.start_soon(scheduler.run)
+                await _until(lambda: len(queued) == 1)
+                now[0] = T0 + 4.5
+                await _until(lambda: len(queued) == 2)
+                group.cancel_scope.cancel()
+            return [slot - T0 for slot in scheduler.next_fires(T0)[("tick", "cron")]]
+
+    assert anyio.run(main) == [6.0]
