@@ -64,6 +64,8 @@ class _Entry:
     rule: CronRule
     last: float
     """The latest slot decided (run or not): catch-up starts after it."""
+    committed: float
+    """The latest slot whose write committed: ``last`` goes back to it when ``run`` ends."""
     slot: float
     due: float
     since: float
@@ -81,8 +83,9 @@ when it runs)."""
 
 class Scheduler:
     """Owns the cron heap; ``update`` swaps loops in and out while ``run`` sleeps. The heap
-    holds each entry's next slot, and entries since replaced or removed until they come up (then
-    skipped) or outnumber the entries (then the heap is built again)."""
+    holds each entry's next slot, and entries since replaced, removed or planned again until they
+    come up (then skipped, or taken once with the entry's own) or outnumber the entries (then the
+    heap is built again)."""
 
     def __init__(
         self,
@@ -119,7 +122,8 @@ class Scheduler:
             now = self.clock()
             for loop_id, trigger_id, rule in wanted:
                 last = lasts[(loop_id, trigger_id)]
-                entry = _Entry(loop_id, trigger_id, rule, now if last is None else last, 0, 0, now)
+                start = now if last is None else last
+                entry = _Entry(loop_id, trigger_id, rule, start, start, 0, 0, now)
                 self._plan_next(entry, entry.last)
                 self.entries[entry.key] = entry
                 self._push(entry)
@@ -141,11 +145,15 @@ class Scheduler:
         return found
 
     async def run(self) -> None:
-        """Decide slots as they come due, until cancelled; a write that fails ends it, its slots
-        to be decided again when it runs again."""
-        with first_error():
-            async with anyio.create_task_group() as settling:
-                await self._schedule(settling)
+        """Decide slots as they come due, until cancelled; a write that fails ends it. However it
+        ends, the slots of every write that did not commit (failed, or cut short while in flight)
+        are decided again when it runs again; one that committed after all is recorded once."""
+        try:
+            with first_error():
+                async with anyio.create_task_group() as settling:
+                    await self._schedule(settling)
+        finally:
+            self._rewind()
 
     async def _schedule(self, settling: anyio.abc.TaskGroup) -> None:
         while True:
@@ -156,14 +164,21 @@ class Scheduler:
                 with anyio.move_on_after(delay):
                     await self._changed.wait()
                 continue
-            due: list[_Entry] = []
+            due: dict[tuple[str, str], _Entry] = {}
             while self._heap and self._heap[0][0] <= now:
                 at, _, entry = heapq.heappop(self._heap)
                 if self.entries.get(entry.key) is entry and entry.due == at:
-                    due.append(entry)
-            submitted = self._submit(due)
+                    due[entry.key] = entry
+            submitted = self._submit(list(due.values()))
             if submitted is not None:
                 settling.start_soon(self._settle, *submitted)
+
+    def _rewind(self) -> None:
+        for entry in self.entries.values():
+            if entry.committed < entry.last:
+                entry.last = entry.committed
+                self._plan_next(entry, entry.last)
+                self._push(entry)
 
     def _plan_next(self, entry: _Entry, after: float) -> None:
         entry.slot = entry.rule.schedule.next_fire(after).at
@@ -208,55 +223,37 @@ class Scheduler:
             old = old[:1]
         return decision.run, [(fire.at, reason) for fire in old] + list(decision.not_run)
 
-    def _submit(
-        self, entries: list[_Entry]
-    ) -> tuple[Pending[list[Intake]], Decided, list[tuple[_Entry, float]]] | None:
+    def _submit(self, entries: list[_Entry]) -> tuple[Pending[list[Intake]], Decided] | None:
         """Decide every slot since the last decided one of each entry now due, hand them all to
         the store as one write, run or not (many loops often share an instant), and plan each
-        entry's next slot. The write, the slots it decides and each entry's last decided slot
-        before it (for ``_settle``); None when no slot was decided."""
+        entry's next slot. The write and the slots it decides (for ``_settle``); None when no slot
+        was decided."""
         now = self.clock()
         decided: Decided = []
-        before = []
         for entry in entries:
             run, not_run = self._decide(entry, now)
             decided += [(entry, slot, None) for slot in run]
             decided += [(entry, slot, why) for slot, why in not_run]
-            before.append((entry, entry.last))
             entry.last = max([entry.last, *run, *(slot for slot, _ in not_run)])
             self._plan_next(entry, max(entry.last, entry.slot))
             self._push(entry)
         if not decided:
             return None
         slots = [(self._arrival(entry, slot, now), why) for entry, slot, why in decided]
-        return self.store.submit(intake.record_slots, slots, now), decided, before
+        return self.store.submit(intake.record_slots, slots, now), decided
 
     def _arrival(self, entry: _Entry, slot: float, now: float) -> intake.Arrival:
         trigger = {"type": "cron", "id": entry.trigger_id, "scheduled_for": iso(slot)}
         key = f"cron:{entry.loop_id}:{entry.trigger_id}:{slot!r}"
         return new_arrival(entry.loop_id, entry.rule.admit, trigger, key, now, slot=slot)
 
-    async def _settle(
-        self,
-        written: Pending[list[Intake]],
-        decided: Decided,
-        before: list[tuple[_Entry, float]],
-    ) -> None:
-        """Log what became of each slot once the write that decides them committed. Should it
-        fail, each entry goes back to its last decided slot before it, so those slots are
-        decided again (the error ends ``run``)."""
-        try:
-            intakes = await written.wait()
-        except Exception:
-            for entry, last in before:
-                if self.entries.get(entry.key) is entry and last < entry.last:
-                    entry.last = last
-                    self._plan_next(entry, last)
-                    self._push(entry)
-            self._changed.set()
-            raise
+    async def _settle(self, written: Pending[list[Intake]], decided: Decided) -> None:
+        """Log what became of each slot once the write that decides them committed (should it
+        fail, the error ends ``run``)."""
+        intakes = await written.wait()
         queued = False
         for (entry, slot, _), taken in zip(decided, intakes, strict=True):
+            entry.committed = max(entry.committed, slot)
             fields = {"loop": entry.loop_id, "trigger": entry.trigger_id, "slot": iso(slot)}
             queued = log_intake(self.log, taken, **fields) or queued
         if queued:

@@ -4,23 +4,42 @@ reason of every slot that does not run; a long downtime costs a bounded number o
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import io
+from collections.abc import Callable
 from typing import Any
 
+import anyio
 import pytest
 
+from loopengine._concurrency import first_error
 from loopengine.builtins import builtin_registry
-from loopengine.contract import Config, LoopLoader
+from loopengine.contract import Config, Loop, LoopLoader
 from loopengine.contract.checks import Env
 from loopengine.daemon import DaemonLog
 from loopengine.daemon._scheduler import MAX_SHOWN, MAX_SLOTS, Scheduler
 from loopengine.errors import StorageError
 from loopengine.store import Store
 from loopengine.testing import memory_store
+from tests.waiting import DEADLINE_S
 
 T0 = 1_800_000_000.0
 """A whole minute, in 2027."""
+
+
+def _loaded(text: str) -> Loop:
+    loop = (
+        LoopLoader(Env(builtin_registry(), frozenset(Config().storage))).load_text(text, "x").loop
+    )
+    assert loop is not None
+    return loop
+
+
+def _cron_loop(loop_id: str, expression: str, overlap: str = "skip") -> Loop:
+    return _loaded(
+        f'id: {loop_id}\ntrigger: {{type: cron, config: {{expression: "{expression}"}}}}\n'
+        f"concurrency: {{on_overlap: {overlap}}}\n"
+        "decide: {decision_tree: [], fallback_action: log_only}\n"
+    )
 
 
 def after_downtime(
@@ -35,10 +54,7 @@ def after_downtime(
         f"concurrency: {{on_overlap: {overlap}}}\n"
         "decide: {decision_tree: [], fallback_action: log_only}\n"
     )
-    loop = (
-        LoopLoader(Env(builtin_registry(), frozenset(Config().storage))).load_text(text, "x").loop
-    )
-    assert loop is not None
+    loop = _loaded(text)
 
     async def main() -> list[tuple[Any, ...]]:
         async with memory_store() as store:
@@ -104,14 +120,7 @@ def test_a_week_of_downtime_costs_a_bounded_number_of_rows(catchup: str) -> None
 def _planned(until: float) -> list[float]:
     """The slots ``next_fires(until)`` gives a ``*/2 * * * * *`` loop scheduled at ``T0``, as
     offsets from ``T0``."""
-    text = (
-        'id: tick\ntrigger: {type: cron, config: {expression: "*/2 * * * * *"}}\n'
-        "decide: {decision_tree: [], fallback_action: log_only}\n"
-    )
-    loop = (
-        LoopLoader(Env(builtin_registry(), frozenset(Config().storage))).load_text(text, "x").loop
-    )
-    assert loop is not None
+    loop = _cron_loop("tick", "*/2 * * * * *")
 
     async def main() -> list[float]:
         async with memory_store() as store:
@@ -131,53 +140,111 @@ def test_the_status_row_holds_a_bounded_number_of_slots() -> None:
     assert len(_planned(T0 + 86_400)) == MAX_SHOWN
 
 
-class _FailingOnce:
-    """The store, but the first write of slots fails (as a database error would)."""
+class _Outage:
+    """The store, but while ``down`` each write of slots waits until told to fail (as writes
+    queued during a database outage do)."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.failed = False
+        self.down = True
+        self.held: list[_Held] = []
 
     async def read(self, *call: Any) -> Any:
         return await self.store.read(*call)
 
     def submit(self, operation: Any, *args: Any) -> Any:
-        if not self.failed:
-            self.failed = True
-            return self.store.submit(_fail, *args)
-        return self.store.submit(operation, *args)
+        if not self.down:
+            return self.store.submit(operation, *args)
+        self.held.append(_Held())
+        return self.held[-1]
 
 
-def _fail(connection: Any, *args: Any) -> None:
-    raise StorageError("the database refused the slots")
+class _Held:
+    def __init__(self) -> None:
+        self.failing = anyio.Event()
+
+    async def wait(self) -> None:
+        await self.failing.wait()
+        raise StorageError("the database is down")
 
 
-def test_slots_whose_write_failed_are_decided_again() -> None:
-    text = (
-        'id: tick\ntrigger: {type: cron, config: {expression: "*/2 * * * * *"}}\n'
-        "decide: {decision_tree: [], fallback_action: log_only}\n"
-    )
-    loop = (
-        LoopLoader(Env(builtin_registry(), frozenset(Config().storage))).load_text(text, "x").loop
-    )
-    assert loop is not None
+async def _until(condition: Callable[[], bool]) -> None:
+    with anyio.fail_after(DEADLINE_S):
+        while not condition():
+            await anyio.sleep(0.01)
+
+
+async def _until_held(outage: _Outage, count: int) -> None:
+    await _until(lambda: len(outage.held) >= count)
+
+
+async def _run_until_the_first_write_fails(
+    scheduler: Scheduler, outage: _Outage, now: list[float], offsets: list[float]
+) -> None:
+    """Run ``scheduler`` with its clock ``now`` at each of ``offsets`` from ``T0`` in turn, until
+    one write more is in flight, then fail the first write (its error ends ``run``)."""
+
+    async def fail_the_first() -> None:
+        for count, offset in enumerate(offsets, 1):
+            now[0] = T0 + offset
+            await _until_held(outage, count)
+        outage.held[0].failing.set()
+
+    now[0] = T0 + offsets[0]
+    with first_error():
+        async with anyio.create_task_group() as group:
+            group.start_soon(fail_the_first)
+            await scheduler.run()
+
+
+def test_slots_of_every_write_that_did_not_commit_are_decided_again() -> None:
+    even, odd = _cron_loop("even", "*/2 * * * * *"), _cron_loop("odd", "1-59/2 * * * * *")
     now = [T0]
 
     async def main() -> list[tuple[Any, ...]]:
         async with memory_store() as store:
-            failing = _FailingOnce(store)
-            scheduler = Scheduler(failing, DaemonLog(io.StringIO()), lambda: None, lambda: now[0])
-            await scheduler.update([loop], [])
-            now[0] = T0 + 2.5
-            entry = scheduler.entries[("tick", "cron")]
-            for _ in range(2):
-                submitted = scheduler._submit([entry])
-                assert submitted is not None
-                with contextlib.suppress(StorageError):
-                    await scheduler._settle(*submitted)
+            outage = _Outage(store)
+            scheduler = Scheduler(outage, DaemonLog(io.StringIO()), lambda: None, lambda: now[0])
+            await scheduler.update([even, odd], [])
+            with pytest.raises(StorageError):
+                await _run_until_the_first_write_fails(scheduler, outage, now, [1.9, 2.5])
+            outage.down = False
+            submitted = scheduler._submit(list(scheduler.entries.values()))
+            assert submitted is not None
+            await scheduler._settle(*submitted)
             rows = await store.read(
-                lambda c: c.exec_driver_sql("SELECT scheduled_for - ?, status FROM ticks", (T0,))
+                lambda c: c.exec_driver_sql(
+                    "SELECT loop_id, scheduled_for - ?, status FROM ticks ORDER BY scheduled_for",
+                    (T0,),
+                )
             )
             return [tuple(row) for row in rows]
 
-    assert asyncio.run(main()) == [(2.0, "queued")]
+    assert anyio.run(main) == [("odd", 1.0, "queued"), ("even", 2.0, "queued")]
+
+
+def test_a_trigger_decided_again_after_a_failed_write_keeps_its_next_slots() -> None:
+    loop = _cron_loop("tick", "*/2 * * * * *", overlap="queue")
+    now = [T0]
+
+    async def main() -> list[float]:
+        async with memory_store() as store:
+            outage = _Outage(store)
+            queued: list[None] = []
+            scheduler = Scheduler(
+                outage, DaemonLog(io.StringIO()), lambda: queued.append(None), lambda: now[0]
+            )
+            await scheduler.update([loop], [])
+            with pytest.raises(StorageError):
+                await _run_until_the_first_write_fails(scheduler, outage, now, [2.5])
+            outage.down = False
+            now[0] = T0 + 3.9
+            async with anyio.create_task_group() as group:
+                group.start_soon(scheduler.run)
+                await _until(lambda: len(queued) == 1)
+                now[0] = T0 + 4.5
+                await _until(lambda: len(queued) == 2)
+                group.cancel_scope.cancel()
+            return [slot - T0 for slot in scheduler.next_fires(T0)[("tick", "cron")]]
+
+    assert anyio.run(main) == [6.0]
