@@ -28,6 +28,7 @@ __all__ = [
     "SERVICE_ENV",
     "TRACEPARENT",
     "TRACES_ENDPOINT_ENV",
+    "AttributeValue",
     "Exporting",
     "Span",
     "answered",
@@ -44,6 +45,8 @@ __all__ = [
     "traceparent",
 ]
 
+AttributeValue = str | int | float | bool
+"""What a span attribute may hold (OpenTelemetry's scalar values)."""
 TRACEPARENT = "traceparent"
 ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_ENDPOINT"
 TRACES_ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
@@ -61,7 +64,7 @@ class Span:
 
     __slots__ = ()
 
-    def set(self, key: str, value: str | int | float | bool) -> None:
+    def set(self, key: str, value: AttributeValue) -> None:
         pass
 
     def fail(self, message: str) -> None:
@@ -74,7 +77,7 @@ class _Recording(Span):
     def __init__(self, span: OtelSpan) -> None:
         self.span = span
 
-    def set(self, key: str, value: str | int | float | bool) -> None:
+    def set(self, key: str, value: AttributeValue) -> None:
         self.span.set_attribute(key, value)
 
     def fail(self, message: str) -> None:
@@ -180,7 +183,7 @@ def disable() -> None:
 
 
 def span(
-    name: str, attributes: Mapping[str, Any], parent: str | None = None
+    name: str, attributes: Mapping[str, AttributeValue], parent: str | None = None
 ) -> AbstractContextManager[Span]:
     """A span around the ``with`` block, child of the current one, or of ``parent`` (a
     ``traceparent``, ignored when malformed) when given; an exception leaving the block marks
@@ -200,7 +203,7 @@ def llm_span(
     from urllib.parse import urlsplit
 
     address = urlsplit(url)
-    attributes = {
+    attributes: dict[str, AttributeValue] = {
         "gen_ai.operation.name": operation,
         "gen_ai.system": _PROVIDER,
         "gen_ai.provider.name": _PROVIDER,
@@ -260,7 +263,7 @@ def _remote(parent: str) -> Any:
 def _recording(
     tracer: Tracer,
     name: str,
-    attributes: Mapping[str, Any],
+    attributes: Mapping[str, AttributeValue],
     parent: str | None,
     *,
     client: bool = False,

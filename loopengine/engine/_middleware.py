@@ -175,7 +175,7 @@ class _Retry(_Layer):
                 await anyio.sleep(delay)
 
 
-def _skill_attributes(call: SkillCall) -> dict[str, Any]:
+def _skill_attributes(call: SkillCall) -> dict[str, tracing.AttributeValue]:
     return {
         "loopengine.skill": call.definition.name,
         "loopengine.step": call.ctx.step,

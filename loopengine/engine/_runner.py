@@ -72,10 +72,10 @@ ORDER: tuple[tuple[Phase, PhaseFn], ...] = (
 _AFTER_ACT = frozenset({Phase.LEARN})
 
 
-def _execution_span(run: Run) -> tuple[str, dict[str, Any], str | None]:
+def _execution_span(run: Run) -> tuple[str, dict[str, tracing.AttributeValue], str | None]:
     """The name, attributes and remote parent (the trigger's ``traceparent``) of an execution's
     span."""
-    attributes = {
+    attributes: dict[str, tracing.AttributeValue] = {
         "loopengine.loop.id": run.loop.id,
         "loopengine.execution.id": run.execution_id,
         "loopengine.job.id": run.envelope.job_id,
