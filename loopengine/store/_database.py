@@ -33,6 +33,7 @@ __all__ = [
     "dumps",
     "is_inline",
     "masked",
+    "transaction_set",
     "translated",
 ]
 
@@ -54,6 +55,16 @@ _INLINE = frozenset({"OFF", "NORMAL"})
 _SQLITE_TRANSIENT = frozenset({5, 6, 10, 13, 14})
 """SQLite's primary result codes that say "not now": BUSY, LOCKED, IOERR, FULL, CANTOPEN."""
 _SQLITE_BUSY = frozenset({5, 6})
+
+
+def transaction_set(connection: sa.Connection, key: str) -> set[Any]:
+    """The set kept in ``connection.info`` under ``key`` for the transaction under way: a new,
+    empty one once another transaction has begun (what this transaction did, remembered once)."""
+    transaction = connection.get_transaction()
+    kept: tuple[object, set[Any]] | None = connection.info.get(key)
+    if kept is None or kept[0] is not transaction:
+        kept = connection.info[key] = (transaction, set())
+    return kept[1]
 
 
 def masked(text: str | None) -> str | None:

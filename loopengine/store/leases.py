@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from loopengine.errors import LeaseLost
+from loopengine.store._database import transaction_set
 from loopengine.store._tables import jobs
 
 __all__ = ["HELD", "RUNNING", "Lease", "check_lease", "forget_lease", "held"]
@@ -54,20 +55,15 @@ def check_lease(connection: sa.Connection, lease: Lease) -> None:
     """Raise ``LeaseLost`` unless ``lease`` still holds its job; the job's row stays locked until
     the transaction ends (PostgreSQL), so a takeover waits for what this transaction commits.
     Checked once a transaction: the commits of an execution grouped in one check it once."""
-    transaction = connection.get_transaction()
-    checked: tuple[object, set[Lease]] | None = connection.info.get(_CHECKED)
-    if checked is None or checked[0] is not transaction:
-        checked = connection.info[_CHECKED] = (transaction, set())
-    if lease in checked[1]:
+    checked = transaction_set(connection, _CHECKED)
+    if lease in checked:
         return
     if connection.execute(_CHECK, held(lease)).first() is None:
         raise LeaseLost(f"job {lease.job_id} passed to another daemon: this one stops")
-    checked[1].add(lease)
+    checked.add(lease)
 
 
 def forget_lease(connection: sa.Connection, lease: Lease) -> None:
     """``lease`` is to be checked again in this transaction (its job was just ended or given
     back)."""
-    checked = connection.info.get(_CHECKED)
-    if checked is not None:
-        checked[1].discard(lease)
+    transaction_set(connection, _CHECKED).discard(lease)

@@ -19,7 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from loopengine._faults import next_pause
-from loopengine.store._database import CONNECT_TIMEOUT_S
+from loopengine.store._database import CONNECT_TIMEOUT_S, transaction_set
 
 __all__ = [
     "CHANNEL",
@@ -49,13 +49,10 @@ without closing it)."""
 
 def notify(connection: sa.Connection, topic: str) -> None:
     """Tell the daemons ``topic`` once this transaction commits."""
-    transaction = connection.get_transaction()
-    kept: tuple[object, set[str]] | None = connection.info.get(_TOLD)
-    if kept is None or kept[0] is not transaction:
-        kept = connection.info[_TOLD] = (transaction, set())
-    if topic in kept[1]:
+    told = transaction_set(connection, _TOLD)
+    if topic in told:
         return
-    kept[1].add(topic)
+    told.add(topic)
     if connection.dialect.name == "postgresql":
         connection.exec_driver_sql(
             "SELECT pg_notify(%(channel)s, %(topic)s)", {"channel": CHANNEL, "topic": topic}
