@@ -21,6 +21,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import loopengine._tracing as tracing
+from tests.builtins.http_server import in_thread
 
 __all__ = ["Collector", "ReceivedSpan", "collecting", "spans"]
 
@@ -123,11 +124,5 @@ class Collector(ThreadingHTTPServer):
 def collecting() -> Iterator[Collector]:
     """A collector serving until the block ends."""
     server = Collector()
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
+    with in_thread(server):
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()

@@ -11,6 +11,7 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from socketserver import BaseServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -141,14 +142,23 @@ class HostileServer(ThreadingHTTPServer):
 
 
 @contextmanager
-def serving() -> Iterator[HostileServer]:
-    server = HostileServer()
+def in_thread(server: BaseServer) -> Iterator[None]:
+    """``server`` serving from a thread of its own until the block ends, then closed."""
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
-        yield server
+        yield
     finally:
-        server.stopping.set()
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+@contextmanager
+def serving() -> Iterator[HostileServer]:
+    server = HostileServer()
+    with in_thread(server):
+        try:
+            yield server
+        finally:
+            server.stopping.set()

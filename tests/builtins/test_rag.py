@@ -6,7 +6,6 @@ hostile chunks and replies bounded."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -25,7 +24,7 @@ from loopengine.knowledge.corrective import MAX_GRADED, MAX_REWRITES, CragSettin
 from loopengine.skills import SkillOutput
 from loopengine.store import Store
 from loopengine.testing import FakeLLMServer, answering, reply, status
-from tests.builtins.http_server import HostileServer, serving
+from tests.builtins.http_server import HostileServer, in_thread, serving
 from tests.builtins.knowledge_base import KB, Asking, asking_over, config_for, grading
 from tests.engine.conftest import open_harness
 from tests.knowledge.conftest import write
@@ -75,14 +74,8 @@ def web() -> Iterator[SearchServer]:
             },
         ]
     )
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
+    with in_thread(server):
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 @pytest.fixture
