@@ -15,22 +15,9 @@ from pathlib import Path
 import pytest
 
 from tests.otlp import Collector, collecting
+from tests.test_cli_run import LOOP, SKILLS
 from tests.waiting import DEADLINE_S
 
-SKILLS = """\
-from loopengine import skill
-
-@skill
-def count(ctx, n: int = 1):
-    return {"counted": n}
-"""
-LOOP = """\
-id: counter
-trigger: {type: manual}
-analyze:
-  analysis_steps: [{name: c, skill_id: count, params: {n: 2}}]
-decide: {decision_tree: [], fallback_action: log_only}
-"""
 WITHOUT_OPENTELEMETRY = (
     "import sys; sys.modules['opentelemetry'] = None; from loopengine.cli import run; run()"
 )
