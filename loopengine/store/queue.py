@@ -15,6 +15,8 @@ from typing import Any, Self
 
 import sqlalchemy as sa
 
+import loopengine.store._fastpath as fastpath
+from loopengine.store._database import transaction_set
 from loopengine.store._dialect import dialect_insert
 from loopengine.store._record import Record
 from loopengine.store._tables import (
@@ -456,10 +458,24 @@ _LOCK_OLDEST_OF_LOOPS = (
     .limit(sa.bindparam("most"))
     .with_for_update(skip_locked=True, of=jobs)
 )
-_RUNNING_OF_LOOP = sa.select(sa.func.count()).where(
-    jobs.c.loop_id == sa.bindparam("loop"), jobs.c.status == RUNNING
-)
 _LOOP_LOCKS = 0x6A6F  # the key space of loop locks among PostgreSQL's advisory locks
+_LOCKS_HELD = "queue.loop_locks"
+"""The keys of the loop locks the transaction under way holds (``transaction_set``)."""
+_BELOW = -(2**31) - 1
+# Taken in the order of their keys, waiting, above the highest key the transaction holds (two
+# claims each waiting for the other's lock cannot be); below it only when free. Volatile
+# functions are evaluated after the ORDER BY sort.
+_LOCK_LOOPS = sa.text(
+    "SELECT loop_id, hashtext(loop_id) AS key,"
+    " CASE WHEN hashtext(loop_id) > :above"
+    " THEN pg_advisory_xact_lock(:space, hashtext(loop_id))::text = ''"
+    " ELSE pg_try_advisory_xact_lock(:space, hashtext(loop_id)) END AS held"
+    " FROM unnest(CAST(:loops AS text[])) AS loop_id ORDER BY 2"
+)
+_RUNNING_OF_LOOPS = sa.text(
+    "SELECT loop_id, count(*) AS running FROM jobs"
+    " WHERE status = 'running' AND loop_id = ANY(CAST(:loops AS text[])) GROUP BY loop_id"
+)
 
 
 def claim_next(
@@ -514,6 +530,9 @@ def claim_jobs(
     looked_at: Sequence[Any] | None = due
     seen_all = len(due) < _looked_at(most)
     claimed: list[tuple[Job, Lease]] = []
+    read_again = False
+    """Jobs chosen were gone as they were leased (taken by the claim whose loop lock this one
+    waited for): the queue is read again, once."""
     while free and len(claimed) < most:
         wanted = most - len(claimed)
         if looked_at is None:
@@ -522,30 +541,37 @@ def claim_jobs(
             seen_all = len(looked_at) < _looked_at(wanted)
         candidates = [row for row in looked_at if row.loop_id in free]
         looked_at = None
-        room: dict[str, int] = {}
+        first = dict.fromkeys(row.loop_id for row in candidates[:wanted])
+        room = _rooms(connection, first, limits, counts) if first else {}
+        counts.update({loop_id: limits[loop_id] - left for loop_id, left in room.items()})
+        free.difference_update(loop_id for loop_id, left in room.items() if left <= 0)
         chosen: list[str] = []
+        left = dict(room)
         for row in candidates:
             if len(chosen) == wanted:
                 break
-            if row.loop_id not in room:
-                left = _room(connection, row.loop_id, limits[row.loop_id], counts[row.loop_id])
-                room[row.loop_id] = left
-                if left <= 0:
-                    free.discard(row.loop_id)
-            if room[row.loop_id] > 0:
-                room[row.loop_id] -= 1
+            if left.get(row.loop_id, 0) > 0:
+                left[row.loop_id] -= 1
                 chosen.append(row.id)
         leasing = {"now": now, "most": wanted, "to": owner, "until": now + lease_s, "ids": chosen}
         taken = _leased(connection, leasing, owner) if chosen else []
         if not taken and free and not seen_all:
             taken = _claim_among(connection, now, free, wanted, limits, counts, owner, lease_s)
-        if not taken:
-            break
         for job, _ in taken:
             counts[job.loop_id] += 1
             if counts[job.loop_id] >= limits[job.loop_id]:
                 free.discard(job.loop_id)
         claimed.extend(taken)
+        if len(taken) < len(chosen) and not read_again:
+            read_again = True
+            continue
+        if not taken:
+            break
+        uncounted = [row for row in candidates if row.loop_id not in room]
+        if uncounted:
+            looked_at = uncounted
+        elif seen_all:
+            break
     return claimed
 
 
@@ -583,9 +609,9 @@ def _claim_among(
     found = _locked(
         connection, _LOCK_OLDEST_OF_LOOPS, {"now": now, "most": most, "loops": list(loop_ids)}
     )
+    rooms = _rooms(connection, dict.fromkeys(job.loop_id for job in found), limits, counts)
     chosen: list[Job] = []
-    for loop_id in dict.fromkeys(job.loop_id for job in found):
-        room = _room(connection, loop_id, limits[loop_id], counts[loop_id])
+    for loop_id, room in rooms.items():
         chosen.extend([job for job in found if job.loop_id == loop_id][: max(room, 0)])
     chosen.sort(key=lambda job: job.created_at)
     return _claim(connection, chosen, owner, now + lease_s) if chosen else []
@@ -597,21 +623,32 @@ def _locked(
     return [Job.from_row(row) for row in connection.execute(query, bound).mappings()]
 
 
-def _room(connection: sa.Connection, loop_id: str, limit: int, counted: int) -> int:
-    """How many more jobs ``loop_id`` may run: below ``limit`` by the ``counted`` running on
-    SQLite, whose ``BEGIN IMMEDIATE`` serialises claims; on PostgreSQL, whose claims run side by
-    side (two daemons each took a loop's last slot), counted again under a lock of the loop
-    held to the claim's commit. A loop whose lock another claim holds is not waited for (no
-    room, for now)."""
+def _rooms(
+    connection: sa.Connection,
+    loop_ids: Collection[str],
+    limits: Mapping[str, int],
+    counted: Mapping[str, int],
+) -> dict[str, int]:
+    """How many more jobs each of ``loop_ids`` may run: below its limit by the ``counted``
+    running on SQLite, whose ``BEGIN IMMEDIATE`` serialises claims; on PostgreSQL, whose claims
+    run side by side (two daemons each took a loop's last slot), counted again under locks of
+    the loops held to the claim's commit. A claim waits for a lock another claim holds (it
+    found no room, and rested until its next poll, while three daemons claimed), in the
+    locks' order; a loop whose lock would be taken out of order is not waited for (no room,
+    for now)."""
     if connection.dialect.name != "postgresql":
-        return limit - counted
-    held = connection.exec_driver_sql(
-        "SELECT pg_try_advisory_xact_lock(%(space)s, hashtext(%(loop)s))",
-        {"space": _LOOP_LOCKS, "loop": loop_id},
-    ).scalar_one()
-    if not held:
-        return 0
-    return limit - int(connection.execute(_RUNNING_OF_LOOP, {"loop": loop_id}).scalar_one())
+        return {loop_id: limits[loop_id] - counted[loop_id] for loop_id in loop_ids}
+    held = transaction_set(connection, _LOCKS_HELD)
+    bound = {"space": _LOOP_LOCKS, "loops": list(loop_ids), "above": max(held, default=_BELOW)}
+    locked = [row for row in fastpath.fetch_all(connection, _LOCK_LOOPS, bound) if row["held"]]
+    held.update(row["key"] for row in locked)
+    mine = [row["loop_id"] for row in locked]
+    running = fastpath.fetch_all(connection, _RUNNING_OF_LOOPS, {"loops": mine}) if mine else []
+    counts = {row["loop_id"]: int(row["running"]) for row in running}
+    return {
+        loop_id: limits[loop_id] - counts.get(loop_id, 0) if loop_id in mine else 0
+        for loop_id in loop_ids
+    }
 
 
 def renew_leases(
