@@ -198,7 +198,9 @@ def test_a_claim_that_waited_for_a_loop_now_at_its_limit_takes_none_of_its_jobs(
 def _by_key(engine: sa.Engine, *names: str) -> list[str]:
     """``names`` in the order of their loop locks' keys."""
     with engine.connect() as connection:
-        keys = connection.execute(sa.text("SELECT hashtext(unnest(CAST(:n AS text[])))"), {"n": list(names)})
+        keys = connection.execute(
+            sa.text("SELECT hashtext(unnest(CAST(:n AS text[])))"), {"n": list(names)}
+        )
         return [name for _, name in sorted(zip(keys.scalars(), names, strict=True))]
 
 
