@@ -24,13 +24,21 @@ from loopengine.engine import Engine, resume
 from loopengine.errors import LeaseLost, LoopEngineError, StoreUnavailable
 from loopengine.store import JobEnvelope, Pending, Store, executions, queue
 
-__all__ = ["MAX_CLAIMS", "Workers"]
+__all__ = ["AHEAD_S", "MAX_CLAIMS", "Workers"]
 
 Claimed = tuple[queue.Job, queue.Lease]
 
 MAX_CLAIMS = 10
 """A job claimed this many times without an end (its daemon died running it each time: a skill
 that crashes the process) fails instead of taking down the next daemon too."""
+
+
+AHEAD_S = 1.0
+"""Jobs are claimed ahead of the workers (as many as there are workers, waiting to start) while
+executions take less than this on average: a job claimed behind long ones would wait for them
+while another daemon could run it."""
+_WEIGHT = 0.2
+"""The weight of the latest execution in the average of their times."""
 
 
 class _Idle:
@@ -124,6 +132,9 @@ class Workers:
         """Jobs claimed ahead, not yet started: each is taken by the first worker free."""
         self._claiming = 0
         """Jobs the claims under way may take."""
+        self._pace: float | None = None
+        """The average time of the latest executions (exponentially weighted); None before
+        the first ends."""
         self._told = False
         """A wake-up came while a claim was under way: its claim may have read the queue before
         the job told of, so a worker claims again once it lands."""
@@ -187,14 +198,16 @@ class Workers:
 
     def _submit_claim(self) -> Pending[list[Claimed]] | None:
         """Hand the store a claim, in one transaction, of as many jobs as keep the workers busy
-        and as many again waiting (claimed ahead), once half the workers' worth of room is free,
-        or at once when no job waits here and no claim is under way; None when it is not time
+        and, while executions are short (``AHEAD_S``), as many again waiting (claimed ahead),
+        once half the workers' worth of room is free, or at once when no job waits here and no
+        claim is under way; None when it is not time
         yet, or the workers stop. A claim so takes a batch, where one per job ended took a job
         each. What it claims joins ``_claimed`` as it commits, and as many resting workers are
         woken as it claimed jobs (one more when a wake-up came meanwhile). Jobs claimed ahead
         are renewed by the heartbeat and, as the workers stop, released with the daemon's
         others (``queue.hand_back``)."""
-        most = 2 * self.count - len(self.running) - len(self._claimed) - self._claiming
+        ahead = self.count if self._pace is not None and self._pace < AHEAD_S else 0
+        most = self.count + ahead - len(self.running) - len(self._claimed) - self._claiming
         waiting = bool(self._claimed) or self._claiming > 0
         if not self.accepting or most <= 0 or (waiting and most < self._batch):
             return None
@@ -228,6 +241,7 @@ class Workers:
         fails this job alone, with its message; the worker goes on."""
         scope = anyio.CancelScope()
         self.running[lease.job_id] = scope
+        started = time.monotonic()
         self.lost.discard(lease.job_id)
         outcome, execution_id, error = "cancelled", None, None
         fields: dict[str, Any] = {"loop": job.loop_id, "job": lease.job_id}
@@ -247,6 +261,9 @@ class Workers:
         finally:
             self.running.pop(lease.job_id, None)
             self._idle.set()
+            took = time.monotonic() - started
+            pace = took if self._pace is None else self._pace
+            self._pace = pace + _WEIGHT * (took - pace)
         if unrecorded is not None:
             self.log.line("error", f"{unrecorded}: the job is queued again, to resume", **fields)
             return await self._give_back(lease)

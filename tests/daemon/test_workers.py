@@ -49,6 +49,16 @@ analyze:
 decide: {decision_tree: [], fallback_action: log_only}
 """
 
+SHORT = """\
+id: short
+trigger: {type: manual}
+concurrency: {max: 8, on_overlap: queue, max_queue: 24}
+analyze:
+  analysis_steps:
+    - {name: wait, skill_id: slow, params: {seconds: 0.3}}
+decide: {decision_tree: [], fallback_action: log_only}
+"""
+
 QUICK = """\
 id: quick
 trigger: {type: manual}
@@ -283,22 +293,46 @@ async def test_a_job_claimed_whose_lease_passed_to_another_daemon_before_it_star
         assert not workers._claimed
 
 
-@pytest.mark.anyio
-async def test_a_daemon_claims_ahead_as_many_jobs_as_it_has_workers(tmp_path: Path) -> None:
-    """Two workers busy with long jobs: two more jobs are claimed, leased to the daemon and
-    waiting to start, and no more."""
-    loop = _loop(tmp_path, LONG)
+async def _drain_watching(
+    tmp_path: Path, source: str, jobs: int, seen: Callable[[Workers, dict[str, int]], bool]
+) -> tuple[int, dict[str, int]]:
+    """Two workers start on ``jobs`` jobs of the loop ``source``, until ``seen`` holds of them
+    and the queue's depth (a failure after the deadline): the jobs claimed ahead then, and the
+    depth."""
+    loop = _loop(tmp_path, source)
     async with memory_store() as store:
         workers = _workers(store, loop, io.StringIO(), tmp_path, count=2, lease_s=30, poll_s=600)
-        await _enqueue(store, loop, "first", "second", "third", "fourth", "fifth")
+        await _enqueue(store, loop, *(f"job{index}" for index in range(jobs)))
         async with anyio.create_task_group() as group:
             group.start_soon(workers.run)
-            depth = await _until(store, lambda d: d["running"] == 4)
-            with anyio.fail_after(DEADLINE_S):
-                while len(workers.running) < 2:
-                    await anyio.sleep(0.02)
-            assert (len(workers._claimed), depth["queued"]) == (2, 1)
+            depth = await _until(store, lambda depth: seen(workers, depth))
             group.cancel_scope.cancel()
+        return len(workers._claimed), depth
+
+
+@pytest.mark.anyio
+async def test_a_daemon_whose_executions_are_short_claims_ahead_as_many_jobs_as_workers(
+    tmp_path: Path,
+) -> None:
+    """Two workers on jobs of 0.3 s: two more jobs are claimed, leased to the daemon and
+    waiting to start."""
+
+    def ahead(workers: Workers, depth: dict[str, int]) -> bool:
+        return len(workers.running) == 2 and len(workers._claimed) == 2 and depth["running"] == 4
+
+    await _drain_watching(tmp_path, SHORT, 12, ahead)
+
+
+@pytest.mark.anyio
+async def test_a_daemon_claims_no_job_ahead_until_its_executions_are_known_short(
+    tmp_path: Path,
+) -> None:
+    """Two workers on their first, long, jobs: the other jobs stay queued for any daemon."""
+
+    def started(workers: Workers, depth: dict[str, int]) -> bool:
+        return len(workers.running) == 2 and not workers._claiming
+
+    assert await _drain_watching(tmp_path, LONG, 5, started) == (0, {"queued": 3, "running": 2})
 
 
 def _counting_claims(monkeypatch: pytest.MonkeyPatch) -> list[int]:
