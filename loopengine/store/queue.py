@@ -633,6 +633,8 @@ def _claim_among(
     found = _locked(
         connection, _LOCK_OLDEST_OF_LOOPS, {"now": now, "most": most, "loops": list(loop_ids)}
     )
+    if not found:
+        return []
     rooms = _rooms(connection, dict.fromkeys(job.loop_id for job in found), limits, counts)
     chosen: list[Job] = []
     for loop_id, room in rooms.items():
