@@ -24,13 +24,21 @@ from loopengine.engine import Engine, resume
 from loopengine.errors import LeaseLost, LoopEngineError, StoreUnavailable
 from loopengine.store import JobEnvelope, Pending, Store, executions, queue
 
-__all__ = ["MAX_CLAIMS", "Workers"]
+__all__ = ["AHEAD_S", "MAX_CLAIMS", "Workers"]
 
 Claimed = tuple[queue.Job, queue.Lease]
 
 MAX_CLAIMS = 10
 """A job claimed this many times without an end (its daemon died running it each time: a skill
 that crashes the process) fails instead of taking down the next daemon too."""
+
+
+AHEAD_S = 1.0
+"""Jobs are claimed ahead of the workers (as many as there are workers, waiting to start) while
+executions take less than this on average: a job claimed behind long ones would wait for them
+while another daemon could run it."""
+_WEIGHT = 0.2
+"""The weight of the latest execution in the average of their times."""
 
 
 class _Idle:
@@ -121,13 +129,21 @@ class Workers:
         self.accepting = True
         self._resting = _Idle(period or (lambda: poll_s))
         self._claimed: deque[Claimed] = deque()
-        """Jobs claimed for this daemon's free workers, each taken by the first free."""
+        """Jobs claimed ahead, not yet started: each is taken by the first worker free."""
         self._claiming = 0
-        """Workers the claims under way are for."""
+        """Jobs the claims under way may take."""
+        self._pace: float | None = None
+        """The average time of the latest executions (exponentially weighted); None before
+        the first ends."""
+        self._told = False
+        """A wake-up came while a claim was under way: its claim may have read the queue before
+        the job told of, so a worker claims again once it lands."""
         self._idle = anyio.Event()
 
     def wake(self) -> None:
         """Tell an idle worker a job may be claimable."""
+        if self._claiming:
+            self._told = True
         self._resting.wake()
 
     async def run(self) -> None:
@@ -181,15 +197,19 @@ class Workers:
                 await self._resting.rest()
 
     def _submit_claim(self) -> Pending[list[Claimed]] | None:
-        """Hand the store a claim of a job for each worker free now (this one, and those
-        resting that no claim under way or claimed job waiting is for), in one transaction;
-        None when there are none, or the workers stop. What it claims joins ``_claimed`` as it
-        commits, and as many resting workers are woken as it claimed jobs: with the claiming
-        worker, every job starts at once, and one worker is left to claim again. Claimed jobs
-        not yet started are renewed by the heartbeat and, as the workers stop, released with
-        the daemon's others (``queue.hand_back``)."""
-        most = self.count - len(self.running) - len(self._claimed) - self._claiming
-        if most <= 0 or not self.accepting:
+        """Hand the store a claim, in one transaction, of as many jobs as keep the workers busy
+        and, while executions are short (``AHEAD_S``), as many again waiting (claimed ahead),
+        once half the workers' worth of room is free, or at once when no job waits here and no
+        claim is under way; None when it is not time
+        yet, or the workers stop. A claim so takes a batch, where one per job ended took a job
+        each. What it claims joins ``_claimed`` as it commits, and as many resting workers are
+        woken as it claimed jobs (one more when a wake-up came meanwhile). Jobs claimed ahead
+        are renewed by the heartbeat and, as the workers stop, released with the daemon's
+        others (``queue.hand_back``)."""
+        ahead = self.count if self._pace is not None and self._pace < AHEAD_S else 0
+        most = self.count + ahead - len(self.running) - len(self._claimed) - self._claiming
+        waiting = bool(self._claimed) or self._claiming > 0
+        if not self.accepting or most <= 0 or (waiting and most < self._batch):
             return None
         claim = self.store.submit(
             queue.claim_jobs, self.limits(), self.owner, self.clock, self.lease_s, most
@@ -198,12 +218,19 @@ class Workers:
 
         def landed(error: BaseException | None) -> None:
             self._claiming -= most
-            if error is None:
-                self._claimed.extend(claim.result)
-                self._resting.wake(len(claim.result))
+            again = self._told and not self._claiming
+            self._told = self._told and not again
+            taken = [] if error is not None else claim.result
+            self._claimed.extend(taken)
+            self._resting.wake(len(taken) + again)
 
         claim.on_done = landed
         return claim
+
+    @property
+    def _batch(self) -> int:
+        """The fewest jobs a claim takes while jobs wait here or a claim is under way."""
+        return max(1, self.count // 2)
 
     def limits(self) -> dict[str, int]:
         """The ``concurrency.max`` of each loop this daemon serves: the loops it claims jobs of."""
@@ -214,6 +241,7 @@ class Workers:
         fails this job alone, with its message; the worker goes on."""
         scope = anyio.CancelScope()
         self.running[lease.job_id] = scope
+        started = time.monotonic()
         self.lost.discard(lease.job_id)
         outcome, execution_id, error = "cancelled", None, None
         fields: dict[str, Any] = {"loop": job.loop_id, "job": lease.job_id}
@@ -233,6 +261,9 @@ class Workers:
         finally:
             self.running.pop(lease.job_id, None)
             self._idle.set()
+            took = time.monotonic() - started
+            pace = took if self._pace is None else self._pace
+            self._pace = pace + _WEIGHT * (took - pace)
         if unrecorded is not None:
             self.log.line("error", f"{unrecorded}: the job is queued again, to resume", **fields)
             return await self._give_back(lease)

@@ -14,7 +14,10 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 
+import loopengine.store._fastpath as fastpath
+from loopengine.store._database import transaction_set
 from loopengine.store._dialect import dialect_insert
 from loopengine.store._record import Record
 from loopengine.store._tables import (
@@ -403,6 +406,7 @@ def _claim(
     return [(job, Lease(job.id, owner, job.attempts + 1)) for job in found]
 
 
+_IDS = postgresql.ARRAY(sa.String)
 _LOOKED_AT = 32
 """How many of the oldest due jobs a claim reads at least before naming the loops it may take."""
 _SEEN = (jobs.c.id, jobs.c.loop_id, jobs.c.status, jobs.c.owner, jobs.c.lease_until)
@@ -419,34 +423,42 @@ _RUNNING_AND_DUE = sa.union_all(
 )
 """The running jobs and the oldest due, in one round trip (each half through its index: an
 ``OR`` of the two made PostgreSQL sort every queued row)."""
-_LEASE_OLDEST = (
-    jobs.update()
-    .where(
-        jobs.c.id.in_(
-            sa.select(jobs.c.id)
-            .where(*_DUE, jobs.c.id.in_(sa.bindparam("ids", expanding=True)))
-            .order_by(jobs.c.created_at)
-            .limit(sa.bindparam("most"))
-            .with_for_update(skip_locked=True)
-        ),
+
+
+def _lease_oldest(named: sa.ColumnElement[bool]) -> sa.Update:
+    """Lock the jobs ``named`` that are still queued (``FOR UPDATE SKIP LOCKED``, a ``LIMIT``)
+    and lease them, in one statement."""
+    return (
+        jobs.update()
+        .where(
+            jobs.c.id.in_(
+                sa.select(jobs.c.id)
+                .where(*_DUE, named)
+                .order_by(jobs.c.created_at)
+                .limit(sa.bindparam("most"))
+                .with_for_update(skip_locked=True)
+            ),
+        )
+        .values(
+            status=RUNNING,
+            owner=sa.bindparam("to"),
+            lease_until=sa.bindparam("until"),
+            attempts=jobs.c.attempts + 1,
+        )
     )
-    .values(
-        status=RUNNING,
-        owner=sa.bindparam("to"),
-        lease_until=sa.bindparam("until"),
-        attempts=jobs.c.attempts + 1,
-    )
-)
-"""Lock the jobs named that are still queued (``FOR UPDATE SKIP LOCKED``, a ``LIMIT``) and lease
-them, in one statement."""
+
+
 _LEASE_OLDEST_RETURNING = {
-    "postgresql": _LEASE_OLDEST.where(jobs.c.id == envelopes.c.job_id).returning(
-        *_JOBS.selected_columns
+    "postgresql": _lease_oldest(jobs.c.id == sa.any_(sa.bindparam("ids", type_=_IDS)))
+    .where(jobs.c.id == envelopes.c.job_id)
+    .returning(*_JOBS.selected_columns),
+    "sqlite": _lease_oldest(jobs.c.id.in_(sa.bindparam("ids", expanding=True))).returning(
+        jobs.c.id
     ),
-    "sqlite": _LEASE_OLDEST.returning(jobs.c.id),
 }
-"""``_LEASE_OLDEST`` returning the jobs with their envelopes on PostgreSQL; their ids on SQLite,
-whose ``RETURNING`` reads no other table (the jobs are read in a second statement, in process)."""
+"""The jobs leased, with their envelopes, on PostgreSQL (an array of ids, so the statement runs
+through ``_fastpath``; psycopg decodes its JSON); their ids on SQLite, whose ``RETURNING`` reads
+no other table (the jobs are read in a second statement, in process)."""
 _JOBS_NAMED = _JOBS.where(jobs.c.id.in_(sa.bindparam("ids", expanding=True)))
 # Ordered by an expression, the jobs of these loops are found through the (loop_id, status)
 # index and sorted: walking the queue in order passed every job of a loop at its limit.
@@ -456,10 +468,24 @@ _LOCK_OLDEST_OF_LOOPS = (
     .limit(sa.bindparam("most"))
     .with_for_update(skip_locked=True, of=jobs)
 )
-_RUNNING_OF_LOOP = sa.select(sa.func.count()).where(
-    jobs.c.loop_id == sa.bindparam("loop"), jobs.c.status == RUNNING
-)
 _LOOP_LOCKS = 0x6A6F  # the key space of loop locks among PostgreSQL's advisory locks
+_LOCKS_HELD = "queue.loop_locks"
+"""The keys of the loop locks the transaction under way holds (``transaction_set``)."""
+_BELOW = -(2**31) - 1
+# Taken in the order of their keys, waiting, above the highest key the transaction holds (two
+# claims each waiting for the other's lock cannot be); below it only when free. Volatile
+# functions are evaluated after the ORDER BY sort.
+_LOCK_LOOPS = sa.text(
+    "SELECT loop_id, hashtext(loop_id) AS key,"
+    " CASE WHEN hashtext(loop_id) > :above"
+    " THEN pg_advisory_xact_lock(:space, hashtext(loop_id))::text = ''"
+    " ELSE pg_try_advisory_xact_lock(:space, hashtext(loop_id)) END AS held"
+    " FROM unnest(CAST(:loops AS text[])) AS loop_id ORDER BY 2"
+)
+_RUNNING_OF_LOOPS = sa.text(
+    "SELECT loop_id, count(*) AS running FROM jobs"
+    " WHERE status = 'running' AND loop_id = ANY(CAST(:loops AS text[])) GROUP BY loop_id"
+)
 
 
 def claim_next(
@@ -485,7 +511,7 @@ def claim_jobs(
     """Claim for ``lease_s`` up to ``most`` jobs ``owner`` may run now, of loops of ``limits``,
     oldest first: a job whose daemon died (it holds its loop's slot already, and is taken over;
     alone), else the oldest jobs queued and due of loops below their limit of running jobs
-    (``concurrency.max``), the room of each loop counted as its first job is chosen. Now is
+    (``concurrency.max``), the room of the loops of the oldest counted together. Now is
     read from ``clock`` as the transaction runs: a claim that waited out an outage is not
     leased from before it.
 
@@ -496,56 +522,56 @@ def claim_jobs(
     (binding a thousand ids cost more than the rest of the claim) only when none of those jobs
     will do and more are queued: an idle daemon's claim binds none."""
     now = clock()
-    read = connection.execute(_RUNNING_AND_DUE, {"now": now, "looked_at": _looked_at(most)}).all()
-    running = [row for row in read if row.status == RUNNING]
-    stale = [
-        row.id
-        for row in running
-        if row.loop_id in limits
-        and row.owner != owner
-        and row.lease_until is not None
-        and row.lease_until < now
-    ]
+    read = fastpath.fetch_all(
+        connection, _RUNNING_AND_DUE, {"now": now, "looked_at": _looked_at(most)}
+    )
+    running = [row for row in read if row["status"] == RUNNING]
+    stale = [row["id"] for row in running if _orphaned(row, limits, owner, now)]
     if stale and (orphan := _oldest(connection, (*_stale(now, owner), jobs.c.id.in_(stale)))):
         return _claim(connection, orphan, owner, now + lease_s)
-    counts = Counter(row.loop_id for row in running)
+    counts = Counter(row["loop_id"] for row in running)
     free = {loop_id for loop_id, limit in limits.items() if counts[loop_id] < limit}
-    due = sorted((row for row in read if row.status == QUEUED), key=lambda row: row.created_at)
+    due = sorted(
+        (row for row in read if row["status"] == QUEUED), key=lambda row: row["created_at"]
+    )
     looked_at: Sequence[Any] | None = due
     seen_all = len(due) < _looked_at(most)
     claimed: list[tuple[Job, Lease]] = []
+    read_again = False
+    """Jobs chosen were gone as they were leased (taken by the claim whose loop lock this one
+    waited for): the queue is read again, once."""
     while free and len(claimed) < most:
         wanted = most - len(claimed)
         if looked_at is None:
             bound = {"now": now, "looked_at": _looked_at(wanted)}
-            looked_at = connection.execute(_OLDEST_DUE, bound).all()
+            looked_at = fastpath.fetch_all(connection, _OLDEST_DUE, bound)
             seen_all = len(looked_at) < _looked_at(wanted)
-        candidates = [row for row in looked_at if row.loop_id in free]
+        candidates = [row for row in looked_at if row["loop_id"] in free]
         looked_at = None
-        room: dict[str, int] = {}
-        chosen: list[str] = []
-        for row in candidates:
-            if len(chosen) == wanted:
-                break
-            if row.loop_id not in room:
-                left = _room(connection, row.loop_id, limits[row.loop_id], counts[row.loop_id])
-                room[row.loop_id] = left
-                if left <= 0:
-                    free.discard(row.loop_id)
-            if room[row.loop_id] > 0:
-                room[row.loop_id] -= 1
-                chosen.append(row.id)
+        first = dict.fromkeys(row["loop_id"] for row in candidates[:wanted])
+        room = _rooms(connection, first, limits, counts) if first else {}
+        counts.update({loop_id: limits[loop_id] - left for loop_id, left in room.items()})
+        free.difference_update(loop_id for loop_id, left in room.items() if left <= 0)
+        chosen = _chosen(candidates, room, wanted)
         leasing = {"now": now, "most": wanted, "to": owner, "until": now + lease_s, "ids": chosen}
         taken = _leased(connection, leasing, owner) if chosen else []
         if not taken and free and not seen_all:
             taken = _claim_among(connection, now, free, wanted, limits, counts, owner, lease_s)
-        if not taken:
-            break
         for job, _ in taken:
             counts[job.loop_id] += 1
             if counts[job.loop_id] >= limits[job.loop_id]:
                 free.discard(job.loop_id)
         claimed.extend(taken)
+        if len(taken) < len(chosen) and not read_again:
+            read_again = True
+            continue
+        if not taken:
+            break
+        uncounted = [row for row in candidates if row["loop_id"] not in room]
+        if uncounted:
+            looked_at = uncounted
+        elif seen_all:
+            break
     return claimed
 
 
@@ -553,16 +579,40 @@ def _looked_at(most: int) -> int:
     return max(_LOOKED_AT, 2 * most)
 
 
+def _orphaned(row: Mapping[str, Any], limits: Mapping[str, int], owner: str, now: float) -> bool:
+    """Whether ``row``, a running job of a loop of ``limits``, is another owner's whose lease
+    expired (its daemon died)."""
+    until = row["lease_until"]
+    return row["loop_id"] in limits and row["owner"] != owner and until is not None and until < now
+
+
+def _chosen(
+    candidates: Iterable[Mapping[str, Any]], room: Mapping[str, int], most: int
+) -> list[str]:
+    """The ids of the first ``most`` of ``candidates`` their loops' ``room`` lets run."""
+    left = dict(room)
+    chosen: list[str] = []
+    for row in candidates:
+        if len(chosen) == most:
+            break
+        if left.get(row["loop_id"], 0) > 0:
+            left[row["loop_id"]] -= 1
+            chosen.append(row["id"])
+    return chosen
+
+
 def _leased(
     connection: sa.Connection, bound: Mapping[str, Any], owner: str
 ) -> list[tuple[Job, Lease]]:
-    """The jobs ``_LEASE_OLDEST`` leased to ``owner`` (their rows as the lease left them),
+    """The jobs ``_lease_oldest`` leased to ``owner`` (their rows as the lease left them),
     oldest first."""
-    dialect = connection.dialect.name
-    rows = connection.execute(_LEASE_OLDEST_RETURNING[dialect], bound).mappings().all()
-    if dialect != "postgresql":
-        leased = {"ids": [row["id"] for row in rows]}
-        rows = connection.execute(_JOBS_NAMED, leased).mappings().all()
+    leasing = _LEASE_OLDEST_RETURNING[connection.dialect.name]
+    rows: Sequence[Mapping[Any, Any]]
+    if connection.dialect.name == "postgresql":
+        rows = fastpath.fetch_all(connection, leasing, bound)
+    else:
+        leased = [row["id"] for row in connection.execute(leasing, bound).mappings()]
+        rows = connection.execute(_JOBS_NAMED, {"ids": leased}).mappings().all()
     found = sorted((Job.from_row(row) for row in rows), key=lambda job: job.created_at)
     return [(job, Lease(job.id, owner, job.attempts)) for job in found]
 
@@ -583,9 +633,11 @@ def _claim_among(
     found = _locked(
         connection, _LOCK_OLDEST_OF_LOOPS, {"now": now, "most": most, "loops": list(loop_ids)}
     )
+    if not found:
+        return []
+    rooms = _rooms(connection, dict.fromkeys(job.loop_id for job in found), limits, counts)
     chosen: list[Job] = []
-    for loop_id in dict.fromkeys(job.loop_id for job in found):
-        room = _room(connection, loop_id, limits[loop_id], counts[loop_id])
+    for loop_id, room in rooms.items():
         chosen.extend([job for job in found if job.loop_id == loop_id][: max(room, 0)])
     chosen.sort(key=lambda job: job.created_at)
     return _claim(connection, chosen, owner, now + lease_s) if chosen else []
@@ -597,21 +649,32 @@ def _locked(
     return [Job.from_row(row) for row in connection.execute(query, bound).mappings()]
 
 
-def _room(connection: sa.Connection, loop_id: str, limit: int, counted: int) -> int:
-    """How many more jobs ``loop_id`` may run: below ``limit`` by the ``counted`` running on
-    SQLite, whose ``BEGIN IMMEDIATE`` serialises claims; on PostgreSQL, whose claims run side by
-    side (two daemons each took a loop's last slot), counted again under a lock of the loop
-    held to the claim's commit. A loop whose lock another claim holds is not waited for (no
-    room, for now)."""
+def _rooms(
+    connection: sa.Connection,
+    loop_ids: Collection[str],
+    limits: Mapping[str, int],
+    counted: Mapping[str, int],
+) -> dict[str, int]:
+    """How many more jobs each of ``loop_ids`` may run: below its limit by the ``counted``
+    running on SQLite, whose ``BEGIN IMMEDIATE`` serialises claims; on PostgreSQL, whose claims
+    run side by side (two daemons each took a loop's last slot), counted again under locks of
+    the loops held to the claim's commit. A claim waits for a lock another claim holds (it
+    found no room, and rested until its next poll, while three daemons claimed), in the
+    locks' order; a loop whose lock would be taken out of order is not waited for (no room,
+    for now)."""
     if connection.dialect.name != "postgresql":
-        return limit - counted
-    held = connection.exec_driver_sql(
-        "SELECT pg_try_advisory_xact_lock(%(space)s, hashtext(%(loop)s))",
-        {"space": _LOOP_LOCKS, "loop": loop_id},
-    ).scalar_one()
-    if not held:
-        return 0
-    return limit - int(connection.execute(_RUNNING_OF_LOOP, {"loop": loop_id}).scalar_one())
+        return {loop_id: limits[loop_id] - counted[loop_id] for loop_id in loop_ids}
+    held = transaction_set(connection, _LOCKS_HELD)
+    bound = {"space": _LOOP_LOCKS, "loops": list(loop_ids), "above": max(held, default=_BELOW)}
+    locked = [row for row in fastpath.fetch_all(connection, _LOCK_LOOPS, bound) if row["held"]]
+    held.update(row["key"] for row in locked)
+    mine = [row["loop_id"] for row in locked]
+    running = fastpath.fetch_all(connection, _RUNNING_OF_LOOPS, {"loops": mine}) if mine else []
+    counts = {row["loop_id"]: int(row["running"]) for row in running}
+    return {
+        loop_id: limits[loop_id] - counts.get(loop_id, 0) if loop_id in mine else 0
+        for loop_id in loop_ids
+    }
 
 
 def renew_leases(

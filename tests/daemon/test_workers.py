@@ -49,6 +49,23 @@ analyze:
 decide: {decision_tree: [], fallback_action: log_only}
 """
 
+SHORT = """\
+id: short
+trigger: {type: manual}
+concurrency: {max: 8, on_overlap: queue, max_queue: 24}
+analyze:
+  analysis_steps:
+    - {name: wait, skill_id: slow, params: {seconds: 0.3}}
+decide: {decision_tree: [], fallback_action: log_only}
+"""
+
+QUICK = """\
+id: quick
+trigger: {type: manual}
+concurrency: {max: 16, on_overlap: queue, max_queue: 24}
+decide: {decision_tree: [], fallback_action: log_only}
+"""
+
 
 def _loop(tmp_path: Path, source: str = STEADY) -> Loop:
     registry = builtin_registry()
@@ -274,3 +291,85 @@ async def test_a_job_claimed_whose_lease_passed_to_another_daemon_before_it_star
         assert taken is not None
         await workers._renew()
         assert not workers._claimed
+
+
+async def _drain_watching(
+    tmp_path: Path, source: str, jobs: int, seen: Callable[[Workers, dict[str, int]], bool]
+) -> tuple[int, dict[str, int]]:
+    """Two workers start on ``jobs`` jobs of the loop ``source``, until ``seen`` holds of them
+    and the queue's depth (a failure after the deadline): the jobs claimed ahead then, and the
+    depth."""
+    loop = _loop(tmp_path, source)
+    async with memory_store() as store:
+        workers = _workers(store, loop, io.StringIO(), tmp_path, count=2, lease_s=30, poll_s=600)
+        await _enqueue(store, loop, *(f"job{index}" for index in range(jobs)))
+        async with anyio.create_task_group() as group:
+            group.start_soon(workers.run)
+            depth = await _until(store, lambda depth: seen(workers, depth))
+            group.cancel_scope.cancel()
+        return len(workers._claimed), depth
+
+
+@pytest.mark.anyio
+async def test_a_daemon_whose_executions_are_short_claims_ahead_as_many_jobs_as_workers(
+    tmp_path: Path,
+) -> None:
+    """Two workers on jobs of 0.3 s: two more jobs are claimed, leased to the daemon and
+    waiting to start."""
+
+    def ahead(workers: Workers, depth: dict[str, int]) -> bool:
+        return len(workers.running) == 2 and len(workers._claimed) == 2 and depth["running"] == 4
+
+    await _drain_watching(tmp_path, SHORT, 12, ahead)
+
+
+@pytest.mark.anyio
+async def test_a_daemon_claims_no_job_ahead_until_its_executions_are_known_short(
+    tmp_path: Path,
+) -> None:
+    """Two workers on their first, long, jobs: the other jobs stay queued for any daemon."""
+
+    def started(workers: Workers, depth: dict[str, int]) -> bool:
+        return len(workers.running) == 2 and not workers._claiming
+
+    assert await _drain_watching(tmp_path, LONG, 5, started) == (0, {"queued": 3, "running": 2})
+
+
+def _counting_claims(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The jobs each claim takes, from now on."""
+    taken: list[int] = []
+    original = queue.claim_jobs
+
+    def counted(*args: Any) -> list[Any]:
+        claimed = original(*args)
+        taken.append(len(claimed))
+        return claimed
+
+    monkeypatch.setattr(queue, "claim_jobs", counted)
+    return taken
+
+
+def test_a_daemon_draining_a_backlog_claims_a_batch_as_half_its_workers_are_free(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Four workers drain 24 short jobs: each claim but the last takes two jobs or more (a
+    worker ending its job claimed one for itself alone)."""
+    loop = _loop(tmp_path, QUICK)
+    keys = [f"job{index}" for index in range(24)]
+
+    async def main() -> list[int]:
+        async with memory_store() as store:
+            workers = _workers(
+                store, loop, io.StringIO(), tmp_path, count=4, lease_s=30, poll_s=600
+            )
+            await _enqueue(store, loop, *keys)
+            taken = _counting_claims(monkeypatch)
+            async with anyio.create_task_group() as group:
+                group.start_soon(workers.run)
+                await _until(store, lambda d: d == {"queued": 0, "running": 0})
+                group.cancel_scope.cancel()
+            return taken
+
+    taken = [count for count in anyio.run(main) if count]
+    assert sum(taken) == len(keys)
+    assert min(taken[:-1]) >= 2

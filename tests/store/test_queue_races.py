@@ -4,8 +4,10 @@ idempotency key, a pause and a cursor (PostgreSQL's driver reports no row count 
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ import sqlalchemy as sa
 
 from loopengine.store import JobEnvelope, create_engine, migrate, queue
 from tests.postgres import migrated_engine
+from tests.waiting import wait_until_blocked
 
 
 @pytest.fixture(scope="module")
@@ -134,61 +137,141 @@ def test_a_claim_locks_no_job_of_a_loop_its_daemon_does_not_serve(postgres: sa.E
             assert _claimed(second, {theirs: 5}, "b") == f"t1-{run}"
 
 
-def test_two_daemons_claiming_at_once_keep_a_loops_concurrency_limit(postgres: sa.Engine) -> None:
-    """A loop allowed one running job: while one daemon's claim of its first job is open, and
-    once it committed, the other daemon takes none of its jobs (each took one before)."""
-    run = uuid.uuid4().hex[:8]
-    loop = f"single-{run}"
-    _queued(postgres, (f"j1-{run}", loop, 1.0), (f"j2-{run}", loop, 2.0))
-    with postgres.connect() as first, postgres.connect() as second:
-        with first.begin():
-            assert _claimed(first, {loop: 1}, "a") == f"j1-{run}"
-            with second.begin():
-                assert _claimed(second, {loop: 1}, "b") is None
-        with second.begin():
-            assert _claimed(second, {loop: 1}, "b") is None
-
-
 def _batch(connection: sa.Connection, limits: dict[str, int], owner: str, most: int) -> list[str]:
     claimed = queue.claim_jobs(connection, limits, owner, lambda: 100.0, 30.0, most)
     return [job.id for job, _ in claimed]
 
 
-def test_two_daemons_claiming_batches_at_once_take_each_job_once_within_the_limit(
+def _claiming_behind(
+    engine: sa.Engine, limits: dict[str, int], owner: str, most: int
+) -> tuple[threading.Thread, list[list[str]]]:
+    """A claim of ``most`` jobs run in a thread on its own connection, once it waits on a lock
+    (or ended without waiting); what it took is in the list once the thread ends."""
+    taken: list[list[str]] = []
+
+    def claim() -> None:
+        with engine.begin() as connection:
+            taken.append(_batch(connection, limits, owner, most))
+
+    claiming = threading.Thread(target=claim)
+    claiming.start()
+    wait_until_blocked(engine, claiming)
+    return claiming, taken
+
+
+def test_a_claim_waits_for_the_loop_lock_of_a_claim_under_way_and_takes_the_room_it_left(
     postgres: sa.Engine,
 ) -> None:
     """A loop allowed three running jobs, five queued: while one daemon's batch of the two
-    oldest is open, the other's takes none; once it committed, the other takes the one left
-    under the limit, and then no batch takes any."""
+    oldest is open, the other's claim waits (it found no room and took none), then takes the
+    one left under the limit; then no batch takes any."""
     run = uuid.uuid4().hex[:8]
     loop = f"batch-{run}"
     _queued(postgres, *((f"j{index}-{run}", loop, float(index)) for index in range(1, 6)))
-    with postgres.connect() as first, postgres.connect() as second:
+    with postgres.connect() as first:
         with first.begin():
             assert _batch(first, {loop: 3}, "a", 2) == [f"j1-{run}", f"j2-{run}"]
-            with second.begin():
-                assert _batch(second, {loop: 3}, "b", 4) == []
-        with second.begin():
-            assert _batch(second, {loop: 3}, "b", 4) == [f"j3-{run}"]
+            claiming, taken = _claiming_behind(postgres, {loop: 3}, "b", 4)
+            assert claiming.is_alive()
+        claiming.join()
+        assert taken == [[f"j3-{run}"]]
         with first.begin():
             assert _batch(first, {loop: 3}, "a", 4) == []
 
 
-def test_a_claim_of_one_job_counts_the_room_of_its_loop_alone(postgres: sa.Engine) -> None:
-    """The oldest jobs are of ten loops: a claim of one locks and counts the running jobs of
-    the first loop only (it counted each of the ten)."""
+def test_a_claim_that_waited_for_a_loop_now_at_its_limit_takes_none_of_its_jobs(
+    postgres: sa.Engine,
+) -> None:
+    """A loop allowed one running job: a claim that waited for another daemon's claim of it
+    to commit counts that job, and takes none."""
+    run = uuid.uuid4().hex[:8]
+    loop = f"single-{run}"
+    _queued(postgres, (f"j1-{run}", loop, 1.0), (f"j2-{run}", loop, 2.0))
+    with postgres.connect() as first:
+        with first.begin():
+            assert _claimed(first, {loop: 1}, "a") == f"j1-{run}"
+            claiming, taken = _claiming_behind(postgres, {loop: 1}, "b", 1)
+        claiming.join()
+    assert taken == [[]]
+
+
+def _by_key(engine: sa.Engine, *names: str) -> list[str]:
+    """``names`` in the order of their loop locks' keys."""
+    with engine.connect() as connection:
+        keys = connection.execute(
+            sa.text("SELECT hashtext(unnest(CAST(:n AS text[])))"), {"n": list(names)}
+        )
+        return [name for _, name in sorted(zip(keys.scalars(), names, strict=True))]
+
+
+def test_a_claim_holding_a_loop_lock_does_not_wait_for_a_lower_one(postgres: sa.Engine) -> None:
+    """Loop locks are waited for in one order: a transaction holding the lock of a loop takes
+    that of a loop below it only when it is free (it does not wait), so two claims never wait
+    for each other."""
+    run = uuid.uuid4().hex[:8]
+    low, high = _by_key(postgres, f"low-{run}", f"high-{run}")
+    _queued(postgres, (f"l1-{run}", low, 1.0), (f"l2-{run}", low, 2.0), (f"h1-{run}", high, 3.0))
+    with postgres.connect() as first, postgres.connect() as second, first.begin():
+        assert _batch(first, {low: 5}, "a", 1) == [f"l1-{run}"]
+        with second.begin():
+            assert _batch(second, {high: 5}, "b", 1) == [f"h1-{run}"]
+            assert _batch(second, {low: 5}, "b", 1) == []
+
+
+_RUNNING = sa.text("SELECT count(*) FROM jobs WHERE loop_id = :loop AND status = 'running'")
+_QUEUED = sa.text("SELECT count(*) FROM jobs WHERE loop_id = :loop AND status = 'queued'")
+
+
+def _drain_as(engine: sa.Engine, loop: str, owner: str, seen: list[int]) -> list[str]:
+    """Claim batches of three of ``loop``'s jobs (five may run) and end them, until none is
+    queued; the jobs this daemon ran. ``seen`` gets the jobs running after each claim."""
+    ran: list[str] = []
+    while True:
+        with engine.begin() as connection:
+            claimed = queue.claim_jobs(connection, {loop: 5}, owner, lambda: 100.0, 30.0, 3)
+        with engine.connect() as connection:
+            seen.append(connection.execute(_RUNNING, {"loop": loop}).scalar_one())
+            queued = connection.execute(_QUEUED, {"loop": loop}).scalar_one()
+        if not claimed and not queued:
+            return ran
+        with engine.begin() as connection:
+            for _, lease in claimed:
+                ended = {"outcome": "completed", "execution_id": None, "now": 100.0}
+                queue.finish_job(connection, lease, **ended)
+        ran.extend(job.id for job, _ in claimed)
+
+
+def test_three_daemons_claiming_at_once_keep_a_loops_concurrency_limit(
+    postgres: sa.Engine,
+) -> None:
+    """Three daemons claim batches of one loop's jobs at once, over and over, each waiting for
+    the others' loop locks: never more than its five jobs run, and each job runs once."""
+    run = uuid.uuid4().hex[:8]
+    loop = f"shared-{run}"
+    _queued(postgres, *((f"j{index}-{run}", loop, float(index)) for index in range(60)))
+    seen: list[int] = []
+    with ThreadPoolExecutor(3) as pool:
+        ran = [pool.submit(_drain_as, postgres, loop, owner, seen) for owner in "abc"]
+        runs = [job_id for done in ran for job_id in done.result()]
+    assert sorted(runs) == sorted(f"j{index}-{run}" for index in range(60))
+    assert max(seen) <= 5
+
+
+_LOOP_LOCKS_HELD = sa.text(
+    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 27247"
+    " AND pid = pg_backend_pid()"
+)
+"""The loop locks (key space 0x6A6F) the connection's transaction holds."""
+
+
+def test_a_claim_of_one_job_locks_its_loop_alone(postgres: sa.Engine) -> None:
+    """The oldest jobs are of ten loops: a claim of one locks (and counts the running jobs of)
+    the first loop only."""
     run = uuid.uuid4().hex[:8]
     _queued(
         postgres, *((f"j{index}-{run}", f"l{index}-{run}", float(index)) for index in range(10))
     )
     limits = {f"l{index}-{run}": 5 for index in range(10)}
-    statements: list[str] = []
-
-    def seen(*args: object) -> None:
-        statements.append(str(args[2]))
-
-    with postgres.connect() as connection:
-        sa.event.listen(connection, "before_cursor_execute", seen)
-        with connection.begin():
-            assert _batch(connection, limits, "a", 1) == [f"j0-{run}"]
-    assert sum("pg_try_advisory_xact_lock" in statement for statement in statements) == 1
+    with postgres.connect() as connection, connection.begin():
+        assert _batch(connection, limits, "a", 1) == [f"j0-{run}"]
+        assert connection.execute(_LOOP_LOCKS_HELD).scalar_one() == 1
