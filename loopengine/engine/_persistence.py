@@ -131,9 +131,11 @@ def record_of(run: Run, effects: Sequence[Effect], **end: Any) -> ExecutionRecor
 class _Commit:
     """One transaction of an execution's rows, open to the next phases until the store takes it.
 
-    Phases that end while their commit still waits at the end of the store's queue join it, so
-    the execution row is written once per transaction rather than once per phase. What a phase
-    hands over is encoded at once: the run goes on changing, the record must not.
+    Phases that end while their commit still waits in the store's queue join it, so the
+    execution row and its phases row are written once per transaction rather than once per
+    phase (written ahead of what was queued behind it: an execution's own writes are commits,
+    or waited for). What a phase hands over is encoded at once: the run goes on changing, the
+    record must not.
     """
 
     __slots__ = ("done", "learned", "memo", "record", "run")
@@ -165,12 +167,13 @@ class _Commit:
                 **end,
             }
             done = [result for _, result in held]
-            rows = [executions.PhaseRows.of(held[-1][0], done)] if held else []
+            rows = executions.PhaseRows.of(held[-1][0], done) if held else None
         except (TypeError, ValueError) as exc:
             raise StorageError(f"cannot record {told[-1]} of {run.execution_id}: {exc}") from None
         record = self.record
         record.values.update(values)
-        record.phases.extend(rows)
+        if rows is not None:
+            record.phases = rows if record.phases is None else record.phases.then(rows)
         record.effects.extend(effects)
         self.done.extend(told)
 
@@ -307,7 +310,7 @@ class Recorder(Journal):
         self.held, self.effects, self.told = [], [], []
         if lines := run.log.take():
             handed.append(AppendLogs(run.execution_id, lines))
-        if self.open is not None and self.store.is_last(self.open[1]):
+        if self.open is not None and self.store.is_queued(self.open[1]):
             commit, pending = self.open
         else:
             commit, pending = _Commit(run, not self.inserted, self.lease), None

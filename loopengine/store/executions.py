@@ -231,14 +231,18 @@ class PhaseRows:
     def of(cls, seq: int, results: Sequence[PhaseResult]) -> PhaseRows:
         return cls(seq, fastpath.Encoded.of([result.stored() for result in results]))
 
+    def then(self, later: PhaseRows) -> PhaseRows:
+        """These phases and the ``later`` ones, as one row numbered as the last."""
+        joined = f"{self.results[:-1]},{later.results[1:]}"
+        return PhaseRows(later.seq, fastpath.Encoded(joined))
+
     def row(self, execution_id: str) -> dict[str, Any]:
         return {"execution_id": execution_id, "seq": self.seq, "results": self.results}
 
 
-def insert_phases(connection: sa.Connection, execution_id: str, rows: Sequence[PhaseRows]) -> None:
-    """What ``rows`` record of ``execution_id``'s phases, a row each."""
-    if rows:
-        fastpath.execute_many(connection, _INSERT_PHASES, [row.row(execution_id) for row in rows])
+def insert_phases(connection: sa.Connection, execution_id: str, rows: PhaseRows) -> None:
+    """What ``rows`` record of ``execution_id``'s phases."""
+    fastpath.execute(connection, _INSERT_PHASES, rows.row(execution_id))
 
 
 def get_execution(connection: sa.Connection, execution_id: str) -> ExecutionRow | None:

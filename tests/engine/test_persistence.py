@@ -5,12 +5,14 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+import sqlalchemy as sa
 
 from loopengine import SkillContext, skill
 from loopengine.builtins import builtin_registry
@@ -426,3 +428,45 @@ async def test_a_resumed_execution_calls_no_skill_of_a_committed_phase_again(
     assert [(c["skill"], c["phase"]) for c in skills_for_tests.CALLS] == [("hold", "act")]
     assert record is not None
     assert [p.phase for p in record.phases][:4] == ["detect", "analyze", "decide", "act"]
+
+
+_WRITTEN = re.compile(
+    r"^(?:INSERT INTO (?:executions|phases) \(.*?VALUES \('|UPDATE executions .*executions\.id = ')"
+    r"(\w+)'",
+    re.DOTALL,
+)
+
+
+def _rows_written_per_transaction(statements: list[str]) -> list[list[tuple[str, str]]]:
+    """Each transaction's writes of execution and phases rows: (table statement, execution)."""
+    transactions: list[list[tuple[str, str]]] = [[]]
+    for statement in statements:
+        if statement == "COMMIT":
+            transactions.append([])
+        elif (found := _WRITTEN.match(statement)) is not None:
+            transactions[-1].append((statement.split(" (", 1)[0].split(" SET")[0], found[1]))
+    return [written for written in transactions if written]
+
+
+async def test_executions_committing_at_once_write_each_row_once_a_transaction(
+    tmp_path: Path, engine_registry: Registry
+) -> None:
+    """Phases of several executions that end while the store is busy join each execution's
+    commit still queued, even behind another's: its row and its phases row are written once."""
+    statements: list[str] = []
+
+    def traced(connection: Any, _record: Any) -> None:
+        connection.set_trace_callback(statements.append)
+
+    sa.event.listen(sa.pool.Pool, "connect", traced)
+    try:
+        async with open_harness(tmp_path, engine_registry) as harness:
+            loop = harness.loop(SEVEN.replace("DURABILITY", "phase"))
+            async with anyio.create_task_group() as group:
+                for _ in range(3):
+                    group.start_soon(harness.engine.run, loop)
+    finally:
+        sa.event.remove(sa.pool.Pool, "connect", traced)
+    transactions = _rows_written_per_transaction(statements)
+    assert transactions
+    assert all(len(set(written)) == len(written) for written in transactions)

@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from loopengine.store import ExecutionRow, executions, learning
+from loopengine.store import ExecutionRow, PhaseResult, executions, learning
 from loopengine.store._database import create_engine
 from loopengine.store._migrations import migrate
+
+PHASES = ("detect", "analyze", "decide")
 
 
 @pytest.fixture
@@ -84,3 +86,16 @@ def test_a_loop_with_runs_and_no_learned_state_starts_from_its_last_run_alone(
         executions.LastRun("completed", 4.0, 3.0),
         None,
     )
+
+
+def test_phases_of_joined_commits_are_one_row_read_back_in_order(
+    connection: sa.Connection,
+) -> None:
+    detect, analyze, decide = (PhaseResult(name, 1.0, 2.0, True) for name in PHASES)
+    joined = executions.PhaseRows.of(1, [detect]).then(
+        executions.PhaseRows.of(3, [analyze, decide])
+    )
+    executions.insert_execution(connection, _run("e1", 1.0))
+    executions.insert_phases(connection, "e1", joined)
+    assert executions.last_seq(connection, "e1") == 3
+    assert executions.phases_of(connection, "e1") == [detect, analyze, decide]

@@ -118,7 +118,7 @@ def test_retention_prunes_old_finished_work_and_keeps_the_rest() -> None:
             executions.insert_execution(connection, _execution(execution_id, started, status))
             detected = PhaseResult("detect", started, started, True)
             executions.insert_phases(
-                connection, execution_id, [executions.PhaseRows.of(1, [detected])]
+                connection, execution_id, executions.PhaseRows.of(1, [detected])
             )
             said = logs.LogLine(started, "INFO", "detect", "read", "read 3 rows")
             logs.insert_lines(connection, execution_id, [said])
