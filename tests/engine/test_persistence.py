@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from loopengine import SkillContext, skill
 from loopengine.builtins import builtin_registry
-from loopengine.contract import LoopLoader, Outcome
+from loopengine.contract import Loop, LoopLoader, Outcome
 from loopengine.contract.checks import Env
 from loopengine.engine import Engine, Services, answer_approval, escalate_overdue, resume
 from loopengine.errors import NotResumable
@@ -379,9 +379,11 @@ class _Held:
 
         self.registry.add_object(hold)
 
-    def loop(self, folder: Path) -> Any:
+    def loop(self, folder: Path) -> Loop:
         (folder / "ahead.yaml").write_text(self.TEXT)
-        return LoopLoader(Env(self.registry)).load_file(folder / "ahead.yaml").loop
+        loop = LoopLoader(Env(self.registry)).load_file(folder / "ahead.yaml").loop
+        assert loop is not None
+        return loop
 
 
 async def test_a_phase_that_calls_a_skill_is_committed_as_it_ends(
@@ -431,20 +433,21 @@ async def test_a_resumed_execution_calls_no_skill_of_a_committed_phase_again(
 
 
 _WRITTEN = re.compile(
-    r"^(?:INSERT INTO (?:executions|phases) \(.*?VALUES \('|UPDATE executions .*executions\.id = ')"
+    r"^(?:INSERT INTO (executions|phases) \(.*?VALUES \('|UPDATE (executions) .*executions\.id = ')"
     r"(\w+)'",
     re.DOTALL,
 )
 
 
 def _rows_written_per_transaction(statements: list[str]) -> list[list[tuple[str, str]]]:
-    """Each transaction's writes of execution and phases rows: (table statement, execution)."""
+    """Each transaction's writes (inserts and updates) of execution and phases rows, as
+    (table, execution id)."""
     transactions: list[list[tuple[str, str]]] = [[]]
     for statement in statements:
         if statement == "COMMIT":
             transactions.append([])
         elif (found := _WRITTEN.match(statement)) is not None:
-            transactions[-1].append((statement.split(" (", 1)[0].split(" SET")[0], found[1]))
+            transactions[-1].append((found[1] or found[2], found[3]))
     return [written for written in transactions if written]
 
 
