@@ -61,6 +61,10 @@ SLOW_SKILLS = (
     + """
 
 @skill
+def count(ctx):
+    return {"seen": 1}
+
+@skill
 def slow_analysis(ctx):
     Path("analyzing").touch()
     while Path("hold").exists():
@@ -72,6 +76,8 @@ def slow_analysis(ctx):
 INTERRUPTED = """\
 id: interrupted
 trigger: {type: manual}
+detect:
+  sources: [{skill: count, name: c}]
 analyze:
   analysis_steps: [{name: look, skill_id: slow_analysis}]
 decide: {decision_tree: [], fallback_action: act_once}
@@ -81,8 +87,9 @@ act:
 
 
 def test_resumes_started_at_once_run_the_rest_once(tmp_path: Path) -> None:
-    """An execution killed in analyze, then resumed by eight processes at once: one resumes it
-    and acts once; the others say it is taken, in one line."""
+    """An execution killed in analyze (detect, which called a skill, committed), then resumed
+    by eight processes at once: one resumes it and acts once; the others say it is taken, in one
+    line."""
     (tmp_path / "skills.py").write_text(SLOW_SKILLS)
     (tmp_path / "loopengine.yaml").write_text("plugins: [./skills.py]\n")
     (tmp_path / "interrupted.yaml").write_text(INTERRUPTED)

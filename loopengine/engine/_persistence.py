@@ -131,9 +131,11 @@ def record_of(run: Run, effects: Sequence[Effect], **end: Any) -> ExecutionRecor
 class _Commit:
     """One transaction of an execution's rows, open to the next phases until the store takes it.
 
-    Phases that end while their commit still waits at the end of the store's queue join it, so
-    the execution row is written once per transaction rather than once per phase. What a phase
-    hands over is encoded at once: the run goes on changing, the record must not.
+    Phases that end while their commit still waits in the store's queue join it, so the
+    execution row and its phases row are written once per transaction rather than once per
+    phase (written ahead of what was queued behind it: an execution's own writes are commits,
+    or waited for). What a phase hands over is encoded at once: the run goes on changing, the
+    record must not.
     """
 
     __slots__ = ("done", "learned", "memo", "record", "run")
@@ -148,10 +150,14 @@ class _Commit:
         """Whether this transaction writes the loop's learned state."""
 
     def add(
-        self, held: list[tuple[int, PhaseResult]], effects: list[Effect], what: str, **end: Any
+        self,
+        held: list[tuple[int, PhaseResult]],
+        effects: list[Effect],
+        told: list[str],
+        **end: Any,
     ) -> None:
-        """Take ``held`` phases, ``effects`` and the run as it is now (``end``: the
-        outcome)."""
+        """Take ``held`` phases, ``effects`` and the run as it is now (``end``: the outcome);
+        the listener is told ``told`` once it commits."""
         run = self.run
         try:
             values = {
@@ -161,14 +167,15 @@ class _Commit:
                 **end,
             }
             done = [result for _, result in held]
-            rows = [executions.PhaseRows.of(held[-1][0], done)] if held else []
+            rows = executions.PhaseRows.of(held[-1][0], done) if held else None
         except (TypeError, ValueError) as exc:
-            raise StorageError(f"cannot record {what} of {run.execution_id}: {exc}") from None
+            raise StorageError(f"cannot record {told[-1]} of {run.execution_id}: {exc}") from None
         record = self.record
         record.values.update(values)
-        record.phases.extend(rows)
+        if rows is not None:
+            record.phases = rows if record.phases is None else record.phases.then(rows)
         record.effects.extend(effects)
-        self.done.append(what)
+        self.done.extend(told)
 
 
 class Journal:
@@ -224,7 +231,10 @@ class Recorder(Journal):
     """Commits an execution's rows; with ``durability: execution`` everything waits for the end.
 
     Each commit is one transaction in one store hop: the execution row (inserted the first time,
-    updated after), the phases it records in one row, and the phases' effects.
+    updated after), the phases it records in one row, and the phases' effects. With
+    ``durability: phase``, a phase that called no skill and handed over no effect (and the
+    start) waits for the next commit: resumed, it is computed again as it was, while a phase
+    that called a skill is committed as it ends, so a resumed execution does not call it again.
     """
 
     def __init__(
@@ -246,6 +256,8 @@ class Recorder(Journal):
         self.holds_state = False
         self.seq = 0
         self.held: list[tuple[int, PhaseResult]] = []
+        self.told: list[str] = []
+        """What the listener is told with the next commit, besides what makes it."""
         self.effects: list[Effect] = []
         self.open: tuple[_Commit, Pending[None]] | None = None
         self.inflight: list[Pending[None]] = []
@@ -294,15 +306,15 @@ class Recorder(Journal):
         Commits of phases are not waited for (the store groups them); the last one is, and it
         surfaces any failure of those before it.
         """
-        rows, handed = self.held, self.effects
-        self.held, self.effects = [], []
+        rows, handed, told = self.held, self.effects, [*self.told, what]
+        self.held, self.effects, self.told = [], [], []
         if lines := run.log.take():
             handed.append(AppendLogs(run.execution_id, lines))
-        if self.open is not None and self.store.is_last(self.open[1]):
+        if self.open is not None and self.store.is_queued(self.open[1]):
             commit, pending = self.open
         else:
             commit, pending = _Commit(run, not self.inserted, self.lease), None
-        commit.add(rows, handed, what, **end)
+        commit.add(rows, handed, told, **end)
         commit.learned |= self.holds_state
         self.holds_state = False
         if end.get("status") == "finished" and commit.learned and not self.resumed:
@@ -334,17 +346,23 @@ class Recorder(Journal):
                 self.on_commit(commit.run.execution_id, what)
 
     async def started(self, run: Run) -> None:
-        """Acknowledge the start: committed now with per-phase durability."""
+        """Acknowledge the start with the next commit (per-phase durability): a resumed
+        execution that none committed starts over."""
         if self.per_phase:
-            await self._commit(run, "started", wait=False)
+            self.told.append("started")
 
     async def phase(self, run: Run, record: PhaseResult, effects: Sequence[Effect]) -> None:
-        """Record one finished phase with the context it left (for resume)."""
+        """Record one finished phase with the context it left (for resume): committed now
+        (per-phase durability) when it called a skill or handed over an effect."""
         self.hold(run, record)
         self.effects.extend(effects)
         self.holds_state |= record.phase == Phase.LEARN and run.learned
-        if self.per_phase:
+        if not self.per_phase:
+            return
+        if run.calls or effects:
             await self._commit(run, record.phase, wait=False)
+        else:
+            self.told.append(record.phase)
 
     async def suspended(self, run: Run, approval: RequestApproval) -> None:
         """Persist everything and wait for a human: status ``waiting``."""

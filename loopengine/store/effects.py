@@ -207,8 +207,8 @@ class ExecutionCommit:
     """The envelope and execution row to insert, for the execution's first commit."""
     values: dict[str, Any] = field(default_factory=dict)
     """The execution row's columns as they are now."""
-    phases: list[PhaseRows] = field(default_factory=list)
-    """The phases each joined commit recorded."""
+    phases: PhaseRows | None = None
+    """The phases it records, those of the commits it joined with them."""
     effects: list[Effect] = field(default_factory=list)
 
 
@@ -223,6 +223,7 @@ def write_commit(connection: sa.Connection, commit: ExecutionCommit) -> None:
         insert_execution(connection, replace(row, **commit.values))
     else:
         update_execution(connection, commit.execution_id, **commit.values)
-    insert_phases(connection, commit.execution_id, commit.phases)
+    if commit.phases is not None:
+        insert_phases(connection, commit.execution_id, commit.phases)
     for effect in commit.effects:
         effect.apply(connection)

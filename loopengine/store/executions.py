@@ -21,10 +21,10 @@ from loopengine.store._record import (
     Record,
     iso,
 )
-from loopengine.store._tables import envelopes, executions, phases
+from loopengine.store._tables import envelopes, executions, loop_state, phases
 from loopengine.store.approvals import Approval, get_approval
 from loopengine.store.jobs import execution_of_key, get_envelope, insert_envelope, take_envelope
-from loopengine.store.learning import LearnedState, get_state
+from loopengine.store.learning import LearnedState
 from loopengine.store.leases import Lease, check_lease
 from loopengine.store.records import Artifact, artifacts_of
 
@@ -44,7 +44,6 @@ __all__ = [
     "ids_starting_with",
     "insert_execution",
     "insert_phases",
-    "last_finished",
     "last_seq",
     "list_executions",
     "mark_all_interrupted",
@@ -139,7 +138,21 @@ _LAST_FINISHED = (
     )
     .order_by(executions.c.completed_at.desc())
     .limit(1)
+    .subquery("last_run")
 )
+_STARTING_POINT = sa.select(
+    *_LAST_FINISHED.c,
+    loop_state.c["values"],
+    loop_state.c.samples,
+    loop_state.c.last_adjusted_at,
+).select_from(
+    sa.select(sa.literal_column("1").label("one"))
+    .subquery("one")
+    .outerjoin(_LAST_FINISHED, sa.true())
+    .outerjoin(loop_state, loop_state.c.loop_id == sa.bindparam("loop_id"))
+)
+"""The loop's last finished execution and its learned state, each an index lookup, in one row
+whose columns are null for what is missing."""
 
 
 def ids_starting_with(connection: sa.Connection, prefix: str, limit: int) -> list[str]:
@@ -218,14 +231,18 @@ class PhaseRows:
     def of(cls, seq: int, results: Sequence[PhaseResult]) -> PhaseRows:
         return cls(seq, fastpath.Encoded.of([result.stored() for result in results]))
 
+    def then(self, later: PhaseRows) -> PhaseRows:
+        """These phases and the ``later`` ones, as one row numbered as the last."""
+        joined = f"{self.results[:-1]},{later.results[1:]}"
+        return PhaseRows(later.seq, fastpath.Encoded(joined))
+
     def row(self, execution_id: str) -> dict[str, Any]:
         return {"execution_id": execution_id, "seq": self.seq, "results": self.results}
 
 
-def insert_phases(connection: sa.Connection, execution_id: str, rows: Sequence[PhaseRows]) -> None:
-    """What ``rows`` record of ``execution_id``'s phases, a row each."""
-    if rows:
-        fastpath.execute_many(connection, _INSERT_PHASES, [row.row(execution_id) for row in rows])
+def insert_phases(connection: sa.Connection, execution_id: str, rows: PhaseRows) -> None:
+    """What ``rows`` record of ``execution_id``'s phases."""
+    fastpath.execute(connection, _INSERT_PHASES, rows.row(execution_id))
 
 
 def get_execution(connection: sa.Connection, execution_id: str) -> ExecutionRow | None:
@@ -394,13 +411,6 @@ class LastRun(Record):
     started_at: float
 
 
-def last_finished(connection: sa.Connection, loop_id: str) -> LastRun | None:
-    """Outcome and times of the loop's latest finished execution (a dry run is not a run: the
-    next one's ``last_run`` and ``since_last_run`` never count it)."""
-    row = fastpath.fetch_one(connection, _LAST_FINISHED, {"loop_id": loop_id})
-    return None if row is None else LastRun.from_row(row)
-
-
 def read_record(connection: sa.Connection, execution_id: str) -> ExecutionRecord | None:
     """Everything stored about one execution; None when unknown."""
     execution = get_execution(connection, execution_id)
@@ -432,8 +442,13 @@ does not run), else the loop's last finished execution and its learned state."""
 def starting_point(
     connection: sa.Connection, loop_id: str
 ) -> tuple[LastRun | None, LearnedState | None]:
-    """The loop's last finished execution and its learned state, read in one transaction."""
-    return last_finished(connection, loop_id), get_state(connection, loop_id)
+    """The loop's last finished execution (a dry run is not a run: the next one's ``last_run``
+    and ``since_last_run`` never count it) and its learned state, in one statement."""
+    row = fastpath.fetch_one(connection, _STARTING_POINT, {"loop_id": loop_id})
+    assert row is not None
+    last = None if row["started_at"] is None else LastRun.from_row(row)
+    state = None if row["samples"] is None else LearnedState.from_row(row)
+    return last, state
 
 
 def claim_key(

@@ -53,7 +53,7 @@ def get_envelope(connection: sa.Connection, job_id: str) -> JobEnvelope | None:
 def take_envelope(connection: sa.Connection, job_id: str, execution_id: str) -> str | None:
     """Let ``execution_id`` take the stored envelope of job ``job_id`` (its key with it), unless
     an execution took it already: then that one."""
-    taken = connection.execute(_TAKE, {"_job_id": job_id, "_execution_id": execution_id})
-    if taken.rowcount:
+    if fastpath.execute(connection, _TAKE, {"_job_id": job_id, "_execution_id": execution_id}):
         return None
-    return connection.execute(_TAKEN, {"job_id": job_id}).scalar()
+    row = fastpath.fetch_one(connection, _TAKEN, {"job_id": job_id})
+    return None if row is None else row["execution_id"]

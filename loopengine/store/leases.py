@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
+import loopengine.store._fastpath as fastpath
 from loopengine.errors import LeaseLost
 from loopengine.store._database import transaction_set
 from loopengine.store._tables import jobs
@@ -58,7 +59,7 @@ def check_lease(connection: sa.Connection, lease: Lease) -> None:
     checked = transaction_set(connection, _CHECKED)
     if lease in checked:
         return
-    if connection.execute(_CHECK, held(lease)).first() is None:
+    if fastpath.fetch_one(connection, _CHECK, held(lease)) is None:
         raise LeaseLost(f"job {lease.job_id} passed to another daemon: this one stops")
     checked.add(lease)
 

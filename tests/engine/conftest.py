@@ -95,7 +95,7 @@ def interrupt_after_decide(connection: sa.Connection, execution_id: str) -> None
     three phases committed, its status ``interrupted``."""
     kept = executions.phases_of(connection, execution_id)[:3]
     connection.execute(sa.text("DELETE FROM phases WHERE execution_id = :id"), {"id": execution_id})
-    executions.insert_phases(connection, execution_id, [executions.PhaseRows.of(3, kept)])
+    executions.insert_phases(connection, execution_id, executions.PhaseRows.of(3, kept))
     executions.update_execution(
         connection, execution_id, status="interrupted", outcome="interrupted"
     )

@@ -5,16 +5,18 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+import sqlalchemy as sa
 
 from loopengine import SkillContext, skill
 from loopengine.builtins import builtin_registry
-from loopengine.contract import LoopLoader, Outcome
+from loopengine.contract import Loop, LoopLoader, Outcome
 from loopengine.contract.checks import Env
 from loopengine.engine import Engine, Services, answer_approval, escalate_overdue, resume
 from loopengine.errors import NotResumable
@@ -326,3 +328,148 @@ async def test_an_escalation_does_not_hand_the_next_execution_old_learned_state(
         state = await store.read(learning.get_state, "counter")
     assert state is not None
     assert state.values["x"] == pytest.approx(3.439)
+
+
+QUIET = """\
+id: quiet
+trigger: {type: manual}
+decide: {fallback_action: none}
+"""
+
+
+def _commits_of(database: Path, execution_id: str) -> list[int]:
+    """The last phase each of the execution's commits recorded (its phases rows' ``seq``)."""
+    with sqlite3.connect(database) as db:
+        rows = db.execute(
+            "SELECT seq FROM phases WHERE execution_id = ? ORDER BY seq", (execution_id,)
+        )
+        return [seq for (seq,) in rows]
+
+
+async def test_phases_that_call_no_skill_are_committed_with_the_end(harness: Harness) -> None:
+    commits: list[str] = []
+    harness.engine.on_commit = lambda _id, what: commits.append(what)
+    done = await harness.engine.run(harness.loop(QUIET))
+    assert done.outcome is Outcome.NO_ACTION
+    assert _commits_of(harness.tmp / "loopengine.db", done.execution_id) == [7]
+    assert commits == ["started", "decide", "finished"]
+
+
+class _Held:
+    """A loop whose analyze calls a skill and whose act waits in its skill until released."""
+
+    TEXT = (
+        "id: ahead\ntrigger: {type: manual}\n"
+        "analyze:\n  analysis_steps: [{name: a, skill_id: report, params: {values: {n: 1}}}]\n"
+        "decide: {fallback_action: go}\n"
+        "act:\n  actions: [{action_id: go, skill_id: hold}]\n"
+    )
+
+    def __init__(self) -> None:
+        self.started, self.release = anyio.Event(), anyio.Event()
+        self.registry = builtin_registry()
+        self.registry.add_module(skills_for_tests)
+
+        @skill("hold")
+        async def hold(ctx: SkillContext) -> dict[str, Any]:
+            skills_for_tests.CALLS.append({"skill": "hold", "phase": ctx.phase})
+            self.started.set()
+            await self.release.wait()
+            return {}
+
+        self.registry.add_object(hold)
+
+    def loop(self, folder: Path) -> Loop:
+        (folder / "ahead.yaml").write_text(self.TEXT)
+        loop = LoopLoader(Env(self.registry)).load_file(folder / "ahead.yaml").loop
+        assert loop is not None
+        return loop
+
+
+async def test_a_phase_that_calls_a_skill_is_committed_as_it_ends(
+    tmp_path: Path,
+) -> None:
+    held = _Held()
+    database = tmp_path / "ahead.db"
+    async with Store.open(f"sqlite:///{database}") as store, anyio.create_task_group() as group:
+        group.start_soon(
+            Engine(Services(held.registry, store, base=tmp_path)).run, held.loop(tmp_path)
+        )
+        await held.started.wait()
+        await store.read(lambda c: None)
+        with sqlite3.connect(database) as other:
+            (execution_id, last_phase), *_ = other.execute("SELECT id, last_phase FROM executions")
+        committed = _commits_of(database, execution_id)
+        held.release.set()
+    assert (last_phase, committed) == ("analyze", [2])
+
+
+async def test_a_resumed_execution_calls_no_skill_of_a_committed_phase_again(
+    tmp_path: Path,
+) -> None:
+    """What a crash during act leaves (a copy of the database then) resumes from decide, which
+    called no skill and was held: analyze's call is not made again."""
+    held = _Held()
+    loop = held.loop(tmp_path)
+    database, crashed = tmp_path / "ahead.db", tmp_path / "crashed.db"
+    async with Store.open(f"sqlite:///{database}") as store, anyio.create_task_group() as group:
+        group.start_soon(Engine(Services(held.registry, store, base=tmp_path)).run, loop)
+        await held.started.wait()
+        await store.read(lambda c: None)
+        with sqlite3.connect(database) as source, sqlite3.connect(crashed) as copy:
+            source.backup(copy)
+            copy.execute("UPDATE executions SET status = 'interrupted'")
+        held.release.set()
+    skills_for_tests.CALLS.clear()
+    async with Store.open(f"sqlite:///{crashed}") as store:
+        engine = Engine(Services(held.registry, store, base=tmp_path))
+        (execution_id,) = await store.read(lambda c: [r.id for r in executions.list_executions(c)])
+        done = await resume(engine, lambda _path: loop, execution_id)
+        record = await store.read(executions.read_record, execution_id)
+    assert done.outcome is Outcome.COMPLETED
+    assert [(c["skill"], c["phase"]) for c in skills_for_tests.CALLS] == [("hold", "act")]
+    assert record is not None
+    assert [p.phase for p in record.phases][:4] == ["detect", "analyze", "decide", "act"]
+
+
+_WRITTEN = re.compile(
+    r"^(?:INSERT INTO (executions|phases) \(.*?VALUES \('|UPDATE (executions) .*executions\.id = ')"
+    r"(\w+)'",
+    re.DOTALL,
+)
+
+
+def _rows_written_per_transaction(statements: list[str]) -> list[list[tuple[str, str]]]:
+    """Each transaction's writes (inserts and updates) of execution and phases rows, as
+    (table, execution id)."""
+    transactions: list[list[tuple[str, str]]] = [[]]
+    for statement in statements:
+        if statement == "COMMIT":
+            transactions.append([])
+        elif (found := _WRITTEN.match(statement)) is not None:
+            transactions[-1].append((found[1] or found[2], found[3]))
+    return [written for written in transactions if written]
+
+
+async def test_executions_committing_at_once_write_each_row_once_a_transaction(
+    tmp_path: Path, engine_registry: Registry
+) -> None:
+    """Phases of several executions that end while the store is busy join each execution's
+    commit still queued, even behind another's: its row and its phases row are written once."""
+    statements: list[str] = []
+
+    def traced(connection: Any, _record: Any) -> None:
+        connection.set_trace_callback(statements.append)
+
+    sa.event.listen(sa.pool.Pool, "connect", traced)
+    try:
+        async with open_harness(tmp_path, engine_registry) as harness:
+            loop = harness.loop(SEVEN.replace("DURABILITY", "phase"))
+            async with anyio.create_task_group() as group:
+                for _ in range(3):
+                    group.start_soon(harness.engine.run, loop)
+    finally:
+        sa.event.remove(sa.pool.Pool, "connect", traced)
+    transactions = _rows_written_per_transaction(statements)
+    assert transactions
+    assert all(len(set(written)) == len(written) for written in transactions)

@@ -51,7 +51,7 @@ def test_a_first_commit_inserts_the_execution_its_phases_and_each_effect(
 ) -> None:
     commit, _ = _first()
     commit.values.update(status="waiting", last_phase="decide")
-    commit.phases.append(executions.PhaseRows.of(1, [PhaseResult("detect", 10.0, 11.0, True)]))
+    commit.phases = executions.PhaseRows.of(1, [PhaseResult("detect", 10.0, 11.0, True)])
     artifact = Artifact("e1", "l1", "report", "decision", "file", "/tmp/r.json", True, 12.0)
     commit.effects += [
         AuditEntry("e1", "l1", {"outcome": "completed"}, 12.0),

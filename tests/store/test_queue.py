@@ -118,7 +118,7 @@ def test_retention_prunes_old_finished_work_and_keeps_the_rest() -> None:
             executions.insert_execution(connection, _execution(execution_id, started, status))
             detected = PhaseResult("detect", started, started, True)
             executions.insert_phases(
-                connection, execution_id, [executions.PhaseRows.of(1, [detected])]
+                connection, execution_id, executions.PhaseRows.of(1, [detected])
             )
             said = logs.LogLine(started, "INFO", "detect", "read", "read 3 rows")
             logs.insert_lines(connection, execution_id, [said])
@@ -275,8 +275,9 @@ def test_a_lease_is_checked_once_a_transaction_and_again_once_its_job_ended(
         queue.insert_job(connection, job("j1"))
         lease = queue.claim_job(connection, job("j1"), "a", 10.0)
     statements: list[str] = []
-    sa.event.listen(engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
     with engine.begin() as connection:
+        driver = connection.connection.driver_connection
+        driver.set_trace_callback(statements.append)  # type: ignore[union-attr]
         queue.check_lease(connection, lease)
         queue.check_lease(connection, lease)
         checks = len(statements)
