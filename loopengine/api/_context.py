@@ -16,7 +16,7 @@ from loopengine.api._prometheus import DaemonMetrics
 from loopengine.app import Changes, Firing, Operation, Queued, Runtime, perform
 from loopengine.contract import Loop
 from loopengine.daemon import DaemonLog, HookRoute
-from loopengine.errors import ContractError, StoreUnavailable
+from loopengine.errors import ContractError, NotFound, StoreUnavailable
 from loopengine.store import Pending, Store, intake, queue
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "queue_firing",
     "queue_manual",
     "queued_job",
+    "refused",
 ]
 
 SESSION_ID = r"^[^\s/]+$"
@@ -187,6 +188,14 @@ async def queue_manual(context: ApiContext, operation: Operation[Queued]) -> Que
         return await perform(context.intake, operation)
     except ContractError as exc:
         raise HTTPException(409, str(exc)) from None
+
+
+def refused(exc: HTTPException | NotFound) -> JSONResponse:
+    """The answer to a request an endpoint refused (``HTTPException``), or whose record is not
+    found (404)."""
+    if isinstance(exc, NotFound):
+        return error_response(404, str(exc))
+    return error_response(exc.status_code, str(exc.detail), dict(exc.headers or {}))
 
 
 def error_response(
