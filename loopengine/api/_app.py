@@ -344,8 +344,8 @@ def create_app(context: ApiContext) -> FastAPI:
         responses=ERRORS,
     )
     app.router.route_class = _FiniteRoute
-    app.add_middleware(FastLanes, context=context)
     app.add_middleware(_Console, console=console)
+    app.add_middleware(FastLanes, context=context)
     app.add_middleware(
         BodyBounds,
         limit=MAX_BODY,
