@@ -288,11 +288,47 @@ def enqueue_keyed_all(
     concurrent requests): each is decided and written as its own call would, the paused loops
     and each loop's counts read once."""
     paused = queue.paused(connection)
+    together = _together(connection, arrivals, set(paused))
+    if together is not None:
+        return together
     counts: Counts = {}
     return [
         _keyed(connection, arrival, now, arrival.loop_id in paused, counts)
         for arrival, now in arrivals
     ]
+
+
+def _together(
+    connection: sa.Connection, arrivals: Sequence[tuple[Arrival, float]], paused: set[str]
+) -> list[tuple[Intake, queue.Job | None]] | None:
+    """``enqueue_keyed_all``'s outcome when its jobs and non-runs can be decided beforehand
+    and written by one statement a table (every key free, none replacing, no cron slot); None,
+    and nothing written, when they cannot."""
+    if any(arrival.slot is not None for arrival, _ in arrivals):
+        return None
+    counts = queue.jobs_counts(connection, {arrival.loop_id for arrival, _ in arrivals} - paused)
+    written: list[tuple[queue.Job, Intake]] = []
+    for arrival, _ in arrivals:
+        job_id = arrival.job.id
+        if arrival.loop_id in paused:
+            written.append((_skipped(arrival, PAUSED), Intake("paused", job_id, PAUSED)))
+            continue
+        running, queued = counts[arrival.loop_id]
+        decision = arrival.admit(running, queued)
+        if decision.action == "replace":
+            return None
+        if decision.action == "skip":
+            reason = decision.reason or "overlap"
+            written.append((_skipped(arrival, reason), Intake("skipped", job_id, reason)))
+            continue
+        counts[arrival.loop_id] = (running, queued + 1)
+        written.append((arrival.job, Intake(queue.QUEUED, job_id)))
+    savepoint = connection.begin_nested()
+    if len(queue.insert_jobs(connection, [job for job, _ in written])) < len(written):
+        savepoint.rollback()
+        return None
+    savepoint.commit()
+    return [(taken, job) for job, taken in written]
 
 
 def _keyed(

@@ -186,7 +186,7 @@ def test_a_replacing_firing_makes_way_among_firings_written_together() -> None:
     assert depth["queued"] == 2
 
 
-def test_firings_written_together_read_their_loops_counts_once() -> None:
+def test_firings_written_together_read_their_loops_counts_in_one_statement() -> None:
     async def steps(store: Store) -> int:
         counted: list[str] = []
 
@@ -195,8 +195,36 @@ def test_firings_written_together_read_their_loops_counts_once() -> None:
                 counted.append(statement)
 
         sa.event.listen(store.engine, "before_cursor_execute", seen)
-        firings = [(bounded(key, 100, loop), 1.0) for key in "abcdef" for loop in ("x", "y")]
+        firings = [(bounded(loop + key, 100, loop), 1.0) for key in "abcdef" for loop in "xy"]
         await store.write(intake.enqueue_keyed_all, firings)
         return len(counted)
 
-    assert scenario(steps) == 2
+    assert scenario(steps) == 1
+
+
+def test_a_paused_loops_firing_written_with_others_is_recorded_not_run() -> None:
+    async def steps(store: Store) -> Any:
+        await store.write(queue.pause, "held", 1.0)
+        firings = [(arrival("a", "held"), 1.0), (arrival("b", "free"), 1.0)]
+        done = await store.write(intake.enqueue_keyed_all, firings)
+        return done, await store.read(queue.queue_depth)
+
+    [(held, held_job), (free, _)], depth = scenario(steps)
+    assert (held.status, held.reason, free.status) == ("paused", intake.PAUSED, "queued")
+    assert held_job is not None
+    assert held_job.status == queue.SKIPPED
+    assert depth["queued"] == 1
+
+
+def test_a_key_taken_before_is_answered_with_its_job_among_firings_written_together() -> None:
+    async def steps(store: Store) -> Any:
+        [(first, _)] = await store.write(intake.enqueue_keyed_all, [(arrival("taken"), 1.0)])
+        done = await store.write(
+            intake.enqueue_keyed_all, [(arrival("fresh"), 2.0), (arrival("taken"), 2.0)]
+        )
+        return first, done
+
+    first, [(fresh, _), (again, job)] = scenario(steps)
+    assert (fresh.status, again.status) == ("queued", "duplicate")
+    assert job is not None
+    assert job.id == first.job_id
