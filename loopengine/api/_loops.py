@@ -35,7 +35,7 @@ from loopengine.errors import ContractError, LoopEngineError, NotFound, StoreUna
 from loopengine.store import approvals, executions
 from loopengine.triggers import event_data_problem
 
-__all__ = ["MAX_LISTED", "add_loop_routes"]
+__all__ = ["MAX_LISTED", "EventIn", "TriggerIn", "add_loop_routes", "append_event", "trigger_job"]
 
 _SHOWN_PROBLEMS = 5
 """Most input problems one answer lists (a body of 20,000 unknown names is not echoed)."""
@@ -208,27 +208,10 @@ def _add_controls(app: FastAPI, context: ApiContext) -> None:
         """Queue a manual job, as ``loopengine trigger`` does; a repeated ``Idempotency-Key``
         (per loop) answers with the first job (200) instead of queueing another. Its execution
         continues the trace of a W3C ``traceparent`` (one malformed is ignored)."""
-        loop = context.loop(loop_id)
-        if loop is None:
-            raise HTTPException(404, f"no loop {loop_id!r} is served (see GET /loops)")
-        if problems := input_problems(loop.spec.params or {}, request.inputs):
-            shown = "; ".join(problems[:_SHOWN_PROBLEMS])
-            more = len(problems) - _SHOWN_PROBLEMS
-            raise HTTPException(422, shown + (f"; and {more} more" if more > 0 else ""))
-        queued = await queue_manual(
-            context,
-            manual_job(
-                loop,
-                request.inputs,
-                "api",
-                idempotency_key=idempotency_key,
-                dry_run=request.dry_run,
-                traceparent=tracing.traceparent(traceparent),
-            ),
-        )
-        if queued.status == "duplicate":
+        accepted = await trigger_job(context, loop_id, request, idempotency_key, traceparent)
+        if accepted.status == "duplicate":
             response.status_code = 200
-        return TriggerAccepted(job_id=queued.job_id, loop_id=loop_id, status=queued.status)
+        return accepted
 
     @app.post("/events", status_code=202)
     async def post_event(
@@ -237,14 +220,51 @@ def _add_controls(app: FastAPI, context: ApiContext) -> None:
         """Append an event to the log, as ``loopengine emit`` does; the loops it fires are
         queued by the dispatcher, their executions in the trace of a W3C ``traceparent`` (one
         malformed is ignored)."""
-        if problem := event_data_problem(event.data):
-            raise HTTPException(413 if problem.too_large else 422, problem.message)
-        try:
-            carried = tracing.traceparent(traceparent)
-            appended = await perform(context.store, emit(event.name, event.data, "api", carried))
-        except ContractError as exc:
-            raise HTTPException(422, str(exc)) from None
-        return EventAccepted(id=appended.id, name=event.name, matched=context.matching(appended))
+        return await append_event(context, event, traceparent)
+
+
+async def trigger_job(
+    context: ApiContext,
+    loop_id: str,
+    request: TriggerIn,
+    idempotency_key: str | None,
+    traceparent: str | None,
+) -> TriggerAccepted:
+    """What ``POST /loops/{loop_id}/trigger`` answers (its status ``duplicate`` for a repeated
+    key); ``HTTPException`` for what it refuses."""
+    loop = context.loop(loop_id)
+    if loop is None:
+        raise HTTPException(404, f"no loop {loop_id!r} is served (see GET /loops)")
+    if problems := input_problems(loop.spec.params or {}, request.inputs):
+        shown = "; ".join(problems[:_SHOWN_PROBLEMS])
+        more = len(problems) - _SHOWN_PROBLEMS
+        raise HTTPException(422, shown + (f"; and {more} more" if more > 0 else ""))
+    queued = await queue_manual(
+        context,
+        manual_job(
+            loop,
+            request.inputs,
+            "api",
+            idempotency_key=idempotency_key,
+            dry_run=request.dry_run,
+            traceparent=tracing.traceparent(traceparent),
+        ),
+    )
+    return TriggerAccepted(job_id=queued.job_id, loop_id=loop_id, status=queued.status)
+
+
+async def append_event(
+    context: ApiContext, event: EventIn, traceparent: str | None
+) -> EventAccepted:
+    """What ``POST /events`` answers; ``HTTPException`` for what it refuses."""
+    if problem := event_data_problem(event.data):
+        raise HTTPException(413 if problem.too_large else 422, problem.message)
+    try:
+        carried = tracing.traceparent(traceparent)
+        appended = await perform(context.store, emit(event.name, event.data, "api", carried))
+    except ContractError as exc:
+        raise HTTPException(422, str(exc)) from None
+    return EventAccepted(id=appended.id, name=event.name, matched=context.matching(appended))
 
 
 class Waiting(BaseModel):

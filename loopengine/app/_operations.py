@@ -15,7 +15,16 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeAlias, TypeVar
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Concatenate,
+    Literal,
+    ParamSpec,
+    Protocol,
+    TypeAlias,
+    TypeVar,
+)
 from zoneinfo import ZoneInfo
 
 import loopengine._tracing as tracing
@@ -166,7 +175,19 @@ def write_now(url: str, operation: Operation[T]) -> T:
     return _drive(operation, lambda step: write_once(url, step.function, *step.args, **step.kwargs))
 
 
-async def perform(store: Store, operation: Operation[T]) -> T:
+class AsyncStore(Protocol):
+    """What ``perform`` runs steps on: the async ``Store``, or one standing in for it."""
+
+    async def read(
+        self, operation: Callable[Concatenate[Any, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T: ...
+
+    async def write(
+        self, operation: Callable[Concatenate[Any, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T: ...
+
+
+async def perform(store: Store | AsyncStore, operation: Operation[T]) -> T:
     """``operation`` run on the async ``store``, each step in one transaction of its own."""
     sent: Any = None
     try:

@@ -19,12 +19,14 @@ from loopengine.store import queue, webhooks
 __all__ = [
     "Admission",
     "Arrival",
+    "Counts",
     "Intake",
     "PlannedSlot",
     "enqueue",
     "enqueue_all",
     "enqueue_body",
     "enqueue_keyed",
+    "enqueue_keyed_all",
     "fire_thresholds",
     "plan_slots",
     "record_slots",
@@ -107,13 +109,28 @@ def _tick(
     )
 
 
+Counts = dict[str, tuple[int, int]]
+"""Each loop's running and queued jobs, as the overlap policy decides on them, kept across the
+firings one transaction queues: read once a loop, then updated as its jobs queue or are replaced."""
+
+
 def enqueue(
-    connection: sa.Connection, arrival: Arrival, now: float, *, paused: bool = False
+    connection: sa.Connection,
+    arrival: Arrival,
+    now: float,
+    *,
+    paused: bool = False,
+    counts: Counts | None = None,
 ) -> Intake:
-    """Queue ``arrival``'s job, or record why it does not run (paused, overlap)."""
+    """Queue ``arrival``'s job, or record why it does not run (paused, overlap); ``counts``
+    shares the overlap policy's counts with the other firings of the transaction."""
     if paused:
         return _non_run(connection, arrival, "paused", PAUSED, now)
-    running, queued = queue.job_counts(connection, arrival.loop_id)
+    counts = {} if counts is None else counts
+    loop_id = arrival.loop_id
+    if loop_id not in counts:
+        counts[loop_id] = queue.job_counts(connection, loop_id)
+    running, queued = counts[loop_id]
     decision = arrival.admit(running, queued)
     if decision.action == "skip":
         return _non_run(connection, arrival, "skipped", decision.reason or "overlap", now)
@@ -123,9 +140,12 @@ def enqueue(
         if intake.status == DUPLICATE:
             return intake
     if decision.action == "replace":
-        queue.replace_jobs(connection, arrival.loop_id, now)
+        queue.replace_jobs(connection, loop_id, now)
+        queued = 0
+        counts[loop_id] = (running, queued)
     if not queue.insert_job(connection, job):
         return Intake(DUPLICATE)
+    counts[loop_id] = (running, queued + 1)
     return Intake(queue.QUEUED, job.id)
 
 
@@ -135,8 +155,10 @@ def enqueue_all(
     """Queue each arrival (a paused loop's recorded as a non-run) and move ``cursor`` past what
     fired them, atomically: a crash queues all and moves the cursor, or does neither."""
     paused = queue.paused(connection)
+    counts: Counts = {}
     done = [
-        enqueue(connection, arrival, now, paused=arrival.loop_id in paused) for arrival in arrivals
+        enqueue(connection, arrival, now, paused=arrival.loop_id in paused, counts=counts)
+        for arrival in arrivals
     ]
     if cursor is not None:
         queue.move_cursor(connection, *cursor, now)
@@ -255,14 +277,71 @@ def enqueue_keyed(
     non-run), with the job the key names. A key whose earlier firing did not run is taken
     again: a sender retrying after a refusal gets a run, not a ``duplicate`` of nothing. The key
     is looked up only when the insert finds it taken."""
-    [intake] = enqueue_all(connection, [arrival], now)
+    [keyed] = enqueue_keyed_all(connection, [(arrival, now)])
+    return keyed
+
+
+def enqueue_keyed_all(
+    connection: sa.Connection, arrivals: Sequence[tuple[Arrival, float]]
+) -> list[tuple[Intake, queue.Job | None]]:
+    """``enqueue_keyed`` of each ``(arrival, now)`` in turn, in one transaction (the firings of
+    concurrent requests): each is decided and written as its own call would, the paused loops
+    and each loop's counts read once."""
+    paused = queue.paused(connection)
+    together = _together(connection, arrivals, set(paused))
+    if together is not None:
+        return together
+    counts: Counts = {}
+    return [
+        _keyed(connection, arrival, now, arrival.loop_id in paused, counts)
+        for arrival, now in arrivals
+    ]
+
+
+def _together(
+    connection: sa.Connection, arrivals: Sequence[tuple[Arrival, float]], paused: set[str]
+) -> list[tuple[Intake, queue.Job | None]] | None:
+    """``enqueue_keyed_all``'s outcome when its jobs and non-runs can be decided beforehand
+    and written by one statement a table (every key free, none replacing, no cron slot); None,
+    and nothing written, when they cannot."""
+    if any(arrival.slot is not None for arrival, _ in arrivals):
+        return None
+    counts = queue.jobs_counts(connection, {arrival.loop_id for arrival, _ in arrivals} - paused)
+    written: list[tuple[queue.Job, Intake]] = []
+    for arrival, _ in arrivals:
+        job_id = arrival.job.id
+        if arrival.loop_id in paused:
+            written.append((_skipped(arrival, PAUSED), Intake("paused", job_id, PAUSED)))
+            continue
+        running, queued = counts[arrival.loop_id]
+        decision = arrival.admit(running, queued)
+        if decision.action == "replace":
+            return None
+        if decision.action == "skip":
+            reason = decision.reason or "overlap"
+            written.append((_skipped(arrival, reason), Intake("skipped", job_id, reason)))
+            continue
+        counts[arrival.loop_id] = (running, queued + 1)
+        written.append((arrival.job, Intake(queue.QUEUED, job_id)))
+    savepoint = connection.begin_nested()
+    if len(queue.insert_jobs(connection, [job for job, _ in written])) < len(written):
+        savepoint.rollback()
+        return None
+    savepoint.commit()
+    return [(taken, job) for job, taken in written]
+
+
+def _keyed(
+    connection: sa.Connection, arrival: Arrival, now: float, paused: bool, counts: Counts
+) -> tuple[Intake, queue.Job | None]:
+    intake = enqueue(connection, arrival, now, paused=paused, counts=counts)
     if intake.status != DUPLICATE:
         return intake, _written(arrival, intake)
     earlier = queue.job_keyed(connection, arrival.job.idempotency_key)
     if earlier is None or earlier.status != queue.SKIPPED:
         return intake, earlier
     queue.release_key(connection, earlier.id)
-    [intake] = enqueue_all(connection, [arrival], now)
+    intake = enqueue(connection, arrival, now, paused=paused, counts=counts)
     return intake, _written(arrival, intake)
 
 

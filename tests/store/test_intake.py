@@ -124,3 +124,107 @@ def test_slots_due_together_are_written_by_as_many_statements_however_many_they_
 
     few, many = scenario(steps)
     assert few == many
+
+
+@dataclass(frozen=True)
+class Admit:
+    action: str
+    reason: str | None = None
+
+
+def bounded(key: str, most_queued: int, loop_id: str = "tick") -> intake.Arrival:
+    """A firing of a loop that queues at most ``most_queued`` jobs (more are skipped)."""
+    fired = arrival(key, loop_id)
+
+    def admit(running: int, queued: int) -> Admit:
+        return Admit("queue") if queued < most_queued else Admit("skip", "the queue is full")
+
+    return intake.Arrival(fired.job, fired.trigger_id, admit)
+
+
+def replacing(key: str) -> intake.Arrival:
+    fired = arrival(key)
+    return intake.Arrival(fired.job, fired.trigger_id, lambda running, queued: Admit("replace"))
+
+
+def test_firings_written_together_are_decided_on_the_counts_the_earlier_ones_left() -> None:
+    async def steps(store: Store) -> Any:
+        firings = [(bounded(key, 2), 1.0) for key in ("a", "b", "c")]
+        return await store.write(intake.enqueue_keyed_all, firings)
+
+    done = scenario(steps)
+    assert [(taken.status, taken.reason) for taken, _ in done] == [
+        ("queued", None),
+        ("queued", None),
+        ("skipped", "the queue is full"),
+    ]
+
+
+def test_a_key_sent_twice_in_one_write_answers_the_second_with_the_first_job() -> None:
+    async def steps(store: Store) -> Any:
+        firings = [(arrival("same"), 1.0), (arrival("same"), 1.0)]
+        return await store.write(intake.enqueue_keyed_all, firings), await store.read(
+            queue.queue_depth
+        )
+
+    [(first, first_job), (second, second_job)], depth = scenario(steps)
+    assert (first.status, second.status) == ("queued", "duplicate")
+    assert first_job == second_job
+    assert depth["queued"] == 1
+
+
+def test_a_replacing_firing_makes_way_among_firings_written_together() -> None:
+    async def steps(store: Store) -> Any:
+        done = await store.write(intake.enqueue_keyed_all, [(replacing("a"), 1.0)])
+        done += await store.write(
+            intake.enqueue_keyed_all, [(replacing("b"), 2.0), (bounded("c", 2), 2.0)]
+        )
+        return done, await store.read(queue.queue_depth)
+
+    done, depth = scenario(steps)
+    assert [taken.status for taken, _ in done] == ["queued", "queued", "queued"]
+    assert depth["queued"] == 2
+
+
+def test_firings_written_together_read_their_loops_counts_in_one_statement() -> None:
+    async def steps(store: Store) -> int:
+        counted: list[str] = []
+
+        def seen(conn: Any, cursor: Any, statement: str, *rest: Any) -> None:
+            if "count(" in statement.lower():
+                counted.append(statement)
+
+        sa.event.listen(store.engine, "before_cursor_execute", seen)
+        firings = [(bounded(loop + key, 100, loop), 1.0) for key in "abcdef" for loop in "xy"]
+        await store.write(intake.enqueue_keyed_all, firings)
+        return len(counted)
+
+    assert scenario(steps) == 1
+
+
+def test_a_paused_loops_firing_written_with_others_is_recorded_not_run() -> None:
+    async def steps(store: Store) -> Any:
+        await store.write(queue.pause, "held", 1.0)
+        firings = [(arrival("a", "held"), 1.0), (arrival("b", "free"), 1.0)]
+        done = await store.write(intake.enqueue_keyed_all, firings)
+        return done, await store.read(queue.queue_depth)
+
+    [(held, held_job), (free, _)], depth = scenario(steps)
+    assert (held.status, held.reason, free.status) == ("paused", intake.PAUSED, "queued")
+    assert held_job is not None
+    assert held_job.status == queue.SKIPPED
+    assert depth["queued"] == 1
+
+
+def test_a_key_taken_before_is_answered_with_its_job_among_firings_written_together() -> None:
+    async def steps(store: Store) -> Any:
+        [(first, _)] = await store.write(intake.enqueue_keyed_all, [(arrival("taken"), 1.0)])
+        done = await store.write(
+            intake.enqueue_keyed_all, [(arrival("fresh"), 2.0), (arrival("taken"), 2.0)]
+        )
+        return first, done
+
+    first, [(fresh, _), (again, job)] = scenario(steps)
+    assert (fresh.status, again.status) == ("queued", "duplicate")
+    assert job is not None
+    assert job.id == first.job_id
