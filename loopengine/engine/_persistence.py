@@ -346,10 +346,15 @@ class Recorder(Journal):
                 self.on_commit(commit.run.execution_id, what)
 
     async def started(self, run: Run) -> None:
-        """Acknowledge the start with the next commit (per-phase durability): a resumed
-        execution that none committed starts over."""
-        if self.per_phase:
+        """Acknowledge the start (per-phase durability): committed now when it inserts the
+        execution's row, so history shows it running while its first phase does; else with
+        the next commit (a resumed execution that none committed starts over)."""
+        if not self.per_phase:
+            return
+        if self.inserted:
             self.told.append("started")
+        else:
+            await self._commit(run, "started", wait=False)
 
     async def phase(self, run: Run, record: PhaseResult, effects: Sequence[Effect]) -> None:
         """Record one finished phase with the context it left (for resume): committed now

@@ -404,6 +404,29 @@ async def test_a_phase_that_calls_a_skill_is_committed_as_it_ends(
     assert (last_phase, committed) == ("analyze", [2])
 
 
+class _HeldInDetect(_Held):
+    TEXT = "id: ahead\ntrigger: {type: manual}\ndetect:\n  sources: [{skill: hold, name: s}]\n"
+
+
+async def test_a_run_with_no_row_yet_shows_it_running_while_its_first_phase_runs(
+    tmp_path: Path,
+) -> None:
+    """The start of an execution no idempotency key inserted is committed at once, not held
+    with the first phase: history shows it while a slow detect runs."""
+    held = _HeldInDetect()
+    database = tmp_path / "ahead.db"
+    async with Store.open(f"sqlite:///{database}") as store, anyio.create_task_group() as group:
+        group.start_soon(
+            Engine(Services(held.registry, store, base=tmp_path)).run, held.loop(tmp_path)
+        )
+        await held.started.wait()
+        await store.read(lambda c: None)
+        with sqlite3.connect(database) as other:
+            shown = other.execute("SELECT status, last_phase FROM executions").fetchall()
+        held.release.set()
+    assert shown == [("running", None)]
+
+
 async def test_a_resumed_execution_calls_no_skill_of_a_committed_phase_again(
     tmp_path: Path,
 ) -> None:
