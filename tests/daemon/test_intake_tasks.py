@@ -4,10 +4,12 @@ loop file does to them."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import io
 import time
+import tracemalloc
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from anyio import wait_all_tasks_blocked
@@ -131,3 +133,29 @@ def test_a_watcher_without_threshold_triggers_waits_for_points() -> None:
         return True
 
     assert in_store(steps)
+
+
+MOST_BYTES_AN_EVENT_TRIGGER = 2_000
+"""What the dispatcher may keep of one event trigger: its route (loop id, config, overlap
+policy) and its place in the pattern index, not its loop's definition."""
+
+
+def test_an_event_trigger_keeps_its_route_not_its_loop() -> None:
+    loop("id: warm\ntrigger: {type: event, config: {event_pattern: 'page.*'}}\n")
+    dispatcher = Dispatcher(cast(Store, None), DaemonLog(io.StringIO()), lambda: None, 1.0)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        dispatcher.update(
+            [
+                loop(f"id: l{n}\ntrigger: {{type: event, config: {{event_pattern: 'page.{n}'}}}}\n")
+                for n in range(200)
+            ],
+            [],
+        )
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept / 200 <= MOST_BYTES_AN_EVENT_TRIGGER
