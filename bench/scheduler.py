@@ -19,7 +19,8 @@ the fixed part is printed beside it, not judged. loopengine runs as the daemon d
 files in a folder (``LoopFolder``, which keeps a record of each loop and a few built) and the
 scheduler over them; its fixed part is its imports, the open store, the folder and the scheduler
 with one loop. APScheduler's: its imports, its job store and scheduler, before any job. Both
-sides' RSS is read at the start of the window.
+sides collect garbage once their fixed part and once their jobs are set up, and read RSS at the
+start of the window.
 """
 
 from __future__ import annotations
@@ -205,6 +206,7 @@ def apscheduler_side(loops: int, mode: str, window: float, folder: Path) -> dict
             executors={"default": HandOver()},
             timezone="UTC",
         )
+        gc.collect()
         fixed = rss_mib()
         for index in range(loops):
             second, minute, *rest = expression(index, mode).split()
@@ -224,6 +226,7 @@ def apscheduler_side(loops: int, mode: str, window: float, folder: Path) -> dict
                 misfire_grace_time=None,
                 max_instances=1,
             )
+        gc.collect()
         scheduler.start()
         await asyncio.sleep(WARM_UP_S)
         late.start()

@@ -20,12 +20,13 @@ from typing import Any
 import anyio
 
 import loopengine._tracing as tracing
-from loopengine.app import Firing
+from loopengine.app import admission, new_arrival
 from loopengine.contract import Loop
 from loopengine.daemon._log import DaemonLog, log_intake
 from loopengine.daemon._loops import triggers_of
 from loopengine.errors import ContractError, LoopEngineError
 from loopengine.store import Store, intake, iso, new_envelope, queue
+from loopengine.store.intake import Admission, Arrival
 from loopengine.triggers import LogFollower, PatternIndex
 
 __all__ = ["BATCH", "CURSOR", "GAP_WAIT_S", "Dispatcher"]
@@ -40,9 +41,18 @@ GAPS_READ = 1000
 
 @dataclass(frozen=True, slots=True)
 class _Route:
-    loop: Loop
+    """What an event trigger fires on: its config and its loop's overlap policy, not the loop's
+    definition (built again when the job runs)."""
+
+    loop_id: str
     trigger_id: str
     config: Any
+    admit: Callable[[int, int], Admission]
+
+
+def _subject(event: queue.Event) -> dict[str, Any]:
+    """What an event trigger's filter and scope read of ``event``."""
+    return {"id": event.id, "name": event.name, "source": event.source, "data": event.data}
 
 
 def _scope_problem(loop_id: str, scope: Any) -> str | None:
@@ -87,7 +97,10 @@ class Dispatcher:
         for loop in loaded:
             for trigger_id, trigger in triggers_of(loop):
                 if trigger.type == "event":
-                    routes[(loop.id, trigger_id)] = _Route(loop, trigger_id, trigger.config)
+                    admit = admission(loop.spec.concurrency)
+                    routes[(loop.id, trigger_id)] = _Route(
+                        loop.id, trigger_id, trigger.config, admit
+                    )
         self.routes = routes
         self.index = PatternIndex((r.config.event_pattern, r) for r in routes.values())
 
@@ -113,12 +126,12 @@ class Dispatcher:
 
     def matching(self, event: queue.Event) -> list[str]:
         """The loops ``event`` fires: their pattern matches its name and their filter holds."""
-        return sorted({firing.loop.id for firing in self._firings(event)})
+        return sorted({route.loop_id for route, _ in self._matches(event)})
 
-    def _firings(self, event: queue.Event) -> list[Firing]:
-        seen = {"id": event.id, "name": event.name, "source": event.source}
-        subject = {**seen, "data": event.data}
-        firings = []
+    def _matches(self, event: queue.Event) -> list[tuple[_Route, Any]]:
+        """The triggers ``event`` fires, each with the scope it computed."""
+        subject = _subject(event)
+        matched = []
         for route in self.index.match(event.name):
             config = route.config
             try:
@@ -126,35 +139,40 @@ class Dispatcher:
                     continue
                 scope = config.scope.evaluate(subject) if config.scope is not None else None
             except LoopEngineError as exc:
-                self.log.line("error", str(exc), loop=route.loop.id, event=event.id)
+                self.log.line("error", str(exc), loop=route.loop_id, event=event.id)
                 continue
-            problem = _scope_problem(route.loop.id, scope)
+            problem = _scope_problem(route.loop_id, scope)
             if problem is not None:
-                self.log.line("error", problem, loop=route.loop.id, event=event.id)
+                self.log.line("error", problem, loop=route.loop_id, event=event.id)
                 continue
+            matched.append((route, scope))
+        return matched
+
+    def _arrivals(self, event: queue.Event, now: float) -> list[Arrival]:
+        arrivals = []
+        for route, scope in self._matches(event):
             trigger = {
                 "type": "event",
                 "id": route.trigger_id,
-                "event": {**subject, "created_at": iso(event.created_at)},
+                "event": {**_subject(event), "created_at": iso(event.created_at)},
                 **tracing.carried(event.traceparent),
             }
-            key = f"event:{event.id}:{route.loop.id}:{route.trigger_id}"
-            firings.append(Firing(route.loop, trigger, key, scope=scope))
-        return firings
+            key = f"event:{event.id}:{route.loop_id}:{route.trigger_id}"
+            arrivals.append(new_arrival(route.loop_id, route.admit, trigger, key, now, scope=scope))
+        return arrivals
 
     async def _dispatch(self, batch: list[queue.Event], position: int) -> None:
         """Queue what the events of ``batch`` fire, and save ``position`` in the same
         transaction."""
-        firings = [firing for event in batch for firing in self._firings(event)]
         now = self.clock()
-        arrivals = [firing.arrival(now) for firing in firings]
+        arrivals = [arrival for event in batch for arrival in self._arrivals(event, now)]
         intakes = await self.store.write(intake.enqueue_all, arrivals, now, (CURSOR, position))
         queued = False
-        for firing, taken in zip(firings, intakes, strict=True):
-            event = firing.trigger["event"]
+        for arrival, taken in zip(arrivals, intakes, strict=True):
+            event = arrival.job.trigger["event"]
             fields = {
-                "loop": firing.loop.id,
-                "trigger": firing.trigger["id"],
+                "loop": arrival.loop_id,
+                "trigger": arrival.trigger_id,
                 "event": event["name"],
             }
             queued = log_intake(self.log, taken, **fields) or queued

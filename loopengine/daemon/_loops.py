@@ -14,6 +14,7 @@ source compressed); its definition is built again from that source when a job ru
 
 from __future__ import annotations
 
+import os
 import zlib
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
@@ -65,12 +66,12 @@ class LoopRecord:
     source: bytes
 
     @classmethod
-    def of(cls, loop: Loop, text: str) -> LoopRecord:
+    def of(cls, loop: Loop, text: str, file: str) -> LoopRecord:
         found = tuple((trigger_id, trigger.type) for trigger_id, trigger in triggers_of(loop))
         spec = loop.spec
         return cls(
             loop.id,
-            loop.file,
+            file,
             _TRIGGERS.setdefault(found, found),
             spec.concurrency.max,
             spec.store.retention_days if spec.store else None,
@@ -119,9 +120,10 @@ class ServedLoops(Mapping[str, Loop]):
             )
         return report.loop
 
-    def put(self, loop: Loop, text: str) -> None:
-        """Serve ``loop`` (built from ``text``), in place of any loop of its id."""
-        self.records[loop.id] = LoopRecord.of(loop, text)
+    def put(self, loop: Loop, text: str, file: str | None = None) -> None:
+        """Serve ``loop`` (built from ``text``), in place of any loop of its id; its record
+        names ``file`` (the string its folder keeps for the same file), else ``loop.file``."""
+        self.records[loop.id] = LoopRecord.of(loop, text, loop.file if file is None else file)
         self._built.pop(loop.id, None)
         self._keep(loop)
 
@@ -182,10 +184,12 @@ class LoopFolder:
     _shipped: dict[Path, LoadReport | None] = field(default_factory=dict)
     _replaced: dict[str, LoopRecord] = field(default_factory=dict)
     """The records of the loops the last scan replaced, by id (``refuse`` puts one back)."""
-    _left: tuple[dict[str, Path], dict[str, int | None], list[str]] | None = None
-    """The folder's files, their stamps and the changed ones not loaded yet, when the last scan
-    stopped at ``most``: the next goes on from them without listing the folder again (a daemon
-    starting with 10,000 files listed and stat-ed them all once per batch)."""
+    _left: tuple[dict[str, int | None], list[str], int] | None = None
+    """The stamp of each of the folder's files, the changed ones and how many of them are
+    loaded, when the last scan stopped at ``most``: the next goes on from them without listing
+    the folder again (a daemon starting with 10,000 files listed and stat-ed them all once per
+    batch). Files are kept by name alone: a ``Path`` each, kept across the batches, took more
+    memory than the loops' records and left it scattered among them once freed."""
 
     def __post_init__(self) -> None:
         self.loader = self.loader.serving()
@@ -196,9 +200,10 @@ class LoopFolder:
         scan, which goes on from them: a daemon starting with thousands of files keeps a few
         hundred definitions at once, not all of them); the first scan loads every file."""
         removed: list[str | None] = []
+        done = 0
         if self._left is None:
-            found = {str(path): path for path in find_loop_files([self.folder])}
-            stamps = {name: _stamp(path) for name, path in found.items()}
+            names = [str(path) for path in find_loop_files([self.folder])]
+            stamps = {name: _stamp(name) for name in names}
             removed = [self._forget(name) for name in sorted(set(self._ids) - set(stamps))]
             if removed:
                 self._retry |= self._clashes & set(stamps)
@@ -210,24 +215,24 @@ class LoopFolder:
                 if stamps[name] != self._stamps.get(name) or name in self._retry
             ]
         else:
-            found, stamps, changed = self._left
-        more = most is not None and len(changed) > most
-        self._left = (found, stamps, changed[most:]) if more else None
-        running = dict(self.loops.records)
+            stamps, changed, done = self._left
+        end = len(changed) if most is None else min(len(changed), done + most)
+        more = end < len(changed)
+        self._left = (stamps, changed, end) if more else None
+        self._replaced = {}
         loaded: list[Loop] = []
-        for name in changed[:most]:
+        for name in changed[done:end]:
             self._retry.discard(name)
             stamp = stamps[name]
             if stamp is None:
                 self._stamps.pop(name, None)
             else:
                 self._stamps[name] = stamp
-            if (loop := self._load(found[name])) is not None:
+            if (loop := self._load(name)) is not None:
                 loaded.append(loop)
         if not more:
-            loaded.extend(self._fallen_back({path.resolve() for path in found.values()}))
+            loaded.extend(self._fallen_back({Path(name).resolve() for name in stamps}))
         kept = {loop.id for loop in loaded}
-        self._replaced = {loop.id: running[loop.id] for loop in loaded if loop.id in running}
         previous = {key: self.loops.build(record) for key, record in self._replaced.items()}
         gone = tuple(i for i in removed if i and i not in kept)
         return Changes(tuple(loaded), gone, previous, more)
@@ -246,10 +251,9 @@ class LoopFolder:
         else:
             self.loops.restore(self._replaced[loop.id])
 
-    def _load(self, path: Path) -> Loop | None:
-        name = str(path)
+    def _load(self, name: str) -> Loop | None:
         try:
-            report = self.loader.load_file(path, self.folder)
+            report = self.loader.load_file(Path(name), self.folder)
         except Exception as exc:  # a fault loading one file refuses that file alone
             self.log.line("error", f"cannot load: {reason(exc)}", file=name)
             return None
@@ -274,7 +278,9 @@ class LoopFolder:
         if old_id is not None and old_id != loop.id:
             self.loops.remove(old_id)
         self._ids[name] = loop.id
-        self.loops.put(loop, report.text)
+        if (replaced := self.loops.records.get(loop.id)) is not None:
+            self._replaced.setdefault(loop.id, replaced)
+        self.loops.put(loop, report.text, name)
         return loop
 
     def _fallen_back(self, files: set[Path]) -> list[Loop]:
@@ -304,9 +310,9 @@ class LoopFolder:
         return loop_id
 
 
-def _stamp(path: Path) -> int | None:
+def _stamp(name: str) -> int | None:
     try:
-        stat = path.stat()
+        stat = os.stat(name)
     except OSError:
         return None
     return hash((stat.st_mtime_ns, stat.st_size))

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import heapq
-import itertools
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -75,6 +74,12 @@ class _Entry:
     def key(self) -> tuple[str, str]:
         return self.loop_id, self.trigger_id
 
+    def __lt__(self, other: _Entry) -> bool:
+        """The heap's order: the earlier ``due`` first, then by loop and trigger id."""
+        if self.due != other.due:
+            return self.due < other.due
+        return self.key < other.key
+
 
 Decided = list[tuple[_Entry, float, str | None]]
 """Slots handed to the store together: each with its trigger, and why it does not run (None
@@ -83,9 +88,10 @@ when it runs)."""
 
 class Scheduler:
     """Owns the cron heap; ``update`` swaps loops in and out while ``run`` sleeps. The heap
-    holds each entry's next slot, and entries since replaced, removed or planned again until they
-    come up (then skipped, or taken once with the entry's own) or outnumber the entries (then the
-    heap is built again)."""
+    holds each entry once, by its next slot (which does not change while it is there: an entry
+    is planned again once popped, or the heap is built again), and entries since replaced or
+    removed until they come up (then skipped) or outnumber the entries (then the heap is built
+    again)."""
 
     def __init__(
         self,
@@ -99,16 +105,15 @@ class Scheduler:
         self.on_queued = on_queued
         self.clock = clock
         self.entries: dict[tuple[str, str], _Entry] = {}
-        self._heap: list[tuple[float, int, _Entry]] = []
-        self._order = itertools.count()
-        """Ties in the heap break by push order (entries do not compare)."""
+        self._heap: list[_Entry] = []
         self._changed = anyio.Event()
 
     async def update(self, loaded: Iterable[Loop], removed: Iterable[str]) -> None:
         """Schedule the cron triggers of ``loaded`` (replacing older versions), drop ``removed``."""
         loaded = list(loaded)
         gone = {*removed, *(loop.id for loop in loaded)}
-        self.entries = {key: e for key, e in self.entries.items() if key[0] not in gone}
+        for key in [key for key in self.entries if key[0] in gone]:
+            del self.entries[key]
         wanted = [
             (loop.id, trigger_id, rule_of(trigger.config, loop.spec.concurrency))
             for loop in loaded
@@ -126,10 +131,9 @@ class Scheduler:
                 entry = _Entry(loop_id, trigger_id, rule, start, start, 0, 0, now)
                 self._plan_next(entry, entry.last)
                 self.entries[entry.key] = entry
-                self._push(entry)
+                heapq.heappush(self._heap, entry)
         if len(self._heap) > 2 * len(self.entries) + 64:
-            self._heap = [(e.due, next(self._order), e) for e in self.entries.values()]
-            heapq.heapify(self._heap)
+            self._rebuild()
         self._changed.set()
 
     def next_fires(self, until: float) -> dict[tuple[str, str], list[float]]:
@@ -159,17 +163,17 @@ class Scheduler:
         while True:
             self._changed = anyio.Event()
             now = self.clock()
-            delay = self._heap[0][0] - now if self._heap else 3600.0
+            delay = self._heap[0].due - now if self._heap else 3600.0
             if delay > 0:
                 with anyio.move_on_after(delay):
                     await self._changed.wait()
                 continue
-            due: dict[tuple[str, str], _Entry] = {}
-            while self._heap and self._heap[0][0] <= now:
-                at, _, entry = heapq.heappop(self._heap)
-                if self.entries.get(entry.key) is entry and entry.due == at:
-                    due[entry.key] = entry
-            submitted = self._submit(list(due.values()))
+            due = []
+            while self._heap and self._heap[0].due <= now:
+                entry = heapq.heappop(self._heap)
+                if self.entries.get(entry.key) is entry:
+                    due.append(entry)
+            submitted = self._submit(due)
             if submitted is not None:
                 settling.start_soon(self._settle, *submitted)
 
@@ -178,16 +182,18 @@ class Scheduler:
             if entry.committed < entry.last:
                 entry.last = entry.committed
                 self._plan_next(entry, entry.last)
-                self._push(entry)
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        """The heap of the entries alone, each by its ``due`` as it now is."""
+        self._heap = list(self.entries.values())
+        heapq.heapify(self._heap)
 
     def _plan_next(self, entry: _Entry, after: float) -> None:
         entry.slot = entry.rule.schedule.next_fire(after).at
         jitter_s = entry.rule.config.jitter_s
         key = f"{entry.loop_id}/{entry.trigger_id}/{entry.slot}"
         entry.due = jittered(entry.slot, jitter_s, key) if jitter_s else entry.slot
-
-    def _push(self, entry: _Entry) -> None:
-        heapq.heappush(self._heap, (entry.due, next(self._order), entry))
 
     def _decide(
         self, entry: _Entry, now: float
@@ -226,8 +232,8 @@ class Scheduler:
     def _submit(self, entries: list[_Entry]) -> tuple[Pending[list[Intake]], Decided] | None:
         """Decide every slot since the last decided one of each entry now due, hand them all to
         the store as one write, run or not (many loops often share an instant), and plan each
-        entry's next slot. The write and the slots it decides (for ``_settle``); None when no slot
-        was decided."""
+        entry's next slot (the entries, popped from the heap, go back to it by that slot). The
+        write and the slots it decides (for ``_settle``); None when no slot was decided."""
         now = self.clock()
         decided: Decided = []
         for entry in entries:
@@ -236,7 +242,7 @@ class Scheduler:
             decided += [(entry, slot, why) for slot, why in not_run]
             entry.last = max([entry.last, *run, *(slot for slot, _ in not_run)])
             self._plan_next(entry, max(entry.last, entry.slot))
-            self._push(entry)
+            heapq.heappush(self._heap, entry)
         if not decided:
             return None
         slots = [(self._arrival(entry, slot, now), why) for entry, slot, why in decided]

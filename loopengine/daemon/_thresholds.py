@@ -15,11 +15,12 @@ from typing import Any
 
 import anyio
 
-from loopengine.app import Firing
+from loopengine.app import admission, new_arrival
 from loopengine.contract import Loop
 from loopengine.daemon._log import DaemonLog, log_intake
 from loopengine.daemon._loops import triggers_of
 from loopengine.store import Store, intake, iso, queue
+from loopengine.store.intake import Admission
 from loopengine.triggers import ThresholdRule, ThresholdState, evaluate
 
 __all__ = ["CURSOR", "STALE_AFTER_S", "ThresholdWatcher"]
@@ -31,7 +32,11 @@ STALE_AFTER_S = 300.0
 
 @dataclass(slots=True)
 class _Watch:
-    loop: Loop
+    """A threshold trigger as it is watched: its loop's id and overlap policy, not the loop's
+    definition (built again when the job runs)."""
+
+    loop_id: str
+    admit: Callable[[int, int], Admission]
     trigger_id: str
     metric: str
     every: float
@@ -44,7 +49,7 @@ class _Watch:
 
     @property
     def key(self) -> tuple[str, str]:
-        return self.loop.id, self.trigger_id
+        return self.loop_id, self.trigger_id
 
 
 def _rule(config: Any) -> ThresholdRule:
@@ -61,7 +66,7 @@ def _rule(config: Any) -> ThresholdRule:
 
 def _saved(watch: _Watch, state: ThresholdState, now: float) -> queue.TriggerState:
     return queue.TriggerState(
-        loop_id=watch.loop.id,
+        loop_id=watch.loop_id,
         trigger_id=watch.trigger_id,
         metric=watch.metric,
         **state.as_dict(),
@@ -106,7 +111,8 @@ class ThresholdWatcher:
                 state = ThresholdState.from_dict(row.row()) if row else None
                 horizon = row.evaluated_at if row else now
                 watch = _Watch(
-                    loop,
+                    loop.id,
+                    admission(loop.spec.concurrency),
                     trigger_id,
                     config.metric,
                     config.every,
@@ -171,7 +177,7 @@ class ThresholdWatcher:
         """Evaluate each step in order; save changed states, queue fires, move the cursor, all in
         one transaction."""
         changed: dict[tuple[str, str], queue.TriggerState] = {}
-        firings: list[Firing] = []
+        fired_by: list[tuple[_Watch, dict[str, Any], str]] = []
         for watch, value, at in steps:
             before = watch.state
             state, fired = evaluate(watch.rule, before, value, at)
@@ -185,13 +191,13 @@ class ThresholdWatcher:
                     "metric": {"name": watch.metric, "value": value, "at": iso(at)},
                 }
                 episode = before.since if before and before.state == "pending" else state.since
-                key = f"threshold:{watch.loop.id}:{watch.trigger_id}:{episode!r}"
-                firings.append(Firing(watch.loop, trigger, key))
-        if not changed and not firings and position is None:
+                key = f"threshold:{watch.loop_id}:{watch.trigger_id}:{episode!r}"
+                fired_by.append((watch, trigger, key))
+        if not changed and not fired_by and position is None:
             return
         now = self.clock()
         cursor = None if position is None else (CURSOR, position)
-        arrivals = [firing.arrival(now) for firing in firings]
+        arrivals = [new_arrival(w.loop_id, w.admit, t, key, now) for w, t, key in fired_by]
         done = await self.store.write(
             intake.fire_thresholds, list(changed.values()), arrivals, now, cursor
         )

@@ -4,8 +4,11 @@ loop file does to them."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import io
 import time
+import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -131,3 +134,49 @@ def test_a_watcher_without_threshold_triggers_waits_for_points() -> None:
         return True
 
     assert in_store(steps)
+
+
+MOST_BYTES_A_TRIGGER = 2_000
+"""What the dispatcher or the threshold watcher may keep of one trigger: its loop id, config,
+overlap policy and state, not its loop's definition (3.8 KB an event trigger kept it)."""
+
+
+async def _kept_a_trigger(kind: str, config: str, update: Callable[[list[Loop]], Any]) -> float:
+    """The bytes ``update`` keeps of each of 200 loops of one ``kind`` of trigger (loaded once
+    beforehand, so the loader's caches are warm)."""
+
+    def loops(count: int) -> list[Loop]:
+        body = f"trigger: {{type: {kind}, config: {config}}}\n"
+        return [loop(f"id: l{n}\n{body}") for n in range(count)]
+
+    loops(1)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        await update(loops(200))
+        gc.collect()
+        return (tracemalloc.get_traced_memory()[0] - before) / 200
+    finally:
+        tracemalloc.stop()
+
+
+def test_an_event_trigger_keeps_its_route_not_its_loop() -> None:
+    async def steps(store: Store) -> float:
+        dispatcher = Dispatcher(store, DaemonLog(io.StringIO()), lambda: None, poll_s=1.0)
+
+        async def update(loops: list[Loop]) -> None:
+            dispatcher.update(loops, [])
+
+        return await _kept_a_trigger("event", "{event_pattern: 'page.*'}", update)
+
+    assert in_store(steps) <= MOST_BYTES_A_TRIGGER
+
+
+def test_a_threshold_trigger_keeps_its_watch_not_its_loop() -> None:
+    async def steps(store: Store) -> float:
+        watcher = ThresholdWatcher(store, DaemonLog(io.StringIO()), lambda: None, poll_s=1.0)
+        config = "{metric: depth, operator: '>', value: 1}"
+        return await _kept_a_trigger("threshold", config, lambda loops: watcher.update(loops, []))
+
+    assert in_store(steps) <= MOST_BYTES_A_TRIGGER

@@ -4,7 +4,9 @@ reason of every slot that does not run; a long downtime costs a bounded number o
 from __future__ import annotations
 
 import asyncio
+import gc
 import io
+import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -248,3 +250,30 @@ def test_a_trigger_decided_again_after_a_failed_write_keeps_its_next_slots() -> 
             return [slot - T0 for slot in scheduler.next_fires(T0)[("tick", "cron")]]
 
     assert anyio.run(main) == [6.0]
+
+
+MOST_BYTES_A_TRIGGER = 256
+"""What the scheduler may keep of one cron trigger: its entry, its key and its next slot (the
+entry in the heap as it is, with no tuple and counter around it; the rule is shared)."""
+
+
+def test_a_cron_trigger_costs_the_scheduler_its_entry_and_key_alone() -> None:
+    """Loops scheduled a hundred at a time, as a folder's scan hands them over."""
+    loops = [_cron_loop(f"l{index}", "*/2 * * * * *") for index in range(2_000)]
+
+    async def main() -> int:
+        async with memory_store() as store:
+            scheduler = Scheduler(store, DaemonLog(io.StringIO()), lambda: None, lambda: T0)
+            await scheduler.update(loops[:1], [])
+            gc.collect()
+            tracemalloc.start()
+            try:
+                before = tracemalloc.get_traced_memory()[0]
+                for start in range(1, len(loops), 100):
+                    await scheduler.update(loops[start : start + 100], [])
+                gc.collect()
+                return tracemalloc.get_traced_memory()[0] - before
+            finally:
+                tracemalloc.stop()
+
+    assert anyio.run(main) / (len(loops) - 1) <= MOST_BYTES_A_TRIGGER
