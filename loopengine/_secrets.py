@@ -29,6 +29,8 @@ _known: set[str] = set()
 _pattern: list[re.Pattern[str]] = []
 """The one alternation of every form and piece, rebuilt when a secret is remembered."""
 _parts: set[str] = set()
+_Tree = dict[str, "_Tree"]
+"""A prefix tree: each character to the tree of what may follow it (``""``: a word ends)."""
 
 
 def _base64_forms(raw: bytes) -> set[str]:
@@ -72,7 +74,7 @@ def _alternation(words: set[str]) -> str:
     """A pattern matching each of ``words``, the longest where several start at one place,
     shaped as the tree of their prefixes: where ``a|b|…`` tries every word at each character
     of a text, it follows one branch (about three times faster on a log line)."""
-    tree: dict[str, Any] = {}
+    tree: _Tree = {}
     for word in words:
         node = tree
         for char in word:
@@ -81,7 +83,7 @@ def _alternation(words: set[str]) -> str:
     return _branches(tree)
 
 
-def _branches(node: dict[str, Any]) -> str:
+def _branches(node: _Tree) -> str:
     """The pattern of a prefix tree's ``node``; a run of characters with one way on is written
     as it is, so a long secret nests no deeper than its branching points."""
     run = []

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
-import sqlalchemy as sa
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
@@ -99,7 +98,7 @@ class IntakeWrites:
 
     async def read(
         self,
-        operation: Callable[Concatenate[sa.Connection, P], T],
+        operation: Callable[Concatenate[Any, P], T],
         *args: P.args,
         **kwargs: P.kwargs,
     ) -> T:
@@ -107,7 +106,7 @@ class IntakeWrites:
 
     async def write(
         self,
-        operation: Callable[Concatenate[sa.Connection, P], T],
+        operation: Callable[Concatenate[Any, P], T],
         *args: P.args,
         **kwargs: P.kwargs,
     ) -> T:

@@ -59,7 +59,7 @@ class FastLanes:
             return
         try:
             received = await _received(receive)
-            headers = dict(scope["headers"])
+            headers = _first_of_each(scope["headers"])
             body = b"".join(message.get("body", b"") for message in received)
             plain = received[-1]["type"] == "http.request" and body and _is_json(headers)
             answer = await lane(headers, body) if plain else None
@@ -136,3 +136,11 @@ def _replayed(received: list[Message], receive: Receive) -> Receive:
         return waiting.pop(0) if waiting else await receive()
 
     return replay
+
+
+def _first_of_each(raw: list[tuple[bytes, bytes]]) -> dict[bytes, bytes]:
+    """The request's headers, the first of a repeated one kept, as Starlette reads them."""
+    headers: dict[bytes, bytes] = {}
+    for name, value in raw:
+        headers.setdefault(name, value)
+    return headers

@@ -203,6 +203,11 @@ class Store:
         self._wake.set()
         return pending
 
+    def is_last(self, pending: Pending[Any]) -> bool:
+        """Whether ``pending`` still waits, with nothing queued behind it (so what its caller adds
+        to it keeps the order of submission)."""
+        return bool(self._queue) and self._queue[-1] is pending
+
     def is_queued(self, pending: Pending[Any]) -> bool:
         """Whether ``pending`` still waits, not yet taken into a transaction: what its caller adds
         to it is written with it, ahead of what was queued behind it."""

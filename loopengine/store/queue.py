@@ -550,7 +550,8 @@ def claim_jobs(
         looked_at = None
         first = dict.fromkeys(row["loop_id"] for row in candidates[:wanted])
         room = _rooms(connection, first, limits, counts) if first else {}
-        counts.update({loop_id: limits[loop_id] - left for loop_id, left in room.items()})
+        for loop_id, left in room.items():
+            counts[loop_id] = limits[loop_id] - left
         free.difference_update(loop_id for loop_id, left in room.items() if left <= 0)
         chosen = _chosen(candidates, room, wanted)
         leasing = {"now": now, "most": wanted, "to": owner, "until": now + lease_s, "ids": chosen}

@@ -126,3 +126,18 @@ def test_a_trigger_of_no_loop_is_refused_alike_by_the_lane_and_the_app(
     lane, app = _both(served[1], "/loops/nope/trigger", b"{}")
     assert lane == app
     assert lane[0] == 404
+
+
+def test_a_repeated_header_is_read_by_its_first_value_alike_by_the_lane_and_the_app(
+    served: tuple[Workspace, str],
+) -> None:
+    answers = []
+    for content_type in ("application/json", "application/merge-patch+json"):
+        sent = [
+            ("Content-Type", content_type),
+            ("Idempotency-Key", "k" * 300),
+            ("Idempotency-Key", f"short-{content_type}"),
+        ]
+        response = httpx.post(served[1] + "/loops/by_hand/trigger", content=b"{}", headers=sent)
+        answers.append(response.status_code)
+    assert answers == [422, 422]

@@ -371,3 +371,24 @@ def test_a_claim_costs_the_same_however_many_jobs_are_queued(
         claimed, work[size] = _claim_work(engine, limits)
         assert claimed == (f"j{size - 1}" if taken == "last" else taken)
     assert work[4_000] < 1.5 * work[200]
+
+
+def test_a_claim_fills_the_room_of_a_loop_it_counted_behind_a_loop_at_its_limit() -> None:
+    """Counted under its lock, a loop's running jobs replace the count read before: added to it,
+    the loop looked full and the claim came back short."""
+
+    async def steps(store: Store) -> Any:
+        def fill(connection: sa.Connection) -> None:
+            running = [job(f"r{i}", "big", float(i)) for i in range(5)] + [job("fr", "full", 5.0)]
+            queue.insert_jobs(connection, running)
+            queue._claim(connection, running, "other", 1e9)
+            queue.insert_jobs(connection, [job("q0", "big", 10.0)])
+            queue.insert_jobs(connection, [job(f"f{i}", "full", 11.0 + i) for i in range(40)])
+            queue.insert_jobs(connection, [job(f"q{i}", "big", 100.0 + i) for i in range(1, 6)])
+
+        await store.write(fill)
+        limits = {"big": 10, "full": 1}
+        claimed = await store.write(queue.claim_jobs, limits, "me", lambda: 1000.0, 30.0, 4)
+        return [found.id for found, _ in claimed]
+
+    assert scenario(steps) == ["q0", "q1", "q2", "q3"]
