@@ -211,7 +211,7 @@ class Workers:
         waiting = bool(self._claimed) or self._claiming > 0
         if not self.accepting or most <= 0 or (waiting and most < self._batch):
             return None
-        claim = self.store.submit(
+        claim = self.store.lead(
             queue.claim_jobs, self.limits(), self.owner, self.clock, self.lease_s, most
         )
         self._claiming += most
@@ -324,7 +324,7 @@ class Workers:
     ) -> bool:
         """Record how the job ended (and end its execution with it, should the execution have
         been left running by a failure); whether the lease still held. The worker's next claim
-        is handed over right behind it, so the store commits both in one transaction. A
+        is handed over right behind it, leading the next transaction (``Store.lead``). A
         database outage is waited out: an ending is never dropped while the daemon runs."""
         now = self.clock()
         ended = self.store.submit(queue.end_job, lease, outcome, execution_id, error, now)

@@ -70,11 +70,24 @@ _BACKOFF_S = (0.05, 2.0)
 class Pending(Generic[T]):
     """An operation handed to the store; ``wait()`` returns its result once it committed."""
 
-    __slots__ = ("_done", "_error", "_value", "on_done", "operation", "patient", "writer")
+    __slots__ = (
+        "_done",
+        "_error",
+        "_value",
+        "leads",
+        "on_done",
+        "operation",
+        "patient",
+        "writer",
+    )
 
-    def __init__(self, operation: Callable[[sa.Connection], T], writer: bool) -> None:
+    def __init__(
+        self, operation: Callable[[sa.Connection], T], writer: bool, leads: bool = False
+    ) -> None:
         self.operation = operation
         self.writer = writer
+        self.leads = leads
+        """Whether it starts its transaction (see ``Store.lead``)."""
         self.patient = _PATIENT.get()
         """Whether it waits out a database outage (see ``impatient``)."""
         self.on_done: Callable[[BaseException | None], None] | None = None
@@ -190,12 +203,25 @@ class Store:
         submitted, whether or not anyone waits."""
         return self._queued(_bound(operation, *args, **kwargs), writer=True)
 
-    def _queued(self, operation: Callable[[sa.Connection], T], writer: bool) -> Pending[T]:
+    def lead(
+        self,
+        operation: Callable[Concatenate[sa.Connection, P], T],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> Pending[T]:
+        """``submit``, the write starting its transaction (those queued behind it may join it):
+        one that waits for a lock then holds none another write of its group took, so two
+        daemons' groups cannot each wait for the other."""
+        return self._queued(_bound(operation, *args, **kwargs), writer=True, leads=True)
+
+    def _queued(
+        self, operation: Callable[[sa.Connection], T], writer: bool, leads: bool = False
+    ) -> Pending[T]:
         if self._closing:
             raise StorageError("the store is closed")
         if writer:
             self._memo.clear()
-        pending = Pending(operation, writer)
+        pending = Pending(operation, writer, leads)
         if not pending.patient and self.outage is not None:
             pending._settle(None, self.outage)
             return pending
@@ -343,12 +369,13 @@ class Store:
 
     def _next_group(self) -> list[Pending[Any]]:
         """The next operation, with the writes queued right behind it when it is a write (as
-        patient as it: an impatient one must not wait out an outage in a patient group)."""
+        patient as it: an impatient one must not wait out an outage in a patient group), up to
+        one that leads its own."""
         first = self._queue.popleft()
         group = [first]
         while first.writer and self._queue and len(group) < _GROUP_LIMIT:
             following = self._queue[0]
-            if not following.writer or following.patient != first.patient:
+            if not following.writer or following.patient != first.patient or following.leads:
                 break
             group.append(self._queue.popleft())
         return group

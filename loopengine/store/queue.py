@@ -662,7 +662,8 @@ def _rooms(
     the loops held to the claim's commit. A claim waits for a lock another claim holds (it
     found no room, and rested until its next poll, while three daemons claimed), in the
     locks' order; a loop whose lock would be taken out of order is not waited for (no room,
-    for now)."""
+    for now). A daemon hands its claims to the store with ``Store.lead``: waiting, a claim
+    holds no lock another write of its transaction took before it."""
     if connection.dialect.name != "postgresql":
         return {loop_id: limits[loop_id] - counted[loop_id] for loop_id in loop_ids}
     held = transaction_set(connection, _LOCKS_HELD)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+import sqlalchemy as sa
 
 from loopengine.errors import StorageError
 from loopengine.store import Store, flags, open_read_only, write_once
@@ -46,6 +47,23 @@ async def test_a_failing_write_in_a_group_fails_alone(tmp_path: Path) -> None:
             await broken.wait()
         names = await store.read(lambda c: [flag.name for flag in flags.list_flags(c)])
     assert names == ["a", "b"]
+
+
+async def test_a_leading_write_starts_its_transaction_and_those_behind_it_join_it(
+    tmp_path: Path,
+) -> None:
+    async with Store.open(f"sqlite:///{tmp_path / 'l.db'}?synchronous=normal") as store:
+        begun: list[int] = []
+        sa.event.listen(store._connection, "begin", lambda _connection: begun.append(0))
+        ran: list[tuple[str, int]] = []
+        writes = [
+            store.submit(lambda c: ran.append(("first", len(begun)))),
+            store.lead(lambda c: ran.append(("leading", len(begun)))),
+            store.submit(lambda c: ran.append(("behind", len(begun)))),
+        ]
+        for write in writes:
+            await write.wait()
+    assert ran == [("first", 1), ("leading", 2), ("behind", 2)]
 
 
 async def test_an_operation_is_handed_over_with_its_arguments(tmp_path: Path) -> None:
