@@ -35,8 +35,9 @@ that crashes the process) fails instead of taking down the next daemon too."""
 
 AHEAD_S = 1.0
 """Jobs are claimed ahead of the workers (as many as there are workers, waiting to start) while
-executions take less than this on average: a job claimed behind long ones would wait for them
-while another daemon could run it."""
+executions take less than this on average and none running has taken longer: a job claimed
+behind long ones would wait for them while another daemon could run it (those claimed before
+an execution grew long are given back by the heartbeat)."""
 _WEIGHT = 0.2
 """The weight of the latest execution in the average of their times."""
 
@@ -124,6 +125,8 @@ class Workers:
         self.lease_s = lease_s
         self.clock = clock
         self.running: dict[str, anyio.CancelScope] = {}
+        self._since: dict[str, float] = {}
+        """When (``time.monotonic()``) each running job started."""
         self.lost: set[str] = set()
         """Jobs whose lease expired and passed to another daemon: cancelled, not recorded."""
         self.accepting = True
@@ -206,7 +209,7 @@ class Workers:
         woken as it claimed jobs (one more when a wake-up came meanwhile). Jobs claimed ahead
         are renewed by the heartbeat and, as the workers stop, released with the daemon's
         others (``queue.hand_back``)."""
-        ahead = self.count if self._pace is not None and self._pace < AHEAD_S else 0
+        ahead = self.count if self._short() else 0
         most = self.count + ahead - len(self.running) - len(self._claimed) - self._claiming
         waiting = bool(self._claimed) or self._claiming > 0
         if not self.accepting or most <= 0 or (waiting and most < self._batch):
@@ -232,6 +235,15 @@ class Workers:
         """The fewest jobs a claim takes while jobs wait here or a claim is under way."""
         return max(1, self.count // 2)
 
+    def _short(self) -> bool:
+        """Whether executions are short: under ``AHEAD_S`` on average, and each running now."""
+        return self._pace is not None and self._pace < AHEAD_S and not self._long()
+
+    def _long(self) -> bool:
+        """Whether an execution running now has taken longer than ``AHEAD_S``."""
+        started = time.monotonic() - AHEAD_S
+        return any(since <= started for since in self._since.values())
+
     def limits(self) -> dict[str, int]:
         """The ``concurrency.max`` of each loop this daemon serves: the loops it claims jobs of."""
         return self.loops.limits()
@@ -241,7 +253,7 @@ class Workers:
         fails this job alone, with its message; the worker goes on."""
         scope = anyio.CancelScope()
         self.running[lease.job_id] = scope
-        started = time.monotonic()
+        started = self._since[lease.job_id] = time.monotonic()
         self.lost.discard(lease.job_id)
         outcome, execution_id, error = "cancelled", None, None
         fields: dict[str, Any] = {"loop": job.loop_id, "job": lease.job_id}
@@ -260,6 +272,7 @@ class Workers:
             self.log.line("error", error, **fields)
         finally:
             self.running.pop(lease.job_id, None)
+            self._since.pop(lease.job_id, None)
             self._idle.set()
             took = time.monotonic() - started
             pace = took if self._pace is None else self._pace
@@ -363,14 +376,22 @@ class Workers:
                 self.log.line("error", f"cannot renew the leases: {describe(exc)}")
 
     async def _renew(self) -> None:
-        """Renew the leases of the jobs running and of those claimed not yet started (a claimed
-        job whose lease was lost is dropped, not started)."""
+        """Renew the leases of the jobs running and of those claimed not yet started: a claimed
+        job whose lease was lost, or whose cancellation was requested, is dropped (the latter
+        ended as cancelled), and those claimed are given back while every worker runs an
+        execution grown long."""
+        if self._claimed and len(self.running) >= self.count and self._long():
+            given, self._claimed = self._claimed, deque()
+            await self.store.write(queue.unclaim, [lease for _, lease in given], self.clock())
         until = self.clock() + self.lease_s
         ids = [*self.running, *(lease.job_id for _, lease in self._claimed)]
         cancel, lost = await self.store.write(queue.renew_leases, self.owner, ids, until)
-        if lost:
-            kept = [(job, lease) for job, lease in self._claimed if lease.job_id not in lost]
-            self._claimed = deque(kept)
+        dropped = [(job, lease) for job, lease in self._claimed if lease.job_id in cancel | lost]
+        if dropped:
+            self._claimed = deque(c for c in self._claimed if c[1].job_id not in cancel | lost)
+            for _, lease in dropped:
+                if lease.job_id in cancel and lease.job_id not in lost:
+                    await self._finish(lease, "cancelled", None, None)
         for job_id in lost & set(self.running):
             self.lost.add(job_id)
             self.engine.abandon(job_id)

@@ -95,6 +95,7 @@ __all__ = [
     "save_trigger_state",
     "stop_daemon",
     "trigger_state_of",
+    "unclaim",
     "unpause",
 ]
 
@@ -778,6 +779,20 @@ def requeue(connection: sa.Connection, lease: Lease, now: float) -> bool:
         return False
     notify(connection, JOB)
     return True
+
+
+def unclaim(connection: sa.Connection, leases: Sequence[Lease], now: float) -> None:
+    """Give back jobs claimed ahead that never started: queued again at once, their claim not
+    counted among the job's attempts (``MAX_CLAIMS`` counts the claims that ran)."""
+    for lease in leases:
+        forget_lease(connection, lease)
+    back = jobs.update().where(*HELD)
+    back = back.values(
+        status=QUEUED, owner=None, lease_until=None, not_before=now, attempts=jobs.c.attempts - 1
+    )
+    given = sum(connection.execute(back, held(lease)).rowcount for lease in leases)
+    if given:
+        notify(connection, JOB)
 
 
 def insert_tick(connection: sa.Connection, tick: Tick) -> bool:

@@ -293,6 +293,19 @@ async def test_a_job_claimed_whose_lease_passed_to_another_daemon_before_it_star
         assert not workers._claimed
 
 
+@pytest.mark.anyio
+async def test_a_job_claimed_whose_cancellation_was_requested_before_it_started_ends_cancelled(
+    tmp_path: Path,
+) -> None:
+    async with _claimed_unstarted(tmp_path, 30) as (workers, job_id):
+        cancel = "UPDATE jobs SET cancel_requested = 1 WHERE id = ?"
+        await workers.store.write(lambda c: c.exec_driver_sql(cancel, (job_id,)))
+        await workers._renew()
+        ended = "SELECT status, outcome FROM jobs WHERE id = ?"
+        row = await workers.store.read(lambda c: tuple(c.exec_driver_sql(ended, (job_id,)).one()))
+    assert (len(workers._claimed), row) == (0, (queue.DONE, "cancelled"))
+
+
 async def _drain_watching(
     tmp_path: Path, source: str, jobs: int, seen: Callable[[Workers, dict[str, int]], bool]
 ) -> tuple[int, dict[str, int]]:
@@ -333,6 +346,27 @@ async def test_a_daemon_claims_no_job_ahead_until_its_executions_are_known_short
         return len(workers.running) == 2 and not workers._claiming
 
     assert await _drain_watching(tmp_path, LONG, 5, started) == (0, {"queued": 3, "running": 2})
+
+
+@pytest.mark.anyio
+async def test_jobs_claimed_ahead_of_executions_grown_long_are_given_back_their_claim_uncounted(
+    tmp_path: Path,
+) -> None:
+    """Two workers thought fast claim two jobs ahead; once their executions outlast
+    ``AHEAD_S`` the heartbeat queues those two again for any daemon, as never claimed."""
+    loop = _loop(tmp_path, LONG)
+    async with memory_store() as store:
+        workers = _workers(store, loop, io.StringIO(), tmp_path, count=2, lease_s=1.5, poll_s=600)
+        workers._pace = 0.1
+        await _enqueue(store, loop, *(f"job{index}" for index in range(5)))
+        async with anyio.create_task_group() as group:
+            group.start_soon(workers.run)
+            await _until(store, lambda depth: depth.get("running") == 4)
+            depth = await _until(store, lambda depth: depth.get("queued") == 3)
+            group.cancel_scope.cancel()
+        attempts = "SELECT attempts FROM jobs WHERE status = 'queued'"
+        queued = await store.read(lambda c: list(c.exec_driver_sql(attempts).scalars()))
+    assert (depth, len(workers._claimed), queued) == ({"queued": 3, "running": 2}, 0, [0, 0, 0])
 
 
 def _counting_claims(monkeypatch: pytest.MonkeyPatch) -> list[int]:
