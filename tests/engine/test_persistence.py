@@ -386,10 +386,9 @@ class _Held:
         return loop
 
 
-async def test_a_phase_that_calls_a_skill_is_committed_as_it_ends(
-    tmp_path: Path,
-) -> None:
-    held = _Held()
+async def _while_held(held: _Held, tmp_path: Path) -> tuple[list[int], list[tuple[Any, ...]]]:
+    """The phases committed (``_commits_of``) and the executions' (id, status, last phase), as
+    the execution's held skill runs (what the store was handed before is in)."""
     database = tmp_path / "ahead.db"
     async with Store.open(f"sqlite:///{database}") as store, anyio.create_task_group() as group:
         group.start_soon(
@@ -398,9 +397,16 @@ async def test_a_phase_that_calls_a_skill_is_committed_as_it_ends(
         await held.started.wait()
         await store.read(lambda c: None)
         with sqlite3.connect(database) as other:
-            (execution_id, last_phase), *_ = other.execute("SELECT id, last_phase FROM executions")
-        committed = _commits_of(database, execution_id)
+            shown = other.execute("SELECT id, status, last_phase FROM executions").fetchall()
+        committed = _commits_of(database, shown[0][0])
         held.release.set()
+    return committed, shown
+
+
+async def test_a_phase_that_calls_a_skill_is_committed_as_it_ends(
+    tmp_path: Path,
+) -> None:
+    committed, [(_, _, last_phase)] = await _while_held(_Held(), tmp_path)
     assert (last_phase, committed) == ("analyze", [2])
 
 
@@ -413,18 +419,8 @@ async def test_a_run_with_no_row_yet_shows_it_running_while_its_first_phase_runs
 ) -> None:
     """The start of an execution no idempotency key inserted is committed at once, not held
     with the first phase: history shows it while a slow detect runs."""
-    held = _HeldInDetect()
-    database = tmp_path / "ahead.db"
-    async with Store.open(f"sqlite:///{database}") as store, anyio.create_task_group() as group:
-        group.start_soon(
-            Engine(Services(held.registry, store, base=tmp_path)).run, held.loop(tmp_path)
-        )
-        await held.started.wait()
-        await store.read(lambda c: None)
-        with sqlite3.connect(database) as other:
-            shown = other.execute("SELECT status, last_phase FROM executions").fetchall()
-        held.release.set()
-    assert shown == [("running", None)]
+    _, shown = await _while_held(_HeldInDetect(), tmp_path)
+    assert [(status, last_phase) for _, status, last_phase in shown] == [("running", None)]
 
 
 async def test_a_resumed_execution_calls_no_skill_of_a_committed_phase_again(
