@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 
 import loopengine._tracing as tracing
+from loopengine._json import JSONObject
 from loopengine.app import admission, new_arrival
 from loopengine.contract import Loop
 from loopengine.daemon._log import DaemonLog, log_intake
@@ -50,7 +51,7 @@ class _Route:
     admit: Callable[[int, int], Admission]
 
 
-def _subject(event: queue.Event) -> dict[str, Any]:
+def _subject(event: queue.Event) -> JSONObject:
     """What an event trigger's filter and scope read of ``event``."""
     return {"id": event.id, "name": event.name, "source": event.source, "data": event.data}
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 
+from loopengine._json import JSONObject
 from loopengine.app import admission, new_arrival
 from loopengine.contract import Loop
 from loopengine.daemon._log import DaemonLog, log_intake
@@ -177,7 +178,7 @@ class ThresholdWatcher:
         """Evaluate each step in order; save changed states, queue fires, move the cursor, all in
         one transaction."""
         changed: dict[tuple[str, str], queue.TriggerState] = {}
-        fired_by: list[tuple[_Watch, dict[str, Any], str]] = []
+        fired_by: list[tuple[_Watch, JSONObject, str]] = []
         for watch, value, at in steps:
             before = watch.state
             state, fired = evaluate(watch.rule, before, value, at)
@@ -185,7 +186,7 @@ class ThresholdWatcher:
                 changed[watch.key] = _saved(watch, state, at)
             watch.state = state
             if fired:
-                trigger = {
+                trigger: JSONObject = {
                     "type": "threshold",
                     "id": watch.trigger_id,
                     "metric": {"name": watch.metric, "value": value, "at": iso(at)},

@@ -189,6 +189,8 @@ class _Trace(_Layer):
     into the execution's, and its writes join the phase's commit."""
 
     async def __call__(self, call: SkillCall) -> SkillOutput:
+        if call.run.on_call is not None:
+            call.run.on_call()
         started = time.perf_counter()
         entry: dict[str, Any] = {"skill": call.definition.name, "step": call.ctx.step}
         if call.keep_result and call.ctx.dry_run:

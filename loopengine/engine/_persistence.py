@@ -299,6 +299,8 @@ class Recorder(Journal):
         """Queue a phase for the next commit (phases stay in order)."""
         self.seq += 1
         self.held.append((self.seq, record))
+        if self.per_phase and run.on_call is None:
+            run.on_call = partial(self._flush, run)
 
     async def _commit(self, run: Run, what: str, *, wait: bool = True, **end: Any) -> None:
         """Hand the held rows and effects to the store, joining the commit still queued if any.
@@ -306,7 +308,25 @@ class Recorder(Journal):
         Commits of phases are not waited for (the store groups them); the last one is, and it
         surfaces any failure of those before it.
         """
-        rows, handed, told = self.held, self.effects, [*self.told, what]
+        pending = self._hand(run, [what], **end)
+        if wait:
+            inflight, self.inflight = self.inflight, []
+            self.open = None
+            with anyio.CancelScope(shield=True):
+                await pending.wait()
+            for earlier in inflight:
+                if earlier.error is not None:
+                    raise earlier.error
+
+    def _flush(self, run: Run) -> None:
+        """A skill call starts: what is held is handed over, so a live view shows the phases
+        before it while the call runs (a loop that calls no skill still commits once)."""
+        if self.told:
+            self._hand(run, [])
+
+    def _hand(self, run: Run, told: list[str], **end: Any) -> Pending[None]:
+        """Hand the held rows, effects and ``told`` (with what was held) to the store."""
+        rows, handed, told = self.held, self.effects, [*self.told, *told]
         self.held, self.effects, self.told = [], [], []
         if lines := run.log.take():
             handed.append(AppendLogs(run.execution_id, lines))
@@ -325,14 +345,7 @@ class Recorder(Journal):
             self.open = (commit, pending)
             self.inflight.append(pending)
         self.inserted = True
-        if wait:
-            inflight, self.inflight = self.inflight, []
-            self.open = None
-            with anyio.CancelScope(shield=True):
-                await pending.wait()
-            for earlier in inflight:
-                if earlier.error is not None:
-                    raise earlier.error
+        return pending
 
     def _committed(self, commit: _Commit, error: BaseException | None) -> None:
         """Right after the commit's transaction, before the store runs anything else: tell the

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +50,8 @@ class Run:
     learned: bool = False
     """Whether learn handed over a write of the loop's learned state."""
     last_adjusted_at: float | None = None
+    on_call: Callable[[], None] | None = None
+    """Told as each skill call starts (the recorder hands over the phases it held)."""
     log: ExecutionLog = field(default_factory=lambda: ExecutionLog(time.time))
     """What its skills logged since its last commit (a resumed execution counts anew)."""
 

@@ -403,11 +403,13 @@ async def _while_held(held: _Held, tmp_path: Path) -> tuple[list[int], list[tupl
     return committed, shown
 
 
-async def test_a_phase_that_calls_a_skill_is_committed_as_it_ends(
+async def test_phases_held_are_committed_as_a_skill_call_starts(
     tmp_path: Path,
 ) -> None:
+    """Analyze called a skill, decide called none: both are in while act's skill runs (a live
+    view shows them)."""
     committed, [(_, _, last_phase)] = await _while_held(_Held(), tmp_path)
-    assert (last_phase, committed) == ("analyze", [2])
+    assert (last_phase, committed) == ("decide", [3])
 
 
 class _HeldInDetect(_Held):
