@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -31,19 +32,14 @@ is finite throughout, one with any is checked by the app (``_FiniteRequest``).""
 _MAX_KEY = 200
 """The ``Idempotency-Key`` header's bound, as the trigger endpoint declares it."""
 
-Answer = Callable[[dict[bytes, bytes], bytes], Awaitable[tuple[BaseModel, int] | None]]
+Answer = Callable[[Headers, bytes], Awaitable[tuple[BaseModel, int] | None]]
 """A lane: the answer to a request's headers and body and its status, or None for the app."""
 
 
-def _is_json(headers: dict[bytes, bytes]) -> bool:
+def _is_json(headers: Headers) -> bool:
     """Whether a body is sent as JSON: no ``Content-Type``, or ``application/json``."""
-    given = headers.get(b"content-type")
-    return given is None or given.split(b";", 1)[0].strip().lower() == b"application/json"
-
-
-def _header(headers: dict[bytes, bytes], name: bytes) -> str | None:
-    value = headers.get(name)
-    return None if value is None else value.decode("latin-1")
+    given = headers.get("content-type")
+    return given is None or given.split(";", 1)[0].strip().lower() == "application/json"
 
 
 class FastLanes:
@@ -59,7 +55,7 @@ class FastLanes:
             return
         try:
             received = await _received(receive)
-            headers = _first_of_each(scope["headers"])
+            headers = Headers(scope=scope)
             body = b"".join(message.get("body", b"") for message in received)
             plain = received[-1]["type"] == "http.request" and body and _is_json(headers)
             answer = await lane(headers, body) if plain else None
@@ -82,27 +78,25 @@ class FastLanes:
         if (matched := _TRIGGER.fullmatch(path)) is None:
             return None
 
-        async def trigger(headers: dict[bytes, bytes], body: bytes) -> tuple[BaseModel, int] | None:
+        async def trigger(headers: Headers, body: bytes) -> tuple[BaseModel, int] | None:
             return await self._trigger(matched[1], headers, body)
 
         return trigger
 
-    async def _event(
-        self, headers: dict[bytes, bytes], body: bytes
-    ) -> tuple[BaseModel, int] | None:
+    async def _event(self, headers: Headers, body: bytes) -> tuple[BaseModel, int] | None:
         event = _valid(EventIn, body)
         if event is None:
             return None
-        return await append_event(self.context, event, _header(headers, b"traceparent")), 202
+        return await append_event(self.context, event, headers.get("traceparent")), 202
 
     async def _trigger(
-        self, loop_id: str, headers: dict[bytes, bytes], body: bytes
+        self, loop_id: str, headers: Headers, body: bytes
     ) -> tuple[BaseModel, int] | None:
         request = _valid(TriggerIn, body)
-        key = _header(headers, b"idempotency-key")
+        key = headers.get("idempotency-key")
         if request is None or (key is not None and len(key) > _MAX_KEY):
             return None
-        traceparent = _header(headers, b"traceparent")
+        traceparent = headers.get("traceparent")
         accepted = await trigger_job(self.context, loop_id, request, key, traceparent)
         return accepted, 200 if accepted.status == "duplicate" else 202
 
@@ -136,11 +130,3 @@ def _replayed(received: list[Message], receive: Receive) -> Receive:
         return waiting.pop(0) if waiting else await receive()
 
     return replay
-
-
-def _first_of_each(raw: list[tuple[bytes, bytes]]) -> dict[bytes, bytes]:
-    """The request's headers, the first of a repeated one kept, as Starlette reads them."""
-    headers: dict[bytes, bytes] = {}
-    for name, value in raw:
-        headers.setdefault(name, value)
-    return headers

@@ -203,12 +203,11 @@ class Workers:
         """Hand the store a claim, in one transaction, of as many jobs as keep the workers busy
         and, while executions are short (``AHEAD_S``), as many again waiting (claimed ahead),
         once half the workers' worth of room is free, or at once when no job waits here and no
-        claim is under way; None when it is not time
-        yet, or the workers stop. A claim so takes a batch, where one per job ended took a job
-        each. What it claims joins ``_claimed`` as it commits, and as many resting workers are
-        woken as it claimed jobs (one more when a wake-up came meanwhile). Jobs claimed ahead
-        are renewed by the heartbeat and, as the workers stop, released with the daemon's
-        others (``queue.hand_back``)."""
+        claim is under way; None when it is not time yet, or the workers stop. A claim so takes
+        a batch, where one per job ended took a job each. What it claims joins ``_claimed`` as
+        it commits, and as many resting workers are woken as it claimed jobs (one more when a
+        wake-up came meanwhile). Jobs claimed ahead are renewed by the heartbeat and, as the
+        workers stop, released with the daemon's others (``queue.hand_back``)."""
         ahead = self.count if self._short() else 0
         most = self.count + ahead - len(self.running) - len(self._claimed) - self._claiming
         waiting = bool(self._claimed) or self._claiming > 0
