@@ -114,8 +114,10 @@ class Workers:
         period: Callable[[], float] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        """Idle workers claim once a ``period()`` (``poll_s`` when not given), or when woken."""
+        """Idle workers claim once a ``period()`` (``poll_s`` when not given), or when woken.
+        The engine's fences ask them whether a lease holds (``holds``)."""
         self.engine = engine
+        engine.lease_held = self.holds
         self.store: Store = engine.services.store
         self.loops = loops
         self.load_loop = load_loop
@@ -127,6 +129,8 @@ class Workers:
         self.running: dict[str, anyio.CancelScope] = {}
         self._since: dict[str, float] = {}
         """When (``time.monotonic()``) each running job started."""
+        self._until: dict[str, float] = {}
+        """The least each lease held here lasts (``clock()``), as claimed or last renewed."""
         self.lost: set[str] = set()
         """Jobs whose lease expired and passed to another daemon: cancelled, not recorded."""
         self.accepting = True
@@ -217,12 +221,14 @@ class Workers:
             queue.claim_jobs, self.limits(), self.owner, self.clock, self.lease_s, most
         )
         self._claiming += most
+        until = self.clock() + self.lease_s
 
         def landed(error: BaseException | None) -> None:
             self._claiming -= most
             again = self._told and not self._claiming
             self._told = self._told and not again
             taken = [] if error is not None else claim.result
+            self._until.update((lease.job_id, until) for _, lease in taken)
             self._claimed.extend(taken)
             self._resting.wake(len(taken) + again)
 
@@ -243,6 +249,12 @@ class Workers:
         started = time.monotonic() - AHEAD_S
         return any(since <= started for since in self._since.values())
 
+    def holds(self, lease: queue.Lease) -> bool:
+        """Whether ``lease`` holds for a third of ``lease_s`` yet, as this daemon claimed or last
+        renewed it: no other daemon takes its job before it expires (the clocks of the daemons'
+        hosts agree within that third). A paused daemon finds it expired once it wakes."""
+        return self.clock() < self._until.get(lease.job_id, 0.0) - self.lease_s / 3
+
     def limits(self) -> dict[str, int]:
         """The ``concurrency.max`` of each loop this daemon serves: the loops it claims jobs of."""
         return self.loops.limits()
@@ -254,12 +266,12 @@ class Workers:
         self.running[lease.job_id] = scope
         started = self._since[lease.job_id] = time.monotonic()
         self.lost.discard(lease.job_id)
-        outcome, execution_id, error = "cancelled", None, None
+        outcome, execution_id, error, ended = "cancelled", None, None, False
         fields: dict[str, Any] = {"loop": job.loop_id, "job": lease.job_id}
         unrecorded: StoreUnavailable | None = None
         try:
             with scope:
-                outcome, execution_id, error = await self._run(job, lease)
+                outcome, execution_id, error, ended = await self._run(job, lease)
         except LeaseLost:
             self.lost.add(lease.job_id)
         except StoreUnavailable as exc:
@@ -272,6 +284,7 @@ class Workers:
         finally:
             self.running.pop(lease.job_id, None)
             self._since.pop(lease.job_id, None)
+            self._until.pop(lease.job_id, None)
             self._idle.set()
             took = time.monotonic() - started
             pace = took if self._pace is None else self._pace
@@ -285,19 +298,24 @@ class Workers:
             self.log.line("lost", "the lease passed to another daemon", **fields)
             return None
         try:
-            finished = await self._finish(lease, outcome, execution_id, error)
+            finished = ended or await self._finish(lease, outcome, execution_id, error)
         except Exception as exc:
             text = f"cannot record the job's end: {describe(exc)}; it is queued again"
             self.log.line("error", text, **fields)
             return await self._give_back(lease)
+        if ended:
+            self._submit_claim()
         if finished:
             self.log.line("end", error or "", **fields, outcome=outcome)
         else:
             self.log.line("lost", "the lease passed to another daemon", **fields)
         return None
 
-    async def _run(self, job: queue.Job, lease: queue.Lease) -> tuple[str, str | None, str | None]:
-        """Run the job's execution, or resume it when a dead daemon left it part-way."""
+    async def _run(
+        self, job: queue.Job, lease: queue.Lease
+    ) -> tuple[str, str | None, str | None, bool]:
+        """Run the job's execution, or resume it when a dead daemon left it part-way: its
+        outcome, id, error, and whether its last commit ended the job."""
         if lease.generation > MAX_CLAIMS:
             raise LoopEngineError(
                 f"claimed {MAX_CLAIMS} times without an end (its daemon died running it each "
@@ -313,11 +331,11 @@ class Workers:
             done = await self.engine.run(
                 loop, envelope=envelope, trigger=dict(job.trigger), lease=lease
             )
-            return done.outcome.value, done.execution_id, done.error
+            return done.outcome.value, done.execution_id, done.error, done.ended_job
         row = await self.store.read(executions.get_execution, known)
         assert row is not None
         if row.status not in ("running", "interrupted"):
-            return row.outcome or row.status, known, row.error
+            return row.outcome or row.status, known, row.error, False
         if row.status == "running":
             interrupted = partial(executions.update_execution, status="interrupted")
             await self.store.write(interrupted, known)
@@ -325,7 +343,7 @@ class Workers:
             "resume", loop=loop.id, job=lease.job_id, execution=known, after=row.last_phase
         )
         done = await resume(self.engine, self.load_loop, known, lease=lease)
-        return done.outcome.value, done.execution_id, done.error
+        return done.outcome.value, done.execution_id, done.error, done.ended_job
 
     async def _finish(
         self,
@@ -382,13 +400,21 @@ class Workers:
         if self._claimed and len(self.running) >= self.count and self._long():
             given, self._claimed = self._claimed, deque()
             await self.store.write(queue.unclaim, [lease for _, lease in given], self.clock())
+            for _, lease in given:
+                self._until.pop(lease.job_id, None)
         until = self.clock() + self.lease_s
         ids = [*self.running, *(lease.job_id for _, lease in self._claimed)]
         cancel, lost = await self.store.write(queue.renew_leases, self.owner, ids, until)
+        for job_id in ids:
+            if job_id in lost:
+                self._until.pop(job_id, None)
+            elif job_id in self._until:
+                self._until[job_id] = until
         dropped = [(job, lease) for job, lease in self._claimed if lease.job_id in cancel | lost]
         if dropped:
             self._claimed = deque(c for c in self._claimed if c[1].job_id not in cancel | lost)
             for _, lease in dropped:
+                self._until.pop(lease.job_id, None)
                 if lease.job_id in cancel and lease.job_id not in lost:
                     await self._finish(lease, "cancelled", None, None)
         for job_id in lost & set(self.running):

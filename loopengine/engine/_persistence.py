@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 
-from loopengine.contract import Durability, Phase
+from loopengine.contract import Durability, Outcome, Phase
 from loopengine.engine._run import Run
 from loopengine.errors import StorageError
 from loopengine.store import (
@@ -22,6 +22,7 @@ from loopengine.store import (
     ExecutionRecord,
     ExecutionRow,
     IndexArtifacts,
+    JobEnd,
     LastRun,
     LearnedState,
     Pending,
@@ -41,6 +42,7 @@ __all__ = [
     "OWNER",
     "CommitListener",
     "Journal",
+    "LeaseHeld",
     "Recorder",
     "owner_died",
     "record_of",
@@ -48,6 +50,9 @@ __all__ = [
 
 CommitListener = Callable[[str, str], None]
 """Told ``(execution_id, what)`` once a commit is durable: started, a phase, waiting, finished."""
+LeaseHeld = Callable[[queue.Lease], bool]
+"""Whether a job's lease is known to hold for a while yet without asking the store (its daemon
+renewed it lately): a fence then passes at once."""
 OWNER = f"{socket.gethostname()}:{os.getpid()}"
 EXISTING_POLL_S = 0.2
 """How often an execution that found its idempotency key taken looks whether the first ended."""
@@ -182,6 +187,10 @@ class Journal:
     """Where an execution's progress goes; this one keeps nothing (an engine that only runs
     loops: tests, benchmarks, experiments), ``Recorder`` commits it to the store."""
 
+    ended_job = False
+    """Whether the execution's last commit ended the job its lease holds (its daemon has no
+    end of its own to record)."""
+
     async def begin(self, run: Run) -> Start:
         return None, None, None
 
@@ -245,11 +254,14 @@ class Recorder(Journal):
         resumed: bool = False,
         on_commit: CommitListener | None = None,
         lease: queue.Lease | None = None,
+        lease_held: LeaseHeld | None = None,
     ) -> None:
         self.store = store
         self.on_commit = on_commit
         self.lease = lease
-        """The job's lease when a daemon's worker runs it: every commit checks it still holds."""
+        """The job's lease when a daemon's worker runs it: every commit checks it still holds,
+        and the last one ends the job."""
+        self.lease_held = lease_held
         self.per_phase = durability is Durability.PHASE
         self.resumed = resumed
         self.inserted = resumed
@@ -292,7 +304,9 @@ class Recorder(Journal):
         self.seq = seq
 
     async def fence(self) -> None:
-        if (lease := self.lease) is not None:
+        """Asks the store unless the lease is known to hold (``LeaseHeld``)."""
+        lease = self.lease
+        if lease is not None and not (self.lease_held is not None and self.lease_held(lease)):
             await self.store.write(queue.check_lease, lease)
 
     def hold(self, run: Run, record: PhaseResult) -> None:
@@ -302,13 +316,16 @@ class Recorder(Journal):
         if self.per_phase and run.on_call is None:
             run.on_call = partial(self._flush, run)
 
-    async def _commit(self, run: Run, what: str, *, wait: bool = True, **end: Any) -> None:
-        """Hand the held rows and effects to the store, joining the commit still queued if any.
+    async def _commit(
+        self, run: Run, what: str, *, wait: bool = True, ends: JobEnd | None = None, **end: Any
+    ) -> None:
+        """Hand the held rows and effects to the store, joining the commit still queued if any;
+        with ``ends``, it ends the lease's job too.
 
         Commits of phases are not waited for (the store groups them); the last one is, and it
         surfaces any failure of those before it.
         """
-        pending = self._hand(run, [what], **end)
+        pending = self._hand(run, [what], ends, **end)
         if wait:
             inflight, self.inflight = self.inflight, []
             self.open = None
@@ -324,7 +341,9 @@ class Recorder(Journal):
         if self.told:
             self._hand(run, [])
 
-    def _hand(self, run: Run, told: list[str], **end: Any) -> Pending[None]:
+    def _hand(
+        self, run: Run, told: list[str], ends: JobEnd | None = None, **end: Any
+    ) -> Pending[None]:
         """Hand the held rows, effects and ``told`` (with what was held) to the store."""
         rows, handed, told = self.held, self.effects, [*self.told, *told]
         self.held, self.effects, self.told = [], [], []
@@ -335,6 +354,7 @@ class Recorder(Journal):
         else:
             commit, pending = _Commit(run, not self.inserted, self.lease), None
         commit.add(rows, handed, told, **end)
+        commit.record.ends = ends
         commit.learned |= self.holds_state
         self.holds_state = False
         if end.get("status") == "finished" and commit.learned and not self.resumed:
@@ -385,7 +405,10 @@ class Recorder(Journal):
     async def suspended(self, run: Run, approval: RequestApproval) -> None:
         """Persist everything and wait for a human: status ``waiting``."""
         self.effects.append(approval)
-        await self._commit(run, "waiting", status="waiting", outcome="awaiting_approval")
+        waiting = Outcome.AWAITING_APPROVAL.value
+        ends = self._ends(waiting, None, approval.requested_at)
+        await self._commit(run, "waiting", ends=ends, status="waiting", outcome=waiting)
+        self.ended_job = ends is not None
 
     async def finished(
         self,
@@ -400,11 +423,21 @@ class Recorder(Journal):
         for record in skipped:
             self.hold(run, record)
         self.effects.extend(effects)
+        ends = self._ends(outcome, error, completed_at)
         await self._commit(
             run,
             "finished",
+            ends=ends,
             status="finished",
             outcome=outcome,
             completed_at=completed_at,
             error=error,
         )
+        self.ended_job = ends is not None
+
+    def _ends(self, outcome: str, error: str | None, at: float) -> JobEnd | None:
+        """The job's end the last commit writes: none without a lease, nor for a cancelled
+        execution (its worker ends the job, or gives it back when the daemon stops)."""
+        if self.lease is None or outcome == Outcome.CANCELLED:
+            return None
+        return JobEnd(str(outcome), error, at)

@@ -21,6 +21,7 @@ from loopengine.engine._persistence import (
     EXISTING_WAIT_S,
     CommitListener,
     Journal,
+    LeaseHeld,
     Recorder,
     owner_died,
     record_of,
@@ -96,7 +97,7 @@ class ExecutionDone:
     also hands back the data it ended with and the tokens it spent, so no caller reads back
     what the engine just wrote."""
 
-    __slots__ = ("_recorded", "data", "error", "execution_id", "outcome", "tokens")
+    __slots__ = ("_recorded", "data", "ended_job", "error", "execution_id", "outcome", "tokens")
 
     def __init__(
         self,
@@ -106,6 +107,7 @@ class ExecutionDone:
         data: Mapping[str, Any] | None = None,
         tokens: int = 0,
         recorded: Callable[[], ExecutionRecord] | None = None,
+        ended_job: bool = False,
     ) -> None:
         self.execution_id = execution_id
         self.outcome = outcome
@@ -113,6 +115,8 @@ class ExecutionDone:
         self.data = data
         self.tokens = tokens
         self._recorded = recorded
+        self.ended_job = ended_job
+        """Whether its last commit ended the job of the lease it ran under."""
 
     @property
     def record(self) -> ExecutionRecord | None:
@@ -137,6 +141,8 @@ class Engine:
         self.listener = listener
         self.on_commit = on_commit
         self.record = record
+        self.lease_held: LeaseHeld | None = None
+        """Set by the daemon whose workers renew leases: fences pass at once while it holds."""
         self.abandoning = False
         self._abandoned_jobs: set[str] = set()
 
@@ -164,6 +170,7 @@ class Engine:
             resumed=resumed,
             on_commit=self.on_commit,
             lease=lease,
+            lease_held=self.lease_held,
         )
 
     def _spec_of(self, run: Run, phase: Phase) -> Any:
@@ -390,7 +397,13 @@ class Engine:
                 gate = await self._suspend(run, recorder)
                 waiting = Outcome.AWAITING_APPROVAL
                 recorded = partial(record_of, run, [gate], status="waiting", outcome=waiting.value)
-                return ExecutionDone(run.execution_id, waiting, None, recorded=recorded)
+                return ExecutionDone(
+                    run.execution_id,
+                    waiting,
+                    None,
+                    recorded=recorded,
+                    ended_job=recorder.ended_job,
+                )
             await recorder.phase(run, record, output.effects)
         ended = Outcome.DRY_RUN if run.dry_run else Outcome.COMPLETED
         return await self.finish(run, recorder, outcome or ended, [], error)
@@ -417,7 +430,13 @@ class Engine:
         end = {"outcome": final.value, "completed_at": completed_at, "error": error}
         recorded = partial(record_of, run, effects, status="finished", **end)
         return ExecutionDone(
-            run.execution_id, final, error, run.data, run.usage.tokens, recorded=recorded
+            run.execution_id,
+            final,
+            error,
+            run.data,
+            run.usage.tokens,
+            recorded=recorded,
+            ended_job=recorder.ended_job,
         )
 
     def _store_for(self, outcome: Outcome) -> PhaseFn:

@@ -23,8 +23,9 @@ from loopengine.store.executions import (
 )
 from loopengine.store.jobs import insert_envelope
 from loopengine.store.learning import put_state, queue_review
-from loopengine.store.leases import Lease, check_lease
+from loopengine.store.leases import Lease, check_lease, lost
 from loopengine.store.logs import LogLine, insert_lines
+from loopengine.store.queue import finish_job
 from loopengine.store.records import Artifact, insert_artifact, insert_audit
 from loopengine.store.signals import insert_event, insert_metrics
 
@@ -35,6 +36,7 @@ __all__ = [
     "Effect",
     "ExecutionCommit",
     "IndexArtifacts",
+    "JobEnd",
     "Metric",
     "PutState",
     "QueueReview",
@@ -195,6 +197,15 @@ class Effect(Protocol):
     def apply(self, connection: sa.Connection) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class JobEnd:
+    """How the job of a commit's lease ends, written with its execution's last commit."""
+
+    outcome: str
+    error: str | None
+    at: float
+
+
 @dataclass(slots=True)
 class ExecutionCommit:
     """One transaction of an execution. It stays open while it waits in the store's queue: the
@@ -210,12 +221,26 @@ class ExecutionCommit:
     phases: PhaseRows | None = None
     """The phases it records, those of the commits it joined with them."""
     effects: list[Effect] = field(default_factory=list)
+    ends: JobEnd | None = None
+    """The lease's job ends with this commit: ending it checks the lease (one statement)."""
 
 
 def write_commit(connection: sa.Connection, commit: ExecutionCommit) -> None:
-    """An execution's commit, atomically: its lease still held, its row inserted (with its
-    envelope) or updated, its phases and its effects."""
-    if commit.lease is not None:
+    """An execution's commit, atomically: its lease still held (its job ended, with ``ends``),
+    its row inserted (with its envelope) or updated, its phases and its effects."""
+    if commit.lease is not None and commit.ends is not None:
+        end = commit.ends
+        ended = finish_job(
+            connection,
+            commit.lease,
+            outcome=end.outcome,
+            execution_id=commit.execution_id,
+            now=end.at,
+            reason=end.error,
+        )
+        if not ended:
+            raise lost(commit.lease)
+    elif commit.lease is not None:
         check_lease(connection, commit.lease)
     if commit.first is not None:
         envelope, row = commit.first

@@ -23,9 +23,14 @@ from loopengine.store._record import (
 )
 from loopengine.store._tables import envelopes, executions, loop_state, phases
 from loopengine.store.approvals import Approval, get_approval
-from loopengine.store.jobs import execution_of_key, get_envelope, insert_envelope, take_envelope
+from loopengine.store.jobs import (
+    execution_of_key,
+    get_envelope,
+    insert_envelope,
+    take_leased_envelope,
+)
 from loopengine.store.learning import LearnedState
-from loopengine.store.leases import Lease, check_lease
+from loopengine.store.leases import Lease
 from loopengine.store.records import Artifact, artifacts_of
 
 __all__ = [
@@ -462,8 +467,7 @@ def claim_key(
     processes starting with one key at once, one runs and the others return its execution. A
     queued job's envelope (``lease`` given) is stored already: it is taken by its job id."""
     if lease is not None:
-        check_lease(connection, lease)
-        existing = take_envelope(connection, envelope.job_id, row.id)
+        existing = take_leased_envelope(connection, lease, row.id)
     else:
         existing = execution_of_key(connection, envelope.idempotency_key)
     if existing is not None:

@@ -9,8 +9,15 @@ import loopengine.store._fastpath as fastpath
 from loopengine.errors import ContractError
 from loopengine.store._record import ExecutionRow, JobEnvelope
 from loopengine.store._tables import envelopes
+from loopengine.store.leases import STILL_HELD, Lease, check_lease, checked, held
 
-__all__ = ["execution_of_key", "get_envelope", "insert_envelope", "take_envelope"]
+__all__ = [
+    "execution_of_key",
+    "get_envelope",
+    "insert_envelope",
+    "take_envelope",
+    "take_leased_envelope",
+]
 
 _INSERT = envelopes.insert()
 _BY_KEY = sa.select(envelopes.c.execution_id).where(
@@ -22,6 +29,7 @@ _TAKE = (
     .where(envelopes.c.job_id == sa.bindparam("_job_id"), envelopes.c.execution_id.is_(None))
     .values(execution_id=sa.bindparam("_execution_id"))
 )
+_TAKE_LEASED = _TAKE.where(STILL_HELD)
 _TAKEN = sa.select(envelopes.c.execution_id).where(envelopes.c.job_id == sa.bindparam("job_id"))
 
 
@@ -56,4 +64,16 @@ def take_envelope(connection: sa.Connection, job_id: str, execution_id: str) -> 
     if fastpath.execute(connection, _TAKE, {"_job_id": job_id, "_execution_id": execution_id}):
         return None
     row = fastpath.fetch_one(connection, _TAKEN, {"job_id": job_id})
+    return None if row is None else row["execution_id"]
+
+
+def take_leased_envelope(connection: sa.Connection, lease: Lease, execution_id: str) -> str | None:
+    """``take_envelope`` of the job ``lease`` holds, once ``check_lease`` would pass (in the
+    same statement: it raises ``LeaseLost`` otherwise)."""
+    params = {"_job_id": lease.job_id, "_execution_id": execution_id, **held(lease)}
+    if fastpath.execute(connection, _TAKE_LEASED, params):
+        checked(connection, lease)
+        return None
+    check_lease(connection, lease)
+    row = fastpath.fetch_one(connection, _TAKEN, {"job_id": lease.job_id})
     return None if row is None else row["execution_id"]

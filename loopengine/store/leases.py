@@ -12,7 +12,17 @@ from loopengine.errors import LeaseLost
 from loopengine.store._database import transaction_set
 from loopengine.store._tables import jobs
 
-__all__ = ["HELD", "RUNNING", "Lease", "check_lease", "forget_lease", "held"]
+__all__ = [
+    "HELD",
+    "RUNNING",
+    "STILL_HELD",
+    "Lease",
+    "check_lease",
+    "checked",
+    "forget_lease",
+    "held",
+    "lost",
+]
 
 RUNNING = "running"
 """The status of a claimed job."""
@@ -47,6 +57,11 @@ def held(lease: Lease) -> dict[str, object]:
     }
 
 
+def lost(lease: Lease) -> LeaseLost:
+    """The error of a write made under ``lease`` once it no longer holds its job."""
+    return LeaseLost(f"job {lease.job_id} passed to another daemon: this one stops")
+
+
 _CHECK = sa.select(jobs.c.id).where(*HELD).with_for_update()
 _CHECKED = "loopengine_leases_checked"
 """Where a connection keeps the leases checked in its transaction (``check_lease``)."""
@@ -60,8 +75,19 @@ def check_lease(connection: sa.Connection, lease: Lease) -> None:
     if lease in checked:
         return
     if fastpath.fetch_one(connection, _CHECK, held(lease)) is None:
-        raise LeaseLost(f"job {lease.job_id} passed to another daemon: this one stops")
+        raise lost(lease)
     checked.add(lease)
+
+
+STILL_HELD = sa.select(jobs.c.id).where(*HELD).with_for_update().exists()
+"""The condition, for a write of its own, that the lease ``held(lease)`` binds still holds its
+job, locking the job's row as ``check_lease`` does (``checked`` records it once it matched)."""
+
+
+def checked(connection: sa.Connection, lease: Lease) -> None:
+    """``lease`` was found holding in this transaction by a statement of its own
+    (``still_held``): ``check_lease`` passes at once."""
+    transaction_set(connection, _CHECKED).add(lease)
 
 
 def forget_lease(connection: sa.Connection, lease: Lease) -> None:

@@ -23,7 +23,7 @@ from loopengine.contract.checks import Env
 from loopengine.daemon import DaemonLog
 from loopengine.daemon._workers import Workers
 from loopengine.engine import Engine, Services, resume
-from loopengine.store import JobEnvelope, Store, executions, intake, queue
+from loopengine.store import JobEnvelope, Store, effects, executions, intake, queue
 from loopengine.testing import memory_store
 from tests.daemon.working import served
 from tests.engine import skills_for_tests
@@ -104,21 +104,26 @@ def _async_once(original: Callable[..., Any], step: str) -> Callable[..., Any]:
     return failing
 
 
+def _fail_its_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first job fails (its worker records its end), and so does the record of its end."""
+    STEPS["engine"](monkeypatch)
+    monkeypatch.setattr(queue, "finish_job", _once(queue.finish_job, "finish", 2))
+
+
 STEPS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
     "claim": lambda m: m.setattr(queue, "claim_jobs", _once(queue.claim_jobs, "claim", 2)),
     "envelope": lambda m: m.setattr(
         JobEnvelope, "from_row", _once(JobEnvelope.from_row, "envelope")
     ),
     "take": lambda m: m.setattr(
-        executions, "take_envelope", _once(executions.take_envelope, "take", 2)
+        executions, "take_leased_envelope", _once(executions.take_leased_envelope, "take", 2)
     ),
     "engine": lambda m: m.setattr(Engine, "prelude", staticmethod(_once(Engine.prelude, "engine"))),
     "resume": lambda m: m.setattr(
         "loopengine.daemon._workers.resume", _async_once(resume, "resume")
     ),
-    # A job's end shares its transaction with the worker's next claim: the group inline, the
-    # group in the thread, then the end alone is three calls.
-    "finish": lambda m: m.setattr(queue, "finish_job", _once(queue.finish_job, "finish", 3)),
+    "commit": lambda m: m.setattr(effects, "finish_job", _once(effects.finish_job, "commit", 2)),
+    "finish": _fail_its_end,
     "heartbeat": lambda m: m.setattr(
         queue, "renew_leases", _once(queue.renew_leases, "heartbeat", 2)
     ),
@@ -181,13 +186,19 @@ async def _interrupted_execution(store: Store, engine: Engine, loop: Loop) -> No
     job, lease = claimed
     envelope = JobEnvelope.from_row(job.envelope)
     done = await engine.run(loop, envelope=envelope, trigger={"type": "manual"}, lease=lease)
-    await store.write(queue.requeue, lease, time.time())
-    await store.write(
-        lambda c: c.exec_driver_sql(
+
+    def left_part_way(connection: Any) -> None:
+        connection.exec_driver_sql(
+            "UPDATE jobs SET status = 'queued', owner = NULL, lease_until = NULL, outcome = NULL,"
+            " execution_id = NULL, finished_at = NULL WHERE id = ?",
+            (lease.job_id,),
+        )
+        connection.exec_driver_sql(
             "UPDATE executions SET status = 'interrupted', outcome = 'interrupted' WHERE id = ?",
             (done.execution_id,),
         )
-    )
+
+    await store.write(left_part_way)
 
 
 def _jobs_and_executions(connection: Any) -> list[Any]:
@@ -205,7 +216,7 @@ def _errors(log: str, text: str) -> int:
     return sum(1 for line in lines if line["kind"] == "error" and text in line["message"])
 
 
-@pytest.mark.parametrize("step", ["envelope", "take", "engine", "resume"])
+@pytest.mark.parametrize("step", ["envelope", "take", "engine", "resume", "commit"])
 def test_an_unexpected_error_fails_its_job_alone_and_the_next_job_runs(
     tmp_path: Path, step: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -407,3 +418,33 @@ def test_a_daemon_draining_a_backlog_claims_a_batch_as_half_its_workers_are_free
     taken = [count for count in anyio.run(main) if count]
     assert sum(taken) == len(keys)
     assert min(taken[:-1]) >= 2
+
+
+def test_the_fence_before_act_asks_the_store_nothing_while_the_lease_is_fresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loop = _loop(tmp_path, QUICK)
+    checked: list[str] = []
+    check = queue.check_lease
+
+    def counted(connection: Any, lease: queue.Lease) -> None:
+        checked.append(lease.job_id)
+        check(connection, lease)
+
+    monkeypatch.setattr(queue, "check_lease", counted)
+
+    async def main() -> list[Any]:
+        async with memory_store() as store:
+            workers = _workers(
+                store, loop, io.StringIO(), tmp_path, count=1, lease_s=30.0, poll_s=0.01
+            )
+            await _enqueue(store, loop, "first", "second")
+            async with anyio.create_task_group() as group:
+                group.start_soon(workers.run)
+                await _until(store, lambda d: d == {"queued": 0, "running": 0})
+                group.cancel_scope.cancel()
+            return await store.read(_jobs_and_executions)
+
+    ended = anyio.run(main)
+    assert [row[1:3] for row in ended] == [("done", "completed")] * 2
+    assert checked == []

@@ -16,12 +16,21 @@ import sqlalchemy as sa
 
 from loopengine import SkillContext, skill
 from loopengine.builtins import builtin_registry
-from loopengine.contract import Loop, LoopLoader, Outcome
+from loopengine.contract import Durability, Loop, LoopLoader, Outcome
 from loopengine.contract.checks import Env
 from loopengine.engine import Engine, Services, answer_approval, escalate_overdue, resume
-from loopengine.errors import NotResumable
+from loopengine.engine._persistence import Recorder
+from loopengine.errors import LeaseLost, NotResumable
 from loopengine.skills import Registry
-from loopengine.store import Store, approvals, executions, learning, new_envelope, signals
+from loopengine.store import (
+    Store,
+    approvals,
+    executions,
+    learning,
+    new_envelope,
+    queue,
+    signals,
+)
 from loopengine.testing import memory_store
 from tests.engine import skills_for_tests
 from tests.engine.conftest import Harness, interrupt_after_decide, open_harness
@@ -494,3 +503,21 @@ async def test_executions_committing_at_once_write_each_row_once_a_transaction(
     transactions = _rows_written_per_transaction(statements)
     assert transactions
     assert all(len(set(written)) == len(written) for written in transactions)
+
+
+def _fence(harness: Harness, known: bool) -> Recorder:
+    """A recorder under the lease of a job no longer anyone's (the store's check fails), which
+    its daemon knows to hold (``known``) or not."""
+    lease = queue.Lease("taken-over", "a", 1)
+    return Recorder(harness.store, Durability.PHASE, lease=lease, lease_held=lambda _: known)
+
+
+async def test_a_fence_passes_at_once_while_the_lease_is_known_to_hold(harness: Harness) -> None:
+    await _fence(harness, known=True).fence()
+
+
+async def test_a_fence_asks_the_store_once_the_lease_is_not_known_to_hold(
+    harness: Harness,
+) -> None:
+    with pytest.raises(LeaseLost):
+        await _fence(harness, known=False).fence()

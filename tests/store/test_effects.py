@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
+from loopengine.errors import LeaseLost
 from loopengine.store import (
     AppendEvent,
     Artifact,
@@ -12,6 +13,7 @@ from loopengine.store import (
     ExecutionCommit,
     ExecutionRow,
     IndexArtifacts,
+    JobEnd,
     Metric,
     PhaseResult,
     PutState,
@@ -23,6 +25,7 @@ from loopengine.store import (
     executions,
     learning,
     new_envelope,
+    queue,
     records,
     signals,
 )
@@ -111,3 +114,51 @@ def test_a_failing_effect_keeps_nothing_of_its_commit(connection: sa.Connection)
     assert row is not None
     assert row.status == "running"
     assert signals.recent_events(connection, 0) == []
+
+
+def _leased_commit(connection: sa.Connection) -> tuple[ExecutionCommit, queue.Lease]:
+    """The last commit of an execution, started, of a queued job daemon ``a`` claimed; and the
+    job's lease."""
+    first, row = _first()
+    assert first.first is not None
+    envelope = first.first[0]
+    job = queue.Job(
+        id=envelope.job_id,
+        loop_id="l1",
+        trigger={"type": "manual"},
+        envelope=envelope.as_dict(),
+        idempotency_key=envelope.idempotency_key,
+        status=queue.QUEUED,
+        not_before=0.0,
+        created_at=0.0,
+    )
+    with connection.begin():
+        queue.insert_job(connection, job)
+        lease = queue.claim_job(connection, job, "a", lease_until=100.0)
+        executions.insert_execution(connection, row)
+    last = ExecutionCommit("e1", lease, None, {"status": "finished", "outcome": "completed"})
+    last.ends = JobEnd("completed", None, 20.0)
+    return last, lease
+
+
+def test_a_last_commit_under_a_lease_ends_its_job_with_the_execution(
+    connection: sa.Connection,
+) -> None:
+    last, lease = _leased_commit(connection)
+    with connection.begin():
+        effects.write_commit(connection, last)
+    job = queue.get_job(connection, lease.job_id)
+    assert job is not None
+    assert (job.status, job.outcome, job.execution_id) == (queue.DONE, "completed", "e1")
+
+
+def test_a_last_commit_under_a_lease_taken_over_writes_nothing(
+    connection: sa.Connection,
+) -> None:
+    last, lease = _leased_commit(connection)
+    last.lease = queue.Lease(lease.job_id, lease.owner, lease.generation + 1)
+    with pytest.raises(LeaseLost), connection.begin():
+        effects.write_commit(connection, last)
+    row = executions.get_execution(connection, "e1")
+    assert row is not None
+    assert row.status == "running"

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from loopengine.store import JobEnvelope, create_engine, migrate, queue
+from loopengine.errors import LeaseLost
+from loopengine.store import JobEnvelope, create_engine, jobs, migrate, queue
 from tests.postgres import migrated_engine
 from tests.waiting import wait_until_blocked
 
@@ -275,3 +276,53 @@ def test_a_claim_of_one_job_locks_its_loop_alone(postgres: sa.Engine) -> None:
     with postgres.connect() as connection, connection.begin():
         assert _batch(connection, limits, "a", 1) == [f"j0-{run}"]
         assert connection.execute(_LOOP_LOCKS_HELD).scalar_one() == 1
+
+
+def _leased(engine: sa.Engine) -> tuple[queue.Lease, str]:
+    """A job of a loop of its own, claimed by daemon ``a`` until 10.0; its lease and loop."""
+    loop = f"leased-{uuid.uuid4().hex[:8]}"
+    _queued(engine, (f"j-{loop}", loop, 0.0))
+    with engine.begin() as connection:
+        found = queue.claim_next(connection, {loop: 1}, "a", lambda: 0.0, 10.0)
+    assert found is not None
+    return found[1], loop
+
+
+def test_a_leased_envelope_is_taken_once_and_names_who_took_it(engine: sa.Engine) -> None:
+    lease, _ = _leased(engine)
+    taken = []
+    for execution_id in ("x1", "x2"):
+        with engine.begin() as connection:
+            taken.append(jobs.take_leased_envelope(connection, lease, execution_id))
+    assert taken == [None, "x1"]
+
+
+def test_a_leased_envelope_is_not_taken_under_a_lease_taken_over(engine: sa.Engine) -> None:
+    lease, _ = _leased(engine)
+    with engine.begin() as connection:
+        stale = queue.Lease(lease.job_id, lease.owner, lease.generation + 1)
+        with pytest.raises(LeaseLost):
+            jobs.take_leased_envelope(connection, stale, "x1")
+    with engine.begin() as connection:
+        assert jobs.take_leased_envelope(connection, lease, "x2") is None
+
+
+def test_no_takeover_passes_the_transaction_that_took_the_envelope(postgres: sa.Engine) -> None:
+    """Taking the envelope locks the job's row as the lease check does: a daemon taking the job
+    over (its lease expired) passes it while that transaction is open, then finds the
+    envelope taken."""
+    lease, loop = _leased(postgres)
+    with postgres.connect() as first, postgres.connect() as second:
+        with first.begin():
+            assert jobs.take_leased_envelope(first, lease, "x1") is None
+            with second.begin():
+                assert _taken_over(second, loop) is None
+        with second.begin():
+            assert _taken_over(second, loop) == (lease.job_id, "x1")
+
+
+def _taken_over(connection: sa.Connection, loop: str) -> tuple[str, str | None] | None:
+    """The job of ``loop`` daemon ``b`` claims once its lease expired, and its envelope's
+    execution."""
+    found = queue.claim_next(connection, {loop: 1}, "b", lambda: 100.0, 30.0)
+    return None if found is None else (found[0].id, found[0].started)
