@@ -206,7 +206,7 @@ class Workers:
     def _submit_claim(self) -> Pending[list[Claimed]] | None:
         """Hand the store a claim, in one transaction, of as many jobs as keep the workers busy
         and, while executions are short (``AHEAD_S``), as many again waiting (claimed ahead),
-        once half the workers' worth of room is free, or at once when no job waits here and no
+        once the workers' worth of room is free, or at once when no job waits here and no
         claim is under way; None when it is not time yet, or the workers stop. A claim so takes
         a batch, where one per job ended took a job each. What it claims joins ``_claimed`` as
         it commits, and as many resting workers are woken as it claimed jobs (one more when a
@@ -237,8 +237,9 @@ class Workers:
 
     @property
     def _batch(self) -> int:
-        """The fewest jobs a claim takes while jobs wait here or a claim is under way."""
-        return max(1, self.count // 2)
+        """The fewest jobs a claim takes while jobs wait here or a claim is under way: a claim
+        costs as much for one job as for a batch."""
+        return self.count
 
     def _short(self) -> bool:
         """Whether executions are short: under ``AHEAD_S`` on average, and each running now."""
