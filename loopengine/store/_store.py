@@ -3,11 +3,11 @@
 Every operation is a repository function whose first parameter is a SQLAlchemy ``Connection``,
 handed over with its other arguments (``store.read(executions.read_record, execution_id)``, as
 ``anyio.to_thread.run_sync`` takes them), so no caller outside the store holds a connection. It
-is queued in submission order and run in a transaction (``BEGIN IMMEDIATE`` on SQLite) in a
-worker thread, one batch per thread hop; on SQLite, reads, and writes that do not wait for the
-disk (in memory, or ``synchronous`` off/normal: tens of microseconds against ~150 for a thread
-hop), run in the event loop, and go to the thread only when another process holds the lock they
-need.
+is queued in submission order and run in a transaction (``BEGIN IMMEDIATE`` on SQLite) in the
+store's thread (``StoreThread``), one batch per thread hop; on SQLite, reads, and writes that do
+not wait for the disk (in memory, or ``synchronous`` off/normal: tens of microseconds against
+~150 for a thread hop), run in the event loop, and go to the thread only when another process
+holds the lock they need.
 Writes that queue up while a batch runs are committed together (group commit: one fsync for many
 executions' phases); should the group fail, each write is retried alone so only the faulty one
 fails. A read sees every write submitted before it. A cancelled caller does not cancel a write
@@ -35,6 +35,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Hashable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
+from functools import partial
 from pathlib import Path
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
@@ -53,6 +54,7 @@ from loopengine.store._database import (
     translated,
 )
 from loopengine.store._migrations import migrate
+from loopengine.store._thread import StoreThread
 from loopengine.store.wakeups import notified
 
 __all__ = ["Pending", "Store", "impatient"]
@@ -134,6 +136,8 @@ class Store:
         self._driver_error: type[BaseException] = engine.dialect.loaded_dbapi.Error
         self._inline = inline
         self._waiting = False
+        self._thread: StoreThread | None = None
+        """Where transactions that may wait run (started with the first)."""
         self._memo: dict[Hashable, Any] = {}
         self._memo_version: int | None = None
         self._remembering = False
@@ -186,10 +190,14 @@ class Store:
                         store._closed.set()
                         store._wake.set()
         finally:
+            if store._thread is not None:
+                store._thread.stop()
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(store._release)
 
     def _release(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
         self._connection.close()
         self.engine.dispose()
 
@@ -261,7 +269,7 @@ class Store:
     def data_version(self) -> int | None:
         """SQLite's ``data_version``, which changes when another connection (another process)
         commits, read now; None when it cannot be read without waiting (not SQLite, or a batch
-        in a worker thread)."""
+        in the store's thread)."""
         if not self._sqlite or self._waiting:
             return None
         return _data_version(self._connection)
@@ -306,15 +314,17 @@ class Store:
                     return
 
     async def _run_patiently(self, group: list[Pending[Any]]) -> list[Outcome]:
-        """The group's outcomes, run in a worker thread; what the database was unavailable for
+        """The group's outcomes, run in the store's thread; what the database was unavailable for
         runs again, with backoff, until it answers or the outage outlasts ``outage_s``."""
         outcomes: list[Outcome | None] = [None] * len(group)
         todo = list(range(len(group)))
         delay = _BACKOFF_S[0]
         while True:
             self._waiting = True
+            if self._thread is None:
+                self._thread = StoreThread("loopengine-store")
             try:
-                tried = await anyio.to_thread.run_sync(self._run_waiting, [group[i] for i in todo])
+                tried = await self._thread.run(partial(self._run_waiting, [group[i] for i in todo]))
             finally:
                 self._waiting = False
             for index, outcome in zip(todo, tried, strict=True):
@@ -405,7 +415,7 @@ class Store:
             return None
 
     def _run_waiting(self, group: list[Pending[Any]]) -> list[Outcome]:
-        """The group's outcomes, run in a worker thread that may wait for the write lock."""
+        """The group's outcomes, run in the store's thread, which may wait for the write lock."""
         if not self._sqlite:
             return self._run_group(group)
         sqlite = self._connection.connection.driver_connection
