@@ -189,8 +189,7 @@ class _Trace(_Layer):
     into the execution's, and its writes join the phase's commit."""
 
     async def __call__(self, call: SkillCall) -> SkillOutput:
-        if call.run.on_call is not None:
-            call.run.on_call()
+        ended = call.run.on_call() if call.run.on_call is not None else None
         started = time.perf_counter()
         entry: dict[str, Any] = {"skill": call.definition.name, "step": call.ctx.step}
         if call.keep_result and call.ctx.dry_run:
@@ -212,6 +211,8 @@ class _Trace(_Layer):
                     call.run.metrics[name] = call.run.metrics.get(name, 0.0) + value
             return result
         finally:
+            if ended is not None:
+                ended()
             entry["attempts"] = call.attempts or 1
             entry["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
             call.run.calls.append(entry)

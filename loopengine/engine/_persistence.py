@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 from collections.abc import Callable, Mapping, Sequence
@@ -40,6 +41,7 @@ __all__ = [
     "EXISTING_POLL_S",
     "EXISTING_WAIT_S",
     "OWNER",
+    "SHOWN_AFTER_S",
     "CommitListener",
     "Journal",
     "LeaseHeld",
@@ -54,6 +56,8 @@ LeaseHeld = Callable[[queue.Lease], bool]
 """Whether a job's lease is known to hold for a while yet without asking the store (its daemon
 renewed it lately): a fence then passes at once."""
 OWNER = f"{socket.gethostname()}:{os.getpid()}"
+SHOWN_AFTER_S = 0.05
+"""How long a skill call runs before the phases held ahead of it are handed to the store."""
 EXISTING_POLL_S = 0.2
 """How often an execution that found its idempotency key taken looks whether the first ended."""
 EXISTING_WAIT_S = 3600.0
@@ -314,7 +318,7 @@ class Recorder(Journal):
         self.seq += 1
         self.held.append((self.seq, record))
         if self.per_phase and run.on_call is None:
-            run.on_call = partial(self._flush, run)
+            run.on_call = partial(self._flush_later, run)
 
     async def _commit(
         self, run: Run, what: str, *, wait: bool = True, ends: JobEnd | None = None, **end: Any
@@ -335,9 +339,13 @@ class Recorder(Journal):
                 if earlier.error is not None:
                     raise earlier.error
 
+    def _flush_later(self, run: Run) -> Callable[[], None]:
+        """A skill call starts: what is held is handed over should it last ``SHOWN_AFTER_S``,
+        so a live view shows the phases before it while it runs (a quick call leaves them to
+        the commit after it); what cancels that, as the call ends."""
+        return asyncio.get_running_loop().call_later(SHOWN_AFTER_S, self._flush, run).cancel
+
     def _flush(self, run: Run) -> None:
-        """A skill call starts: what is held is handed over, so a live view shows the phases
-        before it while the call runs (a loop that calls no skill still commits once)."""
         if self.told:
             self._hand(run, [])
 

@@ -50,8 +50,9 @@ class Run:
     learned: bool = False
     """Whether learn handed over a write of the loop's learned state."""
     last_adjusted_at: float | None = None
-    on_call: Callable[[], None] | None = None
-    """Told as each skill call starts (the recorder hands over the phases it held)."""
+    on_call: Callable[[], Callable[[], None]] | None = None
+    """Told as each skill call starts, which it answers with what to tell as the call ends (the
+    recorder hands over the phases it held should the call last)."""
     log: ExecutionLog = field(default_factory=lambda: ExecutionLog(time.time))
     """What its skills logged since its last commit (a resumed execution counts anew)."""
 

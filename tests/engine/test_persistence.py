@@ -18,7 +18,14 @@ from loopengine import SkillContext, skill
 from loopengine.builtins import builtin_registry
 from loopengine.contract import Durability, Loop, LoopLoader, Outcome
 from loopengine.contract.checks import Env
-from loopengine.engine import Engine, Services, answer_approval, escalate_overdue, resume
+from loopengine.engine import (
+    Engine,
+    Services,
+    _persistence,
+    answer_approval,
+    escalate_overdue,
+    resume,
+)
 from loopengine.engine._persistence import Recorder
 from loopengine.errors import LeaseLost, NotResumable
 from loopengine.skills import Registry
@@ -395,15 +402,18 @@ class _Held:
         return loop
 
 
-async def _while_held(held: _Held, tmp_path: Path) -> tuple[list[int], list[tuple[Any, ...]]]:
+async def _while_held(
+    held: _Held, tmp_path: Path, lasted_s: float = 0.0
+) -> tuple[list[int], list[tuple[Any, ...]]]:
     """The phases committed (``_commits_of``) and the executions' (id, status, last phase), as
-    the execution's held skill runs (what the store was handed before is in)."""
+    the execution's held skill has run ``lasted_s`` (what the store was handed before is in)."""
     database = tmp_path / "ahead.db"
     async with Store.open(f"sqlite:///{database}") as store, anyio.create_task_group() as group:
         group.start_soon(
             Engine(Services(held.registry, store, base=tmp_path)).run, held.loop(tmp_path)
         )
         await held.started.wait()
+        await anyio.sleep(lasted_s)
         await store.read(lambda c: None)
         with sqlite3.connect(database) as other:
             shown = other.execute("SELECT id, status, last_phase FROM executions").fetchall()
@@ -412,13 +422,24 @@ async def _while_held(held: _Held, tmp_path: Path) -> tuple[list[int], list[tupl
     return committed, shown
 
 
-async def test_phases_held_are_committed_as_a_skill_call_starts(
-    tmp_path: Path,
+async def test_phases_held_are_committed_once_a_skill_call_lasts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Analyze called a skill, decide called none: both are in while act's skill runs (a live
-    view shows them)."""
+    """Analyze called a skill, decide called none: both are in once act's skill has run for
+    ``SHOWN_AFTER_S`` (a live view shows them)."""
+    monkeypatch.setattr(_persistence, "SHOWN_AFTER_S", 0.0)
+    committed, [(_, _, last_phase)] = await _while_held(_Held(), tmp_path, lasted_s=0.01)
+    assert (last_phase, committed) == ("decide", [2, 3])
+
+
+async def test_phases_held_wait_for_the_commit_after_a_quick_skill_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Decide called no skill: while act's skill has run for less than ``SHOWN_AFTER_S``, only
+    analyze, which called one, is in."""
+    monkeypatch.setattr(_persistence, "SHOWN_AFTER_S", 3600.0)
     committed, [(_, _, last_phase)] = await _while_held(_Held(), tmp_path)
-    assert (last_phase, committed) == ("decide", [3])
+    assert (last_phase, committed) == ("analyze", [2])
 
 
 class _HeldInDetect(_Held):
