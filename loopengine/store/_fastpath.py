@@ -103,7 +103,7 @@ def _prepare(connection: sa.Connection, statement: Any, keys: frozenset[str]) ->
         constants = {
             name: bind.effective_value
             for name, bind in compiled.binds.items()
-            if name not in keys and bind.value is not None
+            if name not in keys and not bind.required
         }
         names = tuple(compiled.positiontup) if positional and compiled.positiontup else None
         prepared = _Prepared(
@@ -136,7 +136,11 @@ def execute(connection: sa.Connection, statement: Any, params: Mapping[str, Any]
 def execute_many(
     connection: sa.Connection, statement: Any, rows: Sequence[Mapping[str, Any]]
 ) -> None:
-    """Run one statement for each of ``rows`` (which share their keys)."""
+    """Run one statement for each of ``rows`` (which share their keys); a single row runs as
+    ``execute`` (the driver's ``executemany`` costs more for one)."""
+    if len(rows) == 1:
+        execute(connection, statement, rows[0])
+        return
     if not rows:
         return
     prepared = _prepare(connection, statement, frozenset(rows[0]))

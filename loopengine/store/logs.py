@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
+import loopengine.store._fastpath as fastpath
 from loopengine._json import JSON, JSONObject
 from loopengine.store._record import Record, iso
 from loopengine.store._tables import execution_logs, executions
@@ -55,7 +56,8 @@ class LogPage:
 
 
 def insert_lines(connection: sa.Connection, execution_id: str, lines: Sequence[LogLine]) -> None:
-    connection.execute(_INSERT, [{"execution_id": execution_id, **line.row()} for line in lines])
+    rows = [{"execution_id": execution_id, **line.row()} for line in lines]
+    fastpath.execute_many(connection, _INSERT, rows)
 
 
 def lines_of(connection: sa.Connection, execution_id: str, after: int, limit: int) -> LogPage:

@@ -721,9 +721,13 @@ def finish_job(
 ) -> bool:
     """Record how the job of ``lease`` ended; False when the lease no longer holds it."""
     forget_lease(connection, lease)
-    ended = {"end_outcome": outcome, "end_execution": execution_id, "end_at": now}
-    result = connection.execute(_FINISH, {**held(lease), **ended, "end_reason": reason})
-    return bool(result.rowcount)
+    ended = {
+        "end_outcome": outcome,
+        "end_execution": execution_id,
+        "end_at": now,
+        "end_reason": reason,
+    }
+    return bool(fastpath.execute(connection, _FINISH, {**held(lease), **ended}))
 
 
 def end_job(
