@@ -132,6 +132,7 @@ __all__ = [
     "executions",
     "flags",
     "health",
+    "history",
     "impatient",
     "intake",
     "iso",
