@@ -206,7 +206,7 @@ class Daemon:
         a sweep that fails is logged and tried again at the next tick (other daemons sweep too)."""
         try:
             before = time.time() - history.AFTER_S
-            while await self.store.write(history.sweep, before) == history.BATCH:
+            while await self.store.write(history.sweep, before, history.BATCH) == history.BATCH:
                 pass
         except Exception as exc:
             said = f"cannot move ended jobs to history: {reason(exc)}"
