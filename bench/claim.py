@@ -36,7 +36,9 @@ QUEUES = ((2_000, 0), (20_000, 0), (2_000, 200_000))
 _BATCH = 5_000
 
 
-def _rows(queued: int, finished: int, loops: int) -> Iterator[tuple[dict[str, Any], ...]]:
+def _rows(
+    queued: int, finished: int, loops: int
+) -> Iterator[tuple[tuple[dict[str, Any], dict[str, Any]], ...]]:
     """Envelope and job rows, finished ones first (older), in batches."""
     now = time.time()
     batch: list[tuple[dict[str, Any], dict[str, Any]]] = []
@@ -137,19 +139,23 @@ def measure(
     queues: tuple[tuple[int, int], ...] = QUEUES,
 ) -> None:
     """Print the claim's and the floor's medians for each of ``queues`` (queued, finished), a
-    fresh database of ``urls`` each."""
+    fresh database of ``urls`` each. The databases are filled first, then claimed from in turn,
+    a claim and a floor each, so a change of the machine's load weighs on every queue alike."""
     print(f"{name}: {loops} loops served; medians of {claims} claims, ms")
     print(f"  {'queued':>7} {'finished':>9} {'claim':>8} {'floor':>8} {'ratio':>6}")
-    base: float | None = None
-    for queued, finished in queues:
-        engine = create_engine(next(urls))
+    engines = [create_engine(next(urls)) for _ in queues]
+    for engine, (queued, finished) in zip(engines, queues, strict=True):
         fill(engine, queued, finished, loops)
-        sides: dict[str, list[float]] = {"claim": [], "floor": []}
-        for _ in range(claims // 2):
-            sides["claim"].append(timed(engine, claim, loops))
-            sides["floor"].append(timed(engine, floor, loops))
+    sides: list[dict[str, list[float]]] = [{"claim": [], "floor": []} for _ in queues]
+    for _ in range(claims // 2):
+        for engine, timings in zip(engines, sides, strict=True):
+            timings["claim"].append(timed(engine, claim, loops))
+            timings["floor"].append(timed(engine, floor, loops))
+    for engine in engines:
         engine.dispose()
-        took, bare = (statistics.median(sides[side]) for side in ("claim", "floor"))
+    base: float | None = None
+    for (queued, finished), timings in zip(queues, sides, strict=True):
+        took, bare = (statistics.median(timings[side]) for side in ("claim", "floor"))
         base = base or took
         print(
             f"  {queued:>7,} {finished:>9,} {took:>8.3f} {bare:>8.3f} {took / bare:>5.1f}×"
