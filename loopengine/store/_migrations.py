@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 import loopengine.store._tables as tables
 from loopengine.errors import StorageError
-from loopengine.store import history
+from loopengine.store.history import ENDED
 
 __all__ = ["MIGRATIONS", "Migration", "check_readable", "migrate"]
 
@@ -299,7 +299,7 @@ def _knowledge(connection: sa.Connection) -> None:
 def _job_history(connection: sa.Connection) -> None:
     """History of its own for the jobs that ended: those of an existing database move over."""
     tables.job_history.create(connection, checkfirst=True)
-    jobs, ended = tables.jobs, tables.jobs.c.status.in_(history.ENDED)
+    jobs, ended = tables.jobs, tables.jobs.c.status.in_(ENDED)
     names = [column.name for column in jobs.c]
     connection.execute(tables.job_history.insert().from_select(names, sa.select(jobs).where(ended)))
     connection.execute(jobs.delete().where(ended))
