@@ -179,7 +179,9 @@ def test_a_sweep_passes_over_jobs_another_sweep_is_moving(emptied: sa.Engine) ->
     _insert(emptied, *(_job() for _ in range(10)))
     with emptied.connect() as first, first.begin():
         assert history.sweep(first, 20.0, 3) == 3
-        assert _sweep(emptied, 20.0, 100) == 7
+        with emptied.connect() as second, second.begin():
+            second.exec_driver_sql("SET LOCAL lock_timeout = '10s'")  # waiting fails, not hangs
+            assert history.sweep(second, 20.0, 100) == 7
     assert len(_ids(emptied, tables.job_history)) == 10
     assert _ids(emptied, tables.jobs) == []
 
