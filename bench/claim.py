@@ -8,8 +8,9 @@ and each queue (2,000 then 20,000 jobs queued; 2,000 queued behind 200,000 finis
 claim followed by its job's finish in one transaction, as a worker does; medians of
 ``--claims``. The floor, timed in turn on the same rows: the oldest queued job read through the
 (status, created_at) index, its row locked (``FOR UPDATE SKIP LOCKED`` on PostgreSQL), and its
-status set, with nothing else. Goal: the claim at 20,000 queued, and behind 200,000 finished,
-within 10 % of the claim at 2,000, on both databases.
+status set, with nothing else. Finished jobs are where the daemons' sweep leaves them, in the
+jobs' history (``store.history``). Goal: the claim at 20,000 queued, and behind 200,000
+finished, within 10 % of the claim at 2,000, on both databases.
 """
 
 from __future__ import annotations
@@ -28,14 +29,16 @@ from typing import Any
 import sqlalchemy as sa
 
 from loopengine.store import _tables as tables
-from loopengine.store import create_engine, migrate, queue
+from loopengine.store import create_engine, history, migrate, queue
 
 QUEUES = ((2_000, 0), (20_000, 0), (2_000, 200_000))
 """(queued, finished) jobs."""
 _BATCH = 5_000
 
 
-def _rows(queued: int, finished: int, loops: int) -> Iterator[tuple[dict[str, Any], ...]]:
+def _rows(
+    queued: int, finished: int, loops: int
+) -> Iterator[tuple[tuple[dict[str, Any], dict[str, Any]], ...]]:
     """Envelope and job rows, finished ones first (older), in batches."""
     now = time.time()
     batch: list[tuple[dict[str, Any], dict[str, Any]]] = []
@@ -77,12 +80,20 @@ def _rows(queued: int, finished: int, loops: int) -> Iterator[tuple[dict[str, An
         yield tuple(batch)
 
 
+def _kept_in(job: dict[str, Any]) -> sa.Table:
+    """Where the daemons' sweep leaves ``job``: its history once it ended."""
+    return tables.job_history if job["status"] in history.ENDED else tables.jobs
+
+
 def fill(engine: sa.Engine, queued: int, finished: int, loops: int) -> None:
     with engine.begin() as connection:
         migrate(connection)
         for batch in _rows(queued, finished, loops):
             connection.execute(tables.envelopes.insert(), [envelope for envelope, _ in batch])
-            connection.execute(tables.jobs.insert(), [job for _, job in batch])
+            for table in (tables.jobs, tables.job_history):
+                rows = [job for _, job in batch if _kept_in(job) is table]
+                if rows:
+                    connection.execute(table.insert(), rows)
     if engine.dialect.name == "postgresql":
         with engine.connect() as connection:
             connection.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql("ANALYZE")
@@ -128,19 +139,23 @@ def measure(
     queues: tuple[tuple[int, int], ...] = QUEUES,
 ) -> None:
     """Print the claim's and the floor's medians for each of ``queues`` (queued, finished), a
-    fresh database of ``urls`` each."""
+    fresh database of ``urls`` each. The databases are filled first, then claimed from in turn,
+    a claim and a floor each, so a change of the machine's load weighs on every queue alike."""
     print(f"{name}: {loops} loops served; medians of {claims} claims, ms")
     print(f"  {'queued':>7} {'finished':>9} {'claim':>8} {'floor':>8} {'ratio':>6}")
-    base: float | None = None
-    for queued, finished in queues:
-        engine = create_engine(next(urls))
+    engines = [create_engine(next(urls)) for _ in queues]
+    for engine, (queued, finished) in zip(engines, queues, strict=True):
         fill(engine, queued, finished, loops)
-        sides: dict[str, list[float]] = {"claim": [], "floor": []}
-        for _ in range(claims // 2):
-            sides["claim"].append(timed(engine, claim, loops))
-            sides["floor"].append(timed(engine, floor, loops))
+    sides: list[dict[str, list[float]]] = [{"claim": [], "floor": []} for _ in queues]
+    for _ in range(claims // 2):
+        for engine, timings in zip(engines, sides, strict=True):
+            timings["claim"].append(timed(engine, claim, loops))
+            timings["floor"].append(timed(engine, floor, loops))
+    for engine in engines:
         engine.dispose()
-        took, bare = (statistics.median(sides[side]) for side in ("claim", "floor"))
+    base: float | None = None
+    for (queued, finished), timings in zip(queues, sides, strict=True):
+        took, bare = (statistics.median(timings[side]) for side in ("claim", "floor"))
         base = base or took
         print(
             f"  {queued:>7,} {finished:>9,} {took:>8.3f} {bare:>8.3f} {took / bare:>5.1f}×"

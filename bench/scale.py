@@ -131,15 +131,16 @@ def _migrated(url: str) -> None:
 
 
 def _ended(url: str, count: int) -> float:
-    """When the ``count``-th job ended, once it has (polled: the jobs table says when)."""
+    """When the ``count``-th job ended, once it has (polled: the jobs table, or the history the
+    daemons sweep ended jobs to, says when)."""
     engine = create_engine(url)
-    query = (
-        sa.select(tables.jobs.c.finished_at)
-        .where(tables.jobs.c.status == queue.DONE)
-        .order_by(tables.jobs.c.finished_at)
-        .offset(count - 1)
-        .limit(1)
-    )
+    ended = sa.union_all(
+        *(
+            sa.select(table.c.finished_at).where(table.c.status == queue.DONE)
+            for table in (tables.jobs, tables.job_history)
+        )
+    ).subquery()
+    query = sa.select(ended.c.finished_at).order_by(ended.c.finished_at).offset(count - 1).limit(1)
     deadline = time.monotonic() + 60 + count / 10
     try:
         while time.monotonic() < deadline:

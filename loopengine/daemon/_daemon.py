@@ -29,7 +29,7 @@ from loopengine.daemon._wakeups import Wakeups
 from loopengine.daemon._workers import Workers
 from loopengine.engine import escalate_overdue, owner_died
 from loopengine.errors import LoopEngineError, StoreUnavailable
-from loopengine.store import Artifact, new_id, queue
+from loopengine.store import Artifact, history, new_id, queue
 from loopengine.store.wakeups import EVENT, JOB, METRIC
 
 __all__ = ["PRUNE_S", "RELOAD_S", "TIMERS_S", "Daemon", "Signals", "supervised", "wait_out_outages"]
@@ -189,15 +189,28 @@ class Daemon:
                 return
 
     async def timers(self) -> None:
-        """Approval deadlines every ``TIMERS_S``; retention every ``PRUNE_S`` (from the start)."""
+        """Approval deadlines and the sweep of ended jobs every ``TIMERS_S``; retention every
+        ``PRUNE_S`` (from the start)."""
         pruned = 0.0
         while True:
             for execution_id in await escalate_overdue(self.runtime.engine, self.runtime.load_loop):
                 self.log.line("escalate", "approval window closed", execution=execution_id)
+            await self.sweep()
             if time.monotonic() - pruned >= PRUNE_S or not pruned:
                 await self.prune()
                 pruned = time.monotonic()
             await anyio.sleep(TIMERS_S)
+
+    async def sweep(self) -> None:
+        """Move the jobs that ended ``history.AFTER_S`` ago out of the queue, a batch at a time;
+        a sweep that fails is logged and tried again at the next tick (other daemons sweep too)."""
+        try:
+            before = time.time() - history.AFTER_S
+            while await self.store.write(history.sweep, before, history.BATCH) == history.BATCH:
+                pass
+        except Exception as exc:
+            said = f"cannot move ended jobs to history: {reason(exc)}"
+            self.log.line("error", f"{said}; tried again in {TIMERS_S:g} s")
 
     async def prune(self) -> None:
         """Forget what is past its retention: artifacts (``retention_days``), and a loop's

@@ -135,6 +135,7 @@ __all__ = [
     "executions",
     "flags",
     "health",
+    "history",
     "impatient",
     "intake",
     "iso",

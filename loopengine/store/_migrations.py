@@ -11,6 +11,7 @@ import sqlalchemy as sa
 
 import loopengine.store._tables as tables
 from loopengine.errors import StorageError
+from loopengine.store.history import ENDED
 
 __all__ = ["MIGRATIONS", "Migration", "check_readable", "migrate"]
 
@@ -295,10 +296,20 @@ def _knowledge(connection: sa.Connection) -> None:
         connection.exec_driver_sql(statement)
 
 
+def _job_history(connection: sa.Connection) -> None:
+    """History of its own for the jobs that ended: those of an existing database move over."""
+    tables.job_history.create(connection, checkfirst=True)
+    jobs, ended = tables.jobs, tables.jobs.c.status.in_(ENDED)
+    names = [column.name for column in jobs.c]
+    connection.execute(tables.job_history.insert().from_select(names, sa.select(jobs).where(ended)))
+    connection.execute(jobs.delete().where(ended))
+
+
 def _initial(connection: sa.Connection) -> None:
     later = {*_CHAT_TABLES, *_DAEMON_TABLES, *_AUTOLEARN_TABLES, *_MEMORY_TABLES}
     later |= set(_KNOWLEDGE_TABLES)
     later |= {tables.score_history, tables.webhook_bodies, tables.execution_logs}
+    later |= {tables.job_history}
     wanted = [t for t in tables.metadata.sorted_tables if t not in later]
     tables.metadata.create_all(connection, tables=wanted)
 
@@ -331,6 +342,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(14, "what an execution's skills logged", _execution_logs),
     Migration(15, "knowledge bases: files, chunks, their keyword index and vectors", _knowledge),
     Migration(16, "events keep the trace they were appended under", _event_traces),
+    Migration(17, "jobs that ended move to their own history", _job_history),
 )
 
 

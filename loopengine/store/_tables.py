@@ -3,6 +3,8 @@ text that may quote what someone sent is ``MaskedText``. Both are written with s
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 
 from loopengine.store._database import MaskedText
@@ -25,6 +27,7 @@ __all__ = [
     "execution_logs",
     "executions",
     "feature_flags",
+    "job_history",
     "jobs",
     "knowledge_chunks",
     "knowledge_collections",
@@ -235,26 +238,44 @@ trigger_states = sa.Table(
     sa.Column("evaluated_at", sa.Float, nullable=False),
 )
 
+
+def _job_columns() -> list[sa.Column[Any]]:
+    """The columns of a job's row, in the queue as in its history."""
+    return [
+        sa.Column("id", sa.String(32), primary_key=True),
+        sa.Column("loop_id", sa.String(200), nullable=False),
+        sa.Column("status", sa.String(16), nullable=False),
+        sa.Column("reason", MaskedText),
+        sa.Column("not_before", sa.Float, nullable=False),
+        sa.Column("owner", sa.String(200)),
+        sa.Column("lease_until", sa.Float),
+        sa.Column("attempts", sa.Integer, nullable=False),
+        sa.Column("cancel_requested", sa.Boolean, nullable=False),
+        sa.Column("execution_id", sa.String(32)),
+        sa.Column("outcome", sa.String(32)),
+        sa.Column("created_at", sa.Float, nullable=False),
+        sa.Column("finished_at", sa.Float),
+    ]
+
+
 # The queue: one row per trigger firing, claimed by a daemon's worker under a lease; its envelope
 # (its trigger and idempotency key too) is the ``envelopes`` row of its id.
 jobs = sa.Table(
     "jobs",
     metadata,
-    sa.Column("id", sa.String(32), primary_key=True),
-    sa.Column("loop_id", sa.String(200), nullable=False),
-    sa.Column("status", sa.String(16), nullable=False),
-    sa.Column("reason", MaskedText),
-    sa.Column("not_before", sa.Float, nullable=False),
-    sa.Column("owner", sa.String(200)),
-    sa.Column("lease_until", sa.Float),
-    sa.Column("attempts", sa.Integer, nullable=False),
-    sa.Column("cancel_requested", sa.Boolean, nullable=False),
-    sa.Column("execution_id", sa.String(32)),
-    sa.Column("outcome", sa.String(32)),
-    sa.Column("created_at", sa.Float, nullable=False),
-    sa.Column("finished_at", sa.Float),
+    *_job_columns(),
     sa.Index("ix_jobs_status_created", "status", "created_at"),
     sa.Index("ix_jobs_loop_status", "loop_id", "status"),
+)
+
+# Jobs that ended (done or skipped), moved out of ``jobs`` by the daemons' sweep a few seconds
+# after they end (``store.history``): the queue holds what is queued, running or just ended, and
+# its claims do not slow down as history grows (migration 17).
+job_history = sa.Table(
+    "job_history",
+    metadata,
+    *_job_columns(),
+    sa.Index("ix_job_history_loop_created", "loop_id", "created_at"),
 )
 
 # Cron slots: unique per (loop, trigger, instant), so no restart or second daemon runs one twice.

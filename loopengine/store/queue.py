@@ -29,6 +29,7 @@ from loopengine.store._tables import (
     events,
     execution_logs,
     executions,
+    job_history,
     jobs,
     metrics,
     paused_loops,
@@ -162,13 +163,33 @@ class Job(Record):
 
 
 _ENVELOPE = ("trace_id", "intent", "scope", "payload", "constraints")
-_JOBS = sa.select(
-    *jobs.c,
-    *(envelopes.c[name] for name in _ENVELOPE),
-    envelopes.c.trigger,
-    envelopes.c.idempotency_key,
-    envelopes.c.execution_id.label("started"),
-).join_from(jobs, envelopes, envelopes.c.job_id == jobs.c.id)
+
+
+def _with_envelopes(table: sa.Table) -> sa.Select[Any]:
+    """Jobs of ``table`` (the queue or its history), each with its envelope."""
+    return sa.select(
+        *table.c,
+        *(envelopes.c[name] for name in _ENVELOPE),
+        envelopes.c.trigger,
+        envelopes.c.idempotency_key,
+        envelopes.c.execution_id.label("started"),
+    ).join_from(table, envelopes, envelopes.c.job_id == table.c.id)
+
+
+_JOBS = _with_envelopes(jobs)
+_ENDED_JOBS = _with_envelopes(job_history)
+_BOTH = (jobs, job_history)
+"""The queue, then the history its ended jobs are swept to (``store.history``)."""
+
+
+def _any_job(
+    connection: sa.Connection, where: Callable[[sa.Table], sa.ColumnElement[bool]]
+) -> Job | None:
+    """The job ``where`` picks (given the table, queue or history), wherever it is: read in one
+    statement, so a job swept to history meanwhile is found in one of the two."""
+    query = sa.union_all(_JOBS.where(where(jobs)), _ENDED_JOBS.where(where(job_history)))
+    row = connection.execute(query).mappings().first()
+    return Job.from_row(row) if row else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,23 +322,24 @@ def insert_jobs(connection: sa.Connection, batch: Sequence[Job]) -> set[str]:
 
 
 def get_job(connection: sa.Connection, job_id: str) -> Job | None:
-    row = connection.execute(_JOBS.where(jobs.c.id == job_id)).mappings().first()
-    return Job.from_row(row) if row else None
+    """The job ``job_id``, in the queue or its history."""
+    return _any_job(connection, lambda table: table.c.id == job_id)
 
 
 def release_key(connection: sa.Connection, job_id: str) -> None:
     """Free the idempotency key of a non-run (its row stays, keyed by its own id), so that the
     firing it refused may be queued when it is sent again."""
-    skipped = sa.select(jobs.c.id).where(jobs.c.id == job_id, jobs.c.status == SKIPPED)
+    skipped = sa.union_all(
+        *(sa.select(t.c.id).where(t.c.id == job_id, t.c.status == SKIPPED) for t in _BOTH)
+    )
     released = envelopes.update().where(envelopes.c.job_id.in_(skipped))
     connection.execute(released.values(idempotency_key=f"released:{job_id}"))
 
 
 def job_keyed(connection: sa.Connection, idempotency_key: str) -> Job | None:
-    """The job (or recorded non-run) queued under ``idempotency_key``, if any."""
-    query = _JOBS.where(envelopes.c.idempotency_key == idempotency_key)
-    row = connection.execute(query).mappings().first()
-    return Job.from_row(row) if row else None
+    """The job (or recorded non-run) queued under ``idempotency_key``, if any, in the queue or
+    its history."""
+    return _any_job(connection, lambda _: envelopes.c.idempotency_key == idempotency_key)
 
 
 def job_counts(connection: sa.Connection, loop_id: str) -> tuple[int, int]:
@@ -986,12 +1008,15 @@ def prune_loop(connection: sa.Connection, loop_id: str, before: float) -> int:
     for table in (phases, envelopes, approvals, execution_logs):
         connection.execute(table.delete().where(table.c.execution_id.in_(old)))
     removed = connection.execute(executions.delete().where(executions.c.id.in_(old))).rowcount
-    ended = sa.and_(
-        jobs.c.loop_id == loop_id, jobs.c.created_at < before, jobs.c.status.in_((DONE, SKIPPED))
-    )
-    unrun = envelopes.c.job_id.in_(sa.select(jobs.c.id).where(ended))
-    connection.execute(envelopes.delete().where(unrun, envelopes.c.execution_id.is_(None)))
-    connection.execute(jobs.delete().where(ended))
+    for table in _BOTH:
+        ended = sa.and_(
+            table.c.loop_id == loop_id,
+            table.c.created_at < before,
+            table.c.status.in_((DONE, SKIPPED)),
+        )
+        unrun = envelopes.c.job_id.in_(sa.select(table.c.id).where(ended))
+        connection.execute(envelopes.delete().where(unrun, envelopes.c.execution_id.is_(None)))
+        connection.execute(table.delete().where(ended))
     latest = (
         sa.select(ticks.c.trigger_id, sa.func.max(ticks.c.scheduled_for))
         .where(ticks.c.loop_id == loop_id)

@@ -21,6 +21,7 @@ import pytest
 
 from tests.daemon.conftest import Daemon, Workspace
 from tests.daemon.effects import SLOW, api_of, calls, effects, rows, write_plugin
+from tests.job_rows import ALL_JOBS
 from tests.postgres import PostgresServer, postgres_cluster
 from tests.waiting import wait_until
 
@@ -179,7 +180,7 @@ def _check_each_slot_ran_once(url: str) -> None:
 
 def _check_jobs_end_as_their_executions(url: str) -> None:
     query = (
-        "SELECT j.status, j.outcome, e.status, e.outcome FROM jobs j "
+        f"SELECT j.status, j.outcome, e.status, e.outcome FROM {ALL_JOBS} AS j "
         "JOIN executions e ON e.id = j.execution_id WHERE j.status <> 'skipped'"
     )
     pairs = Counter(rows(url, query))

@@ -15,6 +15,7 @@ from contextlib import closing
 import pytest
 
 from tests.daemon.conftest import TICK, Daemon, Workspace
+from tests.job_rows import ALL_JOBS
 
 PERIOD_S = 2.0
 KILLS = 10
@@ -92,7 +93,9 @@ def test_sigkill_at_random_moments_loses_no_slot_and_runs_none_twice(
         assert all(b - a == PERIOD_S for a, b in itertools.pairwise(slots)), slots
         for slot, status, reason, job_id in ticks:
             if status == "queued":
-                job = db.execute("SELECT status FROM jobs WHERE id = ?", (job_id,)).fetchone()
+                job = db.execute(
+                    f"SELECT status FROM {ALL_JOBS} AS j WHERE id = ?", (job_id,)
+                ).fetchone()
                 assert job == ("done",), (slot, job)
                 runs = db.execute(
                     "SELECT outcome FROM executions WHERE job_id = ?", (job_id,)

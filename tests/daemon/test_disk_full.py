@@ -15,6 +15,7 @@ import pytest
 
 from tests.daemon.conftest import Workspace
 from tests.daemon.effects import SLOW, calls, effects, write_plugin
+from tests.job_rows import ALL_JOBS
 
 SIZE = "8m"
 
@@ -93,7 +94,9 @@ def test_a_full_disk_pauses_the_work_and_answers_503_until_space_returns(
     )
     assert daemon.stop() == 0
     assert "Traceback" not in daemon.log.read_text()
-    jobs = _sqlite_rows(database, "SELECT status, outcome FROM jobs ORDER BY created_at")
+    jobs = _sqlite_rows(
+        database, f"SELECT status, outcome FROM {ALL_JOBS} AS j ORDER BY created_at"
+    )
     runs = _sqlite_rows(database, "SELECT status, outcome FROM executions ORDER BY started_at")
     assert jobs == [("done", "completed")] * 2
     assert runs == [("finished", "completed")] * 2

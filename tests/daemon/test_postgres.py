@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from loopengine.store import JobEnvelope, queue
 from tests.daemon.conftest import BY_HAND, ON_EVENT, TICK, Workspace
+from tests.job_rows import ALL_JOBS
 from tests.postgres import postgres_server
 from tests.waiting import wait_until
 
@@ -118,7 +119,7 @@ def test_three_daemons_run_each_slot_of_loops_due_together_once(
             (loop_id, trigger["scheduled_for"])
             for loop_id, trigger in connection.execute(
                 sa.text(
-                    "SELECT j.loop_id, n.trigger FROM jobs j JOIN envelopes n ON n.job_id = j.id"
+                    f"SELECT j.loop_id, n.trigger FROM {ALL_JOBS} AS j JOIN envelopes n ON n.job_id = j.id"
                 )
             )
         )
@@ -162,13 +163,13 @@ def test_three_daemons_draining_one_queue_run_every_job_exactly_once(
     (on_postgres.root / "loops" / "many.yaml").write_text(MANY)
     daemons = [on_postgres.start(f"daemon{index}.log") for index in range(3)]
     _queue_many(database)
-    done = "SELECT count(*) FROM jobs WHERE loop_id = 'many' AND status = 'done'"
+    done = f"SELECT count(*) FROM {ALL_JOBS} AS j WHERE loop_id = 'many' AND status = 'done'"
     daemons[0].wait_until(lambda: _count(database, done) == JOBS, "the jobs all ended")
     assert [daemon.stop() for daemon in daemons] == [0, 0, 0]
 
     with database.connect() as connection:
         jobs = connection.execute(
-            sa.text("SELECT attempts, outcome FROM jobs WHERE loop_id = 'many'")
+            sa.text(f"SELECT attempts, outcome FROM {ALL_JOBS} AS j WHERE loop_id = 'many'")
         ).all()
         runs = connection.execute(
             sa.text(

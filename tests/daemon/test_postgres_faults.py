@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from loopengine.store import signals
 from tests.daemon.conftest import BY_HAND, ON_EVENT, Daemon, Workspace
 from tests.daemon.effects import SLOW, api_of, calls, effects, rows, write_plugin
+from tests.job_rows import ALL_JOBS
 from tests.postgres import PostgresServer
 from tests.waiting import wait_until
 
@@ -109,7 +110,9 @@ def test_a_daemon_paused_past_its_lease_does_not_act_on_a_job_taken_over(
     assert [daemon.stop() for daemon in (first, *others)] == [0, 0, 0]
     assert effects(root) == 1
     assert [len(pids) for pids in calls(root).values()] == [1]
-    assert rows(server.url, "SELECT status, outcome FROM jobs") == [("done", "completed")]
+    assert rows(server.url, f"SELECT status, outcome FROM {ALL_JOBS} AS j") == [
+        ("done", "completed")
+    ]
     assert rows(server.url, "SELECT status, outcome FROM executions") == [("finished", "completed")]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from tests.daemon.conftest import BY_HAND, Daemon, Workspace
+from tests.job_rows import ALL_JOBS
 from tests.postgres import PostgresServer
 
 POLL_S = 60
@@ -27,7 +28,8 @@ def _waited(workspace: Workspace, daemon: Daemon, url: str) -> float:
     """How long the job ``loopengine trigger`` queues (another process) waits to start."""
     job = workspace.json("trigger", "by_hand")["job_id"]
     query = sa.text(
-        "SELECT e.started_at - j.created_at FROM jobs j JOIN executions e ON e.job_id = j.id "
+        f"SELECT e.started_at - j.created_at FROM {ALL_JOBS} AS j "
+        "JOIN executions e ON e.job_id = j.id "
         "WHERE j.id = :job"
     )
     engine = sa.create_engine(url)

@@ -175,6 +175,22 @@ def test_version_16_keeps_the_events_before_it_with_no_trace(connection: sa.Conn
     assert tuple(event) == ("disk.cleaned", None)
 
 
+def test_version_17_moves_the_jobs_that_ended_to_their_history(connection: sa.Connection) -> None:
+    jobs = {"queued": "j1", "running": "j2", "done": "j3", "skipped": "j4"}
+    with connection.begin():
+        migrated_to(connection, 16)
+        for status, job_id in jobs.items():
+            row = {"id": job_id, "loop_id": "tick", "status": status, "not_before": 0.0}
+            row |= {"attempts": 0, "cancel_requested": False, "created_at": 0.0}
+            connection.execute(tables.jobs.insert().values(**row))
+    with connection.begin():
+        migrate(connection)
+    queued = connection.execute(sa.text("SELECT id FROM jobs ORDER BY id")).scalars()
+    ended = connection.execute(sa.text("SELECT id, status FROM job_history ORDER BY id")).all()
+    assert list(queued) == ["j1", "j2"]
+    assert [tuple(row) for row in ended] == [("j3", "done"), ("j4", "skipped")]
+
+
 def test_stores_opened_at_once_on_a_new_database_migrate_it_once(engine: sa.Engine) -> None:
     """Daemons started together on a fresh database: one migrates, the others wait for it and
     find the schema made (PostgreSQL created the same tables side by side, and all but one
