@@ -330,8 +330,11 @@ def _hook_limit(context: ApiContext, path: str) -> int | None:
     return route.trigger.config.max_body_bytes if route is not None else None
 
 
-def create_app(context: ApiContext) -> FastAPI:
-    """The app serving ``context``, the console beside it; OpenAPI at ``/openapi.json``."""
+def create_app(context: ApiContext) -> ASGIApp:
+    """The app serving ``context``, the console beside it; OpenAPI at ``/openapi.json``. The
+    middlewares (in-flight bound, access, faults, body bounds, the bulk endpoints' lanes) wrap
+    the FastAPI app rather than sit inside it, so that what the lanes answer does not pass
+    FastAPI's own layers too; an error escaping the FastAPI app goes on to ``_Faults``."""
     from loopengine.console import create_console  # Jinja2: the daemon's only
 
     release = version("loopengine")
@@ -345,16 +348,10 @@ def create_app(context: ApiContext) -> FastAPI:
     )
     app.router.route_class = _FiniteRoute
     app.add_middleware(_Console, console=console)
-    app.add_middleware(FastLanes, context=context)
-    app.add_middleware(
-        BodyBounds,
-        limit=MAX_BODY,
-        deadline_s=BODY_DEADLINE_S,
-        limit_of=partial(_hook_limit, context),
-    )
-    app.add_middleware(_Faults, context=context, guarded=console.serves)
-    app.add_middleware(_Access, context=context, guarded=console.serves)
-    app.add_middleware(InFlight, limit=MAX_IN_FLIGHT, open_limit=MAX_OPEN_IN_FLIGHT)
+
+    @app.exception_handler(Exception)
+    async def passed_on(request: Request, exc: Exception) -> Response:
+        raise exc
 
     @app.exception_handler(HTTPException)
     async def httperror_response(request: Request, exc: HTTPException) -> JSONResponse:
@@ -374,4 +371,12 @@ def create_app(context: ApiContext) -> FastAPI:
 
     for add_routes in _ROUTES:
         add_routes(app, context)
-    return app
+    bounded = BodyBounds(
+        FastLanes(app, context),
+        limit=MAX_BODY,
+        deadline_s=BODY_DEADLINE_S,
+        limit_of=partial(_hook_limit, context),
+    )
+    guarded = console.serves
+    served = _Access(_Faults(bounded, context, guarded), context, guarded)
+    return InFlight(served, limit=MAX_IN_FLIGHT, open_limit=MAX_OPEN_IN_FLIGHT)
