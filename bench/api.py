@@ -16,7 +16,9 @@ Printed: requests/s, p50/p99 latency, how many times slower than the floor, and 
 each request cost the server (``/proc/PID/stat``, all its threads, the jobs a trigger starts
 included; beside it, how many times the floor's: on a loaded machine a steadier figure than
 requests/s) and the clients; medians over the rounds, and the load average at the start and
-the end. The daemon runs on SQLite with its default durability.
+the end. A trigger's server CPU holds the jobs it queued that ran during the round: printed
+apart, a request's without them (the CPU a job took measured as the jobs left drained). The
+daemon runs on SQLite with its default durability.
 
 Chat: ``POST /v1/chat/completions`` (model ``loopengine-simple``) next to the same message run
 in-process as ``loopengine chat`` runs it (the shipped loop on a runtime, without the process
@@ -273,15 +275,30 @@ async def _first_execution(api: str) -> str:
         await asyncio.sleep(0.05)
 
 
+async def _depth(api: str) -> int:
+    """The jobs queued or running."""
+    connection = await Connection.open(api)
+    _, body = await connection.request("GET", "/status")
+    connection.close()
+    return sum(json.loads(body)["queue"].values())
+
+
 async def _drained(api: str) -> None:
     """Once the jobs the triggers queued have run (they would load the next measurement)."""
-    connection = await Connection.open(api)
-    while True:
-        _, body = await connection.request("GET", "/status")
-        if not any(json.loads(body)["queue"].values()):
-            connection.close()
-            return
+    while await _depth(api):
         await asyncio.sleep(0.2)
+
+
+async def _jobs_apart(daemon: Server, figures: dict[str, float], requests: int) -> None:
+    """Adds to a trigger round's ``figures`` the server CPU (ms) a request cost without the jobs
+    it queued (``request_ms``): the jobs that ran during the round (those queued less those
+    left) at the CPU a job took as the ones left drained, taken from its ``server_ms``."""
+    left = await _depth(daemon.api)
+    before = cpu_seconds(daemon.pid)
+    await _drained(daemon.api)
+    each = (cpu_seconds(daemon.pid) - before) / left if left else 0.0
+    figures["job_ms"] = each * 1000
+    figures["request_ms"] = figures["server_ms"] - (requests - left) * each * 1000 / requests
 
 
 async def _answers(api: str, sends: dict[str, Send]) -> dict[str, tuple[int, bytes]]:
@@ -315,14 +332,16 @@ async def bench_endpoints(
     daemon: Server, floor: Server, sends: dict[str, Send], args: argparse.Namespace
 ) -> Rounds:
     """Each endpoint and its floor in turn, ``args.rounds`` times; the jobs the triggers queued
-    run out between rounds."""
+    run out before the next measurement of the daemon."""
     results: Rounds = {name: [] for name in sends}
     for _ in range(args.rounds):
         for name, send in sends.items():
             floor_figures = await _load(floor, send, args.requests, args.clients)
+            await _drained(daemon.api)
             daemon_figures = await _load(daemon, send, args.requests, args.clients)
+            if name == TRIGGER:
+                await _jobs_apart(daemon, daemon_figures, args.requests)
             results[name].append((daemon_figures, floor_figures))
-        await _drained(daemon.api)
     return results
 
 
@@ -375,9 +394,10 @@ async def _against_floor(daemon: Server, args: argparse.Namespace) -> Rounds:
 
 
 def _print_endpoints(endpoints: Rounds) -> None:
-    keys = ("rps", "p50", "p99", "server_ms", "client_ms")
-
-    def median(rounds: list[dict[str, float]]) -> dict[str, float]:
+    def median(
+        rounds: list[dict[str, float]],
+        keys: tuple[str, ...] = ("rps", "p50", "p99", "server_ms", "client_ms"),
+    ) -> dict[str, float]:
         return {key: statistics.median(r[key] for r in rounds) for key in keys}
 
     print(
@@ -394,6 +414,13 @@ def _print_endpoints(endpoints: Rounds) -> None:
             f"{f['p99']:>8.1f}{f['server_ms']:>11.2f}{g['server_ms']:>7.2f}"
             f"{f['server_ms'] / g['server_ms']:>7.1f}x{f['client_ms']:>11.2f}"
         )
+    trigger = median([daemon for daemon, _ in endpoints[TRIGGER]], ("request_ms", "job_ms"))
+    floor_ms = median([floor for _, floor in endpoints[TRIGGER]])["server_ms"]
+    print(
+        f"{TRIGGER}: its server CPU holds the jobs it queued that ran during the round "
+        f"({trigger['job_ms']:.2f} ms a job, as the others drained); a request alone "
+        f"{trigger['request_ms']:.2f} ms, {trigger['request_ms'] / floor_ms:.1f}x the floor's"
+    )
     verdicts = [
         f"{name} {below[name]:.1f}x: " + ("ok" if below[name] <= WITHIN_FLOOR else "MISSED")
         for name in (EVENT, TRIGGER)
