@@ -386,6 +386,7 @@ def create_app(context: ApiContext) -> ASGIApp:
 
     @app.exception_handler(Exception)
     async def passed_on(request: Request, exc: Exception) -> Response:
+        """On to ``_Faults``, around the app (FastAPI would answer a plain-text 500 first)."""
         raise exc
 
     @app.exception_handler(HTTPException)
