@@ -4,16 +4,21 @@ layer's cost on a chat.
     python bench/api.py [--requests 2000] [--clients 50] [--rounds 3] [--chats 200]
 
 Endpoints: ``GET /health``, ``GET /executions/{id}``, ``POST /events`` and
-``POST /loops/{id}/trigger``, next to the floor: a bare FastAPI app whose one endpoint does
-nothing (``POST /``, sent the same body as ``POST /events``), served by uvicorn as the daemon
-serves its API (the same server class, protocol and settings, on an event loop of its own
-process). Both processes run in the same run; the endpoints and the floor are measured in turn,
-round after round, by the same clients: kept-alive connections of one process, written by hand
-(``Connection``) so that the client is not what is measured. Printed: requests/s, p50/p99
-latency, how many times slower than the floor, and the CPU time each request cost the server
-(``/proc/PID/stat``, all its threads, the jobs a trigger starts included; beside it, how many
-times the floor's: on a loaded machine a steadier figure than requests/s) and the clients;
-medians over the rounds. The daemon runs on SQLite with its default durability.
+``POST /loops/{id}/trigger``, each next to its floor: a bare FastAPI app whose endpoints do
+nothing but answer, served by uvicorn as the daemon serves its API (the same server class,
+protocol and settings, on an event loop of its own process). Like for like: the floor has a
+route of the same method and path for each endpoint, is sent the very same requests (head and
+body) and answers each with the status and JSON body the daemon answered it (captured from the
+daemon first, checked of the same size). Both processes run in the same run; each endpoint and
+its floor are measured in turn, round after round, by the same clients: kept-alive connections
+of one process, written by hand (``Connection``) so that the client is not what is measured.
+Printed: requests/s, p50/p99 latency, how many times slower than the floor, and the CPU time
+each request cost the server (``/proc/PID/stat``, all its threads, the jobs a trigger starts
+included; beside it, how many times the floor's: on a loaded machine a steadier figure than
+requests/s) and the clients; medians over the rounds, and the load average at the start and
+the end. A trigger's server CPU holds the jobs it queued that ran during the round: printed
+apart, a request's without them (the CPU a job took measured as the jobs left drained). The
+daemon runs on SQLite with its default durability.
 
 Chat: ``POST /v1/chat/completions`` (model ``loopengine-simple``) next to the same message run
 in-process as ``loopengine chat`` runs it (the shipped loop on a runtime, without the process
@@ -107,9 +112,21 @@ def start_daemon(root: Path, env: dict[str, str]) -> tuple[subprocess.Popen[byte
     raise SystemExit(f"the daemon did not start: {log.read_text()[-2000:]}")
 
 
-async def _serve_floor() -> None:
-    """The floor: a bare FastAPI app whose one endpoint does nothing, served as the daemon
-    serves its API; its URL printed once it accepts connections."""
+Answers = dict[str, tuple[int, Any]]
+"""Each endpoint's name (``METHOD /route``) and what the daemon answered it: status, JSON body."""
+
+
+def _answering(answer: Any) -> Callable[[], Awaitable[Any]]:
+    async def nothing() -> Any:
+        return answer
+
+    return nothing
+
+
+async def _serve_floor(answers: Answers) -> None:
+    """The floor: a bare FastAPI app with a route for each endpoint that does nothing but give
+    the daemon's answer (``answers``), served as the daemon serves its API; its URL printed once
+    it accepts connections."""
     import anyio
     from fastapi import FastAPI
 
@@ -117,11 +134,9 @@ async def _serve_floor() -> None:
     from loopengine.contract import DaemonSettings
 
     app = FastAPI()
-
-    @app.post("/")
-    async def nothing() -> dict[str, str]:
-        return {}
-
+    for name, (status, answer) in answers.items():
+        method, route = name.split(" ", 1)
+        app.add_api_route(route, _answering(answer), methods=[method], status_code=status)
     settings = DaemonSettings()
     server = ApiServer(app, listening_socket(settings.host, 0), settings)
     async with anyio.create_task_group() as group:
@@ -131,10 +146,12 @@ async def _serve_floor() -> None:
         print(server.url, flush=True)
 
 
-def start_floor() -> tuple[subprocess.Popen[str], str]:
-    """The floor's server in its own process, and its URL."""
+def start_floor(answers: Answers) -> tuple[subprocess.Popen[str], str]:
+    """The floor's server, giving ``answers``, in its own process, and its URL."""
     process = subprocess.Popen(
-        [sys.executable, __file__, "--floor"], stdout=subprocess.PIPE, text=True
+        [sys.executable, __file__, "--floor", json.dumps(answers)],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert process.stdout is not None
     url = process.stdout.readline().strip()
@@ -217,7 +234,6 @@ async def _load(server: Server, send: Send, requests: int, clients: int) -> dict
     }
 
 
-FLOOR = "bare FastAPI: POST / (floor)"
 EVENT = "POST /events"
 TRIGGER = "POST /loops/{id}/trigger"
 WITHIN_FLOOR = 2.0
@@ -225,11 +241,7 @@ WITHIN_FLOOR = 2.0
 
 
 def _endpoints(execution_id: str) -> dict[str, Send]:
-    def event(n: int) -> dict[str, Any]:
-        return {"name": "bench.tick", "data": {"n": n}}
-
-    def floor(connection: Connection, n: int) -> Awaitable[tuple[int, bytes]]:
-        return connection.request("POST", "/", event(n))
+    """Each endpoint's request, by name (``METHOD /route``, the floor's route)."""
 
     def health(connection: Connection, n: int) -> Awaitable[tuple[int, bytes]]:
         return connection.request("GET", "/health")
@@ -238,13 +250,12 @@ def _endpoints(execution_id: str) -> dict[str, Send]:
         return connection.request("GET", f"/executions/{execution_id}")
 
     def post_event(connection: Connection, n: int) -> Awaitable[tuple[int, bytes]]:
-        return connection.request("POST", "/events", event(n))
+        return connection.request("POST", "/events", {"name": "bench.tick", "data": {"n": n}})
 
     def trigger(connection: Connection, n: int) -> Awaitable[tuple[int, bytes]]:
         return connection.request("POST", "/loops/by_hand/trigger", {"inputs": {}})
 
     return {
-        FLOOR: floor,
         "GET /health": health,
         "GET /executions/{id}": get_execution,
         EVENT: post_event,
@@ -264,27 +275,73 @@ async def _first_execution(api: str) -> str:
         await asyncio.sleep(0.05)
 
 
+async def _depth(api: str) -> int:
+    """The jobs queued or running."""
+    connection = await Connection.open(api)
+    _, body = await connection.request("GET", "/status")
+    connection.close()
+    return sum(json.loads(body)["queue"].values())
+
+
 async def _drained(api: str) -> None:
     """Once the jobs the triggers queued have run (they would load the next measurement)."""
-    connection = await Connection.open(api)
-    while True:
-        _, body = await connection.request("GET", "/status")
-        if not any(json.loads(body)["queue"].values()):
-            connection.close()
-            return
+    while await _depth(api):
         await asyncio.sleep(0.2)
 
 
+async def _jobs_apart(daemon: Server, figures: dict[str, float], requests: int) -> None:
+    """Adds to a trigger round's ``figures`` the server CPU (ms) a request cost without the jobs
+    it queued (``request_ms``): the jobs that ran during the round (those queued less those
+    left) at the CPU a job took as the ones left drained, taken from its ``server_ms``."""
+    left = await _depth(daemon.api)
+    before = cpu_seconds(daemon.pid)
+    await _drained(daemon.api)
+    each = (cpu_seconds(daemon.pid) - before) / left if left else 0.0
+    figures["job_ms"] = each * 1000
+    figures["request_ms"] = figures["server_ms"] - (requests - left) * each * 1000 / requests
+
+
+async def _answers(api: str, sends: dict[str, Send]) -> dict[str, tuple[int, bytes]]:
+    """What ``api`` answers each endpoint's request: status and body."""
+    connection = await Connection.open(api)
+    try:
+        return {name: await send(connection, 0) for name, send in sends.items()}
+    finally:
+        connection.close()
+
+
+def like_for_like(
+    daemon: dict[str, tuple[int, bytes]], floor: dict[str, tuple[int, bytes]]
+) -> None:
+    """Ends the bench unless the floor answers each request with the daemon's status and a body
+    of the same size (within a few bytes: an id or a count may take another digit)."""
+    for name, (status, body) in daemon.items():
+        floor_status, floor_body = floor[name]
+        if floor_status != status or abs(len(floor_body) - len(body)) > 4:
+            raise SystemExit(
+                f"{name}: the floor answers {floor_status} with {len(floor_body)} bytes, the "
+                f"daemon {status} with {len(body)} bytes: not like for like"
+            )
+
+
+Rounds = dict[str, list[tuple[dict[str, float], dict[str, float]]]]
+"""Each endpoint's rounds: the daemon's figures and its floor's."""
+
+
 async def bench_endpoints(
-    daemon: Server, floor: Server, args: argparse.Namespace
-) -> dict[str, list[dict[str, float]]]:
-    sends = _endpoints(await _first_execution(daemon.api))
-    results: dict[str, list[dict[str, float]]] = {name: [] for name in sends}
+    daemon: Server, floor: Server, sends: dict[str, Send], args: argparse.Namespace
+) -> Rounds:
+    """Each endpoint and its floor in turn, ``args.rounds`` times; the jobs the triggers queued
+    run out before the next measurement of the daemon."""
+    results: Rounds = {name: [] for name in sends}
     for _ in range(args.rounds):
         for name, send in sends.items():
-            server = floor if name == FLOOR else daemon
-            results[name].append(await _load(server, send, args.requests, args.clients))
-        await _drained(daemon.api)
+            floor_figures = await _load(floor, send, args.requests, args.clients)
+            await _drained(daemon.api)
+            daemon_figures = await _load(daemon, send, args.requests, args.clients)
+            if name == TRIGGER:
+                await _jobs_apart(daemon, daemon_figures, args.requests)
+            results[name].append((daemon_figures, floor_figures))
     return results
 
 
@@ -320,25 +377,52 @@ async def bench_chat(
     return {name: (times[name], cpu[name] * 1000 / chats) for name in times}
 
 
-def _print_endpoints(endpoints: dict[str, list[dict[str, float]]]) -> None:
-    keys = ("rps", "p50", "p99", "server_ms", "client_ms")
-    figures = {
-        name: {key: statistics.median(r[key] for r in rounds) for key in keys}
-        for name, rounds in endpoints.items()
-    }
-    floor, floor_cpu = figures[FLOOR]["rps"], figures[FLOOR]["server_ms"]
-    print(
-        f"{'endpoint':<30}{'req/s':>8}{'p50 ms':>9}{'p99 ms':>9}{'below floor':>12}"
-        f"{'server CPU':>12}{'x floor':>9}{'client CPU':>12}  (CPU ms a request)"
+async def _against_floor(daemon: Server, args: argparse.Namespace) -> Rounds:
+    """The endpoints' rounds next to a floor giving the daemon's answers (``like_for_like``)."""
+    sends = _endpoints(await _first_execution(daemon.api))
+    answers = await _answers(daemon.api, sends)
+    floor_process, floor_api = start_floor(
+        {name: (status, json.loads(body)) for name, (status, body) in answers.items()}
     )
-    for name, f in figures.items():
+    try:
+        floor = Server(floor_api, floor_process.pid)
+        like_for_like(answers, await _answers(floor.api, sends))
+        return await bench_endpoints(daemon, floor, sends, args)
+    finally:
+        floor_process.terminate()
+        floor_process.wait(60)
+
+
+def _print_endpoints(endpoints: Rounds) -> None:
+    def median(
+        rounds: list[dict[str, float]],
+        keys: tuple[str, ...] = ("rps", "p50", "p99", "server_ms", "client_ms"),
+    ) -> dict[str, float]:
+        return {key: statistics.median(r[key] for r in rounds) for key in keys}
+
+    print(
+        f"{'endpoint':<26}{'req/s':>7}{'floor':>7}{'below':>7}{'p50 ms':>8}{'p99 ms':>8}"
+        f"{'server CPU':>11}{'floor':>7}{'x floor':>8}{'client CPU':>11}  (CPU ms a request)"
+    )
+    below: dict[str, float] = {}
+    for name, rounds in endpoints.items():
+        f = median([daemon for daemon, _ in rounds])
+        g = median([floor for _, floor in rounds])
+        below[name] = g["rps"] / f["rps"]
         print(
-            f"{name:<30}{f['rps']:>8.0f}{f['p50']:>9.1f}{f['p99']:>9.1f}{floor / f['rps']:>11.1f}x"
-            f"{f['server_ms']:>12.2f}{f['server_ms'] / floor_cpu:>8.1f}x{f['client_ms']:>12.2f}"
+            f"{name:<26}{f['rps']:>7.0f}{g['rps']:>7.0f}{below[name]:>6.1f}x{f['p50']:>8.1f}"
+            f"{f['p99']:>8.1f}{f['server_ms']:>11.2f}{g['server_ms']:>7.2f}"
+            f"{f['server_ms'] / g['server_ms']:>7.1f}x{f['client_ms']:>11.2f}"
         )
+    trigger = median([daemon for daemon, _ in endpoints[TRIGGER]], ("request_ms", "job_ms"))
+    floor_ms = median([floor for _, floor in endpoints[TRIGGER]])["server_ms"]
+    print(
+        f"{TRIGGER}: its server CPU holds the jobs it queued that ran during the round "
+        f"({trigger['job_ms']:.2f} ms a job, as the others drained); a request alone "
+        f"{trigger['request_ms']:.2f} ms, {trigger['request_ms'] / floor_ms:.1f}x the floor's"
+    )
     verdicts = [
-        f"{name} {floor / figures[name]['rps']:.1f}x: "
-        + ("ok" if floor / figures[name]["rps"] <= WITHIN_FLOOR else "MISSED")
+        f"{name} {below[name]:.1f}x: " + ("ok" if below[name] <= WITHIN_FLOOR else "MISSED")
         for name in (EVENT, TRIGGER)
     ]
     print(f"goal: within {WITHIN_FLOOR:g}x of the floor's req/s: " + "   ".join(verdicts))
@@ -350,10 +434,10 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--chats", type=int, default=200)
-    parser.add_argument("--floor", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--floor", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.floor:
-        asyncio.run(_serve_floor())
+        asyncio.run(_serve_floor(json.loads(args.floor)))
         return
     started_load = load_average()
     context = multiprocessing.get_context("spawn")
@@ -364,21 +448,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         env = _workspace(root, base_url)
-        floor_process, floor_api = start_floor()
+        daemon_process, daemon_api = start_daemon(root, env)
         try:
-            daemon_process, daemon_api = start_daemon(root, env)
-            try:
-                daemon = Server(daemon_api, daemon_process.pid)
-                floor = Server(floor_api, floor_process.pid)
-                endpoints = asyncio.run(bench_endpoints(daemon, floor, args))
-                os.environ["LOOPENGINE_DATABASE"] = env["LOOPENGINE_DATABASE"]
-                chat = asyncio.run(bench_chat(daemon, root, args.chats))
-            finally:
-                daemon_process.terminate()
-                daemon_process.wait(60)
+            daemon = Server(daemon_api, daemon_process.pid)
+            endpoints = asyncio.run(_against_floor(daemon, args))
+            os.environ["LOOPENGINE_DATABASE"] = env["LOOPENGINE_DATABASE"]
+            chat = asyncio.run(bench_chat(daemon, root, args.chats))
         finally:
-            floor_process.terminate()
-            floor_process.wait(60)
+            daemon_process.terminate()
+            daemon_process.wait(60)
             stop.set()
     print(
         f"{args.clients} concurrent clients, {args.requests} requests a round, {args.rounds} "

@@ -6,14 +6,14 @@ is served beside it, at ``/`` and the paths it names, behind its own login.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from collections.abc import Callable, Coroutine
 from functools import partial
 from importlib.metadata import version
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -94,36 +94,71 @@ class BodyBounds:
             await self.app(scope, receive, send)
             return
         limit = min(self.limit, self.limit_of(scope["path"]) or self.limit)
-        too_large = f"the request body is over {limit} bytes"
-        length = dict(scope["headers"]).get(b"content-length")
+        length = next((v for k, v in scope["headers"] if k == b"content-length"), None)
         if length is not None and not (length.isascii() and length.isdigit()):
             refusal = error_response(400, "Content-Length must be a number of bytes")
         elif length is not None and int(length) > limit:
-            refusal = error_response(413, too_large)
+            refusal = error_response(413, f"the request body is over {limit} bytes")
         else:
             refusal = None
         if refusal is not None:
             refusal.headers["Connection"] = "close"
             await refusal(scope, receive, send)
             return
-        ends = anyio.current_time() + self.deadline_s
-        size, whole = 0, False
+        body = _Body(receive, limit, self.deadline_s)
+        try:
+            await self.app(scope, body.read, send)
+        finally:
+            body.deadline.cancel()
 
-        async def bounded() -> Message:
-            nonlocal size, whole
-            if whole:
-                return await receive()
-            with anyio.move_on_after(max(0.0, ends - anyio.current_time())):
-                message = await receive()
-                size += len(message.get("body", b""))
-                if size > limit:
-                    raise HTTPException(413, too_large, {"Connection": "close"})
-                whole = message["type"] != "http.request" or not message.get("more_body")
-                return message
-            late = f"the request body did not arrive within {self.deadline_s:g} s"
-            raise HTTPException(408, late, {"Connection": "close"})
 
-        await self.app(scope, bounded, send)
+class _Body:
+    """A request's body as ``BodyBounds`` lets it be read: a 413 once the chunks read pass
+    ``limit``, a 408 once ``deadline_s`` passed before it was whole. One timer keeps the deadline
+    (a cancel scope around each read cost more than the rest of the bounds); it interrupts a
+    read only."""
+
+    def __init__(self, receive: Receive, limit: int, deadline_s: float) -> None:
+        self.receive, self.limit, self.deadline_s = receive, limit, deadline_s
+        self.size, self.whole, self.late = 0, False, False
+        self.waiting: asyncio.Task[Any] | None = None
+        loop = asyncio.get_running_loop()
+        self.deadline = loop.call_at(loop.time() + deadline_s, self._expire)
+
+    def _expire(self) -> None:
+        self.late = True
+        if self.waiting is not None:
+            self.waiting.cancel()
+
+    def _refused(self, status: int) -> HTTPException:
+        if status == 413:
+            message = f"the request body is over {self.limit} bytes"
+        else:
+            message = f"the request body did not arrive within {self.deadline_s:g} s"
+        return HTTPException(status, message, {"Connection": "close"})
+
+    async def read(self) -> Message:
+        if self.whole:
+            return await self.receive()
+        if self.late:
+            raise self._refused(408)
+        self.waiting = task = cast("asyncio.Task[Any]", asyncio.current_task())
+        cancelling = task.cancelling()
+        try:
+            message = await self.receive()
+        except asyncio.CancelledError:
+            if self.late and task.uncancel() <= cancelling:
+                raise self._refused(408) from None
+            raise
+        finally:
+            self.waiting = None
+        self.size += len(message.get("body", b""))
+        if self.size > self.limit:
+            raise self._refused(413)
+        self.whole = message["type"] != "http.request" or not message.get("more_body")
+        if self.whole:
+            self.deadline.cancel()
+        return message
 
 
 class InFlight:
@@ -330,8 +365,11 @@ def _hook_limit(context: ApiContext, path: str) -> int | None:
     return route.trigger.config.max_body_bytes if route is not None else None
 
 
-def create_app(context: ApiContext) -> FastAPI:
-    """The app serving ``context``, the console beside it; OpenAPI at ``/openapi.json``."""
+def create_app(context: ApiContext) -> ASGIApp:
+    """The app serving ``context``, the console beside it; OpenAPI at ``/openapi.json``. The
+    middlewares (in-flight bound, access, faults, body bounds, the bulk endpoints' lanes) wrap
+    the FastAPI app rather than sit inside it, so that what the lanes answer does not pass
+    FastAPI's own layers too; an error escaping the FastAPI app goes on to ``_Faults``."""
     from loopengine.console import create_console  # Jinja2: the daemon's only
 
     release = version("loopengine")
@@ -345,16 +383,11 @@ def create_app(context: ApiContext) -> FastAPI:
     )
     app.router.route_class = _FiniteRoute
     app.add_middleware(_Console, console=console)
-    app.add_middleware(FastLanes, context=context)
-    app.add_middleware(
-        BodyBounds,
-        limit=MAX_BODY,
-        deadline_s=BODY_DEADLINE_S,
-        limit_of=partial(_hook_limit, context),
-    )
-    app.add_middleware(_Faults, context=context, guarded=console.serves)
-    app.add_middleware(_Access, context=context, guarded=console.serves)
-    app.add_middleware(InFlight, limit=MAX_IN_FLIGHT, open_limit=MAX_OPEN_IN_FLIGHT)
+
+    @app.exception_handler(Exception)
+    async def passed_on(request: Request, exc: Exception) -> Response:
+        """On to ``_Faults``, around the app (FastAPI would answer a plain-text 500 first)."""
+        raise exc
 
     @app.exception_handler(HTTPException)
     async def httperror_response(request: Request, exc: HTTPException) -> JSONResponse:
@@ -374,4 +407,12 @@ def create_app(context: ApiContext) -> FastAPI:
 
     for add_routes in _ROUTES:
         add_routes(app, context)
-    return app
+    bounded = BodyBounds(
+        FastLanes(app, context),
+        limit=MAX_BODY,
+        deadline_s=BODY_DEADLINE_S,
+        limit_of=partial(_hook_limit, context),
+    )
+    guarded = console.serves
+    served = _Access(_Faults(bounded, context, guarded), context, guarded)
+    return InFlight(served, limit=MAX_IN_FLIGHT, open_limit=MAX_OPEN_IN_FLIGHT)

@@ -20,7 +20,7 @@ from typing import Any, Protocol, cast
 
 import h11
 import uvicorn
-from fastapi import FastAPI
+from starlette.types import ASGIApp
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from loopengine.contract import DaemonSettings
@@ -138,7 +138,7 @@ class ApiServer(uvicorn.Server):
     """uvicorn without its signal handlers (the daemon owns SIGINT and SIGTERM, and stops the
     server by setting ``should_exit``), with its connections bounded by ``settings``."""
 
-    def __init__(self, app: FastAPI, bound: socket.socket, settings: DaemonSettings) -> None:
+    def __init__(self, app: ASGIApp, bound: socket.socket, settings: DaemonSettings) -> None:
         protocol = partial(
             _Bounded,
             clients=Clients(settings.connections_per_client),

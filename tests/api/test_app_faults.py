@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -13,7 +14,10 @@ import httpx
 import pytest
 from starlette.types import Receive, Scope, Send
 
-from loopengine.api._app import _Faults, _outage_in
+from loopengine.api._app import _Faults, _outage_in, create_app
+from loopengine.api._context import ApiContext
+from loopengine.api._prometheus import DaemonMetrics
+from loopengine.app import open_runtime
 from loopengine.daemon import DaemonLog
 from loopengine.errors import StoreUnavailable
 
@@ -87,3 +91,51 @@ def test_an_outage_is_found_however_deep_the_groups_nest() -> None:
     down = StoreUnavailable("down")
     assert _outage_in(ExceptionGroup("a", [ExceptionGroup("b", [down])])) is down
     assert _outage_in(ValueError("no")) is None
+
+
+def _served_answer(error: Exception, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """What the daemon's app answers ``GET /status`` when the store raises ``error`` on it."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LOOPENGINE_DATABASE", f"sqlite:///{tmp_path / 'store.db'}")
+
+    async def failing(*_: Any, **__: Any) -> Any:
+        raise error
+
+    async def main() -> httpx.Response:
+        async with open_runtime(None) as runtime:
+            context = ApiContext(
+                runtime.store,
+                "test",
+                30.0,
+                None,
+                lambda _: [],
+                lambda _: None,
+                runtime,
+                DaemonLog(io.StringIO()),
+                hook=lambda _: None,
+                metrics=DaemonMetrics(),
+            )
+            monkeypatch.setattr(runtime.store, "read", failing)
+            transport = httpx.ASGITransport(app=create_app(context))
+            async with httpx.AsyncClient(
+                transport=transport, base_url="http://127.0.0.1"
+            ) as client:
+                return await client.get("/status")
+
+    return anyio.run(main)
+
+
+def test_an_outage_inside_an_endpoint_is_a_503(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answer = _served_answer(StoreUnavailable("down", retry_after=5), tmp_path, monkeypatch)
+    assert (answer.status_code, answer.json()["error"]["code"]) == (503, "unavailable")
+    assert answer.headers["retry-after"] == "5"
+
+
+def test_a_bug_inside_an_endpoint_is_a_500_naming_the_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answer = _served_answer(RuntimeError("a bug"), tmp_path, monkeypatch)
+    assert (answer.status_code, answer.json()["error"]["code"]) == (500, "internal")
+    assert answer.headers["x-request-id"] in answer.json()["error"]["message"]

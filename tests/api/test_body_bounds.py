@@ -17,15 +17,18 @@ pytestmark = pytest.mark.anyio
 LIMIT = 100
 
 
-def _app(deadline_s: float, path_limit: int | None = None) -> tuple[BodyBounds, list[int]]:
-    """An endpoint that reads its body, behind the bounds (``path_limit`` for its path); and
-    the sizes it read whole."""
+def _app(
+    deadline_s: float, path_limit: int | None = None, work_s: float = 0.0
+) -> tuple[BodyBounds, list[int]]:
+    """An endpoint that reads its body then works ``work_s``, behind the bounds (``path_limit``
+    for its path); and the sizes it read whole."""
     inner = FastAPI()
     read: list[int] = []
 
     @inner.post("/")
     async def take(request: Request) -> dict[str, int]:
         read.append(len(await request.body()))
+        await anyio.sleep(work_s)
         return {"read": read[-1]}
 
     bounds = BodyBounds(inner, limit=LIMIT, deadline_s=deadline_s, limit_of=lambda _: path_limit)
@@ -85,6 +88,22 @@ async def test_a_body_trickling_past_the_deadline_is_a_408() -> None:
     app, read = _app(deadline_s=0.2)
     with anyio.fail_after(5):
         assert await _call(app, [b"a"] * 50, pause_s=0.05) == 408
+    assert read == []
+
+
+async def test_an_endpoint_working_past_the_deadline_once_its_body_is_whole_answers() -> None:
+    app, read = _app(deadline_s=0.1, work_s=0.3)
+    assert await _call(app, [b"a" * 10]) == 200
+    assert read == [10]
+
+
+async def test_a_request_cancelled_while_its_body_is_awaited_stays_cancelled() -> None:
+    """Only the deadline makes a 408: a cancellation from outside (the server stopping) is let
+    through, and the request answers nothing."""
+    app, read = _app(deadline_s=5)
+    with anyio.move_on_after(0.1) as waited:
+        await _call(app, [b"a", b"b"], pause_s=10)
+    assert waited.cancelled_caught
     assert read == []
 
 
