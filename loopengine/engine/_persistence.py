@@ -277,6 +277,8 @@ class Recorder(Journal):
         self.effects: list[Effect] = []
         self.open: tuple[_Commit, Pending[None]] | None = None
         self.inflight: list[Pending[None]] = []
+        self.failed: Exception | None = None
+        """Why handing held phases over failed, as a skill call lasted (``_flush``)."""
 
     async def begin(self, run: Run) -> Start:
         """The idempotency check and what the execution starts from, in one read; none at all
@@ -329,6 +331,8 @@ class Recorder(Journal):
         Commits of phases are not waited for (the store groups them); the last one is, and it
         surfaces any failure of those before it.
         """
+        if (failed := self.failed) is not None:
+            raise failed
         pending = self._hand(run, [what], ends, **end)
         if wait:
             inflight, self.inflight = self.inflight, []
@@ -346,8 +350,12 @@ class Recorder(Journal):
         return asyncio.get_running_loop().call_later(SHOWN_AFTER_S, self._flush, run).cancel
 
     def _flush(self, run: Run) -> None:
+        """Outside the execution's task: what fails is raised by its next commit."""
         if self.told:
-            self._hand(run, [])
+            try:
+                self._hand(run, [])
+            except Exception as exc:
+                self.failed = exc
 
     def _hand(
         self, run: Run, told: list[str], ends: JobEnd | None = None, **end: Any
@@ -362,7 +370,8 @@ class Recorder(Journal):
         else:
             commit, pending = _Commit(run, not self.inserted, self.lease), None
         commit.add(rows, handed, told, **end)
-        commit.record.ends = ends
+        if ends is not None:
+            commit.record.ends = ends
         commit.learned |= self.holds_state
         self.holds_state = False
         if end.get("status") == "finished" and commit.learned and not self.resumed:

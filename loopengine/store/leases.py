@@ -86,7 +86,7 @@ job, locking the job's row as ``check_lease`` does (``checked`` records it once 
 
 def checked(connection: sa.Connection, lease: Lease) -> None:
     """``lease`` was found holding in this transaction by a statement of its own
-    (``still_held``): ``check_lease`` passes at once."""
+    (``STILL_HELD``): ``check_lease`` passes at once."""
     transaction_set(connection, _CHECKED).add(lease)
 
 

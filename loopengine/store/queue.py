@@ -706,16 +706,18 @@ def renew_leases(
     connection: sa.Connection, owner: str, job_ids: Iterable[str], lease_until: float
 ) -> tuple[set[str], set[str]]:
     """Extend the leases ``owner`` holds; the ids whose cancellation was requested, and the ids
-    whose lease ``owner`` lost (another daemon took the job over after it expired)."""
+    whose lease ``owner`` lost (another daemon took the job over after it expired). A job its
+    execution's last commit ended here (a renewal behind that commit) is neither."""
     wanted = list(job_ids)
     if not wanted:
         return set(), set()
     held = (jobs.c.id.in_(wanted), jobs.c.owner == owner, jobs.c.status == RUNNING)
     connection.execute(jobs.update().where(*held).values(lease_until=lease_until))
-    query = sa.select(jobs.c.id, jobs.c.cancel_requested).where(*held)
+    mine = (jobs.c.id.in_(wanted), jobs.c.owner == owner)
+    query = sa.select(jobs.c.id, jobs.c.status, jobs.c.cancel_requested).where(*mine)
     rows = connection.execute(query).all()
-    lost = set(wanted) - {job_id for job_id, _ in rows}
-    return {job_id for job_id, cancel in rows if cancel}, lost
+    lost = set(wanted) - {job_id for job_id, _, _ in rows}
+    return {job_id for job_id, status, cancel in rows if cancel and status == RUNNING}, lost
 
 
 _FINISH = (

@@ -27,7 +27,7 @@ from loopengine.engine import (
     resume,
 )
 from loopengine.engine._persistence import Recorder
-from loopengine.errors import LeaseLost, NotResumable
+from loopengine.errors import LeaseLost, NotResumable, StorageError
 from loopengine.skills import Registry
 from loopengine.store import (
     Store,
@@ -542,3 +542,32 @@ async def test_a_fence_asks_the_store_once_the_lease_is_not_known_to_hold(
 ) -> None:
     with pytest.raises(LeaseLost):
         await _fence(harness, known=False).fence()
+
+
+async def test_phases_that_cannot_be_handed_over_as_a_call_lasts_fail_the_next_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hand-over runs outside the execution (a timer): its failure is the execution's, at
+    its next commit, not a line in asyncio's log while the phases are lost."""
+    monkeypatch.setattr(_persistence, "SHOWN_AFTER_S", 0.0)
+    held = _Held()
+
+    encoded = executions.PhaseRows.of
+
+    def unencodable_once(seq: int, done: list[Any]) -> Any:
+        monkeypatch.setattr(executions.PhaseRows, "of", encoded)
+        raise TypeError("not JSON")
+
+    async with Store.open(f"sqlite:///{tmp_path / 'ahead.db'}") as store:
+        engine = Engine(Services(held.registry, store, base=tmp_path))
+        async with anyio.create_task_group() as group:
+
+            async def release_once_handed() -> None:
+                await held.started.wait()
+                monkeypatch.setattr(executions.PhaseRows, "of", unencodable_once)
+                await anyio.sleep(0.01)
+                held.release.set()
+
+            group.start_soon(release_once_handed)
+            with pytest.raises(StorageError, match="cannot record"):
+                await engine.run(held.loop(tmp_path))

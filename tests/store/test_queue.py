@@ -392,3 +392,16 @@ def test_a_claim_fills_the_room_of_a_loop_it_counted_behind_a_loop_at_its_limit(
         return [found.id for found, _ in claimed]
 
     assert scenario(steps) == ["q0", "q1", "q2", "q3"]
+
+
+def test_a_renewal_behind_the_commit_that_ended_its_job_reports_it_neither_lost_nor_cancelled() -> (
+    None
+):
+    async def steps(store: Store) -> tuple[set[str], set[str]]:
+        await store.write(lambda c: queue.insert_job(c, job("j1")))
+        lease = await store.write(lambda c: queue.claim_job(c, job("j1"), "a", 10.0))
+        ended = {"outcome": "completed", "execution_id": None, "now": 5.0}
+        await store.write(lambda c: queue.finish_job(c, lease, **ended))
+        return await store.write(lambda c: queue.renew_leases(c, "a", ["j1"], 50.0))
+
+    assert scenario(steps) == (set(), set())
