@@ -167,14 +167,20 @@ def _run(tmp_path: Path, step: str, monkeypatch: pytest.MonkeyPatch) -> tuple[li
             if step == "resume":
                 await _interrupted_execution(store, workers.engine, loop)
             STEPS[step](monkeypatch)
-            await _enqueue(store, loop, "first", "second")
-            async with anyio.create_task_group() as group:
-                group.start_soon(workers.run)
-                await _until(store, lambda d: d == {"queued": 0, "running": 0})
-                group.cancel_scope.cancel()
-            return await store.read(_jobs_and_executions)
+            return await _drained(store, workers, loop, "first", "second")
 
     return anyio.run(main), log.getvalue()
+
+
+async def _drained(store: Store, workers: Workers, loop: Loop, *keys: str) -> list[Any]:
+    """The jobs of ``loop`` queued under ``keys`` and their executions (``_jobs_and_executions``),
+    once ``workers`` left none queued or running."""
+    await _enqueue(store, loop, *keys)
+    async with anyio.create_task_group() as group:
+        group.start_soon(workers.run)
+        await _until(store, lambda d: d == {"queued": 0, "running": 0})
+        group.cancel_scope.cancel()
+    return list(await store.read(_jobs_and_executions))
 
 
 async def _interrupted_execution(store: Store, engine: Engine, loop: Loop) -> None:
@@ -442,12 +448,7 @@ def test_the_fence_before_act_asks_the_store_nothing_while_the_lease_is_fresh(
             workers = _workers(
                 store, loop, io.StringIO(), tmp_path, count=1, lease_s=30.0, poll_s=0.01
             )
-            await _enqueue(store, loop, "first", "second")
-            async with anyio.create_task_group() as group:
-                group.start_soon(workers.run)
-                await _until(store, lambda d: d == {"queued": 0, "running": 0})
-                group.cancel_scope.cancel()
-            return await store.read(_jobs_and_executions)
+            return await _drained(store, workers, loop, "first", "second")
 
     ended = anyio.run(main)
     assert [row[1:3] for row in ended] == [("done", "completed")] * 2
