@@ -80,6 +80,7 @@ class Pending(Generic[T]):
         "on_done",
         "operation",
         "patient",
+        "taken",
         "writer",
     )
 
@@ -92,6 +93,8 @@ class Pending(Generic[T]):
         """Whether it starts its transaction (see ``Store.lead``)."""
         self.patient = _PATIENT.get()
         """Whether it waits out a database outage (see ``impatient``)."""
+        self.taken = False
+        """Whether the store took it into a transaction (or failed it while queued)."""
         self.on_done: Callable[[BaseException | None], None] | None = None
         """Told, in the event loop, once the operation committed (None) or failed (the error)."""
         self._done = anyio.Event()
@@ -117,6 +120,7 @@ class Pending(Generic[T]):
         return result
 
     def _settle(self, value: Any, error: BaseException | None) -> None:
+        self.taken = True
         self._value, self._error = value, error
         self._done.set()
         if self.on_done is not None:
@@ -245,7 +249,7 @@ class Store:
     def is_queued(self, pending: Pending[Any]) -> bool:
         """Whether ``pending`` still waits, not yet taken into a transaction: what its caller adds
         to it is written with it, ahead of what was queued behind it."""
-        return pending in self._queue
+        return not pending.taken
 
     async def write(
         self,
@@ -388,6 +392,8 @@ class Store:
             if not following.writer or following.patient != first.patient or following.leads:
                 break
             group.append(self._queue.popleft())
+        for pending in group:
+            pending.taken = True
         return group
 
     def _transaction(self, group: list[Pending[Any]]) -> list[Outcome]:
