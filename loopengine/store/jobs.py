@@ -15,7 +15,6 @@ __all__ = [
     "execution_of_key",
     "get_envelope",
     "insert_envelope",
-    "take_envelope",
     "take_leased_envelope",
 ]
 
@@ -58,18 +57,10 @@ def get_envelope(connection: sa.Connection, job_id: str) -> JobEnvelope | None:
     return JobEnvelope.from_row(row) if row else None
 
 
-def take_envelope(connection: sa.Connection, job_id: str, execution_id: str) -> str | None:
-    """Let ``execution_id`` take the stored envelope of job ``job_id`` (its key with it), unless
-    an execution took it already: then that one."""
-    if fastpath.execute(connection, _TAKE, {"_job_id": job_id, "_execution_id": execution_id}):
-        return None
-    row = fastpath.fetch_one(connection, _TAKEN, {"job_id": job_id})
-    return None if row is None else row["execution_id"]
-
-
 def take_leased_envelope(connection: sa.Connection, lease: Lease, execution_id: str) -> str | None:
-    """``take_envelope`` of the job ``lease`` holds, once ``check_lease`` would pass (in the
-    same statement: it raises ``LeaseLost`` otherwise)."""
+    """Let ``execution_id`` take the stored envelope of the job ``lease`` holds (its key with
+    it), unless an execution took it already: then that one. The same statement checks the
+    lease as ``check_lease`` does (``LeaseLost`` otherwise)."""
     params = {"_job_id": lease.job_id, "_execution_id": execution_id, **held(lease)}
     if fastpath.execute(connection, _TAKE_LEASED, params):
         checked(connection, lease)
