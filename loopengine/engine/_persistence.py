@@ -342,6 +342,7 @@ class Recorder(Journal):
             for earlier in inflight:
                 if earlier.error is not None:
                     raise earlier.error
+            self.ended_job = ends is not None
 
     def _flush_later(self, run: Run) -> Callable[[], None]:
         """A skill call starts: what is held is handed over should it last ``SHOWN_AFTER_S``,
@@ -425,7 +426,6 @@ class Recorder(Journal):
         waiting = Outcome.AWAITING_APPROVAL.value
         ends = self._ends(waiting, None, approval.requested_at)
         await self._commit(run, "waiting", ends=ends, status="waiting", outcome=waiting)
-        self.ended_job = ends is not None
 
     async def finished(
         self,
@@ -450,7 +450,6 @@ class Recorder(Journal):
             completed_at=completed_at,
             error=error,
         )
-        self.ended_job = ends is not None
 
     def _ends(self, outcome: str, error: str | None, at: float) -> JobEnd | None:
         """The job's end the last commit writes: none without a lease, nor for a cancelled
