@@ -188,7 +188,8 @@ def _use_wal(cursor: sqlite3.Cursor) -> None:
 def create_engine(url: str, *, read_only: bool = False) -> sa.Engine:
     """An engine for ``url``; SQLite gets WAL, immediate write transactions and the sync level of
     its ``synchronous`` parameter. ``read_only`` sessions cannot write, and opening one changes
-    nothing (no folder made, the journal mode left as it is)."""
+    nothing (no folder made, the journal mode left as it is). psycopg prepares no statement of
+    its own: the fast path's (``_pq``) would go with its ``DEALLOCATE ALL`` after a rollback."""
     parsed = _parsed(url)
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(parsed.set(drivername="sqlite"), read_only)
@@ -197,7 +198,11 @@ def create_engine(url: str, *, read_only: bool = False) -> sa.Engine:
     settings = f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}"
     if read_only:
         settings += " -c default_transaction_read_only=on"
-    options = {"connect_timeout": CONNECT_TIMEOUT_S, "options": settings}
+    options: dict[str, Any] = {
+        "connect_timeout": CONNECT_TIMEOUT_S,
+        "options": settings,
+        "prepare_threshold": None,
+    }
     try:
         return sa.create_engine(
             parsed, json_serializer=dumps, pool_pre_ping=True, connect_args=options

@@ -7,6 +7,8 @@ SQLAlchemy Core builds them; executing a compiled string with positional paramet
 per-call compile-cache lookup and result processing that cost ~20 µs a statement. JSON columns
 are (de)serialised here, as SQLAlchemy's JSON type would, and ``MaskedText`` masked as its type
 would. Only module-level statements go through this path, so caching them by identity is safe.
+On PostgreSQL they are compiled with ``$n`` parameters and run by ``_pq`` (a connection in
+autocommit, and ``execute_many``, on psycopg's ``RawCursor``).
 """
 
 from __future__ import annotations
@@ -14,11 +16,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
 from loopengine.store._database import MaskedText, dumps, masked
+
+if TYPE_CHECKING:
+    from loopengine.store._pq import Session
 
 __all__ = ["Encoded", "execute", "execute_many", "fetch_all", "fetch_one"]
 
@@ -52,6 +57,9 @@ class _Prepared:
         if self.names is None:
             names = {*params, *self.constants}
             return {name: self._value(name, params, self.encoders.get(name)) for name in names}
+        return self.positional(params)
+
+    def positional(self, params: Mapping[str, Any]) -> list[Any]:
         if not self.constants:
             return [encode(params[name]) if encode else params[name] for name, encode in self.order]
         return [self._value(name, params, encode) for name, encode in self.order]
@@ -86,12 +94,28 @@ def _encoder(type_: Any) -> Encode | None:
     return masked if isinstance(type_, MaskedText) else None
 
 
+_DOLLAR: dict[type, sa.Dialect] = {}
+
+
+def _compiling(dialect: sa.Dialect) -> sa.Dialect:
+    """The dialect statements are compiled with: on PostgreSQL, one writing ``$n`` parameters
+    (what the server prepares), else the connection's."""
+    if dialect.name != "postgresql":
+        return dialect
+    kind = type(dialect)
+    dollar = _DOLLAR.get(kind)
+    if dollar is None:
+        dollar = _DOLLAR[kind] = kind(paramstyle="numeric_dollar")  # type: ignore[call-arg]
+        dollar.server_version_info = dialect.server_version_info
+    return dollar
+
+
 def _prepare(connection: sa.Connection, statement: Any, keys: frozenset[str]) -> _Prepared:
     dialect = connection.dialect
     cache_key = (id(statement), dialect.name, keys)
     prepared = _CACHE.get(cache_key)
     if prepared is None:
-        compiled = statement.compile(dialect=dialect, column_keys=sorted(keys) or None)
+        compiled = statement.compile(dialect=_compiling(dialect), column_keys=sorted(keys) or None)
         positional = compiled.positiontup is not None
         encoders = {
             name: encode
@@ -105,7 +129,7 @@ def _prepare(connection: sa.Connection, statement: Any, keys: frozenset[str]) ->
             for name, bind in compiled.binds.items()
             if name not in keys and not bind.required
         }
-        names = tuple(compiled.positiontup) if positional and compiled.positiontup else None
+        names = tuple(compiled.positiontup or ()) if positional else None
         prepared = _Prepared(
             compiled.string,
             names,
@@ -119,12 +143,19 @@ def _prepare(connection: sa.Connection, statement: Any, keys: frozenset[str]) ->
 
 
 def _cursor(connection: sa.Connection) -> Any:
-    return connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    driver: Any = connection.connection.driver_connection
+    if connection.dialect.name == "postgresql":
+        import psycopg
+
+        return psycopg.RawCursor(driver)
+    return driver.cursor()
 
 
 def execute(connection: sa.Connection, statement: Any, params: Mapping[str, Any]) -> int:
     """Run one statement; returns the row count."""
     prepared = _prepare(connection, statement, frozenset(params))
+    if (session := _session(connection)) is not None:
+        return session.run(prepared.sql, prepared.positional(params)).command_tuples or 0
     cursor = _cursor(connection)
     try:
         cursor.execute(prepared.sql, prepared.arguments(params))
@@ -156,18 +187,29 @@ def fetch_all(
 ) -> list[dict[str, Any]]:
     """Rows of a SELECT as dicts, JSON columns decoded."""
     prepared = _prepare(connection, statement, frozenset(params))
-    cursor = _cursor(connection)
-    try:
-        cursor.execute(prepared.sql, prepared.arguments(params))
-        names = [column[0] for column in cursor.description]
-        rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-    finally:
-        cursor.close()
+    if (session := _session(connection)) is not None:
+        rows = session.rows(session.run(prepared.sql, prepared.positional(params)))
+    else:
+        cursor = _cursor(connection)
+        try:
+            cursor.execute(prepared.sql, prepared.arguments(params))
+            names = [column[0] for column in cursor.description]
+            rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        finally:
+            cursor.close()
     for row in rows:
         for name in prepared.json_results:
             if isinstance(row.get(name), str):
                 row[name] = json.loads(row[name])
     return rows
+
+
+def _session(connection: sa.Connection) -> Session | None:
+    if connection.dialect.name != "postgresql":
+        return None
+    from loopengine.store._pq import session
+
+    return session(connection)
 
 
 def fetch_one(

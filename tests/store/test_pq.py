@@ -1,0 +1,173 @@
+"""The fast path on PostgreSQL runs its statements on the client library: the values it writes
+and reads, its transactions and its errors are the ones psycopg's cursor gives."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+import sqlalchemy as sa
+
+import loopengine.store._fastpath as fastpath
+from loopengine.errors import StorageError, StoreUnavailable
+from loopengine.store import Encoded, create_engine
+from loopengine.store._database import translated
+from tests.postgres import postgres_server
+
+_METADATA = sa.MetaData()
+_ROWS = sa.Table(
+    "rows",
+    _METADATA,
+    sa.Column("id", sa.String, primary_key=True),
+    sa.Column("small", sa.Integer),
+    sa.Column("big", sa.BigInteger),
+    sa.Column("at", sa.Float),
+    sa.Column("flag", sa.Boolean),
+    sa.Column("doc", sa.JSON),
+)
+_INSERT = _ROWS.insert()
+_SELECT = sa.select(_ROWS).where(_ROWS.c.id == sa.bindparam("id"))
+_BELOW = sa.text("SELECT count(*) AS n FROM rows WHERE small > :floor")
+_PREPARED = sa.text("SELECT count(*) AS n FROM pg_prepared_statements")
+
+_VALUES: dict[str, Any] = {
+    "small": -7,
+    "big": 2**40,
+    "at": 1795776133.907957,
+    "flag": True,
+    "doc": {"é": [1, 2.5, None, "🙂"], "nested": {"ok": False}},
+}
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[sa.Engine]:
+    with postgres_server() as url:
+        built = create_engine(url)
+        _METADATA.create_all(built)
+        yield built
+        built.dispose()
+
+
+@pytest.fixture
+def connection(engine: sa.Engine) -> Iterator[sa.Connection]:
+    with engine.connect() as opened:
+        opened.exec_driver_sql("TRUNCATE rows")
+        opened.commit()
+        yield opened
+
+
+def _insert(connection: sa.Connection, row_id: str, **values: Any) -> None:
+    fastpath.execute(connection, _INSERT, {"id": row_id, **values})
+
+
+def _count(engine: sa.Engine) -> int:
+    with engine.connect() as connection:
+        return int(connection.execute(sa.select(sa.func.count()).select_from(_ROWS)).scalar_one())
+
+
+def test_values_read_back_as_the_cursor_reads_them(connection: sa.Connection) -> None:
+    with connection.begin():
+        _insert(connection, "a", **_VALUES)
+        _insert(connection, "b", small=None, big=None, at=None, flag=None, doc=None)
+    with connection.begin():
+        for row_id in ("a", "b"):
+            fast = fastpath.fetch_one(connection, _SELECT, {"id": row_id})
+            cursor = connection.execute(_SELECT, {"id": row_id}).mappings().one()
+            assert fast == dict(cursor)
+        assert fastpath.fetch_one(connection, _SELECT, {"id": "a"}) == {"id": "a", **_VALUES}
+
+
+def test_encoded_json_is_written_as_it_is(connection: sa.Connection) -> None:
+    with connection.begin():
+        _insert(connection, "a", doc=Encoded('{"kept":"as sent"}'))
+        row = fastpath.fetch_one(connection, _SELECT, {"id": "a"})
+    assert row is not None
+    assert row["doc"] == {"kept": "as sent"}
+
+
+def test_text_holding_a_nul_byte_is_refused_not_cut(connection: sa.Connection) -> None:
+    with pytest.raises(psycopg.DataError, match="NUL"), connection.begin():
+        _insert(connection, "a\x00b")
+
+
+def test_a_transaction_the_fast_path_opened_rolls_back_whole(
+    engine: sa.Engine, connection: sa.Connection
+) -> None:
+    with pytest.raises(RuntimeError), connection.begin():
+        _insert(connection, "a")
+        _insert(connection, "b")
+        raise RuntimeError("rolled back")
+    assert _count(engine) == 0
+    with connection.begin():
+        _insert(connection, "c")
+    assert _count(engine) == 1
+
+
+def test_statements_outlive_a_rollback_and_are_prepared_once(connection: sa.Connection) -> None:
+    with connection.begin():
+        _insert(connection, "kept")
+        for _ in range(8):
+            connection.execute(sa.select(_ROWS.c.id)).all()
+    with pytest.raises(RuntimeError), connection.begin():
+        _insert(connection, "undone")
+        raise RuntimeError("rolled back")
+    with connection.begin():
+        _insert(connection, "after")
+        prepared = fastpath.fetch_all(connection, _PREPARED, {})
+    assert prepared == [{"n": 2}]
+
+
+def test_an_integer_beyond_the_column_s_type_is_bound_as_the_cursor_binds_it(
+    connection: sa.Connection,
+) -> None:
+    with connection.begin():
+        _insert(connection, "a", small=5)
+        assert fastpath.fetch_one(connection, _BELOW, {"floor": 0}) == {"n": 1}
+        assert fastpath.fetch_one(connection, _BELOW, {"floor": -(2**31) - 1}) == {"n": 1}
+        assert fastpath.fetch_one(connection, _BELOW, {"floor": 2**40}) == {"n": 0}
+
+
+def test_the_row_count_is_the_statement_s(connection: sa.Connection) -> None:
+    update = _ROWS.update().where(_ROWS.c.small == sa.bindparam("was")).values(small=2)
+    with connection.begin():
+        _insert(connection, "a", small=1)
+        _insert(connection, "b", small=1)
+        assert fastpath.execute(connection, update, {"was": 1}) == 2
+        assert fastpath.execute(connection, update, {"was": 1}) == 0
+
+
+def test_a_failed_statement_raises_the_driver_s_error(
+    engine: sa.Engine, connection: sa.Connection
+) -> None:
+    with pytest.raises(psycopg.errors.UniqueViolation) as raised, connection.begin():
+        _insert(connection, "a")
+        _insert(connection, "a")
+    assert isinstance(translated(raised.value, psycopg.Error), StorageError)
+    with connection.begin():
+        _insert(connection, "b")
+    assert _count(engine) == 1
+
+
+def test_a_connection_cut_under_a_statement_is_an_outage(
+    engine: sa.Engine, connection: sa.Connection
+) -> None:
+    driver: Any = connection.connection.driver_connection
+    with engine.connect() as other:
+        other.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": driver.info.backend_pid})
+        other.commit()
+    with pytest.raises(psycopg.OperationalError) as raised:
+        _insert(connection, "b")
+    assert isinstance(translated(raised.value, psycopg.Error), StoreUnavailable)
+    connection.invalidate()
+
+
+def test_an_autocommit_connection_runs_them_on_the_cursor(engine: sa.Engine) -> None:
+    with engine.connect() as opened:
+        autocommit = opened.execution_options(isolation_level="AUTOCOMMIT")
+        _insert(autocommit, "auto", small=3)
+        row = fastpath.fetch_one(autocommit, _SELECT, {"id": "auto"})
+        assert row is not None
+        assert row["small"] == 3
+        assert fastpath.execute(autocommit, _ROWS.delete(), {}) == 1
