@@ -31,6 +31,7 @@ from loopengine.engine._run import Run
 from loopengine.engine._services import Services
 from loopengine.engine.phases import (
     PhaseOutput,
+    defaults,
     ended,
     run_act,
     run_analyze,
@@ -71,6 +72,7 @@ ORDER: tuple[tuple[Phase, PhaseFn], ...] = (
     (Phase.LEARN, run_learn),
 )
 _AFTER_ACT = frozenset({Phase.LEARN})
+_BUILTIN_ACTIONS = frozenset(BuiltinAction)
 
 
 def _execution_span(run: Run) -> tuple[str, dict[str, tracing.AttributeValue], str | None]:
@@ -181,7 +183,7 @@ class Engine:
             return spec.validate_
         if phase is Phase.ACT and spec.act is None:
             decided = (run.data.get("decision") or {}).get("action")
-            return Act() if decided in set(BuiltinAction) else None
+            return defaults(Act) if decided in _BUILTIN_ACTIONS else None
         return getattr(spec, phase)
 
     @staticmethod

@@ -2,7 +2,7 @@
 
 from loopengine.engine.phases._act import run_act
 from loopengine.engine.phases._analyze import run_analyze
-from loopengine.engine.phases._base import PhaseOutput
+from loopengine.engine.phases._base import PhaseOutput, defaults
 from loopengine.engine.phases._decide import run_decide
 from loopengine.engine.phases._detect import run_detect
 from loopengine.engine.phases._learn import run_learn
@@ -11,6 +11,7 @@ from loopengine.engine.phases._validate import run_validate
 
 __all__ = [
     "PhaseOutput",
+    "defaults",
     "ended",
     "run_act",
     "run_analyze",

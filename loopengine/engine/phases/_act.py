@@ -13,7 +13,7 @@ from loopengine.engine._context import publish
 from loopengine.engine._results import kept
 from loopengine.engine._run import Rollback, Run
 from loopengine.engine._services import NO_PARAMS, Services
-from loopengine.engine.phases._base import PhaseOutput
+from loopengine.engine.phases._base import PhaseOutput, declared
 from loopengine.errors import LoopEngineError, SkillError
 from loopengine.store import flags
 
@@ -71,7 +71,7 @@ def plan(run: Run, services: Services, decided: str) -> list[dict[str, Any]]:
     """What ``decided`` would run now, for a person to approve: each action's skill, its params
     as they resolve (for the first item or batch) and the items it would affect (the first
     ``PLANNED_ITEMS``, and how many); an action whose params or items cannot resolve says why."""
-    spec = run.loop.spec.act or Act()
+    spec = declared(run.loop.spec.act, Act)
     actions, builtin = resolve(spec, decided)
     if builtin is not None:
         return [{"action_id": builtin, "skill": builtin, "params": {}}]
@@ -193,7 +193,7 @@ async def _run_actions(
 async def run_act(run: Run, services: Services) -> PhaseOutput:
     decision = run.data.get("decision") or {}
     decided = str(decision.get("action"))
-    spec = run.loop.spec.act or Act()
+    spec = declared(run.loop.spec.act, Act)
     run.act_attempts += 1
     output = PhaseOutput(data={"action": decided, "attempt": run.act_attempts})
     actions, builtin = resolve(spec, decided)

@@ -1,14 +1,17 @@
-"""What a phase hands back to the runner."""
+"""What a phase hands back to the runner, and the settings of a phase a loop leaves out."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from loopengine.contract import Outcome
 from loopengine.store import Effect
 
-__all__ = ["PhaseOutput"]
+__all__ = ["PhaseOutput", "declared", "defaults"]
+
+S = TypeVar("S")
+_DEFAULTS: dict[type[Any], Any] = {}
 
 
 @dataclass(slots=True)
@@ -24,3 +27,16 @@ class PhaseOutput:
     @property
     def success(self) -> bool:
         return not self.errors
+
+
+def defaults(kind: type[S]) -> S:
+    """``kind`` built with its defaults, once (a model costs tens of µs to build; it is frozen)."""
+    made = _DEFAULTS.get(kind)
+    if made is None:
+        made = _DEFAULTS[kind] = kind()
+    return made
+
+
+def declared(settings: S | None, kind: type[S]) -> S:
+    """A phase's ``settings``, or ``kind``'s defaults when the loop leaves the phase out."""
+    return settings if settings is not None else defaults(kind)

@@ -9,7 +9,7 @@ import anyio.to_thread
 from loopengine.contract import ArtifactType, AuditField, Outcome, Store
 from loopengine.engine._run import Run
 from loopengine.engine._services import Services
-from loopengine.engine.phases._base import PhaseOutput
+from loopengine.engine.phases._base import PhaseOutput, declared
 from loopengine.errors import StorageError
 from loopengine.store import Artifact, AuditEntry, IndexArtifacts, iso
 
@@ -75,7 +75,7 @@ def ended(outcome: str, errors: list[str]) -> str:
 
 async def run_store(run: Run, services: Services, outcome: str) -> PhaseOutput:
     """Write artifacts and the audit record for an execution that ends with ``outcome``."""
-    spec = run.loop.spec.store or Store()
+    spec = declared(run.loop.spec.store, Store)
     now = services.clock()
     output = PhaseOutput()
     written: list[Artifact] = []

@@ -9,7 +9,7 @@ from loopengine.engine._rollback import roll_back
 from loopengine.engine._run import Run
 from loopengine.engine._services import Services
 from loopengine.engine.phases._act import run_act
-from loopengine.engine.phases._base import PhaseOutput
+from loopengine.engine.phases._base import PhaseOutput, declared
 from loopengine.expr import COMPARISONS
 
 __all__ = ["run_validate"]
@@ -61,7 +61,7 @@ def _criteria(spec: Validate, run: Run) -> list[dict[str, Any]]:
 
 
 async def run_validate(run: Run, services: Services) -> PhaseOutput:
-    spec = run.loop.spec.validate_ or Validate()
+    spec = declared(run.loop.spec.validate_, Validate)
     output = PhaseOutput()
     checked = _assertions(spec, run)
     retries = 0
