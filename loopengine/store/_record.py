@@ -7,6 +7,7 @@ the rows and ISO 8601 UTC in the views.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -49,11 +50,28 @@ class Record:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
 
+_SECOND: list[tuple[float, str, str]] = [(-1.0, "", "")]
+"""The last whole second ``iso`` wrote: its text before the milliseconds and after them."""
+
+
 def iso(moment: float | None) -> str | None:
-    """An epoch instant as ISO 8601 UTC (millisecond precision)."""
+    """An epoch instant as ISO 8601 UTC (millisecond precision), as ``datetime.isoformat``
+    writes it; the second's text is kept from the call before (a log line, an audit record and
+    a row are written in the same second), its milliseconds put in."""
     if moment is None:
         return None
-    return datetime.fromtimestamp(moment, UTC).isoformat(timespec="milliseconds")
+    fraction, whole = math.modf(moment)
+    micros = round(fraction * 1e6)
+    if micros >= 1_000_000:
+        whole, micros = whole + 1, micros - 1_000_000
+    elif micros < 0:
+        whole, micros = whole - 1, micros + 1_000_000
+    second, before, after = _SECOND[0]
+    if whole != second:
+        text = datetime.fromtimestamp(whole, UTC).isoformat(timespec="seconds")
+        _SECOND[0] = (whole, text[:19], text[19:])
+        before, after = text[:19], text[19:]
+    return f"{before}.{micros // 1000:03d}{after}"
 
 
 def _ms(start: float, end: float) -> float:
