@@ -68,6 +68,23 @@ class _Nodes(Collector):
         yield from (calls, failures, tokens, latency, up)
 
 
+class _Children:
+    """A labelled metric's children, each looked up once (``labels`` takes a lock and checks its
+    values on every call: two calls an execution)."""
+
+    __slots__ = ("made", "metric")
+
+    def __init__(self, metric: Counter | Histogram) -> None:
+        self.metric = metric
+        self.made: dict[tuple[str, ...], Any] = {}
+
+    def __call__(self, *values: str) -> Any:
+        child = self.made.get(values)
+        if child is None:
+            child = self.made[values] = self.metric.labels(*values)
+        return child
+
+
 class DaemonMetrics:
     """The instruments of one daemon; ``observe`` takes its log lines, ``phase`` the engine's
     phases, ``render`` writes the text format."""
@@ -107,6 +124,9 @@ class DaemonMetrics:
             registry=self.registry,
         )
 
+        self._executions = _Children(self.executions)
+        self._phases = _Children(self.phases)
+
     def watch(self, llm: Callable[[], Any]) -> None:
         """Report the LLM nodes of the runtime ``llm`` returns (None: no cluster)."""
         self.registry.register(_Nodes(llm))
@@ -115,7 +135,7 @@ class DaemonMetrics:
         """Count what a daemon log line says happened."""
         loop = str(fields.get("loop", ""))
         if kind == "end":
-            self.executions.labels(loop, str(fields.get("outcome"))).inc()
+            self._executions(loop, str(fields.get("outcome"))).inc()
         elif kind == "start" and isinstance(late := fields.get("late_s"), int | float):
             self.lateness.labels(loop).observe(max(0.0, float(late)))
         elif kind == "fire" and "event" in fields:
@@ -125,7 +145,7 @@ class DaemonMetrics:
         """Time a phase that ran (one skipped is not timed)."""
         if "skipped" not in record.data:
             duration = max(0.0, record.completed_at - record.started_at)
-            self.phases.labels(loop_id, record.phase).observe(duration)
+            self._phases(loop_id, record.phase).observe(duration)
 
     def render(self, depth: Mapping[str, int], accept: str | None = None) -> tuple[bytes, str]:
         """The metrics, with the queue's depth as just read, in the format the scraper's
