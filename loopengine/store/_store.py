@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 import sqlalchemy as sa
 
@@ -75,6 +76,7 @@ class Pending(Generic[T]):
     __slots__ = (
         "_done",
         "_error",
+        "_settled",
         "_value",
         "leads",
         "on_done",
@@ -97,9 +99,17 @@ class Pending(Generic[T]):
         """Whether the store took it into a transaction (or failed it while queued)."""
         self.on_done: Callable[[BaseException | None], None] | None = None
         """Told, in the event loop, once the operation committed (None) or failed (the error)."""
-        self._done = anyio.Event()
+        self._settled = False
+        self._done: anyio.Event | None = None
+        """Made for the first ``wait`` before the operation settled (most are never waited for,
+        or settled first)."""
         self._value: Any = None
         self._error: BaseException | None = None
+
+    @property
+    def settled(self) -> bool:
+        """Whether the operation committed or failed."""
+        return self._settled
 
     @property
     def error(self) -> BaseException | None:
@@ -113,16 +123,22 @@ class Pending(Generic[T]):
 
     async def wait(self) -> T:
         """The operation's result; raises its error (``StorageError`` for database failures)."""
-        await self._done.wait()
+        if self._settled:
+            await anyio.lowlevel.checkpoint()
+        else:
+            if self._done is None:
+                self._done = anyio.Event()
+            await self._done.wait()
         if self._error is not None:
             raise self._error
         result: T = self._value
         return result
 
     def _settle(self, value: Any, error: BaseException | None) -> None:
-        self.taken = True
+        self.taken = self._settled = True
         self._value, self._error = value, error
-        self._done.set()
+        if self._done is not None:
+            self._done.set()
         if self.on_done is not None:
             try:
                 self.on_done(error)

@@ -108,7 +108,7 @@ def test_a_request_queued_behind_a_waiting_write_fails_without_waiting_for_it(
 
 
 def _settled(pending: Pending[bool]) -> bool:
-    return pending._done.is_set()
+    return pending.settled
 
 
 def test_a_session_paused_inside_a_transaction_lets_its_row_locks_go(
