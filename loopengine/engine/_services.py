@@ -7,7 +7,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,12 @@ __all__ = ["NO_PARAMS", "Services"]
 _LOGGER = logging.getLogger("loopengine.skills")
 NO_PARAMS = compile_template({})
 """Params of skills the engine calls without any (context loaders, built-in actions)."""
+
+
+@lru_cache(maxsize=1024)
+def _path(file: str) -> Path:
+    """A loop file's path, made once (a skill call each needs it)."""
+    return Path(file)
 
 
 def _spend(run: Run, tokens: int, calls: int) -> str | None:
@@ -160,7 +166,7 @@ class Services:
             store=self.store,
             config=self.config,
             base=self.base,
-            loop_file=Path(run.loop.file),
+            loop_file=_path(run.loop.file),
             private=self.private,
             scope=run.envelope.scope,
             clock=self.clock,

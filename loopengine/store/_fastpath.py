@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -205,11 +206,15 @@ def fetch_all(
 
 
 def _session(connection: sa.Connection) -> Session | None:
-    if connection.dialect.name != "postgresql":
-        return None
+    return _sessions()(connection) if connection.dialect.name == "postgresql" else None
+
+
+@cache
+def _sessions() -> Callable[[sa.Connection], Session | None]:
+    """``_pq.session``, imported once the first PostgreSQL statement runs (with psycopg)."""
     from loopengine.store._pq import session
 
-    return session(connection)
+    return session
 
 
 def fetch_one(

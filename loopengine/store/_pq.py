@@ -62,19 +62,18 @@ class Session:
 
     def rows(self, result: pq.abc.PGresult) -> list[dict[str, Any]]:
         """The result's rows as dicts of the values the cursor would have loaded."""
-        fields = range(result.nfields)
-        names = [(result.fname(i) or b"").decode(self.encoding) for i in fields]
-        loads = [self._loader(result.ftype(i)) for i in fields]
-        rows = []
-        for row in range(result.ntuples):
-            values = [result.get_value(row, i) for i in fields]
-            rows.append(
-                {
-                    name: None if value is None else load(value)
-                    for name, load, value in zip(names, loads, values, strict=True)
-                }
-            )
-        return rows
+        value = result.get_value
+        columns = [
+            (i, (result.fname(i) or b"").decode(self.encoding), self._loader(result.ftype(i)))
+            for i in range(result.nfields)
+        ]
+        return [
+            {
+                name: None if (data := value(row, i)) is None else load(data)
+                for i, name, load in columns
+            }
+            for row in range(result.ntuples)
+        ]
 
     def _dumper(self, value: Any) -> Dumper:
         kind = type(value)
