@@ -577,7 +577,8 @@ def claim_jobs(
             counts[loop_id] = limits[loop_id] - left
         free.difference_update(loop_id for loop_id, left in room.items() if left <= 0)
         chosen = _chosen(candidates, room, wanted)
-        leasing = {"now": now, "most": wanted, "to": owner, "until": now + lease_s, "ids": chosen}
+        ids = [*chosen, *_spare(candidates, room, wanted, chosen)]
+        leasing = {"now": now, "most": wanted, "to": owner, "until": now + lease_s, "ids": ids}
         taken = _leased(connection, leasing, owner) if chosen else []
         if not taken and free and not seen_all:
             taken = _claim_among(connection, now, free, wanted, limits, counts, owner, lease_s)
@@ -623,6 +624,20 @@ def _chosen(
             left[row["loop_id"]] -= 1
             chosen.append(row["id"])
     return chosen
+
+
+def _spare(
+    candidates: Iterable[Mapping[str, Any]], room: Mapping[str, int], most: int, chosen: list[str]
+) -> list[str]:
+    """The other ``candidates`` a lease of ``most`` may take where chosen ones are gone (another
+    daemon's claim took them while this one waited for the loop's lock): those of loops with
+    room for ``most``, which no lease of ``most`` can fill past their limit."""
+    taken = set(chosen)
+    return [
+        row["id"]
+        for row in candidates
+        if room.get(row["loop_id"], 0) >= most and row["id"] not in taken
+    ]
 
 
 def _leased(

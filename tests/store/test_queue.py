@@ -405,3 +405,10 @@ def test_a_renewal_behind_the_commit_that_ended_its_job_reports_it_neither_lost_
         return await store.write(lambda c: queue.renew_leases(c, "a", ["j1"], 50.0))
 
     assert scenario(steps) == (set(), set())
+
+
+def test_a_lease_may_take_other_jobs_read_only_of_loops_with_room_for_the_whole_batch() -> None:
+    """Where the jobs a claim chose were taken meanwhile, its lease takes the next it read, of
+    loops no batch can fill past their limit (``x`` has room for one job, ``y`` for four)."""
+    read = [{"id": i, "loop_id": i[0]} for i in ("x1", "y1", "x2", "y2", "z1", "y3")]
+    assert queue._spare(read, {"x": 1, "y": 4}, 2, ["x1", "y1"]) == ["y2", "y3"]
