@@ -155,7 +155,9 @@ def test_a_connection_cut_under_a_statement_is_an_outage(
 ) -> None:
     driver: Any = connection.connection.driver_connection
     with engine.connect() as other:
-        other.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": driver.info.backend_pid})
+        other.execute(
+            sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": driver.info.backend_pid}
+        )
         other.commit()
     with pytest.raises(psycopg.OperationalError) as raised:
         _insert(connection, "b")
