@@ -19,8 +19,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from loopengine.store._database import MaskedText, dumps, masked
+from loopengine.store._dialect import dialect_insert
 
-__all__ = ["Encoded", "execute", "execute_many", "fetch_all", "fetch_one"]
+__all__ = ["Encoded", "execute", "execute_many", "fetch_all", "fetch_one", "insert_new"]
 
 
 class Encoded(str):
@@ -176,3 +177,48 @@ def fetch_one(
     """The first row of a SELECT, or None."""
     rows = fetch_all(connection, statement, params)
     return rows[0] if rows else None
+
+
+_CHUNK = 100
+"""Most rows one statement of ``insert_new`` writes (SQLite binds at most 32,766 values)."""
+_INSERTS_NEW: dict[tuple[str, str, tuple[str, ...], int], Any] = {}
+
+
+def _insert_new_statement(
+    connection: sa.Connection, table: sa.Table, keys: tuple[str, ...], count: int
+) -> Any:
+    """``count`` rows of ``keys`` into ``table`` but those a unique key holds, returning the
+    primary keys of those written; built once per database, table, keys and count, and kept
+    (``_prepare`` caches by identity)."""
+    cache_key = (connection.dialect.name, table.name, keys, count)
+    statement = _INSERTS_NEW.get(cache_key)
+    if statement is None:
+        rows = [
+            {key: sa.bindparam(f"{key}_{n}", type_=table.c[key].type) for key in keys}
+            for n in range(count)
+        ]
+        inserted = dialect_insert(connection, table).values(rows).on_conflict_do_nothing()
+        statement = _INSERTS_NEW[cache_key] = inserted.returning(*table.primary_key.columns)
+    return statement
+
+
+def insert_new(
+    connection: sa.Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]
+) -> list[tuple[Any, ...]]:
+    """Insert ``rows`` (which share their keys) but those a unique key already holds, by one
+    statement a hundred rows; the primary keys of the rows inserted (read from ``RETURNING``:
+    PostgreSQL's driver gives no row count for ``ON CONFLICT DO NOTHING``)."""
+    keys = tuple(rows[0]) if rows else ()
+    won: list[tuple[Any, ...]] = []
+    cursor = _cursor(connection)
+    try:
+        for start in range(0, len(rows), _CHUNK):
+            chunk = rows[start : start + _CHUNK]
+            statement = _insert_new_statement(connection, table, keys, len(chunk))
+            prepared = _prepare(connection, statement, frozenset())
+            params = {f"{key}_{n}": row[key] for n, row in enumerate(chunk) for key in keys}
+            cursor.execute(prepared.sql, prepared.arguments(params))
+            won += [tuple(row) for row in cursor.fetchall()]
+    finally:
+        cursor.close()
+    return won
