@@ -179,46 +179,51 @@ def fetch_one(
     return rows[0] if rows else None
 
 
-_CHUNK = 100
-"""Most rows one statement of ``insert_new`` writes (SQLite binds at most 32,766 values)."""
-_INSERTS_NEW: dict[tuple[str, str, tuple[str, ...], int], Any] = {}
+_SIZES = (64, 32, 16, 8, 4, 2, 1)
+"""How many rows a statement of ``insert_new`` writes: the most of these the rows left fill, so
+that few statements are built (once each) and few run."""
+_INSERTS_NEW: dict[tuple[str, str, tuple[str, ...], int], tuple[Any, tuple[str, ...]]] = {}
 
 
 def _insert_new_statement(
     connection: sa.Connection, table: sa.Table, keys: tuple[str, ...], count: int
-) -> Any:
+) -> tuple[Any, tuple[str, ...]]:
     """``count`` rows of ``keys`` into ``table`` but those a unique key holds, returning the
-    primary keys of those written; built once per database, table, keys and count, and kept
-    (``_prepare`` caches by identity)."""
+    primary keys of those written, and its parameters' names, row after row; built once per
+    database, table, keys and count, and kept (``_prepare`` caches by identity)."""
     cache_key = (connection.dialect.name, table.name, keys, count)
-    statement = _INSERTS_NEW.get(cache_key)
-    if statement is None:
+    built = _INSERTS_NEW.get(cache_key)
+    if built is None:
+        names = tuple(f"{key}_{n}" for n in range(count) for key in keys)
         rows = [
             {key: sa.bindparam(f"{key}_{n}", type_=table.c[key].type) for key in keys}
             for n in range(count)
         ]
         inserted = dialect_insert(connection, table).values(rows).on_conflict_do_nothing()
-        statement = _INSERTS_NEW[cache_key] = inserted.returning(*table.primary_key.columns)
-    return statement
+        statement = inserted.returning(*table.primary_key.columns)
+        built = _INSERTS_NEW[cache_key] = (statement, names)
+    return built
 
 
 def insert_new(
     connection: sa.Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]
 ) -> list[tuple[Any, ...]]:
-    """Insert ``rows`` (which share their keys) but those a unique key already holds, by one
-    statement a hundred rows; the primary keys of the rows inserted (read from ``RETURNING``:
-    PostgreSQL's driver gives no row count for ``ON CONFLICT DO NOTHING``)."""
+    """Insert ``rows`` (which share their keys) but those a unique key already holds, up to 64
+    a statement; the primary keys of the rows inserted (read from ``RETURNING``: PostgreSQL's
+    driver gives no row count for ``ON CONFLICT DO NOTHING``)."""
     keys = tuple(rows[0]) if rows else ()
     won: list[tuple[Any, ...]] = []
     cursor = _cursor(connection)
     try:
-        for start in range(0, len(rows), _CHUNK):
-            chunk = rows[start : start + _CHUNK]
-            statement = _insert_new_statement(connection, table, keys, len(chunk))
+        start = 0
+        while start < len(rows):
+            count = next(size for size in _SIZES if size <= len(rows) - start)
+            statement, names = _insert_new_statement(connection, table, keys, count)
+            values = (row[key] for row in rows[start : start + count] for key in keys)
             prepared = _prepare(connection, statement, frozenset())
-            params = {f"{key}_{n}": row[key] for n, row in enumerate(chunk) for key in keys}
-            cursor.execute(prepared.sql, prepared.arguments(params))
-            won += [tuple(row) for row in cursor.fetchall()]
+            cursor.execute(prepared.sql, prepared.arguments(dict(zip(names, values, strict=True))))
+            won += map(tuple, cursor.fetchall())
+            start += count
     finally:
         cursor.close()
     return won

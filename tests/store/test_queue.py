@@ -407,11 +407,11 @@ def test_a_renewal_behind_the_commit_that_ended_its_job_reports_it_neither_lost_
     assert scenario(steps) == (set(), set())
 
 
-def test_a_batch_of_jobs_is_written_on_the_drivers_cursor_an_envelope_statement_a_hundred(
+def test_a_batch_of_jobs_is_written_on_the_drivers_cursor_64_envelopes_a_statement(
     tmp_path: Path,
 ) -> None:
     """Queueing a batch costs the store's thread no SQLAlchemy execution (about 100 µs an
-    intake commit): its envelopes go by one statement a hundred rows, its jobs by one more."""
+    intake commit): its envelopes go by one statement 64 rows, its jobs by one more."""
     engine = create_engine(f"sqlite:///{tmp_path / 'store.db'}")
     through_sqlalchemy: list[str] = []
     sa.event.listen(
@@ -424,9 +424,9 @@ def test_a_batch_of_jobs_is_written_on_the_drivers_cursor_an_envelope_statement_
         driver = connection.connection.driver_connection
         assert driver is not None
         driver.set_trace_callback(statements.append)
-        won = queue.insert_jobs(connection, [job(f"j{n}") for n in range(150)])
+        won = queue.insert_jobs(connection, [job(f"j{n}") for n in range(128)])
         driver.set_trace_callback(None)
     engine.dispose()
-    assert len(won) == 150
+    assert len(won) == 128
     assert through_sqlalchemy == []
     assert sum(statement.startswith("INSERT INTO envelopes") for statement in statements) == 2

@@ -71,7 +71,7 @@ def test_a_job_key_is_won_once(engine: sa.Engine) -> None:
 def test_a_batch_of_jobs_queues_those_whose_keys_are_free_over_several_statements(
     engine: sa.Engine,
 ) -> None:
-    """250 jobs (three statements of envelopes), every fifth under a key taken before."""
+    """250 jobs (several statements of envelopes), every fifth under a key taken before."""
     taken = [uuid.uuid4().hex for _ in range(50)]
     with engine.begin() as connection:
         queue.insert_jobs(connection, [_job(key) for key in taken])
