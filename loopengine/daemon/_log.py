@@ -15,9 +15,6 @@ from loopengine.store.intake import Intake
 
 __all__ = ["DaemonLog", "log_intake"]
 
-_SECOND: list[tuple[int, str]] = [(-1, "")]
-"""The last second a line was stamped in, and its date and time of day as ``iso`` writes them."""
-
 
 class DaemonLog:
     """Writes one flushed line per event, so ``tail -f`` and log shippers see it at once."""
@@ -32,7 +29,7 @@ class DaemonLog:
         """Log a ``kind`` of event (``fire``, ``start``, ``end``, ``skip``, ``error``…) with its
         fields, every known secret masked in them and in ``message``."""
         message, fields = redact(message), redact(fields)
-        now = _stamp(time.time())
+        now = iso(time.time())
         if self.as_json:
             record = {"ts": now, "kind": kind, **fields}
             if message:
@@ -56,20 +53,6 @@ def log_intake(log: DaemonLog, intake: Intake, **fields: Any) -> bool:
     if intake.status != "duplicate":
         log.line("skip", intake.reason or intake.status, **fields, status=intake.status)
     return False
-
-
-def _stamp(moment: float) -> str:
-    """``iso(moment)`` (``moment`` >= 0), the date and time of day formatted once a second: the
-    microseconds rounded as ``datetime.fromtimestamp`` rounds them, then cut to milliseconds."""
-    whole = int(moment)
-    micro = round((moment - whole) * 1_000_000)
-    if micro == 1_000_000:
-        whole, micro = whole + 1, 0
-    second, day_time = _SECOND[0]
-    if second != whole:
-        day_time = str(iso(whole))[:19]
-        _SECOND[0] = (whole, day_time)
-    return f"{day_time}.{micro // 1000:03d}+00:00"
 
 
 def _text(value: Any) -> str:
