@@ -26,8 +26,13 @@ _SHORTEST = 4
 """Values shorter than this are not treated as secrets: masking them would garble any text."""
 
 _known: set[str] = set()
-_pattern: list[re.Pattern[str]] = []
-"""The one alternation of every form and piece, rebuilt when a secret is remembered."""
+_pattern: list[tuple[re.Pattern[str], dict[str, str]]] = []
+"""The one alternation of every form and piece, rebuilt when a secret is remembered, and the
+short texts it masked: each a text and its masked form (a log line's keys and paths recur)."""
+_MEMO_TEXT = 100
+"""Longest text whose masked form is kept."""
+_MEMO_SIZE = 1024
+"""Most texts kept: the memo starts afresh once full."""
 _parts: set[str] = set()
 _Tree = dict[str, "_Tree"]
 """A prefix tree: each character to the tree of what may follow it (``""``: a word ends)."""
@@ -67,7 +72,7 @@ def remember(value: str) -> None:
         _parts.add(form)
         pieces = (form[i : i + FRAGMENT] for i in range(len(form) - FRAGMENT + 1))
         _parts.update(piece for piece in pieces if _random_looking(piece))
-    _pattern[:] = [re.compile(_alternation(_parts))]
+    _pattern[:] = [(re.compile(_alternation(_parts)), {})]
 
 
 def _alternation(words: set[str]) -> str:
@@ -103,10 +108,23 @@ def known() -> frozenset[str]:
 
 
 def _masked_text(text: str) -> str:
-    """``text`` with every known form or piece masked; overlapping matches merge into one mask."""
+    """``text`` with every known form or piece masked; overlapping matches merge into one mask.
+    A short text's is kept with the pattern that masked it, so one recurring is masked once."""
     if not _pattern:
         return text
-    pattern, position = _pattern[0], 0
+    pattern, memo = _pattern[0]
+    if len(text) > _MEMO_TEXT:
+        return _masked_by(pattern, text)
+    masked = memo.get(text)
+    if masked is None:
+        if len(memo) >= _MEMO_SIZE:
+            memo.clear()
+        masked = memo[text] = _masked_by(pattern, text)
+    return masked
+
+
+def _masked_by(pattern: re.Pattern[str], text: str) -> str:
+    position = 0
     spans: list[list[int]] = []
     while (found := pattern.search(text, position)) is not None:
         start, end = found.span()

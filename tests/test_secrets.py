@@ -88,3 +88,18 @@ def test_of_several_forms_starting_at_one_place_the_longest_is_masked() -> None:
     shorter = SECRET[:FRAGMENT]
     assert redact(f"{SECRET}!") == "***!"
     assert redact(f"{shorter}zz") == "***zz"
+
+
+def test_a_text_masked_before_a_secret_was_remembered_is_masked_for_it_after() -> None:
+    remember(SECRET)
+    later = "lt-5c2e9d01ab7f"
+    text = f"GET /items/{later}"
+    assert redact(text) == text
+    remember(later)
+    assert redact(text) == "GET /items/***"
+
+
+def test_recurring_texts_are_masked_alike_however_many_other_texts_pass_between() -> None:
+    remember(SECRET)
+    texts = [f"/loops/{n}/{SECRET}" for n in range(3000)]
+    assert [redact(text) for text in texts + texts] == [f"/loops/{n}/***" for n in range(3000)] * 2

@@ -1,22 +1,20 @@
 """``POST /events`` and ``POST /loops/{id}/trigger``, the endpoints programs call in bulk, served
 without FastAPI's routing and dependency injection when the request is plain: a JSON body that
-pydantic-core reads and validates at once (``model_validate_json``) and bounded headers; the
-answer encoded once by its model's serializer. Any other request (a body that does not validate,
-may hold a non-finite number, or is not JSON; a header over its bound) goes on to the app, its
-body replayed, which answers it as before: its errors are FastAPI's. The middlewares around
-(token, bounds, faults, the request log) serve both alike.
+pydantic-core reads and validates at once (``model_validate_json``) and bounded headers (read in
+one pass); the answer encoded once by its model's serializer and sent as is. Any other request
+(a body that does not validate, may hold a non-finite number, or is not JSON; a header over its
+bound) goes on to the app, its body replayed, which answers it as before: its errors are
+FastAPI's. The middlewares around (token, bounds, faults, the request log) serve both alike.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
-from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
-from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from loopengine.api._context import ApiContext, refused
@@ -32,13 +30,27 @@ is finite throughout, one with any is checked by the app (``_FiniteRequest``).""
 _MAX_KEY = 200
 """The ``Idempotency-Key`` header's bound, as the trigger endpoint declares it."""
 
+_READ = (b"content-type", b"idempotency-key", b"traceparent")
+"""The headers a lane reads."""
+
+Headers = Mapping[bytes, str]
+"""The headers of ``_READ`` a request has, each by its first value."""
 Answer = Callable[[Headers, bytes], Awaitable[tuple[BaseModel, int] | None]]
 """A lane: the answer to a request's headers and body and its status, or None for the app."""
 
 
+def _read(scope: Scope) -> Headers:
+    """The headers of ``_READ`` the request has, each its first value (as the app reads it)."""
+    found: dict[bytes, str] = {}
+    for name, value in scope["headers"]:
+        if name in _READ and name not in found:
+            found[name] = value.decode("latin-1")
+    return found
+
+
 def _is_json(headers: Headers) -> bool:
     """Whether a body is sent as JSON: no ``Content-Type``, or ``application/json``."""
-    given = headers.get("content-type")
+    given = headers.get(b"content-type")
     return given is None or given.split(";", 1)[0].strip().lower() == "application/json"
 
 
@@ -55,7 +67,7 @@ class FastLanes:
             return
         try:
             received = await _received(receive)
-            headers = Headers(scope=scope)
+            headers = _read(scope)
             body = b"".join(message.get("body", b"") for message in received)
             plain = received[-1]["type"] == "http.request" and body and _is_json(headers)
             answer = await lane(headers, body) if plain else None
@@ -67,7 +79,10 @@ class FastLanes:
             return
         model, status = answer
         encoded = model.__pydantic_serializer__.to_json(model)
-        await Response(encoded, status, media_type="application/json")(scope, receive, send)
+        length = str(len(encoded)).encode()
+        head = [(b"content-length", length), (b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": status, "headers": head})
+        await send({"type": "http.response.body", "body": encoded})
 
     def _lane(self, scope: Scope) -> Answer | None:
         if scope["type"] != "http" or scope["method"] != "POST":
@@ -87,16 +102,16 @@ class FastLanes:
         event = _valid(EventIn, body)
         if event is None:
             return None
-        return await append_event(self.context, event, headers.get("traceparent")), 202
+        return await append_event(self.context, event, headers.get(b"traceparent")), 202
 
     async def _trigger(
         self, loop_id: str, headers: Headers, body: bytes
     ) -> tuple[BaseModel, int] | None:
         request = _valid(TriggerIn, body)
-        key = headers.get("idempotency-key")
+        key = headers.get(b"idempotency-key")
         if request is None or (key is not None and len(key) > _MAX_KEY):
             return None
-        traceparent = headers.get("traceparent")
+        traceparent = headers.get(b"traceparent")
         accepted = await trigger_job(self.context, loop_id, request, key, traceparent)
         return accepted, 200 if accepted.status == "duplicate" else 202
 

@@ -22,11 +22,12 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from loopengine.store._database import MaskedText, dumps, masked
+from loopengine.store._dialect import dialect_insert
 
 if TYPE_CHECKING:
     from loopengine.store._pq import Session
 
-__all__ = ["Encoded", "execute", "execute_many", "fetch_all", "fetch_one"]
+__all__ = ["Encoded", "execute", "execute_many", "fetch_all", "fetch_one", "insert_new"]
 
 
 class Encoded(str):
@@ -223,3 +224,53 @@ def fetch_one(
     """The first row of a SELECT, or None."""
     rows = fetch_all(connection, statement, params)
     return rows[0] if rows else None
+
+
+_SIZES = (64, 32, 16, 8, 4, 2, 1)
+"""How many rows a statement of ``insert_new`` writes: the most of these the rows left fill, so
+that few statements are built (once each) and few run."""
+_INSERTS_NEW: dict[tuple[str, str, tuple[str, ...], int], tuple[Any, tuple[str, ...]]] = {}
+
+
+def _insert_new_statement(
+    connection: sa.Connection, table: sa.Table, keys: tuple[str, ...], count: int
+) -> tuple[Any, tuple[str, ...]]:
+    """``count`` rows of ``keys`` into ``table`` but those a unique key holds, returning the
+    primary keys of those written, and its parameters' names, row after row; built once per
+    database, table, keys and count, and kept (``_prepare`` caches by identity)."""
+    cache_key = (connection.dialect.name, table.name, keys, count)
+    built = _INSERTS_NEW.get(cache_key)
+    if built is None:
+        names = tuple(f"{key}_{n}" for n in range(count) for key in keys)
+        rows = [
+            {key: sa.bindparam(f"{key}_{n}", type_=table.c[key].type) for key in keys}
+            for n in range(count)
+        ]
+        inserted = dialect_insert(connection, table).values(rows).on_conflict_do_nothing()
+        statement = inserted.returning(*table.primary_key.columns)
+        built = _INSERTS_NEW[cache_key] = (statement, names)
+    return built
+
+
+def insert_new(
+    connection: sa.Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]
+) -> list[tuple[Any, ...]]:
+    """Insert ``rows`` (which share their keys) but those a unique key already holds, up to 64
+    a statement; the primary keys of the rows inserted (read from ``RETURNING``: PostgreSQL's
+    driver gives no row count for ``ON CONFLICT DO NOTHING``)."""
+    keys = tuple(rows[0]) if rows else ()
+    won: list[tuple[Any, ...]] = []
+    cursor = _cursor(connection)
+    try:
+        start = 0
+        while start < len(rows):
+            count = next(size for size in _SIZES if size <= len(rows) - start)
+            statement, names = _insert_new_statement(connection, table, keys, count)
+            values = (row[key] for row in rows[start : start + count] for key in keys)
+            prepared = _prepare(connection, statement, frozenset())
+            cursor.execute(prepared.sql, prepared.arguments(dict(zip(names, values, strict=True))))
+            won += map(tuple, cursor.fetchall())
+            start += count
+    finally:
+        cursor.close()
+    return won

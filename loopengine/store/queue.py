@@ -276,28 +276,11 @@ class Daemon(Record):
         return {**super(Daemon, self).row(), "loops": loops}
 
 
-_INSERTS_NEW: dict[tuple[str, str], Any] = {}
-
-
-def _insert_new(
-    connection: sa.Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]
-) -> list[tuple[Any, ...]]:
-    """Insert ``rows`` but those a unique key already holds, in one statement built once per
-    database; the primary keys of the rows inserted (read from ``RETURNING``: PostgreSQL's driver
-    gives no row count for ``ON CONFLICT DO NOTHING``)."""
-    key = (connection.dialect.name, table.name)
-    statement = _INSERTS_NEW.get(key)
-    if statement is None:
-        inserted = dialect_insert(connection, table).on_conflict_do_nothing()
-        statement = _INSERTS_NEW[key] = inserted.returning(*table.primary_key.columns)
-    return [tuple(row) for row in connection.execute(statement, list(rows))]
-
-
 def _insert_ignoring_conflict(
     connection: sa.Connection, table: sa.Table, row: Mapping[str, Any]
 ) -> bool:
     """Insert ``row`` unless a unique key already holds it; whether this insert won."""
-    return bool(_insert_new(connection, table, [row]))
+    return bool(fastpath.insert_new(connection, table, [row]))
 
 
 def insert_job(connection: sa.Connection, job: Job) -> bool:
@@ -306,16 +289,19 @@ def insert_job(connection: sa.Connection, job: Job) -> bool:
     return bool(insert_jobs(connection, [job]))
 
 
+_INSERT_JOB = jobs.insert()
+
+
 def insert_jobs(connection: sa.Connection, batch: Sequence[Job]) -> set[str]:
     """``insert_job`` for each of ``batch``, in two statements; the ids of the jobs queued (the
     others' idempotency keys were already taken)."""
     if not batch:
         return set()
     columns = [job.columns() for job in batch]
-    won = {job_id for (job_id,) in _insert_new(connection, envelopes, [e for _, e in columns])}
-    queued = [dict(values) for values, _ in columns if values["id"] in won]
-    if queued:
-        connection.execute(jobs.insert(), queued)
+    inserted = fastpath.insert_new(connection, envelopes, [envelope for _, envelope in columns])
+    won = {job_id for (job_id,) in inserted}
+    queued = [values for values, _ in columns if values["id"] in won]
+    fastpath.execute_many(connection, _INSERT_JOB, queued)
     if any(values["status"] == QUEUED for values in queued):
         notify(connection, JOB)
     return won
@@ -848,7 +834,7 @@ def insert_ticks(connection: sa.Connection, batch: Sequence[Tick]) -> set[tuple[
     scheduled_for)`` of the slots recorded (the others already were)."""
     if not batch:
         return set()
-    won = _insert_new(connection, ticks, [tick.row() for tick in batch])
+    won = fastpath.insert_new(connection, ticks, [tick.row() for tick in batch])
     return {(loop_id, trigger_id, float(at)) for loop_id, trigger_id, at in won}
 
 

@@ -412,3 +412,28 @@ def test_a_lease_may_take_other_jobs_read_only_of_loops_with_room_for_the_whole_
     loops no batch can fill past their limit (``x`` has room for one job, ``y`` for four)."""
     read = [{"id": i, "loop_id": i[0]} for i in ("x1", "y1", "x2", "y2", "z1", "y3")]
     assert queue._spare(read, {"x": 1, "y": 4}, 2, ["x1", "y1"]) == ["y2", "y3"]
+
+
+def test_a_batch_of_jobs_is_written_on_the_drivers_cursor_64_envelopes_a_statement(
+    tmp_path: Path,
+) -> None:
+    """Queueing a batch costs the store's thread no SQLAlchemy execution (about 100 µs an
+    intake commit): its envelopes go by one statement 64 rows, its jobs by one more."""
+    engine = create_engine(f"sqlite:///{tmp_path / 'store.db'}")
+    through_sqlalchemy: list[str] = []
+    sa.event.listen(
+        engine, "before_cursor_execute", lambda *args: through_sqlalchemy.append(args[2])
+    )
+    statements: list[str] = []
+    with engine.begin() as connection:
+        migrate(connection)
+        through_sqlalchemy.clear()
+        driver = connection.connection.driver_connection
+        assert driver is not None
+        driver.set_trace_callback(statements.append)
+        won = queue.insert_jobs(connection, [job(f"j{n}") for n in range(128)])
+        driver.set_trace_callback(None)
+    engine.dispose()
+    assert len(won) == 128
+    assert through_sqlalchemy == []
+    assert sum(statement.startswith("INSERT INTO envelopes") for statement in statements) == 2

@@ -68,6 +68,21 @@ def test_a_job_key_is_won_once(engine: sa.Engine) -> None:
     assert _twice(engine, lambda c: queue.insert_job(c, _job(key))) == (True, False)
 
 
+def test_a_batch_of_jobs_queues_those_whose_keys_are_free_over_several_statements(
+    engine: sa.Engine,
+) -> None:
+    """250 jobs (several statements of envelopes), every fifth under a key taken before."""
+    taken = [uuid.uuid4().hex for _ in range(50)]
+    with engine.begin() as connection:
+        queue.insert_jobs(connection, [_job(key) for key in taken])
+    batch = [_job(taken[n // 5] if n % 5 == 0 else uuid.uuid4().hex) for n in range(250)]
+    with engine.begin() as connection:
+        won = queue.insert_jobs(connection, batch)
+    with engine.connect() as connection:
+        queued = {found.id for found in map(queue.get_job, [connection] * 250, won) if found}
+    assert won == queued == {job.id for n, job in enumerate(batch) if n % 5}
+
+
 def test_a_slot_is_won_once(engine: sa.Engine) -> None:
     slot = queue.Tick(uuid.uuid4().hex, "cron", 60.0, "queued", None, None, 0.0)
     assert _twice(engine, lambda c: queue.insert_tick(c, slot)) == (True, False)
