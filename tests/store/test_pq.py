@@ -67,6 +67,14 @@ def _count(engine: sa.Engine) -> int:
         return int(connection.execute(sa.select(sa.func.count()).select_from(_ROWS)).scalar_one())
 
 
+def _rolled_back(connection: sa.Connection, *row_ids: str) -> None:
+    """Insert ``row_ids`` in a transaction that then fails."""
+    with connection.begin():
+        for row_id in row_ids:
+            _insert(connection, row_id)
+        raise RuntimeError("rolled back")
+
+
 def test_values_read_back_as_the_cursor_reads_them(connection: sa.Connection) -> None:
     with connection.begin():
         _insert(connection, "a", **_VALUES)
@@ -95,10 +103,8 @@ def test_text_holding_a_nul_byte_is_refused_not_cut(connection: sa.Connection) -
 def test_a_transaction_the_fast_path_opened_rolls_back_whole(
     engine: sa.Engine, connection: sa.Connection
 ) -> None:
-    with pytest.raises(RuntimeError), connection.begin():
-        _insert(connection, "a")
-        _insert(connection, "b")
-        raise RuntimeError("rolled back")
+    with pytest.raises(RuntimeError):
+        _rolled_back(connection, "a", "b")
     assert _count(engine) == 0
     with connection.begin():
         _insert(connection, "c")
@@ -110,9 +116,8 @@ def test_statements_outlive_a_rollback_and_are_prepared_once(connection: sa.Conn
         _insert(connection, "kept")
         for _ in range(8):
             connection.execute(sa.select(_ROWS.c.id)).all()
-    with pytest.raises(RuntimeError), connection.begin():
-        _insert(connection, "undone")
-        raise RuntimeError("rolled back")
+    with pytest.raises(RuntimeError):
+        _rolled_back(connection, "undone")
     with connection.begin():
         _insert(connection, "after")
         prepared = fastpath.fetch_all(connection, _PREPARED, {})
@@ -141,9 +146,8 @@ def test_the_row_count_is_the_statement_s(connection: sa.Connection) -> None:
 def test_a_failed_statement_raises_the_driver_s_error(
     engine: sa.Engine, connection: sa.Connection
 ) -> None:
-    with pytest.raises(psycopg.errors.UniqueViolation) as raised, connection.begin():
-        _insert(connection, "a")
-        _insert(connection, "a")
+    with pytest.raises(psycopg.errors.UniqueViolation) as raised:
+        _rolled_back(connection, "a", "a")
     assert isinstance(translated(raised.value, psycopg.Error), StorageError)
     with connection.begin():
         _insert(connection, "b")
