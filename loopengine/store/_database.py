@@ -198,7 +198,7 @@ def create_engine(url: str, *, read_only: bool = False) -> sa.Engine:
     settings = f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}"
     if read_only:
         settings += " -c default_transaction_read_only=on"
-    options: dict[str, Any] = {
+    options: dict[str, object] = {
         "connect_timeout": CONNECT_TIMEOUT_S,
         "options": settings,
         "prepare_threshold": None,

@@ -201,8 +201,8 @@ def fetch_all(
             cursor.close()
     for row in rows:
         for name in prepared.json_results:
-            if isinstance(row.get(name), str):
-                row[name] = json.loads(row[name])
+            if isinstance(text := row.get(name), str):
+                row[name] = json.loads(text)
     return rows
 
 

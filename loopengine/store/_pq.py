@@ -60,7 +60,7 @@ class Session:
         ]
         return self._checked(self.pgconn.exec_prepared(name, params))  # type: ignore[arg-type]
 
-    def rows(self, result: pq.abc.PGresult) -> list[dict[str, Any]]:
+    def rows(self, result: pq.abc.PGresult) -> list[dict[str, object]]:
         """The result's rows as dicts of the values the cursor would have loaded."""
         value = result.get_value
         columns = [
