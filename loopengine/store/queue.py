@@ -343,10 +343,26 @@ _JOB_COUNTS = (
 )
 
 
+_JOB_COUNTS_OF_ONE = (
+    sa.select(jobs.c.status, sa.func.count().label("count"))
+    .where(
+        jobs.c.loop_id == sa.bindparam("loop_id"),
+        sa.or_(jobs.c.status == QUEUED, jobs.c.status == RUNNING),
+    )
+    .group_by(jobs.c.status)
+)
+
+
 def jobs_counts(connection: sa.Connection, loop_ids: Collection[str]) -> dict[str, tuple[int, int]]:
-    """``job_counts`` of each of ``loop_ids``, read by one statement."""
+    """``job_counts`` of each of ``loop_ids``, read by one statement (on the fast path for one
+    loop, what a trigger or a webhook asks)."""
     counts = {loop_id: {RUNNING: 0, QUEUED: 0} for loop_id in loop_ids}
-    if counts:
+    if len(counts) == 1:
+        [(loop_id, counted)] = counts.items()
+        bound = {"loop_id": loop_id}
+        for row in fastpath.fetch_all(connection, _JOB_COUNTS_OF_ONE, bound):
+            counted[row["status"]] = int(row["count"])
+    elif counts:
         for loop_id, status, count in connection.execute(_JOB_COUNTS, {"loop_ids": [*counts]}):
             counts[loop_id][status] = int(count)
     return {loop_id: (c[RUNNING], c[QUEUED]) for loop_id, c in counts.items()}
@@ -867,10 +883,13 @@ def unpause(connection: sa.Connection, loop_id: str) -> bool:
     return bool(connection.execute(query).rowcount)
 
 
+_PAUSED = sa.select(paused_loops.c.loop_id, paused_loops.c.paused_at)
+
+
 def paused(connection: sa.Connection) -> dict[str, float]:
-    """Paused loops and since when."""
-    rows = connection.execute(sa.select(paused_loops.c.loop_id, paused_loops.c.paused_at))
-    return {loop_id: float(at) for loop_id, at in rows}
+    """Paused loops and since when (read on the fast path: each intake commit asks)."""
+    rows = fastpath.fetch_all(connection, _PAUSED, {})
+    return {row["loop_id"]: float(row["paused_at"]) for row in rows}
 
 
 def cursor(connection: sa.Connection, name: str) -> int:
