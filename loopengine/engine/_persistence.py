@@ -64,10 +64,6 @@ EXISTING_WAIT_S = 3600.0
 """How long it waits for that first execution (its owner may be on another host)."""
 
 
-def _nothing() -> None:
-    return None
-
-
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -250,10 +246,8 @@ class Recorder(Journal):
     Each commit is one transaction in one store hop: the execution row (inserted the first time,
     updated after), the phases it records in one row, and the phases' effects. With
     ``durability: phase``, a phase that called no skill and handed over no effect (and the
-    start) waits for the next commit: resumed, it is computed again as it was. A phase that
-    called a skill or handed over an effect is handed over as the next skill call starts, so a
-    resumed execution does not call it again, or with the execution's end if that comes first
-    (one commit, not two, for the phases that follow it in a breath).
+    start) waits for the next commit: resumed, it is computed again as it was, while a phase
+    that called a skill is committed as it ends, so a resumed execution does not call it again.
     """
 
     def __init__(
@@ -280,9 +274,6 @@ class Recorder(Journal):
         self.held: list[tuple[int, PhaseResult]] = []
         self.told: list[str] = []
         """What the listener is told with the next commit, besides what makes it."""
-        self.due = False
-        """Whether a phase held called a skill or handed over an effect: handed over as the next
-        skill call starts, not ``SHOWN_AFTER_S`` into it."""
         self.effects: list[Effect] = []
         self.open: tuple[_Commit, Pending[None]] | None = None
         self.inflight: list[Pending[None]] = []
@@ -354,12 +345,9 @@ class Recorder(Journal):
             self.ended_job = ends is not None
 
     def _flush_later(self, run: Run) -> Callable[[], None]:
-        """A skill call starts: what is held is handed over now when ``due``, else should the
-        call last ``SHOWN_AFTER_S``, so a live view shows the phases before it while it runs (a
-        quick call leaves them to the commit after it); what cancels that, as the call ends."""
-        if self.due:
-            self._flush(run)
-            return _nothing
+        """A skill call starts: what is held is handed over should it last ``SHOWN_AFTER_S``,
+        so a live view shows the phases before it while it runs (a quick call leaves them to
+        the commit after it); what cancels that, as the call ends."""
         return asyncio.get_running_loop().call_later(SHOWN_AFTER_S, self._flush, run).cancel
 
     def _flush(self, run: Run) -> None:
@@ -375,7 +363,7 @@ class Recorder(Journal):
     ) -> Pending[None]:
         """Hand the held rows, effects and ``told`` (with what was held) to the store."""
         rows, handed, told = self.held, self.effects, [*self.told, *told]
-        self.held, self.effects, self.told, self.due = [], [], [], False
+        self.held, self.effects, self.told = [], [], []
         if lines := run.log.take():
             handed.append(AppendLogs(run.execution_id, lines))
         if self.open is not None and self.store.is_queued(self.open[1]):
@@ -420,14 +408,17 @@ class Recorder(Journal):
             await self._commit(run, "started", wait=False)
 
     async def phase(self, run: Run, record: PhaseResult, effects: Sequence[Effect]) -> None:
-        """Record one finished phase with the context it left (for resume): due (per-phase
-        durability) when it called a skill or handed over an effect."""
+        """Record one finished phase with the context it left (for resume): committed now
+        (per-phase durability) when it called a skill or handed over an effect."""
         self.hold(run, record)
         self.effects.extend(effects)
         self.holds_state |= record.phase == Phase.LEARN and run.learned
-        if self.per_phase:
+        if not self.per_phase:
+            return
+        if run.calls or effects:
+            await self._commit(run, record.phase, wait=False)
+        else:
             self.told.append(record.phase)
-            self.due |= bool(run.calls or effects)
 
     async def suspended(self, run: Run, approval: RequestApproval) -> None:
         """Persist everything and wait for a human: status ``waiting``."""

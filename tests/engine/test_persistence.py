@@ -422,53 +422,24 @@ async def _while_held(
     return committed, shown
 
 
-class _HeldInAct(_Held):
-    """A loop whose first skill call is act's, held until released."""
-
-    TEXT = (
-        "id: ahead\ntrigger: {type: manual}\ndecide: {fallback_action: go}\n"
-        "act:\n  actions: [{action_id: go, skill_id: hold}]\n"
-    )
-
-
 async def test_phases_held_are_committed_once_a_skill_call_lasts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Detect, analyze and decide called no skill: they are in, in one commit, once act's skill
-    has run for ``SHOWN_AFTER_S`` (a live view shows them)."""
+    """Analyze called a skill, decide called none: both are in once act's skill has run for
+    ``SHOWN_AFTER_S`` (a live view shows them)."""
     monkeypatch.setattr(_persistence, "SHOWN_AFTER_S", 0.0)
-    committed, [(_, _, last_phase)] = await _while_held(_HeldInAct(), tmp_path, lasted_s=0.01)
-    assert (last_phase, committed) == ("decide", [3])
+    committed, [(_, _, last_phase)] = await _while_held(_Held(), tmp_path, lasted_s=0.01)
+    assert (last_phase, committed) == ("decide", [2, 3])
 
 
 async def test_phases_held_wait_for_the_commit_after_a_quick_skill_call(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """While act's skill has run for less than ``SHOWN_AFTER_S``, the phases before it, which
-    called none, are not in yet."""
-    monkeypatch.setattr(_persistence, "SHOWN_AFTER_S", 3600.0)
-    committed, [(_, _, last_phase)] = await _while_held(_HeldInAct(), tmp_path)
-    assert (last_phase, committed) == (None, [])
-
-
-async def test_a_phase_that_called_a_skill_is_handed_over_as_the_next_call_starts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Analyze called a skill: it is in, with decide held behind it, as soon as act's skill
-    starts, however long ``SHOWN_AFTER_S``."""
+    """Decide called no skill: while act's skill has run for less than ``SHOWN_AFTER_S``, only
+    analyze, which called one, is in."""
     monkeypatch.setattr(_persistence, "SHOWN_AFTER_S", 3600.0)
     committed, [(_, _, last_phase)] = await _while_held(_Held(), tmp_path)
-    assert (last_phase, committed) == ("decide", [3])
-
-
-async def test_a_phase_that_called_a_skill_with_no_call_after_it_commits_with_the_end(
-    harness: Harness,
-) -> None:
-    """Act called a skill and no phase after it calls one: one commit holds every phase."""
-    loop = harness.loop(QUIET.replace("fallback_action: none", "fallback_action: log_only"))
-    done = await harness.engine.run(loop)
-    assert done.outcome is Outcome.COMPLETED
-    assert _commits_of(harness.tmp / "loopengine.db", done.execution_id) == [7]
+    assert (last_phase, committed) == ("analyze", [2])
 
 
 class _HeldInDetect(_Held):
