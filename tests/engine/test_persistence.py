@@ -27,6 +27,7 @@ from loopengine.engine import (
     resume,
 )
 from loopengine.engine._persistence import Recorder
+from loopengine.engine.phases import _learn
 from loopengine.errors import LeaseLost, NotResumable, StorageError
 from loopengine.skills import Registry
 from loopengine.store import (
@@ -571,3 +572,49 @@ async def test_phases_that_cannot_be_handed_over_as_a_call_lasts_fail_the_next_c
             group.start_soon(release_once_handed)
             with pytest.raises(StorageError, match="cannot record"):
                 await engine.run(held.loop(tmp_path))
+
+
+_ACTS_THEN_LEARNS = (
+    "id: redo\ntrigger: {type: manual}\n"
+    "decide: {fallback_action: go}\n"
+    "act:\n  actions: [{action_id: go, skill_id: fix}]\n"
+    "learn:\n  feedback_sources: [{type: metric, name: m}]\n"
+)
+
+
+async def test_act_s_skill_is_not_called_again_after_a_crash_while_learn_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Act called a skill and ended: it is in the store before learn's read of a metric
+    returns, so what a crash there leaves resumes after act."""
+    registry = builtin_registry()
+    registry.add_module(skills_for_tests)
+    (tmp_path / "redo.yaml").write_text(_ACTS_THEN_LEARNS)
+    loop = LoopLoader(Env(registry)).load_file(tmp_path / "redo.yaml").loop
+    assert loop is not None
+    reached, release = anyio.Event(), anyio.Event()
+    original = _learn._signal_value
+
+    async def held(*args: Any) -> Any:
+        reached.set()
+        await release.wait()
+        return await original(*args)
+
+    monkeypatch.setattr(_learn, "_signal_value", held)
+    database, crashed = tmp_path / "redo.db", tmp_path / "crashed.db"
+    async with Store.open(f"sqlite:///{database}") as store, anyio.create_task_group() as group:
+        group.start_soon(Engine(Services(registry, store, base=tmp_path)).run, loop)
+        await reached.wait()
+        await store.read(lambda c: None)
+        with sqlite3.connect(database) as source, sqlite3.connect(crashed) as copy:
+            source.backup(copy)
+            copy.execute("UPDATE executions SET status = 'interrupted'")
+        release.set()
+    monkeypatch.setattr(_learn, "_signal_value", original)
+    skills_for_tests.CALLS.clear()
+    async with Store.open(f"sqlite:///{crashed}") as store:
+        engine = Engine(Services(registry, store, base=tmp_path))
+        (execution_id,) = await store.read(lambda c: [r.id for r in executions.list_executions(c)])
+        done = await resume(engine, lambda _path: loop, execution_id)
+    assert done.outcome is Outcome.COMPLETED
+    assert [call["skill"] for call in skills_for_tests.CALLS] == []
