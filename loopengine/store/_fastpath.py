@@ -8,7 +8,7 @@ per-call compile-cache lookup and result processing that cost ~20 µs a statemen
 are (de)serialised here, as SQLAlchemy's JSON type would, and ``MaskedText`` masked as its type
 would. Only module-level statements go through this path, so caching them by identity is safe.
 On PostgreSQL they are compiled with ``$n`` parameters and run by ``_pq`` (a connection in
-autocommit, and ``execute_many``, on psycopg's ``RawCursor``).
+autocommit, ``execute_many`` and ``insert_new`` on psycopg's ``RawCursor``).
 """
 
 from __future__ import annotations

@@ -293,8 +293,9 @@ _INSERT_JOB = jobs.insert()
 
 
 def insert_jobs(connection: sa.Connection, batch: Sequence[Job]) -> set[str]:
-    """``insert_job`` for each of ``batch``, in two statements; the ids of the jobs queued (the
-    others' idempotency keys were already taken)."""
+    """``insert_job`` for each of ``batch``: its envelopes by ``fastpath.insert_new``, its jobs
+    by one ``executemany``; the ids of the jobs queued (the others' idempotency keys were
+    already taken)."""
     if not batch:
         return set()
     columns = [job.columns() for job in batch]

@@ -169,11 +169,30 @@ def test_a_connection_cut_under_a_statement_is_an_outage(
     connection.invalidate()
 
 
+def test_a_statement_deallocated_under_it_fails_once_then_is_prepared_again(
+    connection: sa.Connection,
+) -> None:
+    with connection.begin():
+        _insert(connection, "a")
+    connection.exec_driver_sql("DEALLOCATE ALL")
+    connection.commit()
+    with pytest.raises(psycopg.errors.InvalidSqlStatementName), connection.begin():
+        _insert(connection, "b")
+    with connection.begin():
+        _insert(connection, "c")
+    assert _count(connection.engine) == 2
+
+
 def test_an_autocommit_connection_runs_them_on_the_cursor(engine: sa.Engine) -> None:
-    with engine.connect() as opened:
+    """On an engine of its own: the isolation level a connection is given stays on its driver,
+    and a connection whose level is set runs them on the cursor too."""
+    own = create_engine(engine.url.render_as_string(hide_password=False))
+    with own.connect() as opened:
         autocommit = opened.execution_options(isolation_level="AUTOCOMMIT")
         _insert(autocommit, "auto", small=3)
         row = fastpath.fetch_one(autocommit, _SELECT, {"id": "auto"})
         assert row is not None
         assert row["small"] == 3
-        assert fastpath.execute(autocommit, _ROWS.delete(), {}) == 1
+        gone = _ROWS.delete().where(_ROWS.c.id == sa.bindparam("id"))
+        assert fastpath.execute(autocommit, gone, {"id": "auto"}) == 1
+    own.dispose()
