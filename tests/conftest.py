@@ -14,7 +14,7 @@ from loopengine.contract import LoadReport, LoopLoader
 from loopengine.contract.checks import Env
 from loopengine.skills import Registry, load_plugin
 
-pytest_plugins = ["pytester", "tests.processes"]
+pytest_plugins = ["pytester", "tests.processes", "tests.postgres"]
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED_DIR = ROOT / "examples" / "seo_audit"

@@ -9,15 +9,23 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 
 from loopengine.store import create_engine, migrate
 
-__all__ = ["PostgresServer", "migrated_engine", "postgres_cluster", "postgres_server"]
+__all__ = [
+    "PostgresServer",
+    "migrated_engine",
+    "postgres_cluster",
+    "postgres_server",
+    "shared_postgres",
+]
 
 
 def _bindir() -> Path:
@@ -47,7 +55,44 @@ class PostgresServer:
 
     def __init__(self, home: Path, port: int, fsync: bool = False) -> None:
         self.home, self.port, self.fsync = home, port, fsync
-        self.url = f"postgresql+psycopg://loopengine@127.0.0.1:{port}/postgres"
+        self.url = self._url("postgres")
+        self._migrated: str | None = None
+
+    def _url(self, database: str) -> str:
+        return f"postgresql+psycopg://loopengine@127.0.0.1:{self.port}/{database}"
+
+    def _execute(self, statement: str) -> None:
+        engine = sa.create_engine(self.url, isolation_level="AUTOCOMMIT")
+        try:
+            with engine.connect() as connection:
+                connection.exec_driver_sql(statement)
+        finally:
+            engine.dispose()
+
+    @contextmanager
+    def database(self, migrated: bool = False) -> Iterator[str]:
+        """A new database of its own (with loopengine's schema if ``migrated``): its URL, dropped
+        afterwards with whatever is still connected to it."""
+        template = self._migrated_template() if migrated else "template0"
+        name = f"test_{uuid.uuid4().hex}"
+        self._execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+        try:
+            yield self._url(name)
+        finally:
+            self._execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+    def _migrated_template(self) -> str:
+        """A database with loopengine's schema, made once, that migrated databases copy."""
+        if self._migrated is None:
+            self._execute('CREATE DATABASE "migrated" TEMPLATE "template0"')
+            engine = create_engine(self._url("migrated"))
+            try:
+                with engine.begin() as connection:
+                    migrate(connection)
+            finally:
+                engine.dispose()
+            self._migrated = "migrated"
+        return self._migrated
 
     def _ctl(self, *args: str, check: bool = True) -> None:
         options = f"-p {self.port} -k {self.home / 'sockets'} -c listen_addresses=127.0.0.1"
@@ -117,13 +162,20 @@ def postgres_server(fsync: bool = False) -> Iterator[str]:
         yield server.url
 
 
+@pytest.fixture(scope="session")
+def shared_postgres() -> Iterator[PostgresServer]:
+    """One private server per test process, on which tests take databases of their own
+    (``PostgresServer.database``: a database is made in milliseconds, a server in seconds); tests
+    that stop, restart or configure a server start their own (``postgres_cluster``)."""
+    with postgres_cluster() as server:
+        yield server
+
+
 @contextmanager
-def migrated_engine() -> Iterator[sa.Engine]:
-    """An engine on a private server whose database has loopengine's schema."""
-    with postgres_server() as url:
+def migrated_engine(server: PostgresServer) -> Iterator[sa.Engine]:
+    """An engine on a new database of ``server`` that has loopengine's schema."""
+    with server.database(migrated=True) as url:
         built = create_engine(url)
-        with built.begin() as connection:
-            migrate(connection)
         try:
             yield built
         finally:

@@ -13,13 +13,13 @@ import sqlalchemy as sa
 from loopengine.store import JobEnvelope, queue
 from tests.daemon.conftest import BY_HAND, ON_EVENT, TICK, Workspace
 from tests.job_rows import ALL_JOBS
-from tests.postgres import postgres_server
+from tests.postgres import PostgresServer
 from tests.waiting import wait_until
 
 
 @pytest.fixture(scope="module")
-def postgres_url() -> Iterator[str]:
-    with postgres_server() as url:
+def postgres_url(shared_postgres: PostgresServer) -> Iterator[str]:
+    with shared_postgres.database() as url:
         yield url
 
 

@@ -15,13 +15,13 @@ import sqlalchemy as sa
 
 from loopengine.cli import main
 from tests.conftest import SEED_DIR
-from tests.postgres import postgres_server
+from tests.postgres import PostgresServer
 from tests.redis import RedisServer, redis_server
 
 
 @pytest.fixture(scope="module")
-def postgres() -> Iterator[str]:
-    with postgres_server() as url:
+def postgres(shared_postgres: PostgresServer) -> Iterator[str]:
+    with shared_postgres.database() as url:
         engine = sa.create_engine(url)
         with engine.begin() as connection:
             connection.exec_driver_sql(

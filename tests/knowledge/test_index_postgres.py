@@ -13,12 +13,12 @@ from loopengine.knowledge import index, search
 from loopengine.store import Store, knowledge
 from tests.knowledge.conftest import GUIDE, config, write
 from tests.knowledge.test_search import HOSTILE
-from tests.postgres import postgres_server
+from tests.postgres import PostgresServer
 
 
 @pytest.fixture(scope="module")
-def url() -> Iterator[str]:
-    with postgres_server() as found:
+def url(shared_postgres: PostgresServer) -> Iterator[str]:
+    with shared_postgres.database() as found:
         yield found
 
 

@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from loopengine.store import create_engine, migrate
-from tests.postgres import postgres_server
+from tests.postgres import PostgresServer
 
 
 @pytest.fixture
@@ -31,7 +31,8 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[sa.Engine
         yield built
         built.dispose()
         return
-    with postgres_server() as url:
+    server: PostgresServer = request.getfixturevalue("shared_postgres")
+    with server.database() as url:
         built = create_engine(url)
         yield built
         built.dispose()

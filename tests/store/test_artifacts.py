@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from loopengine.errors import StorageError
 from loopengine.store import ArtifactWriter, shown_url
-from tests.postgres import postgres_server
+from tests.postgres import PostgresServer
 from tests.redis import RedisServer, redis_server
 
 RECORD = {
@@ -96,8 +96,10 @@ def test_each_storage_forgets_an_artifact_removed(
     writer.remove(storage, location)
 
 
-def test_supabase_is_a_postgresql_storage(tmp_path: Path, redis: RedisServer) -> None:
-    with postgres_server() as url:
+def test_supabase_is_a_postgresql_storage(
+    tmp_path: Path, redis: RedisServer, shared_postgres: PostgresServer
+) -> None:
+    with shared_postgres.database() as url:
         writer = ArtifactWriter({"supabase": url}, tmp_path)
         try:
             location = writer.write("supabase", RECORD)

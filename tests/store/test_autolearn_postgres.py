@@ -12,14 +12,14 @@ import pytest
 import sqlalchemy as sa
 
 from loopengine.store import autolearn, memory, prompts
-from tests.postgres import migrated_engine
+from tests.postgres import PostgresServer, migrated_engine
 from tests.store.test_autolearn import _sample
 from tests.waiting import wait_until_blocked
 
 
 @pytest.fixture(scope="module")
-def engine() -> Iterator[sa.Engine]:
-    with migrated_engine() as built:
+def engine(shared_postgres: PostgresServer) -> Iterator[sa.Engine]:
+    with migrated_engine(shared_postgres) as built:
         yield built
 
 

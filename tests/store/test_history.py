@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from loopengine.store import JobEnvelope, create_engine, history, intake, migrate, queue
 from loopengine.store import _tables as tables
-from tests.postgres import migrated_engine
+from tests.postgres import PostgresServer, migrated_engine
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,8 +31,8 @@ _START = _Start()
 
 
 @pytest.fixture(scope="module")
-def postgres() -> Iterator[sa.Engine]:
-    with migrated_engine() as built:
+def postgres(shared_postgres: PostgresServer) -> Iterator[sa.Engine]:
+    with migrated_engine(shared_postgres) as built:
         yield built
 
 

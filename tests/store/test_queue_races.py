@@ -15,13 +15,13 @@ import sqlalchemy as sa
 
 from loopengine.errors import LeaseLost
 from loopengine.store import JobEnvelope, create_engine, jobs, migrate, queue
-from tests.postgres import migrated_engine
+from tests.postgres import PostgresServer, migrated_engine
 from tests.waiting import wait_until_blocked
 
 
 @pytest.fixture(scope="module")
-def postgres() -> Iterator[sa.Engine]:
-    with migrated_engine() as built:
+def postgres(shared_postgres: PostgresServer) -> Iterator[sa.Engine]:
+    with migrated_engine(shared_postgres) as built:
         yield built
 
 

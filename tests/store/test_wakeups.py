@@ -17,7 +17,7 @@ from loopengine.errors import StorageError
 from loopengine.store import Store, create_engine, migrate, queue, signals
 from loopengine.store.wakeups import connector, listen
 from loopengine.testing import memory_store
-from tests.postgres import postgres_server
+from tests.postgres import PostgresServer
 from tests.store.test_queue import job
 from tests.waiting import DEADLINE_S
 
@@ -59,8 +59,8 @@ async def test_an_event_appended_tells_its_topic() -> None:
 
 
 @pytest.fixture(scope="module")
-def postgres_url() -> Iterator[str]:
-    with postgres_server() as url:
+def postgres_url(shared_postgres: PostgresServer) -> Iterator[str]:
+    with shared_postgres.database() as url:
         yield url
 
 

@@ -10,12 +10,12 @@ import pytest
 import sqlalchemy as sa
 
 from loopengine.store import webhooks
-from tests.postgres import migrated_engine
+from tests.postgres import PostgresServer, migrated_engine
 
 
 @pytest.fixture(scope="module")
-def engine() -> Iterator[sa.Engine]:
-    with migrated_engine() as built:
+def engine(shared_postgres: PostgresServer) -> Iterator[sa.Engine]:
+    with migrated_engine(shared_postgres) as built:
         yield built
 
 

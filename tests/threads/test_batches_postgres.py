@@ -12,13 +12,13 @@ import sqlalchemy as sa
 from loopengine.errors import ThreadError
 from loopengine.store import threads
 from loopengine.threads import new_batch
-from tests.postgres import migrated_engine
+from tests.postgres import PostgresServer, migrated_engine
 from tests.waiting import wait_until_blocked
 
 
 @pytest.fixture(scope="module")
-def engine() -> Iterator[sa.Engine]:
-    with migrated_engine() as built:
+def engine(shared_postgres: PostgresServer) -> Iterator[sa.Engine]:
+    with migrated_engine(shared_postgres) as built:
         yield built
 
 
