@@ -14,7 +14,7 @@ import loopengine.store._fastpath as fastpath
 from loopengine.errors import StorageError, StoreUnavailable
 from loopengine.store import Encoded, create_engine
 from loopengine.store._database import translated
-from tests.postgres import postgres_server
+from tests.postgres import PostgresServer
 
 _METADATA = sa.MetaData()
 _ROWS = sa.Table(
@@ -42,8 +42,8 @@ _VALUES: dict[str, Any] = {
 
 
 @pytest.fixture(scope="module")
-def engine() -> Iterator[sa.Engine]:
-    with postgres_server() as url:
+def engine(shared_postgres: PostgresServer) -> Iterator[sa.Engine]:
+    with shared_postgres.database() as url:
         built = create_engine(url)
         _METADATA.create_all(built)
         yield built
