@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from typing import Any
+from unittest import mock
 
 import anyio
-import sqlalchemy as sa
 
 from loopengine.api._context import IntakeWrites
 from loopengine.errors import StoreUnavailable
@@ -18,18 +18,11 @@ from tests.store.test_intake import arrival, bounded
 
 
 def concurrently(firings: list[intake.Arrival]) -> tuple[list[Any], int]:
-    """What each firing became, sent at once through ``IntakeWrites``, and how many times the
-    paused loops were read (once a write)."""
+    """What each firing became, sent at once through ``IntakeWrites``, and how many writes of
+    the store they took (``intake.enqueue_keyed_all`` runs once a write)."""
 
     async def main() -> tuple[list[Any], int]:
         async with memory_store() as store:
-            reads: list[str] = []
-
-            def seen(conn: Any, cursor: Any, statement: str, *rest: Any) -> None:
-                if "paused_loops" in statement:
-                    reads.append(statement)
-
-            sa.event.listen(store.engine, "before_cursor_execute", seen)
             writes, done = IntakeWrites(store), [None] * len(firings)
 
             async def send(place: int, fired: intake.Arrival) -> None:
@@ -39,9 +32,12 @@ def concurrently(firings: list[intake.Arrival]) -> tuple[list[Any], int]:
             async with anyio.create_task_group() as group:
                 for place, fired in enumerate(firings):
                     group.start_soon(send, place, fired)
-            return done, len(reads)
+            return done
 
-    return asyncio.run(main())
+    written = mock.patch.object(intake, "enqueue_keyed_all", wraps=intake.enqueue_keyed_all)
+    with written as counted:
+        done = asyncio.run(main())
+    return done, counted.call_count
 
 
 def test_firings_sent_while_a_write_waits_share_it() -> None:
