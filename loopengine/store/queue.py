@@ -580,9 +580,11 @@ def claim_jobs(
             counts[loop_id] = limits[loop_id] - left
         free.difference_update(loop_id for loop_id, left in room.items() if left <= 0)
         chosen = _chosen(candidates, room, wanted)
-        ids = [*chosen, *_spare(candidates, room, wanted, chosen)]
-        leasing = {"now": now, "most": wanted, "to": owner, "until": now + lease_s, "ids": ids}
+        leasing = {"now": now, "most": wanted, "to": owner, "until": now + lease_s, "ids": chosen}
         taken = _leased(connection, leasing, owner) if chosen else []
+        if len(taken) < len(chosen) and (spare := _spare(candidates, room, wanted, chosen)):
+            leasing.update(most=wanted - len(taken), ids=spare)
+            taken += _leased(connection, leasing, owner)
         if not taken and free and not seen_all:
             taken = _claim_among(connection, now, free, wanted, limits, counts, owner, lease_s)
         for job, _ in taken:
@@ -632,9 +634,11 @@ def _chosen(
 def _spare(
     candidates: Iterable[Mapping[str, Any]], room: Mapping[str, int], most: int, chosen: list[str]
 ) -> list[str]:
-    """The other ``candidates`` a lease of ``most`` may take where chosen ones are gone (another
+    """The other ``candidates`` a second lease may take where chosen ones were gone (another
     daemon's claim took them while this one waited for the loop's lock): those of loops with
-    room for ``most``, which no lease of ``most`` can fill past their limit."""
+    room for ``most``, which the two leases of ``most`` in all cannot fill past their limit.
+    Named only then: a lease naming them all walked the queue's index on PostgreSQL, slow
+    behind a backlog."""
     taken = set(chosen)
     return [
         row["id"]
