@@ -8,7 +8,7 @@ per-call compile-cache lookup and result processing that cost ~20 µs a statemen
 are (de)serialised here, as SQLAlchemy's JSON type would, and ``MaskedText`` masked as its type
 would. Only module-level statements go through this path, so caching them by identity is safe.
 On PostgreSQL they are compiled with ``$n`` parameters and run by ``_pq`` (a connection in
-autocommit, ``execute_many`` and ``insert_new`` on psycopg's ``RawCursor``).
+autocommit, and ``execute_many``, on psycopg's ``RawCursor``).
 """
 
 from __future__ import annotations
@@ -189,21 +189,27 @@ def fetch_all(
 ) -> list[dict[str, Any]]:
     """Rows of a SELECT as dicts, JSON columns decoded."""
     prepared = _prepare(connection, statement, frozenset(params))
-    if (session := _session(connection)) is not None:
-        rows = session.rows(session.run(prepared.sql, prepared.positional(params)))
-    else:
-        cursor = _cursor(connection)
-        try:
-            cursor.execute(prepared.sql, prepared.arguments(params))
-            names = [column[0] for column in cursor.description]
-            rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-        finally:
-            cursor.close()
+    rows = _rows(connection, prepared, params)
     for row in rows:
         for name in prepared.json_results:
             if isinstance(text := row.get(name), str):
                 row[name] = json.loads(text)
     return rows
+
+
+def _rows(
+    connection: sa.Connection, prepared: _Prepared, params: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """The rows ``prepared`` returns, as dicts in the order of its columns."""
+    if (session := _session(connection)) is not None:
+        return session.rows(session.run(prepared.sql, prepared.positional(params)))
+    cursor = _cursor(connection)
+    try:
+        cursor.execute(prepared.sql, prepared.arguments(params))
+        names = [column[0] for column in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    finally:
+        cursor.close()
 
 
 def _session(connection: sa.Connection) -> Session | None:
@@ -260,17 +266,13 @@ def insert_new(
     driver gives no row count for ``ON CONFLICT DO NOTHING``)."""
     keys = tuple(rows[0]) if rows else ()
     won: list[tuple[Any, ...]] = []
-    cursor = _cursor(connection)
-    try:
-        start = 0
-        while start < len(rows):
-            count = next(size for size in _SIZES if size <= len(rows) - start)
-            statement, names = _insert_new_statement(connection, table, keys, count)
-            values = (row[key] for row in rows[start : start + count] for key in keys)
-            prepared = _prepare(connection, statement, frozenset())
-            cursor.execute(prepared.sql, prepared.arguments(dict(zip(names, values, strict=True))))
-            won += map(tuple, cursor.fetchall())
-            start += count
-    finally:
-        cursor.close()
+    start = 0
+    while start < len(rows):
+        count = next(size for size in _SIZES if size <= len(rows) - start)
+        statement, names = _insert_new_statement(connection, table, keys, count)
+        values = (row[key] for row in rows[start : start + count] for key in keys)
+        prepared = _prepare(connection, statement, frozenset())
+        bound = dict(zip(names, values, strict=True))
+        won += [tuple(row.values()) for row in _rows(connection, prepared, bound)]
+        start += count
     return won
