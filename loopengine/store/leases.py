@@ -79,7 +79,7 @@ def check_lease(connection: sa.Connection, lease: Lease) -> None:
     checked.add(lease)
 
 
-STILL_HELD = sa.select(jobs.c.id).where(*HELD).with_for_update().exists()
+STILL_HELD = _CHECK.exists()
 """The condition, for a write of its own, that the lease ``held(lease)`` binds still holds its
 job, locking the job's row as ``check_lease`` does (``checked`` records it once it matched)."""
 
