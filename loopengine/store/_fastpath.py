@@ -199,7 +199,7 @@ def fetch_all(
 
 def _rows(
     connection: sa.Connection, prepared: _Prepared, params: Mapping[str, Any]
-) -> list[dict[str, Any]]:
+) -> list[dict[str, object]]:
     """The rows ``prepared`` returns, as dicts in the order of its columns."""
     if (session := _session(connection)) is not None:
         return session.rows(session.run(prepared.sql, prepared.positional(params)))
