@@ -27,7 +27,17 @@ from loopengine.store._dialect import dialect_insert
 if TYPE_CHECKING:
     from loopengine.store._pq import Session
 
-__all__ = ["Encoded", "execute", "execute_many", "fetch_all", "fetch_one", "insert_new"]
+__all__ = [
+    "Bound",
+    "Encoded",
+    "commit",
+    "execute",
+    "execute_all",
+    "execute_many",
+    "fetch_all",
+    "fetch_one",
+    "insert_new",
+]
 
 
 class Encoded(str):
@@ -43,6 +53,9 @@ class Encoded(str):
 
 Encode = Callable[[Any], Any]
 """How a parameter is written: JSON encoded, text masked."""
+
+Bound = tuple[Any, Mapping[str, Any]]
+"""A statement this module runs and its parameters (``execute_all`` runs several)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +179,25 @@ def execute(connection: sa.Connection, statement: Any, params: Mapping[str, Any]
         cursor.close()
 
 
+def execute_all(
+    connection: sa.Connection, statements: Sequence[Bound], then: Bound | None = None
+) -> tuple[list[int], list[dict[str, Any]]]:
+    """Run ``statements`` in order, then the query ``then`` if given: their row counts, and the
+    query's rows as ``fetch_all`` reads them. On PostgreSQL all go in one round trip (libpq's
+    pipeline): the first that fails raises, and those after it do not run."""
+    if (session := _session(connection)) is None:
+        counts = [execute(connection, statement, params) for statement, params in statements]
+        return counts, [] if then is None else fetch_all(connection, *then)
+    runs = [*statements, then] if then is not None else statements
+    prepared = [_prepare(connection, statement, frozenset(params)) for statement, params in runs]
+    bound = [(made.sql, made.positional(run[1])) for made, run in zip(prepared, runs, strict=True)]
+    results = session.run_all(bound)
+    counts = [result.command_tuples or 0 for result in results[: len(statements)]]
+    if then is None:
+        return counts, []
+    return counts, _decoded(prepared[-1], session.rows(results[-1]))
+
+
 def execute_many(
     connection: sa.Connection, statement: Any, rows: Sequence[Mapping[str, Any]]
 ) -> None:
@@ -189,7 +221,11 @@ def fetch_all(
 ) -> list[dict[str, Any]]:
     """Rows of a SELECT as dicts, JSON columns decoded."""
     prepared = _prepare(connection, statement, frozenset(params))
-    rows = _rows(connection, prepared, params)
+    return _decoded(prepared, _rows(connection, prepared, params))
+
+
+def _decoded(prepared: _Prepared, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` with the JSON columns of ``prepared``'s results decoded."""
     for row in rows:
         for name in prepared.json_results:
             if isinstance(text := row.get(name), str):
@@ -210,6 +246,13 @@ def _rows(
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
     finally:
         cursor.close()
+
+
+def commit(connection: sa.Connection) -> None:
+    """Commit the connection's transaction on PostgreSQL's client library, if the fast path
+    runs there: SQLAlchemy's commit then finds nothing left to do. Elsewhere, nothing."""
+    if (session := _session(connection)) is not None:
+        session.commit()
 
 
 def _session(connection: sa.Connection) -> Session | None:

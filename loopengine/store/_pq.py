@@ -10,6 +10,7 @@ the cursor would have given. ``exec_prepared`` releases the GIL while it waits.
 
 from __future__ import annotations
 
+import select
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -23,7 +24,11 @@ __all__ = ["Session", "session"]
 
 _TEXT = PyFormat.TEXT
 _DONE = (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK)
+_ANSWERED = (*_DONE, pq.ExecStatus.PIPELINE_SYNC, pq.ExecStatus.PIPELINE_ABORTED)
+_IDLE = pq.TransactionStatus.IDLE
 _SESSION = "loopengine.pq"
+_Key = tuple[str, tuple[int, ...]]
+"""A prepared statement's text and parameter types."""
 
 
 class Session:
@@ -35,30 +40,95 @@ class Session:
         self.driver = driver
         self.pgconn = driver.pgconn
         self.encoding = driver.info.encoding
-        self.names: dict[tuple[str, tuple[int, ...]], bytes] = {}
+        self.names: dict[_Key, bytes] = {}
         self.made = 0
         self.dumpers: dict[Any, Dumper] = {}
         self.loaders: dict[int, Callable[[bytes], Any]] = {}
 
     def run(self, sql: str, arguments: Sequence[Any]) -> pq.abc.PGresult:
         """The result of ``sql`` (``$n`` parameters) run with ``arguments``, in the connection's
-        transaction (begun here as psycopg begins it, when none is open). A statement is
+        transaction (begun with it, in one round trip, when none is open). A statement is
         prepared once for each set of parameter types its values dump to, as psycopg does."""
-        if self.pgconn.transaction_status == pq.TransactionStatus.IDLE:
-            self._checked(self.pgconn.exec_(b"BEGIN"))
+        if self.pgconn.transaction_status == _IDLE:
+            return self.run_all([(sql, arguments)])[0]
+        key, params = self._bound(sql, arguments)
+        name = self.names.get(key)
+        if name is None:
+            name = self._name()
+            self._checked(self.pgconn.prepare(name, sql.encode(self.encoding), key[1]))
+            self.names[key] = name
+        return self._checked(self.pgconn.exec_prepared(name, params))
+
+    def run_all(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[pq.abc.PGresult]:
+        """The results of ``statements``, run in order in one round trip (libpq's pipeline) in
+        the connection's transaction, begun with them when none is open. When one fails, those
+        after it do not run, and its error is raised once every answer was read."""
+        pgconn = self.pgconn
+        bound = [self._bound(sql, arguments) for sql, arguments in statements]
+        made: dict[_Key, bytes] = {}
+        answers: list[_Key | None] = []
+        """What each answer is for: the statement prepared under a key, or (None) a run."""
+        begin = pgconn.transaction_status == _IDLE
+        pgconn.enter_pipeline_mode()
+        try:
+            if begin:
+                pgconn.send_query_params(b"BEGIN", None)
+            for key, params in bound:
+                name = self.names.get(key) or made.get(key)
+                if name is None:
+                    name = made[key] = self._name()
+                    pgconn.send_prepare(name, key[0].encode(self.encoding), key[1])
+                    answers.append(key)
+                pgconn.send_query_prepared(name, params)
+                answers.append(None)
+            pgconn.pipeline_sync()
+            while pgconn.flush():
+                select.select([], [pgconn.socket], [])
+            began = self._next() if begin else None
+            results = [(key, self._next()) for key in answers]
+            self._next()
+        finally:
+            if pgconn.status == pq.ConnStatus.OK and pgconn.pipeline_status:
+                pgconn.exit_pipeline_mode()
+        for made_for, result in results:
+            if made_for is not None and result.status == pq.ExecStatus.COMMAND_OK:
+                self.names[made_for] = made[made_for]
+        answered = [result for result in (began, *(r for _, r in results)) if result is not None]
+        for result in answered:
+            if result.status not in _ANSWERED:
+                self._checked(result)
+        return [result for made_for, result in results if made_for is None]
+
+    def commit(self) -> None:
+        """Commit the open transaction (psycopg's own commit then finds none, and sends
+        nothing): its commit costs several times this one's CPU."""
+        if self.pgconn.transaction_status == pq.TransactionStatus.INTRANS:
+            self._checked(self.pgconn.exec_(b"COMMIT"))
+
+    def _next(self) -> pq.abc.PGresult:
+        """The pipeline's next answer, once it came (waiting releases the GIL)."""
+        pgconn = self.pgconn
+        while True:
+            if pgconn.is_busy():
+                select.select([pgconn.socket], [], [])
+                pgconn.consume_input()
+            elif (result := pgconn.get_result()) is not None:
+                return result
+
+    def _bound(self, sql: str, arguments: Sequence[Any]) -> tuple[_Key, list[Any]]:
+        """The statement's key (its text and the types its values dump to) and its values
+        dumped."""
         dumpers = [None if value is None else self._dumper(value) for value in arguments]
         types = tuple(0 if dumper is None else dumper.oid for dumper in dumpers)
-        name = self.names.get((sql, types))
-        if name is None:
-            name = f"loopengine_{self.made}".encode()
-            self.made += 1
-            self._checked(self.pgconn.prepare(name, sql.encode(self.encoding), types))
-            self.names[sql, types] = name
         params = [
             None if dumper is None else dumper.dump(value)
             for dumper, value in zip(dumpers, arguments, strict=True)
         ]
-        return self._checked(self.pgconn.exec_prepared(name, params))  # type: ignore[arg-type]
+        return (sql, types), params
+
+    def _name(self) -> bytes:
+        self.made += 1
+        return f"loopengine_{self.made - 1}".encode()
 
     def rows(self, result: pq.abc.PGresult) -> list[dict[str, object]]:
         """The result's rows as dicts of the values the cursor would have loaded."""

@@ -44,6 +44,7 @@ import anyio.lowlevel
 import anyio.to_thread
 import sqlalchemy as sa
 
+import loopengine.store._fastpath as fastpath
 from loopengine._concurrency import first_error
 from loopengine.errors import StorageError, StoreUnavailable
 from loopengine.store._database import (
@@ -422,6 +423,7 @@ class Store:
             if writer and self._sqlite:
                 self._memo_version = _data_version(connection)
             outcomes: list[Outcome] = [(pending.operation(connection), None) for pending in group]
+            fastpath.commit(connection)
         self._notified |= notified(connection)
         if not self._sqlite:
             self.backend_pid = _backend_pid(connection)

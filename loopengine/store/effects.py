@@ -12,21 +12,21 @@ from typing import Any, Protocol
 
 import sqlalchemy as sa
 
-from loopengine.store._fastpath import Encoded
+from loopengine.store._fastpath import Bound, Encoded, execute_all
 from loopengine.store._record import ExecutionRow, JobEnvelope
 from loopengine.store.approvals import Approval, insert_approval
 from loopengine.store.executions import (
     PhaseRows,
-    insert_execution,
-    insert_phases,
-    update_execution,
+    inserting_execution,
+    inserting_phases,
+    updating_execution,
 )
-from loopengine.store.jobs import insert_envelope
+from loopengine.store.jobs import inserting_envelope
 from loopengine.store.learning import put_state, queue_review
-from loopengine.store.leases import Lease, check_lease, lost
-from loopengine.store.logs import LogLine, insert_lines
-from loopengine.store.queue import finish_job
-from loopengine.store.records import Artifact, insert_artifact, insert_audit
+from loopengine.store.leases import Lease, check_lease, forget_lease, lost
+from loopengine.store.logs import LogLine, inserting_lines
+from loopengine.store.queue import finishing_job
+from loopengine.store.records import Artifact, insert_artifact, inserting_audit
 from loopengine.store.signals import insert_event, insert_metrics
 
 __all__ = [
@@ -55,8 +55,11 @@ class AuditEntry:
     record: dict[str, Any]
     at: float
 
+    def statements(self) -> list[Bound]:
+        return [inserting_audit(self.execution_id, self.loop_id, self.record, self.at)]
+
     def apply(self, connection: sa.Connection) -> None:
-        insert_audit(connection, self.execution_id, self.loop_id, self.record, self.at)
+        execute_all(connection, self.statements())
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,8 +164,11 @@ class AppendLogs:
     execution_id: str
     lines: tuple[LogLine, ...]
 
+    def statements(self) -> list[Bound]:
+        return inserting_lines(self.execution_id, self.lines)
+
     def apply(self, connection: sa.Connection) -> None:
-        insert_lines(connection, self.execution_id, self.lines)
+        execute_all(connection, self.statements())
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,28 +233,43 @@ class ExecutionCommit:
 
 def write_commit(connection: sa.Connection, commit: ExecutionCommit) -> None:
     """An execution's commit, atomically: its lease still held (its job ended, with ``ends``),
-    its row inserted (with its envelope) or updated, its phases and its effects."""
-    if commit.lease is not None and commit.ends is not None:
-        end = commit.ends
-        ended = finish_job(
-            connection,
-            commit.lease,
-            outcome=end.outcome,
-            execution_id=commit.execution_id,
-            now=end.at,
-            reason=end.error,
+    its row inserted (with its envelope) or updated, its phases and its effects. Its own rows,
+    the job's end and its log and audit lines go to the database in one round trip."""
+    lease, end = commit.lease, commit.ends
+    statements: list[Bound] = []
+    if lease is not None and end is not None:
+        forget_lease(connection, lease)
+        statements.append(
+            finishing_job(
+                lease,
+                outcome=end.outcome,
+                execution_id=commit.execution_id,
+                now=end.at,
+                reason=end.error,
+            )
         )
-        if not ended:
-            raise lost(commit.lease)
-    elif commit.lease is not None:
-        check_lease(connection, commit.lease)
+    elif lease is not None:
+        check_lease(connection, lease)
     if commit.first is not None:
         envelope, row = commit.first
-        insert_envelope(connection, envelope, row)
-        insert_execution(connection, replace(row, **commit.values))
+        statements.append(inserting_envelope(envelope, row))
+        statements.append(inserting_execution(replace(row, **commit.values)))
     else:
-        update_execution(connection, commit.execution_id, **commit.values)
+        statements.append(updating_execution(commit.execution_id, commit.values))
     if commit.phases is not None:
-        insert_phases(connection, commit.execution_id, commit.phases)
+        statements.append(inserting_phases(commit.execution_id, commit.phases))
+    others = []
     for effect in commit.effects:
+        if isinstance(effect, _WITH_THE_COMMIT):
+            statements += effect.statements()
+        else:
+            others.append(effect)
+    counts, _ = execute_all(connection, statements)
+    if lease is not None and end is not None and not counts[0]:
+        raise lost(lease)
+    for effect in others:
         effect.apply(connection)
+
+
+_WITH_THE_COMMIT = (AppendLogs, AuditEntry)
+"""Effects whose statements ``write_commit`` sends with the commit's own."""

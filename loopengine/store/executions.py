@@ -27,10 +27,11 @@ from loopengine.store.jobs import (
     execution_of_key,
     get_envelope,
     insert_envelope,
-    take_leased_envelope,
+    taken_envelope,
+    taking_leased_envelope,
 )
 from loopengine.store.learning import LearnedState
-from loopengine.store.leases import Lease
+from loopengine.store.leases import Lease, checked
 from loopengine.store.records import Artifact, artifacts_of
 
 __all__ = [
@@ -49,6 +50,8 @@ __all__ = [
     "ids_starting_with",
     "insert_execution",
     "insert_phases",
+    "inserting_execution",
+    "inserting_phases",
     "last_seq",
     "list_executions",
     "mark_all_interrupted",
@@ -61,6 +64,7 @@ __all__ = [
     "starting_point",
     "unfinished",
     "update_execution",
+    "updating_execution",
 ]
 
 
@@ -124,6 +128,28 @@ class ExecutionRecord:
 _INSERT = executions.insert()
 _UPDATE = executions.update().where(executions.c.id == sa.bindparam("_id"))
 _INSERT_PHASES = phases.insert()
+
+
+def _typed(column: sa.Column[Any]) -> sa.ColumnElement[Any]:
+    """A parameter for ``column`` whose type PostgreSQL knows when its value is null: the
+    dialect casts text and JSON parameters itself (a cast to ``VARCHAR(n)`` would cut a long
+    value, and SQLite's cast to ``JSON`` reads a number); numbers and booleans are cast here."""
+    parameter = sa.bindparam(column.key, type_=column.type)
+    if isinstance(column.type, sa.Float | sa.Boolean | sa.Integer):
+        return sa.cast(parameter, column.type)
+    return parameter
+
+
+_INSERT_TAKEN = executions.insert().from_select(
+    [column.key for column in executions.c],
+    sa.select(*(_typed(column) for column in executions.c)).where(
+        sa.exists().where(
+            envelopes.c.job_id == sa.bindparam("job_id"),
+            envelopes.c.execution_id == sa.bindparam("id"),
+        )
+    ),
+)
+"""The execution's row, once its envelope is taken for it (``claim_key``)."""
 _ROWS = sa.select(*executions.c, envelopes.c.trigger).outerjoin_from(
     executions, envelopes, envelopes.c.job_id == executions.c.job_id
 )
@@ -211,16 +237,24 @@ def fail_left_running(connection: sa.Connection, job_id: str, error: str, at: fl
     return int(connection.execute(query).rowcount)
 
 
-def insert_execution(connection: sa.Connection, row: ExecutionRow) -> None:
-    """The execution's row; its trigger is its envelope's."""
+def inserting_execution(row: ExecutionRow) -> fastpath.Bound:
+    """The statement inserting the execution's row; its trigger is its envelope's."""
     values = row.row()
     del values["trigger"]
-    fastpath.execute(connection, _INSERT, values)
+    return _INSERT, values
+
+
+def insert_execution(connection: sa.Connection, row: ExecutionRow) -> None:
+    fastpath.execute(connection, *inserting_execution(row))
+
+
+def updating_execution(execution_id: str, values: dict[str, Any]) -> fastpath.Bound:
+    """The statement setting some columns of one execution (``status``, ``context``…)."""
+    return _UPDATE, {"_id": execution_id, **values}
 
 
 def update_execution(connection: sa.Connection, execution_id: str, /, **values: Any) -> None:
-    """Set some columns of one execution (``status``, ``outcome``, ``context``…)."""
-    fastpath.execute(connection, _UPDATE, {"_id": execution_id, **values})
+    fastpath.execute(connection, *updating_execution(execution_id, values))
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,9 +279,13 @@ class PhaseRows:
         return {"execution_id": execution_id, "seq": self.seq, "results": self.results}
 
 
+def inserting_phases(execution_id: str, rows: PhaseRows) -> fastpath.Bound:
+    """The statement recording what ``rows`` hold of ``execution_id``'s phases."""
+    return _INSERT_PHASES, rows.row(execution_id)
+
+
 def insert_phases(connection: sa.Connection, execution_id: str, rows: PhaseRows) -> None:
-    """What ``rows`` record of ``execution_id``'s phases."""
-    fastpath.execute(connection, _INSERT_PHASES, rows.row(execution_id))
+    fastpath.execute(connection, *inserting_phases(execution_id, rows))
 
 
 def get_execution(connection: sa.Connection, execution_id: str) -> ExecutionRow | None:
@@ -451,6 +489,10 @@ def starting_point(
     and ``since_last_run`` never count it) and its learned state, in one statement."""
     row = fastpath.fetch_one(connection, _STARTING_POINT, {"loop_id": loop_id})
     assert row is not None
+    return _started_from(row)
+
+
+def _started_from(row: dict[str, Any]) -> tuple[LastRun | None, LearnedState | None]:
     last = None if row["started_at"] is None else LastRun.from_row(row)
     state = None if row["samples"] is None else LearnedState.from_row(row)
     return last, state
@@ -465,9 +507,18 @@ def claim_key(
     """Take ``envelope``'s idempotency key for the execution ``row`` and insert both, with where
     it starts from, unless an execution took the key already (then that one): of several
     processes starting with one key at once, one runs and the others return its execution. A
-    queued job's envelope (``lease`` given) is stored already: it is taken by its job id."""
+    queued job's envelope (``lease`` given) is stored already: it is taken by its job id, the
+    row inserted once taken and the starting point read, in one round trip."""
     if lease is not None:
-        existing = take_leased_envelope(connection, lease, row.id)
+        values = inserting_execution(row)[1]
+        taking = [taking_leased_envelope(lease, row.id), (_INSERT_TAKEN, values)]
+        counts, rows = fastpath.execute_all(
+            connection, taking, then=(_STARTING_POINT, {"loop_id": row.loop_id})
+        )
+        if counts[0]:
+            checked(connection, lease)
+            return None, *_started_from(rows[0])
+        existing = taken_envelope(connection, lease)
     else:
         existing = execution_of_key(connection, envelope.idempotency_key)
     if existing is not None:

@@ -9,13 +9,15 @@ import loopengine.store._fastpath as fastpath
 from loopengine.errors import ContractError
 from loopengine.store._record import ExecutionRow, JobEnvelope
 from loopengine.store._tables import envelopes
-from loopengine.store.leases import STILL_HELD, Lease, check_lease, checked, held
+from loopengine.store.leases import STILL_HELD, Lease, check_lease, held
 
 __all__ = [
     "execution_of_key",
     "get_envelope",
     "insert_envelope",
-    "take_leased_envelope",
+    "inserting_envelope",
+    "taken_envelope",
+    "taking_leased_envelope",
 ]
 
 _INSERT = envelopes.insert()
@@ -32,10 +34,14 @@ _TAKE_LEASED = _TAKE.where(STILL_HELD)
 _TAKEN = sa.select(envelopes.c.execution_id).where(envelopes.c.job_id == sa.bindparam("job_id"))
 
 
+def inserting_envelope(envelope: JobEnvelope, row: ExecutionRow) -> fastpath.Bound:
+    """The statement recording the envelope the execution ``row`` runs; a reused idempotency
+    key fails the transaction."""
+    return _INSERT, envelope.row(row.id, row.started_at, row.started_by)
+
+
 def insert_envelope(connection: sa.Connection, envelope: JobEnvelope, row: ExecutionRow) -> None:
-    """Record the envelope the execution ``row`` runs; a reused idempotency key fails the
-    transaction."""
-    fastpath.execute(connection, _INSERT, envelope.row(row.id, row.started_at, row.started_by))
+    fastpath.execute(connection, *inserting_envelope(envelope, row))
 
 
 def execution_of_key(connection: sa.Connection, idempotency_key: str) -> str | None:
@@ -57,14 +63,16 @@ def get_envelope(connection: sa.Connection, job_id: str) -> JobEnvelope | None:
     return JobEnvelope.from_row(row) if row else None
 
 
-def take_leased_envelope(connection: sa.Connection, lease: Lease, execution_id: str) -> str | None:
-    """Let ``execution_id`` take the stored envelope of the job ``lease`` holds (its key with
-    it), unless an execution took it already: then that one. The same statement checks the
-    lease as ``check_lease`` does (``LeaseLost`` otherwise)."""
-    params = {"_job_id": lease.job_id, "_execution_id": execution_id, **held(lease)}
-    if fastpath.execute(connection, _TAKE_LEASED, params):
-        checked(connection, lease)
-        return None
+def taking_leased_envelope(lease: Lease, execution_id: str) -> fastpath.Bound:
+    """The statement letting ``execution_id`` take the stored envelope of the job ``lease``
+    holds (its key with it) while the lease holds and no execution took it; it checks the lease
+    as ``check_lease`` does (its row count is 1 then: tell ``checked``)."""
+    return _TAKE_LEASED, {"_job_id": lease.job_id, "_execution_id": execution_id, **held(lease)}
+
+
+def taken_envelope(connection: sa.Connection, lease: Lease) -> str | None:
+    """The execution that took the envelope of the job ``lease`` holds, when
+    ``taking_leased_envelope`` took none (``LeaseLost`` if the lease no longer holds)."""
     check_lease(connection, lease)
     row = fastpath.fetch_one(connection, _TAKEN, {"job_id": lease.job_id})
     return None if row is None else row["execution_id"]

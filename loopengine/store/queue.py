@@ -64,6 +64,7 @@ __all__ = [
     "events_after",
     "expired_artifacts",
     "finish_job",
+    "finishing_job",
     "forget_artifacts",
     "get_job",
     "hand_back",
@@ -756,6 +757,20 @@ _FINISH = (
 )
 
 
+def finishing_job(
+    lease: Lease, *, outcome: str, execution_id: str | None, now: float, reason: str | None = None
+) -> fastpath.Bound:
+    """The statement recording how the job of ``lease`` ended, unless the lease no longer holds
+    it (no row then); the connection must ``forget_lease`` it."""
+    ended = {
+        "end_outcome": outcome,
+        "end_execution": execution_id,
+        "end_at": now,
+        "end_reason": reason,
+    }
+    return _FINISH, {**held(lease), **ended}
+
+
 def finish_job(
     connection: sa.Connection,
     lease: Lease,
@@ -767,13 +782,10 @@ def finish_job(
 ) -> bool:
     """Record how the job of ``lease`` ended; False when the lease no longer holds it."""
     forget_lease(connection, lease)
-    ended = {
-        "end_outcome": outcome,
-        "end_execution": execution_id,
-        "end_at": now,
-        "end_reason": reason,
-    }
-    return bool(fastpath.execute(connection, _FINISH, {**held(lease), **ended}))
+    ending = finishing_job(
+        lease, outcome=outcome, execution_id=execution_id, now=now, reason=reason
+    )
+    return bool(fastpath.execute(connection, *ending))
 
 
 def end_job(

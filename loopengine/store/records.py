@@ -18,6 +18,7 @@ __all__ = [
     "audit_of",
     "insert_artifact",
     "insert_audit",
+    "inserting_audit",
 ]
 
 _INSERT_AUDIT = audit.insert()
@@ -47,14 +48,18 @@ class AuditRecord(Record):
     created_at: float
 
 
+def inserting_audit(
+    execution_id: str, loop_id: str, record: dict[str, Any], at: float
+) -> fastpath.Bound:
+    """The statement writing one audit record of ``execution_id``."""
+    values = {"execution_id": execution_id, "loop_id": loop_id, "record": record, "created_at": at}
+    return _INSERT_AUDIT, values
+
+
 def insert_audit(
     connection: sa.Connection, execution_id: str, loop_id: str, record: dict[str, Any], at: float
 ) -> None:
-    fastpath.execute(
-        connection,
-        _INSERT_AUDIT,
-        {"execution_id": execution_id, "loop_id": loop_id, "record": record, "created_at": at},
-    )
+    fastpath.execute(connection, *inserting_audit(execution_id, loop_id, record, at))
 
 
 def insert_artifact(connection: sa.Connection, artifact: Artifact) -> None:

@@ -117,13 +117,15 @@ STEPS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
         JobEnvelope, "from_row", _once(JobEnvelope.from_row, "envelope")
     ),
     "take": lambda m: m.setattr(
-        executions, "take_leased_envelope", _once(executions.take_leased_envelope, "take", 2)
+        executions, "taking_leased_envelope", _once(executions.taking_leased_envelope, "take", 2)
     ),
     "engine": lambda m: m.setattr(Engine, "prelude", staticmethod(_once(Engine.prelude, "engine"))),
     "resume": lambda m: m.setattr(
         "loopengine.daemon._workers.resume", _async_once(resume, "resume")
     ),
-    "commit": lambda m: m.setattr(effects, "finish_job", _once(effects.finish_job, "commit", 2)),
+    "commit": lambda m: m.setattr(
+        effects, "finishing_job", _once(effects.finishing_job, "commit", 2)
+    ),
     "finish": _fail_its_end,
     "heartbeat": lambda m: m.setattr(
         queue, "renew_leases", _once(queue.renew_leases, "heartbeat", 2)

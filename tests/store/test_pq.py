@@ -11,6 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 import loopengine.store._fastpath as fastpath
+import loopengine.store._pq as _pq
 from loopengine.errors import StorageError, StoreUnavailable
 from loopengine.store import Encoded, create_engine
 from loopengine.store._database import translated
@@ -196,3 +197,105 @@ def test_an_autocommit_connection_runs_them_on_the_cursor(engine: sa.Engine) -> 
         gone = _ROWS.delete().where(_ROWS.c.id == sa.bindparam("id"))
         assert fastpath.execute(autocommit, gone, {"id": "auto"}) == 1
     own.dispose()
+
+
+class _Counted:
+    """A connection's client library, its round trips counted (a pipeline or one statement)."""
+
+    def __init__(self, pgconn: Any) -> None:
+        self.pgconn = pgconn
+        self.trips = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.pgconn, name)
+
+    def pipeline_sync(self) -> None:
+        self.trips += 1
+        self.pgconn.pipeline_sync()
+
+    def exec_prepared(self, *args: Any) -> Any:
+        self.trips += 1
+        return self.pgconn.exec_prepared(*args)
+
+    def prepare(self, *args: Any) -> Any:
+        self.trips += 1
+        return self.pgconn.prepare(*args)
+
+
+@pytest.fixture
+def counted(connection: sa.Connection) -> Iterator[_Counted]:
+    """The round trips of ``connection``'s fast path."""
+    session = _pq.session(connection)
+    assert session is not None
+    library = session.pgconn
+    session.pgconn = counting = _Counted(library)
+    yield counting
+    session.pgconn = library
+
+
+_RAISE = _ROWS.update().where(_ROWS.c.id == sa.bindparam("was")).values(small=_ROWS.c.small + 1)
+
+
+def test_statements_run_together_take_one_round_trip_with_their_begin_and_query(
+    connection: sa.Connection, counted: _Counted
+) -> None:
+    inserts = [(_INSERT, {"id": row_id, "small": 1}) for row_id in ("a", "b")]
+    with connection.begin():
+        counts, rows = fastpath.execute_all(
+            connection, [*inserts, (_RAISE, {"was": "a"})], then=(_SELECT, {"id": "a"})
+        )
+        assert counted.trips == 1
+    assert counts == [1, 1, 1]
+    assert [row["small"] for row in rows] == [2]
+
+
+def test_a_failure_among_statements_run_together_is_raised_and_none_after_it_runs(
+    engine: sa.Engine, connection: sa.Connection
+) -> None:
+    twice = [(_INSERT, {"id": row_id}) for row_id in ("a", "a", "b")]
+    with pytest.raises(psycopg.errors.UniqueViolation), connection.begin():
+        fastpath.execute_all(connection, twice)
+    with connection.begin():
+        assert fastpath.execute_all(connection, [(_INSERT, {"id": "c"})]) == ([1], [])
+    assert _count(engine) == 1
+
+
+def test_a_statement_prepared_behind_a_failure_is_prepared_again_when_it_runs(
+    connection: sa.Connection,
+) -> None:
+    gone = _ROWS.delete().where(_ROWS.c.id == sa.bindparam("id"))
+    with connection.begin():
+        _insert(connection, "a")
+    failing = [(_INSERT, {"id": "a"}), (gone, {"id": "a"})]
+    with pytest.raises(psycopg.errors.UniqueViolation), connection.begin():
+        fastpath.execute_all(connection, failing)
+    with connection.begin():
+        assert fastpath.execute(connection, gone, {"id": "a"}) == 1
+
+
+def test_a_connection_cut_under_statements_run_together_is_an_outage(
+    engine: sa.Engine, connection: sa.Connection
+) -> None:
+    driver: Any = connection.connection.driver_connection
+    with engine.connect() as other:
+        other.execute(
+            sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": driver.info.backend_pid}
+        )
+        other.commit()
+    with pytest.raises(psycopg.OperationalError) as raised:
+        fastpath.execute_all(connection, [(_INSERT, {"id": "a"}), (_INSERT, {"id": "b"})])
+    assert isinstance(translated(raised.value, psycopg.Error), StoreUnavailable)
+    connection.invalidate()
+
+
+def test_a_transaction_committed_on_the_client_library_is_seen_and_ends_quietly(
+    engine: sa.Engine, connection: sa.Connection
+) -> None:
+    """SQLAlchemy's commit, as the block ends, finds no transaction left."""
+    with connection.begin():
+        _insert(connection, "a")
+        fastpath.commit(connection)
+        assert _count(engine) == 1
+    with connection.begin():
+        _insert(connection, "b")
+    assert _count(engine) == 2

@@ -13,8 +13,18 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+import loopengine.store._fastpath as fastpath
 from loopengine.errors import LeaseLost
-from loopengine.store import JobEnvelope, create_engine, jobs, migrate, queue
+from loopengine.store import (
+    ExecutionRow,
+    JobEnvelope,
+    create_engine,
+    executions,
+    jobs,
+    migrate,
+    queue,
+)
+from loopengine.store.executions import Start
 from tests.postgres import PostgresServer, migrated_engine
 from tests.waiting import wait_until_blocked
 
@@ -303,12 +313,19 @@ def _leased(engine: sa.Engine) -> tuple[queue.Lease, str]:
     return found[1], loop
 
 
+def _take(connection: sa.Connection, lease: queue.Lease, execution_id: str) -> str | None:
+    """None when ``execution_id`` took the envelope, else the execution that had."""
+    if fastpath.execute(connection, *jobs.taking_leased_envelope(lease, execution_id)):
+        return None
+    return jobs.taken_envelope(connection, lease)
+
+
 def test_a_leased_envelope_is_taken_once_and_names_who_took_it(engine: sa.Engine) -> None:
     lease, _ = _leased(engine)
     taken = []
     for execution_id in ("x1", "x2"):
         with engine.begin() as connection:
-            taken.append(jobs.take_leased_envelope(connection, lease, execution_id))
+            taken.append(_take(connection, lease, execution_id))
     assert taken == [None, "x1"]
 
 
@@ -317,9 +334,68 @@ def test_a_leased_envelope_is_not_taken_under_a_lease_taken_over(engine: sa.Engi
     with engine.begin() as connection:
         stale = queue.Lease(lease.job_id, lease.owner, lease.generation + 1)
         with pytest.raises(LeaseLost):
-            jobs.take_leased_envelope(connection, stale, "x1")
+            _take(connection, stale, "x1")
     with engine.begin() as connection:
-        assert jobs.take_leased_envelope(connection, lease, "x2") is None
+        assert _take(connection, lease, "x2") is None
+
+
+def _row(execution_id: str, job_id: str, loop: str) -> ExecutionRow:
+    """A running execution of ``loop``'s job, every kind of column set, some to null."""
+    return ExecutionRow(
+        id=execution_id,
+        loop_id=loop,
+        loop_version="v1",
+        loop_file=f"{loop}.yaml",
+        status="running",
+        job_id=job_id,
+        trigger_type="manual",
+        durability="phase",
+        dry_run=True,
+        started_at=1795776133.907957,
+        owner="a",
+        context={"data": {"é": [1, 2.5, None]}},
+    )
+
+
+def _keyed(engine: sa.Engine, lease: queue.Lease, execution_id: str, loop: str) -> Start:
+    envelope = JobEnvelope(lease.job_id, lease.job_id, loop, {}, {}, {}, lease.job_id)
+    with engine.begin() as connection:
+        return executions.claim_key(
+            connection, envelope, _row(execution_id, lease.job_id, loop), lease
+        )
+
+
+def test_a_leased_job_s_execution_takes_its_key_and_is_inserted_as_given(
+    engine: sa.Engine,
+) -> None:
+    lease, loop = _leased(engine)
+    first = f"x-{loop}"
+    assert _keyed(engine, lease, first, loop) == (None, None, None)
+    with engine.connect() as connection:
+        stored = executions.get_execution(connection, first)
+    assert stored == _row(first, lease.job_id, loop)
+
+
+def test_a_leased_job_s_second_execution_gets_the_first_and_is_not_inserted(
+    engine: sa.Engine,
+) -> None:
+    lease, loop = _leased(engine)
+    first, second = f"x-{loop}", f"y-{loop}"
+    _keyed(engine, lease, first, loop)
+    assert _keyed(engine, lease, second, loop) == (first, None, None)
+    with engine.connect() as connection:
+        assert executions.get_execution(connection, second) is None
+
+
+def test_an_execution_under_a_lease_taken_over_is_refused_and_not_inserted(
+    engine: sa.Engine,
+) -> None:
+    lease, loop = _leased(engine)
+    stale = queue.Lease(lease.job_id, lease.owner, lease.generation + 1)
+    with pytest.raises(LeaseLost):
+        _keyed(engine, stale, f"x-{loop}", loop)
+    with engine.connect() as connection:
+        assert executions.get_execution(connection, f"x-{loop}") is None
 
 
 def test_no_takeover_passes_the_transaction_that_took_the_envelope(postgres: sa.Engine) -> None:
@@ -329,7 +405,7 @@ def test_no_takeover_passes_the_transaction_that_took_the_envelope(postgres: sa.
     lease, loop = _leased(postgres)
     with postgres.connect() as first, postgres.connect() as second:
         with first.begin():
-            assert jobs.take_leased_envelope(first, lease, "x1") is None
+            assert _take(first, lease, "x1") is None
             with second.begin():
                 assert _taken_over(second, loop) is None
         with second.begin():
