@@ -7,8 +7,9 @@ A private PostgreSQL server with fsync on, and a SQLite file. Each round, on a f
 while 1, 2 then 3 real ``loopengine daemon`` processes (4 workers each) wait on PostgreSQL, and 1
 daemon on SQLite; timed from that commit to the last job's end as the jobs table records it.
 Printed for each: executions/s, daemon CPU per execution (``/proc``, all its threads) and
-PostgreSQL CPU per execution (the server's processes, the backends that exited included). The
-floor, in the same rounds: a Python loop on ``--floor-connections`` connections, each claiming
+PostgreSQL CPU per execution (the server's processes, the backends that exited included, less
+what queueing the jobs cost it: the floor's jobs are queued before it is timed). The floor, in
+the same rounds: a Python loop on ``--floor-connections`` connections, each claiming
 the oldest queued job (``FOR UPDATE SKIP LOCKED``) and setting it done, one job a transaction.
 
 Then the backlog: the drain rate of the first ``--jobs`` executions with 10 times as many
@@ -111,16 +112,35 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def _queue_jobs(url: str, count: int) -> float:
-    """Queue ``count`` jobs of ``loop0`` in one transaction; the time it committed."""
+def _queue_jobs(url: str, count: int) -> tuple[float, float]:
+    """Queue ``count`` jobs of ``loop0`` in one transaction: the time it committed, and the CPU
+    seconds PostgreSQL's backend spent on it (0 on SQLite), which no drain is charged for."""
     engine = create_engine(url)
     with engine.begin() as connection:
         for batch in _rows(count, 0, 1):
             connection.execute(tables.envelopes.insert(), [envelope for envelope, _ in batch])
             connection.execute(tables.jobs.insert(), [job for _, job in batch])
+        backend = _backend(connection)
     committed = time.time()
+    spent = _stat_seconds(backend, with_children=False) if backend else 0.0
     engine.dispose()
-    return committed
+    if backend:
+        _reaped(backend)
+    return committed, spent
+
+
+def _reaped(pid: int) -> None:
+    """Once the server reaped its backend ``pid``: its CPU is then in the server's, where a
+    measure started before or after it is sure to find it, or not."""
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
+def _backend(connection: sa.Connection) -> int | None:
+    if connection.dialect.name != "postgresql":
+        return None
+    return int(connection.exec_driver_sql("SELECT pg_backend_pid()").scalar_one())
 
 
 def _migrated(url: str) -> None:
@@ -205,10 +225,10 @@ def drain(
     with _daemons(root, url, daemons) as processes:
         spent = sum(cpu_seconds(process.pid) for process in processes)
         served = server.cpu() if server else 0.0
-        committed = _queue_jobs(url, queued)
+        committed, queueing = _queue_jobs(url, queued)
         last = _ended(url, measured)
         spent = sum(cpu_seconds(process.pid) for process in processes) - spent
-        served = server.cpu() - served if server else 0.0
+        served = server.cpu() - served - queueing if server else 0.0
     return Drained(
         measured / (last - committed),
         spent * 1000 / measured,
@@ -216,8 +236,7 @@ def drain(
     )
 
 
-def _floor_worker(url: str, done: list[int]) -> None:
-    engine = create_engine(url)
+def _floor_worker(engine: sa.Engine, done: list[int]) -> None:
     pick = (
         sa.select(tables.jobs.c.id)
         .where(tables.jobs.c.status == queue.QUEUED)
@@ -238,17 +257,18 @@ def _floor_worker(url: str, done: list[int]) -> None:
                     .values(status=queue.DONE, finished_at=time.time())
                 )
             finished += 1
-    engine.dispose()
     done.append(finished)
 
 
 def floor(url: str, jobs: int, connections: int, server: Server) -> Drained:
     """The claim floor: ``connections`` threads, one connection each, claiming and ending
-    the ``jobs`` queued, one job a transaction."""
+    the ``jobs`` queued, one job a transaction. Its connections close once PostgreSQL's CPU
+    was read (a backend that exited is counted only once the server reaped it)."""
     _migrated(url)
     _queue_jobs(url, jobs)
     done: list[int] = []
-    threads = [threading.Thread(target=_floor_worker, args=(url, done)) for _ in range(connections)]
+    engines = [create_engine(url) for _ in range(connections)]
+    threads = [threading.Thread(target=_floor_worker, args=(engine, done)) for engine in engines]
     served, wall, cpu = server.cpu(), time.perf_counter(), time.process_time()
     for thread in threads:
         thread.start()
@@ -256,6 +276,8 @@ def floor(url: str, jobs: int, connections: int, server: Server) -> Drained:
         thread.join()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     served = server.cpu() - served
+    for engine in engines:
+        engine.dispose()
     assert sum(done) == jobs, done
     return Drained(jobs / wall, cpu * 1000 / jobs, served * 1000 / jobs)
 
