@@ -181,7 +181,7 @@ def execute(connection: sa.Connection, statement: Any, params: Mapping[str, Any]
 
 def execute_all(
     connection: sa.Connection, statements: Sequence[Bound], then: Bound | None = None
-) -> tuple[list[int], list[dict[str, Any]]]:
+) -> tuple[list[int], list[dict[str, object]]]:
     """Run ``statements`` in order, then the query ``then`` if given: their row counts, and the
     query's rows as ``fetch_all`` reads them. On PostgreSQL all go in one round trip (libpq's
     pipeline): the first that fails raises, and those after it do not run."""
@@ -224,7 +224,7 @@ def fetch_all(
     return _decoded(prepared, _rows(connection, prepared, params))
 
 
-def _decoded(prepared: _Prepared, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _decoded(prepared: _Prepared, rows: list[dict[str, object]]) -> list[dict[str, object]]:
     """``rows`` with the JSON columns of ``prepared``'s results decoded."""
     for row in rows:
         for name in prepared.json_results:

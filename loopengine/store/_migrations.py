@@ -53,6 +53,12 @@ def _history_indexes(connection: sa.Connection) -> None:
         indexes[name].create(connection, checkfirst=True)
 
 
+def _last_finished_index(connection: sa.Connection) -> None:
+    connection.execute(sa.text("DROP INDEX IF EXISTS ix_executions_loop_completed"))
+    indexes = {str(index.name): index for index in tables.executions.indexes}
+    indexes["ix_executions_loop_finished"].create(connection, checkfirst=True)
+
+
 _DAEMON_TABLES = (
     tables.jobs,
     tables.ticks,
@@ -343,6 +349,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(15, "knowledge bases: files, chunks, their keyword index and vectors", _knowledge),
     Migration(16, "events keep the trace they were appended under", _event_traces),
     Migration(17, "jobs that ended move to their own history", _job_history),
+    Migration(18, "a loop's last finished execution has an index of its own", _last_finished_index),
 )
 
 

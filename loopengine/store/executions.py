@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +21,7 @@ from loopengine.store._record import (
     Record,
     iso,
 )
-from loopengine.store._tables import envelopes, executions, loop_state, phases
+from loopengine.store._tables import FINISHED_RUN, envelopes, executions, loop_state, phases
 from loopengine.store.approvals import Approval, get_approval
 from loopengine.store.jobs import (
     execution_of_key,
@@ -162,11 +162,7 @@ _PHASES = (
 )
 _LAST_FINISHED = (
     sa.select(executions.c.outcome, executions.c.completed_at, executions.c.started_at)
-    .where(
-        executions.c.loop_id == sa.bindparam("loop_id"),
-        executions.c.status == "finished",
-        executions.c.dry_run.is_(False),
-    )
+    .where(executions.c.loop_id == sa.bindparam("loop_id"), sa.text(FINISHED_RUN))
     .order_by(executions.c.completed_at.desc())
     .limit(1)
     .subquery("last_run")
@@ -248,7 +244,7 @@ def insert_execution(connection: sa.Connection, row: ExecutionRow) -> None:
     fastpath.execute(connection, *inserting_execution(row))
 
 
-def updating_execution(execution_id: str, values: dict[str, Any]) -> fastpath.Bound:
+def updating_execution(execution_id: str, values: Mapping[str, object]) -> fastpath.Bound:
     """The statement setting some columns of one execution (``status``, ``context``…)."""
     return _UPDATE, {"_id": execution_id, **values}
 
@@ -492,7 +488,7 @@ def starting_point(
     return _started_from(row)
 
 
-def _started_from(row: dict[str, Any]) -> tuple[LastRun | None, LearnedState | None]:
+def _started_from(row: Mapping[str, object]) -> tuple[LastRun | None, LearnedState | None]:
     last = None if row["started_at"] is None else LastRun.from_row(row)
     state = None if row["samples"] is None else LearnedState.from_row(row)
     return last, state

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +50,7 @@ class AuditRecord(Record):
 
 
 def inserting_audit(
-    execution_id: str, loop_id: str, record: dict[str, Any], at: float
+    execution_id: str, loop_id: str, record: Mapping[str, object], at: float
 ) -> fastpath.Bound:
     """The statement writing one audit record of ``execution_id``."""
     values = {"execution_id": execution_id, "loop_id": loop_id, "record": record, "created_at": at}

@@ -191,6 +191,24 @@ def test_version_17_moves_the_jobs_that_ended_to_their_history(connection: sa.Co
     assert [tuple(row) for row in ended] == [("j3", "done"), ("j4", "skipped")]
 
 
+def test_version_18_indexes_only_the_finished_runs_of_each_loop(
+    connection: sa.Connection,
+) -> None:
+    with connection.begin():
+        migrated_to(connection, 17)
+        connection.execute(sa.text("DROP INDEX ix_executions_loop_finished"))
+        connection.execute(
+            sa.text(
+                "CREATE INDEX ix_executions_loop_completed ON executions (loop_id, completed_at)"
+            )
+        )
+    with connection.begin():
+        migrate(connection)
+    indexes = {index["name"] for index in sa.inspect(connection).get_indexes("executions")}
+    assert "ix_executions_loop_completed" not in indexes
+    assert "ix_executions_loop_finished" in indexes
+
+
 def test_stores_opened_at_once_on_a_new_database_migrate_it_once(engine: sa.Engine) -> None:
     """Daemons started together on a fresh database: one migrates, the others wait for it and
     find the schema made (PostgreSQL created the same tables side by side, and all but one
