@@ -167,14 +167,15 @@ def _cursor(connection: sa.Connection) -> Any:
 
 
 def execute(connection: sa.Connection, statement: Any, params: Mapping[str, Any]) -> int:
-    """Run one statement; returns the row count."""
+    """Run one statement; returns the row count (of a SELECT, the rows it read: SQLite's
+    driver gives none)."""
     prepared = _prepare(connection, statement, frozenset(params))
     if (session := _session(connection)) is not None:
         return session.run(prepared.sql, prepared.positional(params)).command_tuples or 0
     cursor = _cursor(connection)
     try:
         cursor.execute(prepared.sql, prepared.arguments(params))
-        return int(cursor.rowcount)
+        return len(cursor.fetchall()) if statement.is_select else int(cursor.rowcount)
     finally:
         cursor.close()
 

@@ -23,7 +23,7 @@ from loopengine.store.executions import (
 )
 from loopengine.store.jobs import inserting_envelope
 from loopengine.store.learning import put_state, queue_review
-from loopengine.store.leases import Lease, check_lease, forget_lease, lost
+from loopengine.store.leases import Lease, forget_lease, lease_check, lease_checked, lost
 from loopengine.store.logs import LogLine, inserting_lines
 from loopengine.store.queue import finishing_job
 from loopengine.store.records import Artifact, insert_artifact, inserting_audit
@@ -234,7 +234,8 @@ class ExecutionCommit:
 def write_commit(connection: sa.Connection, commit: ExecutionCommit) -> None:
     """An execution's commit, atomically: its lease still held (its job ended, with ``ends``),
     its row inserted (with its envelope) or updated, its phases and its effects. Its own rows,
-    the job's end and its log and audit lines go to the database in one round trip."""
+    the job's end or the lease's check, and its log and audit lines go to the database in one
+    round trip."""
     lease, end = commit.lease, commit.ends
     statements: list[Bound] = []
     if lease is not None and end is not None:
@@ -248,8 +249,9 @@ def write_commit(connection: sa.Connection, commit: ExecutionCommit) -> None:
                 reason=end.error,
             )
         )
-    elif lease is not None:
-        check_lease(connection, lease)
+    checking = lease_check(connection, lease) if lease is not None and end is None else None
+    if checking is not None:
+        statements.append(checking)
     if commit.first is not None:
         envelope, row = commit.first
         statements.append(inserting_envelope(envelope, row))
@@ -267,6 +269,8 @@ def write_commit(connection: sa.Connection, commit: ExecutionCommit) -> None:
     counts, _ = execute_all(connection, statements)
     if lease is not None and end is not None and not counts[0]:
         raise lost(lease)
+    if lease is not None and checking is not None:
+        lease_checked(connection, lease, counts[0])
     for effect in others:
         effect.apply(connection)
 

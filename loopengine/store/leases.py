@@ -21,6 +21,8 @@ __all__ = [
     "checked",
     "forget_lease",
     "held",
+    "lease_check",
+    "lease_checked",
     "lost",
 ]
 
@@ -71,12 +73,22 @@ def check_lease(connection: sa.Connection, lease: Lease) -> None:
     """Raise ``LeaseLost`` unless ``lease`` still holds its job; the job's row stays locked until
     the transaction ends (PostgreSQL), so a takeover waits for what this transaction commits.
     Checked once a transaction: the commits of an execution grouped in one check it once."""
-    checked = transaction_set(connection, _CHECKED)
-    if lease in checked:
-        return
-    if fastpath.fetch_one(connection, _CHECK, held(lease)) is None:
+    if (checking := lease_check(connection, lease)) is not None:
+        counts, _ = fastpath.execute_all(connection, [checking])
+        lease_checked(connection, lease, counts[0])
+
+
+def lease_check(connection: sa.Connection, lease: Lease) -> fastpath.Bound | None:
+    """The statement ``check_lease`` runs, for a caller that runs it with others; None when
+    this transaction checked ``lease`` already. Its row count goes to ``lease_checked``."""
+    return None if lease in transaction_set(connection, _CHECKED) else (_CHECK, held(lease))
+
+
+def lease_checked(connection: sa.Connection, lease: Lease, count: int) -> None:
+    """What ``lease_check``'s statement found (``count`` rows): ``LeaseLost`` when none."""
+    if not count:
         raise lost(lease)
-    checked.add(lease)
+    checked(connection, lease)
 
 
 STILL_HELD = _CHECK.exists()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 import sqlalchemy as sa
 
@@ -24,6 +26,7 @@ from loopengine.store import (
     effects,
     executions,
     learning,
+    migrate,
     new_envelope,
     queue,
     records,
@@ -162,3 +165,43 @@ def test_a_last_commit_under_a_lease_taken_over_writes_nothing(
     row = executions.get_execution(connection, "e1")
     assert row is not None
     assert row.status == "running"
+
+
+@pytest.fixture
+def on_both(engine: sa.Engine) -> Iterator[sa.Connection]:
+    """A connection to a migrated database of each backend."""
+    with engine.connect() as opened:
+        with opened.begin():
+            migrate(opened)
+        yield opened
+
+
+def _midway(connection: sa.Connection, taken_over: bool) -> ExecutionCommit:
+    """A commit of a phase of an execution under a lease (its job not ended), the lease taken
+    over by another daemon if ``taken_over``."""
+    _, lease = _leased_commit(connection)
+    if taken_over:
+        lease = queue.Lease(lease.job_id, lease.owner, lease.generation + 1)
+    return ExecutionCommit("e1", lease, None, {"last_phase": "act"})
+
+
+def test_a_commit_midway_under_its_lease_writes_and_leaves_the_job_running(
+    on_both: sa.Connection,
+) -> None:
+    midway = _midway(on_both, taken_over=False)
+    with on_both.begin():
+        effects.write_commit(on_both, midway)
+    row = executions.get_execution(on_both, "e1")
+    assert row is not None
+    assert row.last_phase == "act"
+
+
+def test_a_commit_midway_under_a_lease_taken_over_writes_nothing(
+    on_both: sa.Connection,
+) -> None:
+    midway = _midway(on_both, taken_over=True)
+    with pytest.raises(LeaseLost), on_both.begin():
+        effects.write_commit(on_both, midway)
+    row = executions.get_execution(on_both, "e1")
+    assert row is not None
+    assert row.last_phase is None
