@@ -181,22 +181,25 @@ def execute(connection: sa.Connection, statement: Any, params: Mapping[str, Any]
 
 
 def execute_all(
-    connection: sa.Connection, statements: Sequence[Bound], then: Bound | None = None
-) -> tuple[list[int], list[dict[str, object]]]:
-    """Run ``statements`` in order, then the query ``then`` if given: their row counts, and the
-    query's rows as ``fetch_all`` reads them. On PostgreSQL all go in one round trip (libpq's
-    pipeline): the first that fails raises, and those after it do not run."""
+    connection: sa.Connection, statements: Sequence[Bound], then: Sequence[Bound] = ()
+) -> tuple[list[int], list[list[dict[str, Any]]]]:
+    """Run ``statements`` in order, then the queries ``then``: the statements' row counts, and
+    each query's rows as ``fetch_all`` reads them. On PostgreSQL all go in one round trip
+    (libpq's pipeline): the first that fails raises, and those after it do not run."""
     if (session := _session(connection)) is None:
         counts = [execute(connection, statement, params) for statement, params in statements]
-        return counts, [] if then is None else fetch_all(connection, *then)
-    runs = [*statements, then] if then is not None else statements
+        return counts, [fetch_all(connection, statement, params) for statement, params in then]
+    runs = [*statements, *then]
     prepared = [_prepare(connection, statement, frozenset(params)) for statement, params in runs]
     bound = [(made.sql, made.positional(run[1])) for made, run in zip(prepared, runs, strict=True)]
     results = session.run_all(bound)
     counts = [result.command_tuples or 0 for result in results[: len(statements)]]
-    if then is None:
-        return counts, []
-    return counts, _decoded(prepared[-1], session.rows(results[-1]))
+    queried = []
+    for made, result in zip(prepared[len(statements) :], results[len(statements) :], strict=True):
+        rows = session.rows(result)
+        _decode(made, rows)
+        queried.append(rows)
+    return counts, queried
 
 
 def execute_many(
@@ -222,16 +225,17 @@ def fetch_all(
 ) -> list[dict[str, Any]]:
     """Rows of a SELECT as dicts, JSON columns decoded."""
     prepared = _prepare(connection, statement, frozenset(params))
-    return _decoded(prepared, _rows(connection, prepared, params))
+    rows = _rows(connection, prepared, params)
+    _decode(prepared, rows)
+    return rows
 
 
-def _decoded(prepared: _Prepared, rows: list[dict[str, object]]) -> list[dict[str, object]]:
-    """``rows`` with the JSON columns of ``prepared``'s results decoded."""
+def _decode(prepared: _Prepared, rows: list[dict[str, object]]) -> None:
+    """Decode in ``rows`` the JSON columns of ``prepared``'s results."""
     for row in rows:
         for name in prepared.json_results:
             if isinstance(text := row.get(name), str):
                 row[name] = json.loads(text)
-    return rows
 
 
 def _rows(

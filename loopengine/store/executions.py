@@ -271,7 +271,7 @@ class PhaseRows:
         joined = f"{self.results[:-1]},{later.results[1:]}"
         return PhaseRows(later.seq, fastpath.Encoded(joined))
 
-    def row(self, execution_id: str) -> dict[str, Any]:
+    def row(self, execution_id: str) -> dict[str, object]:
         return {"execution_id": execution_id, "seq": self.seq, "results": self.results}
 
 
@@ -508,8 +508,8 @@ def claim_key(
     if lease is not None:
         values = inserting_execution(row)[1]
         taking = [taking_leased_envelope(lease, row.id), (_INSERT_TAKEN, values)]
-        counts, rows = fastpath.execute_all(
-            connection, taking, then=(_STARTING_POINT, {"loop_id": row.loop_id})
+        counts, [rows] = fastpath.execute_all(
+            connection, taking, then=[(_STARTING_POINT, {"loop_id": row.loop_id})]
         )
         if counts[0]:
             checked(connection, lease)

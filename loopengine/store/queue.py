@@ -713,11 +713,14 @@ def _rooms(
     if connection.dialect.name != "postgresql":
         return {loop_id: limits[loop_id] - counted[loop_id] for loop_id in loop_ids}
     held = transaction_set(connection, _LOCKS_HELD)
-    bound = {"space": _LOOP_LOCKS, "loops": list(loop_ids), "above": max(held, default=_BELOW)}
-    locked = [row for row in fastpath.fetch_all(connection, _LOCK_LOOPS, bound) if row["held"]]
+    named = list(loop_ids)
+    bound = {"space": _LOOP_LOCKS, "loops": named, "above": max(held, default=_BELOW)}
+    _, (locks, running) = fastpath.execute_all(
+        connection, [], then=[(_LOCK_LOOPS, bound), (_RUNNING_OF_LOOPS, {"loops": named})]
+    )
+    locked = [row for row in locks if row["held"]]
     held.update(row["key"] for row in locked)
     mine = [row["loop_id"] for row in locked]
-    running = fastpath.fetch_all(connection, _RUNNING_OF_LOOPS, {"loops": mine}) if mine else []
     counts = {row["loop_id"]: int(row["running"]) for row in running}
     return {
         loop_id: limits[loop_id] - counts.get(loop_id, 0) if loop_id in mine else 0
