@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import anyio
@@ -57,15 +57,23 @@ def test_a_schema_newer_than_this_loopengine_is_refused(connection: sa.Connectio
         migrate(connection)
 
 
-def test_version_3_drops_the_cross_session_tool_call_index(connection: sa.Connection) -> None:
+def _indexes_migrated_from(
+    connection: sa.Connection, version: int, made: Sequence[str], table: str
+) -> set[str]:
+    """The indexes of ``table`` once a database at ``version`` whose indexes ``made`` changed
+    (SQL statements) is migrated to the latest."""
     with connection.begin():
-        migrated_to(connection, 2)
-        connection.execute(
-            sa.text("CREATE INDEX ix_chat_messages_tool_call_id ON chat_messages (tool_call_id)")
-        )
+        migrated_to(connection, version)
+        for statement in made:
+            connection.execute(sa.text(statement))
     with connection.begin():
         migrate(connection)
-    indexes = {index["name"] for index in sa.inspect(connection).get_indexes("chat_messages")}
+    return {str(index["name"]) for index in sa.inspect(connection).get_indexes(table)}
+
+
+def test_version_3_drops_the_cross_session_tool_call_index(connection: sa.Connection) -> None:
+    made = ["CREATE INDEX ix_chat_messages_tool_call_id ON chat_messages (tool_call_id)"]
+    indexes = _indexes_migrated_from(connection, 2, made, "chat_messages")
     assert "ix_chat_messages_tool_call_id" not in indexes
 
 
@@ -194,17 +202,12 @@ def test_version_17_moves_the_jobs_that_ended_to_their_history(connection: sa.Co
 def test_version_18_indexes_only_the_finished_runs_of_each_loop(
     connection: sa.Connection,
 ) -> None:
-    with connection.begin():
-        migrated_to(connection, 17)
-        connection.execute(sa.text("DROP INDEX ix_executions_loop_finished"))
-        connection.execute(
-            sa.text(
-                "CREATE INDEX ix_executions_loop_completed ON executions (loop_id, completed_at)"
-            )
-        )
-    with connection.begin():
-        migrate(connection)
-    indexes = {index["name"] for index in sa.inspect(connection).get_indexes("executions")}
+    """Version 1 makes today's index: version 17's is made in its place."""
+    made = [
+        "DROP INDEX ix_executions_loop_finished",
+        "CREATE INDEX ix_executions_loop_completed ON executions (loop_id, completed_at)",
+    ]
+    indexes = _indexes_migrated_from(connection, 17, made, "executions")
     assert "ix_executions_loop_completed" not in indexes
     assert "ix_executions_loop_finished" in indexes
 

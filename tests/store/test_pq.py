@@ -3,7 +3,7 @@ and reads, its transactions and its errors are the ones psycopg's cursor gives."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import psycopg
@@ -155,8 +155,17 @@ def test_a_failed_statement_raises_the_driver_s_error(
     assert _count(engine) == 1
 
 
-def test_a_connection_cut_under_a_statement_is_an_outage(
-    engine: sa.Engine, connection: sa.Connection
+_WRITES: dict[str, Callable[[sa.Connection], object]] = {
+    "alone": lambda connection: _insert(connection, "a"),
+    "together": lambda connection: fastpath.execute_all(
+        connection, [(_INSERT, {"id": "a"}), (_INSERT, {"id": "b"})]
+    ),
+}
+
+
+@pytest.mark.parametrize("write", _WRITES.values(), ids=_WRITES.keys())
+def test_a_connection_cut_under_statements_is_an_outage(
+    engine: sa.Engine, connection: sa.Connection, write: Callable[[sa.Connection], object]
 ) -> None:
     driver: Any = connection.connection.driver_connection
     with engine.connect() as other:
@@ -165,7 +174,7 @@ def test_a_connection_cut_under_a_statement_is_an_outage(
         )
         other.commit()
     with pytest.raises(psycopg.OperationalError) as raised:
-        _insert(connection, "b")
+        write(connection)
     assert isinstance(translated(raised.value, psycopg.Error), StoreUnavailable)
     connection.invalidate()
 
@@ -273,21 +282,6 @@ def test_a_statement_prepared_behind_a_failure_is_prepared_again_when_it_runs(
         fastpath.execute_all(connection, failing)
     with connection.begin():
         assert fastpath.execute(connection, gone, {"id": "a"}) == 1
-
-
-def test_a_connection_cut_under_statements_run_together_is_an_outage(
-    engine: sa.Engine, connection: sa.Connection
-) -> None:
-    driver: Any = connection.connection.driver_connection
-    with engine.connect() as other:
-        other.execute(
-            sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": driver.info.backend_pid}
-        )
-        other.commit()
-    with pytest.raises(psycopg.OperationalError) as raised:
-        fastpath.execute_all(connection, [(_INSERT, {"id": "a"}), (_INSERT, {"id": "b"})])
-    assert isinstance(translated(raised.value, psycopg.Error), StoreUnavailable)
-    connection.invalidate()
 
 
 def test_a_transaction_committed_on_the_client_library_is_seen_and_ends_quietly(
