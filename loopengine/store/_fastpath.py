@@ -167,32 +167,46 @@ def _cursor(connection: sa.Connection) -> Any:
 
 
 def execute(connection: sa.Connection, statement: Any, params: Mapping[str, Any]) -> int:
-    """Run one statement; returns the row count (of a SELECT, the rows it read: SQLite's
-    driver gives none)."""
+    """Run one statement; returns the row count (of a statement returning rows, the rows it
+    read: SQLite's driver gives none)."""
     prepared = _prepare(connection, statement, frozenset(params))
     if (session := _session(connection)) is not None:
         return session.run(prepared.sql, prepared.positional(params)).command_tuples or 0
     cursor = _cursor(connection)
     try:
         cursor.execute(prepared.sql, prepared.arguments(params))
-        return len(cursor.fetchall()) if statement.is_select else int(cursor.rowcount)
+        return len(cursor.fetchall()) if cursor.description else int(cursor.rowcount)
     finally:
         cursor.close()
 
 
 def execute_all(
-    connection: sa.Connection, statements: Sequence[Bound], then: Sequence[Bound] = ()
+    connection: sa.Connection,
+    statements: Sequence[Bound],
+    then: Sequence[Bound] = (),
+    *,
+    fence: Callable[[int], None] | None = None,
 ) -> tuple[list[int], list[list[dict[str, Any]]]]:
     """Run ``statements`` in order, then the queries ``then``: the statements' row counts, and
     each query's rows as ``fetch_all`` reads them. On PostgreSQL all go in one round trip
-    (libpq's pipeline): the first that fails raises, and those after it do not run."""
+    (libpq's pipeline): the first that fails raises, and those after it do not run. ``fence``
+    is told the first statement's row count before an error of those after it is raised (a
+    lease's check: what raises ``LeaseLost`` comes first)."""
     if (session := _session(connection)) is None:
-        counts = [execute(connection, statement, params) for statement, params in statements]
+        counts = []
+        for statement, params in statements:
+            counts.append(execute(connection, statement, params))
+            if fence is not None and len(counts) == 1:
+                fence(counts[0])
         return counts, [fetch_all(connection, statement, params) for statement, params in then]
     runs = [*statements, *then]
     prepared = [_prepare(connection, statement, frozenset(params)) for statement, params in runs]
     bound = [(made.sql, made.positional(run[1])) for made, run in zip(prepared, runs, strict=True)]
-    results = session.run_all(bound)
+    results, failed = session.pipeline(bound)
+    if fence is not None and statements and results[0] is not failed:
+        fence(results[0].command_tuples or 0)
+    if failed is not None:
+        session.checked(failed)
     counts = [result.command_tuples or 0 for result in results[: len(statements)]]
     queried = []
     for made, result in zip(prepared[len(statements) :], results[len(statements) :], strict=True):

@@ -24,7 +24,7 @@ __all__ = ["Session", "session"]
 
 _TEXT = PyFormat.TEXT
 _DONE = (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK)
-_ANSWERED = (*_DONE, pq.ExecStatus.PIPELINE_SYNC, pq.ExecStatus.PIPELINE_ABORTED)
+_ANSWERED = (*_DONE, pq.ExecStatus.PIPELINE_ABORTED)
 _IDLE = pq.TransactionStatus.IDLE
 _SESSION = "loopengine.pq"
 _Key = tuple[str, tuple[int, ...]]
@@ -55,19 +55,29 @@ class Session:
         name = self.names.get(key)
         if name is None:
             name = self._name()
-            self._checked(self.pgconn.prepare(name, sql.encode(self.encoding), key[1]))
+            self.checked(self.pgconn.prepare(name, sql.encode(self.encoding), key[1]))
             self.names[key] = name
-        return self._checked(self.pgconn.exec_prepared(name, params))
+        return self.checked(self.pgconn.exec_prepared(name, params))
 
     def run_all(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[pq.abc.PGresult]:
         """The results of ``statements``, run in order in one round trip (libpq's pipeline) in
         the connection's transaction, begun with them when none is open. When one fails, those
         after it do not run, and its error is raised once every answer was read."""
+        results, failed = self.pipeline(statements)
+        if failed is not None:
+            self.checked(failed)
+        return results
+
+    def pipeline(
+        self, statements: Sequence[tuple[str, Sequence[Any]]]
+    ) -> tuple[list[pq.abc.PGresult], pq.abc.PGresult | None]:
+        """``run_all``'s results, and the failed one (not raised), if any: those after it hold
+        no rows. A connection that breaks, or any error, halfway is closed, never left in
+        pipeline mode (SQLAlchemy then replaces it)."""
         pgconn = self.pgconn
         bound = [self._bound(sql, arguments) for sql, arguments in statements]
         made: dict[_Key, bytes] = {}
-        answers: list[_Key | None] = []
-        """What each answer is for: the statement prepared under a key, or (None) a run."""
+        answers: list[_Key | None] = []  # each answer's statement prepared, or None: a run
         begin = pgconn.transaction_status == _IDLE
         pgconn.enter_pipeline_mode()
         try:
@@ -82,35 +92,41 @@ class Session:
                 pgconn.send_query_prepared(name, params)
                 answers.append(None)
             pgconn.pipeline_sync()
-            while pgconn.flush():
-                select.select([], [pgconn.socket], [])
+            self._send()
             began = self._next() if begin else None
             results = [(key, self._next()) for key in answers]
             self._next()
-        finally:
-            if pgconn.status == pq.ConnStatus.OK and pgconn.pipeline_status:
-                pgconn.exit_pipeline_mode()
+            pgconn.exit_pipeline_mode()
+        except BaseException:
+            self.driver.close()
+            raise
         for made_for, result in results:
             if made_for is not None and result.status == pq.ExecStatus.COMMAND_OK:
                 self.names[made_for] = made[made_for]
         answered = [result for result in (began, *(r for _, r in results)) if result is not None]
-        for result in answered:
-            if result.status not in _ANSWERED:
-                self._checked(result)
-        return [result for made_for, result in results if made_for is None]
+        failed = next((r for r in answered if r.status not in _ANSWERED), None)
+        return [result for made_for, result in results if made_for is None], failed
 
     def commit(self) -> None:
         """Commit the open transaction (psycopg's own commit then finds none, and sends
         nothing): its commit costs several times this one's CPU."""
         if self.pgconn.transaction_status == pq.TransactionStatus.INTRANS:
-            self._checked(self.pgconn.exec_(b"COMMIT"))
+            self.checked(self.pgconn.exec_(b"COMMIT"))
+
+    def _send(self) -> None:
+        """Send what the pipeline holds, reading answers meanwhile (libpq's rule for a pipeline
+        on a non-blocking connection: a server blocked writing them would not read)."""
+        pgconn = self.pgconn
+        while pgconn.flush():
+            if _wait(pgconn.socket, select.POLLIN | select.POLLOUT) & select.POLLIN:
+                pgconn.consume_input()
 
     def _next(self) -> pq.abc.PGresult:
         """The pipeline's next answer, once it came (waiting releases the GIL)."""
         pgconn = self.pgconn
         while True:
             if pgconn.is_busy():
-                select.select([pgconn.socket], [], [])
+                _wait(pgconn.socket, select.POLLIN)
                 pgconn.consume_input()
             elif (result := pgconn.get_result()) is not None:
                 return result
@@ -170,7 +186,7 @@ class Session:
     def _text(self, value: bytes) -> str:
         return value.decode(self.encoding)
 
-    def _checked(self, result: pq.abc.PGresult) -> pq.abc.PGresult:
+    def checked(self, result: pq.abc.PGresult) -> pq.abc.PGresult:
         """``result``, or the error psycopg's cursor would have raised for it."""
         if result.status in _DONE:
             return result
@@ -181,6 +197,13 @@ class Session:
         if isinstance(error, psycopg.errors.InvalidSqlStatementName):
             self.names.clear()
         raise error
+
+
+def _wait(socket: int, events: int) -> int:
+    """The events of ``events`` that came on ``socket`` (``poll``: any descriptor number)."""
+    waiting = select.poll()
+    waiting.register(socket, events)
+    return next((happened for _, happened in waiting.poll()), 0)
 
 
 def session(connection: sa.Connection) -> Session | None:

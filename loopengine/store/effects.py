@@ -7,7 +7,9 @@ transaction of the execution's row and phases, so they are kept exactly when tho
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, Protocol
 
 import sqlalchemy as sa
@@ -238,6 +240,7 @@ def write_commit(connection: sa.Connection, commit: ExecutionCommit) -> None:
     round trip."""
     lease, end = commit.lease, commit.ends
     statements: list[Bound] = []
+    fence: Callable[[int], None] | None = None
     if lease is not None and end is not None:
         forget_lease(connection, lease)
         statements.append(
@@ -249,9 +252,10 @@ def write_commit(connection: sa.Connection, commit: ExecutionCommit) -> None:
                 reason=end.error,
             )
         )
-    checking = lease_check(connection, lease) if lease is not None and end is None else None
-    if checking is not None:
+        fence = partial(_ended, lease)
+    elif lease is not None and (checking := lease_check(connection, lease)) is not None:
         statements.append(checking)
+        fence = partial(lease_checked, connection, lease)
     if commit.first is not None:
         envelope, row = commit.first
         statements.append(inserting_envelope(envelope, row))
@@ -266,13 +270,15 @@ def write_commit(connection: sa.Connection, commit: ExecutionCommit) -> None:
             statements += effect.statements()
         else:
             others.append(effect)
-    counts, _ = execute_all(connection, statements)
-    if lease is not None and end is not None and not counts[0]:
-        raise lost(lease)
-    if lease is not None and checking is not None:
-        lease_checked(connection, lease, counts[0])
+    execute_all(connection, statements, fence=fence)
     for effect in others:
         effect.apply(connection)
+
+
+def _ended(lease: Lease, count: int) -> None:
+    """The job's end matched ``count`` rows: none when the lease no longer holds it."""
+    if not count:
+        raise lost(lease)
 
 
 _WITH_THE_COMMIT = (AppendLogs, AuditEntry)

@@ -13,7 +13,7 @@ from loopengine._json import JSON, JSONObject
 from loopengine.store._record import Record, iso
 from loopengine.store._tables import execution_logs, executions
 
-__all__ = ["LogLine", "LogPage", "insert_lines", "inserting_lines", "lines_of"]
+__all__ = ["LogLine", "LogPage", "inserting_lines", "lines_of"]
 
 _INSERT = execution_logs.insert()
 
@@ -58,10 +58,6 @@ class LogPage:
 def inserting_lines(execution_id: str, lines: Sequence[LogLine]) -> list[fastpath.Bound]:
     """The statements recording ``lines`` of ``execution_id``, one a line."""
     return [(_INSERT, {"execution_id": execution_id, **line.row()}) for line in lines]
-
-
-def insert_lines(connection: sa.Connection, execution_id: str, lines: Sequence[LogLine]) -> None:
-    fastpath.execute_all(connection, inserting_lines(execution_id, lines))
 
 
 def lines_of(connection: sa.Connection, execution_id: str, after: int, limit: int) -> LogPage:

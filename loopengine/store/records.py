@@ -18,7 +18,6 @@ __all__ = [
     "artifacts_of",
     "audit_of",
     "insert_artifact",
-    "insert_audit",
     "inserting_audit",
 ]
 
@@ -55,12 +54,6 @@ def inserting_audit(
     """The statement writing one audit record of ``execution_id``."""
     values = {"execution_id": execution_id, "loop_id": loop_id, "record": record, "created_at": at}
     return _INSERT_AUDIT, values
-
-
-def insert_audit(
-    connection: sa.Connection, execution_id: str, loop_id: str, record: dict[str, Any], at: float
-) -> None:
-    fastpath.execute(connection, *inserting_audit(execution_id, loop_id, record, at))
 
 
 def insert_artifact(connection: sa.Connection, artifact: Artifact) -> None:

@@ -205,3 +205,16 @@ def test_a_commit_midway_under_a_lease_taken_over_writes_nothing(
     row = executions.get_execution(on_both, "e1")
     assert row is not None
     assert row.last_phase is None
+
+
+def test_a_last_commit_under_a_lease_taken_over_says_so_whatever_fails_after_it(
+    on_both: sa.Connection,
+) -> None:
+    """Its phases' row is there already (a commit that was in fact made, tried again)."""
+    last, lease = _leased_commit(on_both)
+    last.lease = queue.Lease(lease.job_id, lease.owner, lease.generation + 1)
+    last.phases = executions.PhaseRows.of(1, [])
+    with on_both.begin():
+        executions.insert_phases(on_both, "e1", last.phases)
+    with pytest.raises(LeaseLost), on_both.begin():
+        effects.write_commit(on_both, last)

@@ -10,8 +10,8 @@ import pytest
 import sqlalchemy as sa
 
 from loopengine._secrets import remember
+from loopengine.store import AuditEntry, create_engine, migrate, signals
 from loopengine.store import _fastpath as fastpath
-from loopengine.store import create_engine, migrate, records, signals
 from loopengine.store._tables import approvals, reviews
 
 SECRET = "db-2c9f4e7a1b0d8356"
@@ -44,7 +44,7 @@ def test_a_json_column_is_masked_keys_values_and_unknown_objects(
 
 
 def test_a_json_column_the_hot_path_writes_is_masked(connection: sa.Connection) -> None:
-    records.insert_audit(connection, "e1", "l1", {"said": f"key {SECRET}"}, 0.0)
+    AuditEntry("e1", "l1", {"said": f"key {SECRET}"}, 0.0).apply(connection)
     assert _raw(connection, "SELECT record FROM audit") == '{"said":"key ***"}'
 
 

@@ -295,3 +295,28 @@ def test_a_transaction_committed_on_the_client_library_is_seen_and_ends_quietly(
     with connection.begin():
         _insert(connection, "b")
     assert _count(engine) == 2
+
+
+class _Interrupted(_Counted):
+    """A client library interrupted as it reads the pipeline's answers (a signal, a bug)."""
+
+    def consume_input(self) -> None:
+        raise KeyboardInterrupt
+
+
+def test_a_pipeline_interrupted_halfway_closes_its_connection_which_is_replaced(
+    engine: sa.Engine,
+) -> None:
+    cut = [(_INSERT, {"id": "cut-1"}), (_INSERT, {"id": "cut-2"})]
+    with engine.connect() as connection:
+        session = _pq.session(connection)
+        assert session is not None
+        session.pgconn = _Interrupted(session.pgconn)
+        with pytest.raises(KeyboardInterrupt):
+            fastpath.execute_all(connection, cut)
+        assert connection.connection.driver_connection.closed  # type: ignore[union-attr]
+        connection.invalidate()
+    with engine.begin() as connection:
+        _insert(connection, "after-cut")
+        kept = connection.execute(sa.select(_ROWS.c.id).where(_ROWS.c.id.like("%cut%")))
+        assert sorted(kept.scalars()) == ["after-cut"]

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 
 from loopengine.errors import ContractError, LeaseLost
 from loopengine.store import (
+    AppendLogs,
     ExecutionRow,
     JobEnvelope,
     PhaseResult,
@@ -121,7 +122,7 @@ def test_retention_prunes_old_finished_work_and_keeps_the_rest() -> None:
                 connection, execution_id, executions.PhaseRows.of(1, [detected])
             )
             said = logs.LogLine(started, "INFO", "detect", "read", "read 3 rows")
-            logs.insert_lines(connection, execution_id, [said])
+            AppendLogs(execution_id, (said,)).apply(connection)
         for slot in (now - 30 * DAY, now - 20 * DAY):
             queue.insert_tick(
                 connection, queue.Tick("tick", "cron", slot, "missed", "r", None, slot)
