@@ -25,7 +25,7 @@ from loopengine.store.executions import (
 )
 from loopengine.store.jobs import inserting_envelope
 from loopengine.store.learning import put_state, queue_review
-from loopengine.store.leases import Lease, forget_lease, lease_check, lease_checked, lost
+from loopengine.store.leases import Lease, forget_lease, lease_check, lease_checked, still_held
 from loopengine.store.logs import LogLine, inserting_lines
 from loopengine.store.queue import finishing_job
 from loopengine.store.records import Artifact, insert_artifact, inserting_audit
@@ -252,7 +252,7 @@ def write_commit(connection: sa.Connection, commit: ExecutionCommit) -> None:
                 reason=end.error,
             )
         )
-        fence = partial(_ended, lease)
+        fence = partial(still_held, lease)
     elif lease is not None and (checking := lease_check(connection, lease)) is not None:
         statements.append(checking)
         fence = partial(lease_checked, connection, lease)
@@ -273,12 +273,6 @@ def write_commit(connection: sa.Connection, commit: ExecutionCommit) -> None:
     execute_all(connection, statements, fence=fence)
     for effect in others:
         effect.apply(connection)
-
-
-def _ended(lease: Lease, count: int) -> None:
-    """The job's end matched ``count`` rows: none when the lease no longer holds it."""
-    if not count:
-        raise lost(lease)
 
 
 _WITH_THE_COMMIT = (AppendLogs, AuditEntry)

@@ -24,6 +24,7 @@ __all__ = [
     "lease_check",
     "lease_checked",
     "lost",
+    "still_held",
 ]
 
 RUNNING = "running"
@@ -86,9 +87,15 @@ def lease_check(connection: sa.Connection, lease: Lease) -> fastpath.Bound | Non
 
 def lease_checked(connection: sa.Connection, lease: Lease, count: int) -> None:
     """What ``lease_check``'s statement found (``count`` rows): ``LeaseLost`` when none."""
+    still_held(lease, count)
+    checked(connection, lease)
+
+
+def still_held(lease: Lease, count: int) -> None:
+    """A write under ``lease`` matched ``count`` rows: ``LeaseLost`` when none (the lease no
+    longer holds its job)."""
     if not count:
         raise lost(lease)
-    checked(connection, lease)
 
 
 STILL_HELD = _CHECK.exists()
