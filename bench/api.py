@@ -433,7 +433,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--chats", type=int, default=200)
+    parser.add_argument("--chats", type=int, default=200, help="0 leaves the chat out")
     parser.add_argument("--floor", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.floor:
@@ -453,7 +453,7 @@ def main() -> None:
             daemon = Server(daemon_api, daemon_process.pid)
             endpoints = asyncio.run(_against_floor(daemon, args))
             os.environ["LOOPENGINE_DATABASE"] = env["LOOPENGINE_DATABASE"]
-            chat = asyncio.run(bench_chat(daemon, root, args.chats))
+            chat = asyncio.run(bench_chat(daemon, root, args.chats)) if args.chats else None
         finally:
             daemon_process.terminate()
             daemon_process.wait(60)
@@ -463,6 +463,8 @@ def main() -> None:
         f"rounds (medians); {started_load} at the start, {load_average()} at the end"
     )
     _print_endpoints(endpoints)
+    if chat is None:
+        return
     (http, http_cpu), (local, local_cpu) = (
         (statistics.median(times), cpu) for times, cpu in chat.values()
     )
