@@ -208,12 +208,8 @@ def execute_all(
     if failed is not None:
         session.checked(failed)
     counts = [result.command_tuples or 0 for result in results[: len(statements)]]
-    queried = []
-    for made, result in zip(prepared[len(statements) :], results[len(statements) :], strict=True):
-        rows = session.rows(result)
-        _decode(made, rows)
-        queried.append(rows)
-    return counts, queried
+    queries = zip(prepared[len(statements) :], results[len(statements) :], strict=True)
+    return counts, [_decoded(made, session.rows(result)) for made, result in queries]
 
 
 def execute_many(
@@ -239,17 +235,16 @@ def fetch_all(
 ) -> list[dict[str, Any]]:
     """Rows of a SELECT as dicts, JSON columns decoded."""
     prepared = _prepare(connection, statement, frozenset(params))
-    rows = _rows(connection, prepared, params)
-    _decode(prepared, rows)
-    return rows
+    return _decoded(prepared, _rows(connection, prepared, params))
 
 
-def _decode(prepared: _Prepared, rows: list[dict[str, object]]) -> None:
-    """Decode in ``rows`` the JSON columns of ``prepared``'s results."""
+def _decoded(prepared: _Prepared, rows: list[dict[str, object]]) -> list[dict[str, object]]:
+    """``rows`` with the JSON columns of ``prepared``'s results decoded."""
     for row in rows:
         for name in prepared.json_results:
             if isinstance(text := row.get(name), str):
                 row[name] = json.loads(text)
+    return rows
 
 
 def _rows(

@@ -75,8 +75,7 @@ def check_lease(connection: sa.Connection, lease: Lease) -> None:
     the transaction ends (PostgreSQL), so a takeover waits for what this transaction commits.
     Checked once a transaction: the commits of an execution grouped in one check it once."""
     if (checking := lease_check(connection, lease)) is not None:
-        counts, _ = fastpath.execute_all(connection, [checking])
-        lease_checked(connection, lease, counts[0])
+        lease_checked(connection, lease, fastpath.execute(connection, *checking))
 
 
 def lease_check(connection: sa.Connection, lease: Lease) -> fastpath.Bound | None:
