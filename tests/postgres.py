@@ -13,14 +13,18 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+import psycopg.sql
 import pytest
 import sqlalchemy as sa
 
+import loopengine.store._fastpath as fastpath
 from loopengine.store import create_engine, migrate
 
 __all__ = [
     "PostgresServer",
+    "generic_plan",
     "migrated_engine",
     "postgres_cluster",
     "postgres_server",
@@ -180,3 +184,17 @@ def migrated_engine(server: PostgresServer) -> Iterator[sa.Engine]:
             yield built
         finally:
             built.dispose()
+
+
+def generic_plan(connection: sa.Connection, statement: Any, bound: dict[str, Any]) -> str:
+    """PostgreSQL's generic plan (``EXPLAIN``) of ``statement`` as the fast path prepares it, run
+    with ``bound``: the plan a connection keeps once it ran the statement a few times, made
+    without the values in view."""
+    connection.exec_driver_sql("SET plan_cache_mode = force_generic_plan")
+    prepared = fastpath._prepare(connection, statement, frozenset(bound))
+    connection.exec_driver_sql(f"PREPARE planned AS {prepared.sql}")
+    driver = connection.connection.driver_connection
+    values = prepared.positional(bound)
+    arguments = ", ".join(psycopg.sql.Literal(value).as_string(driver) for value in values)
+    explained = connection.exec_driver_sql(f"EXPLAIN EXECUTE planned({arguments})")
+    return "\n".join(explained.scalars())

@@ -6,13 +6,10 @@ from __future__ import annotations
 
 import time
 
-import psycopg.sql
-
-import loopengine.store._fastpath as fastpath
 from loopengine.store import _tables as tables
 from loopengine.store import queue
 from loopengine.store.queue import _LEASE_OLDEST_RETURNING
-from tests.postgres import PostgresServer, migrated_engine
+from tests.postgres import PostgresServer, generic_plan, migrated_engine
 
 _QUEUED = 5000
 
@@ -27,15 +24,7 @@ def test_a_lease_reads_the_jobs_it_names_by_their_ids_in_a_generic_plan(
     ]
     with migrated_engine(shared_postgres) as engine, engine.connect() as connection:
         connection.execute(tables.jobs.insert(), jobs)
-        connection.exec_driver_sql("SET plan_cache_mode = force_generic_plan")
-        leasing = _LEASE_OLDEST_RETURNING["postgresql"]
         bound = {"now": time.time(), "most": 4, "to": "a", "until": time.time() + 30}
         bound["ids"] = [job["id"] for job in jobs[:32]]
-        prepared = fastpath._prepare(connection, leasing, frozenset(bound))
-        connection.exec_driver_sql(f"PREPARE lease AS {prepared.sql}")
-        driver = connection.connection.driver_connection
-        values = prepared.positional(bound)
-        arguments = ", ".join(psycopg.sql.Literal(value).as_string(driver) for value in values)
-        explained = connection.exec_driver_sql(f"EXPLAIN EXECUTE lease({arguments})")
-        plan = "\n".join(explained.scalars())
+        plan = generic_plan(connection, _LEASE_OLDEST_RETURNING["postgresql"], bound)
     assert "ix_jobs_status_created" not in plan, plan

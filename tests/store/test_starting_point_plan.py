@@ -6,12 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import psycopg.sql
-
-import loopengine.store._fastpath as fastpath
 from loopengine.store import _tables as tables
 from loopengine.store.executions import _STARTING_POINT
-from tests.postgres import PostgresServer, migrated_engine
+from tests.postgres import PostgresServer, generic_plan, migrated_engine
 
 
 def _execution(n: int) -> dict[str, Any]:
@@ -39,13 +36,6 @@ def test_the_last_finished_run_is_read_backward_from_its_index_in_a_generic_plan
 ) -> None:
     with migrated_engine(shared_postgres) as engine, engine.connect() as connection:
         connection.execute(tables.executions.insert(), [_execution(n) for n in range(4000)])
-        connection.exec_driver_sql("SET plan_cache_mode = force_generic_plan")
-        prepared = fastpath._prepare(connection, _STARTING_POINT, frozenset({"loop_id"}))
-        connection.exec_driver_sql(f"PREPARE start_of AS {prepared.sql}")
-        values = prepared.positional({"loop_id": "busy"})
-        driver = connection.connection.driver_connection
-        arguments = ", ".join(psycopg.sql.Literal(value).as_string(driver) for value in values)
-        explained = connection.exec_driver_sql(f"EXPLAIN EXECUTE start_of({arguments})")
-        plan = "\n".join(explained.scalars())
+        plan = generic_plan(connection, _STARTING_POINT, {"loop_id": "busy"})
     assert "Index Scan Backward using ix_executions_loop_finished" in plan, plan
     assert "Sort" not in plan, plan
