@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -170,8 +171,16 @@ def _lazy_targets(tree: ast.AST) -> Iterator[str]:
             yield str(node.args[0].value)
 
 
+def _modules() -> dict[str, Path]:
+    return {_module(path): path for path in ROOT.rglob("*.py")}
+
+
+@cache
 def _graph(types: bool = False) -> dict[str, set[str]]:
-    modules = {_module(path): path for path in ROOT.rglob("*.py")}
+    """Each module's imports of the package's modules; with ``types``, those made for
+    annotations alone too (a type may not climb a layer nor close a circle either). Built when
+    a test first asks, not as the tests are collected: each worker collects them all."""
+    modules = _modules()
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
@@ -205,24 +214,22 @@ def _allowed(source: str, target: str) -> bool:
     )
 
 
-GRAPH = _graph()
-TYPED_GRAPH = _graph(types=True)
-"""With the imports made for annotations alone: a type may not climb a layer nor close a circle
-either."""
-
-
 def test_the_walk_sees_the_whole_package() -> None:
-    assert {"loopengine.engine._runner", "loopengine.contract._loader"} <= set(GRAPH)
-    assert "loopengine.contract._loop" in GRAPH["loopengine.contract._loader"]
+    graph = _graph()
+    assert {"loopengine.engine._runner", "loopengine.contract._loader"} <= set(graph)
+    assert "loopengine.contract._loop" in graph["loopengine.contract._loader"]
 
 
-@pytest.mark.parametrize("module", sorted(GRAPH))
+@pytest.mark.parametrize("module", sorted(_modules()))
 def test_imports_respect_the_layer_table(module: str) -> None:
-    forbidden = sorted(target for target in TYPED_GRAPH[module] if not _allowed(module, target))
+    forbidden = sorted(
+        target for target in _graph(types=True)[module] if not _allowed(module, target)
+    )
     assert not forbidden, f"{module} may not import {forbidden} (architecture.md, Packages)"
 
 
 def test_no_import_cycle() -> None:
+    typed = _graph(types=True)
     cycles: list[list[str]] = []
     state: dict[str, int] = {}
     stack: list[str] = []
@@ -230,7 +237,7 @@ def test_no_import_cycle() -> None:
     def visit(module: str) -> None:
         state[module] = 1
         stack.append(module)
-        for target in sorted(TYPED_GRAPH[module]):
+        for target in sorted(typed[module]):
             if state.get(target) == 1:
                 cycles.append([*stack[stack.index(target) :], target])
             elif target not in state:
@@ -238,7 +245,7 @@ def test_no_import_cycle() -> None:
         stack.pop()
         state[module] = 2
 
-    for module in sorted(TYPED_GRAPH):
+    for module in sorted(typed):
         if module not in state:
             visit(module)
     assert not cycles, "import cycles:\n" + "\n".join(" → ".join(c) for c in cycles)
@@ -265,4 +272,4 @@ def test_the_table_refuses_what_the_architecture_forbids(source: str, target: st
 
 
 def test_names_a_package_face_loads_lazily_are_edges() -> None:
-    assert "loopengine.contract._loader" in GRAPH["loopengine.contract"]
+    assert "loopengine.contract._loader" in _graph()["loopengine.contract"]
