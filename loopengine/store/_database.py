@@ -12,6 +12,7 @@ but for that thread).
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -33,6 +34,7 @@ __all__ = [
     "dumps",
     "is_inline",
     "masked",
+    "session_options",
     "transaction_set",
     "translated",
 ]
@@ -195,12 +197,9 @@ def create_engine(url: str, *, read_only: bool = False) -> sa.Engine:
         return _sqlite_engine(parsed.set(drivername="sqlite"), read_only)
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")
-    settings = f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}"
-    if read_only:
-        settings += " -c default_transaction_read_only=on"
     options: dict[str, object] = {
         "connect_timeout": CONNECT_TIMEOUT_S,
-        "options": settings,
+        "options": session_options(parsed, read_only=read_only),
         "prepare_threshold": None,
     }
     try:
@@ -209,6 +208,18 @@ def create_engine(url: str, *, read_only: bool = False) -> sa.Engine:
         )
     except (sa.exc.ArgumentError, ImportError) as exc:
         raise StorageError(f"cannot use database {parsed.render_as_string()}: {exc}") from None
+
+
+def session_options(url: sa.URL, *, read_only: bool = False) -> str:
+    """libpq's ``options`` for a PostgreSQL session of ``url``: the settings the user gave, as
+    libpq reads them (the URL's ``options``, each of them, else ``$PGOPTIONS``), then
+    loopengine's, which so hold (libpq would drop the user's for those loopengine passes)."""
+    given = url.query.get("options", os.environ.get("PGOPTIONS", ""))
+    settings = [given] if isinstance(given, str) else list(given)
+    settings.append(f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}")
+    if read_only:
+        settings.append("-c default_transaction_read_only=on")
+    return " ".join(setting.strip() for setting in settings if setting.strip())
 
 
 def translated(

@@ -19,7 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from loopengine._faults import next_pause
-from loopengine.store._database import CONNECT_TIMEOUT_S, transaction_set
+from loopengine.store._database import CONNECT_TIMEOUT_S, session_options, transaction_set
 
 __all__ = [
     "CHANNEL",
@@ -74,7 +74,7 @@ def connector(engine: sa.Engine) -> Callable[[], Awaitable[Any]] | None:
     import psycopg
 
     args, options = engine.dialect.create_connect_args(engine.url)
-    options["connect_timeout"] = CONNECT_TIMEOUT_S
+    options.update(connect_timeout=CONNECT_TIMEOUT_S, options=session_options(engine.url))
     return partial(psycopg.AsyncConnection.connect, *args, autocommit=True, **options)
 
 
