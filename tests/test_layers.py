@@ -175,11 +175,10 @@ def _modules() -> dict[str, Path]:
     return {_module(path): path for path in ROOT.rglob("*.py")}
 
 
-@cache
+@cache  # built when a test first asks: every worker collects the tests
 def _graph(types: bool = False) -> dict[str, set[str]]:
     """Each module's imports of the package's modules; with ``types``, those made for
-    annotations alone too (a type may not climb a layer nor close a circle either). Built when
-    a test first asks, not as the tests are collected: each worker collects them all."""
+    annotations alone too (a type may not climb a layer nor close a circle either)."""
     modules = _modules()
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():

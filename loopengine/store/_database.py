@@ -211,15 +211,14 @@ def create_engine(url: str, *, read_only: bool = False) -> sa.Engine:
 
 
 def session_options(url: sa.URL, *, read_only: bool = False) -> str:
-    """libpq's ``options`` for a PostgreSQL session of ``url``: the settings the user gave, as
-    libpq reads them (the URL's ``options``, each of them, else ``$PGOPTIONS``), then
-    loopengine's, which so hold (libpq would drop the user's for those loopengine passes)."""
+    """libpq's ``options`` for a session of ``url``: the user's settings (each ``options`` of the
+    URL, where libpq keeps the last; else ``$PGOPTIONS``), then loopengine's, which so hold."""
     given = url.query.get("options", os.environ.get("PGOPTIONS", ""))
     settings = [given] if isinstance(given, str) else list(given)
     settings.append(f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}")
     if read_only:
         settings.append("-c default_transaction_read_only=on")
-    return " ".join(setting.strip() for setting in settings if setting.strip())
+    return " ".join(setting for setting in settings if setting)
 
 
 def translated(
