@@ -26,11 +26,8 @@ def _settings(url: str, read_only: bool = False) -> dict[str, str]:
     engine = create_engine(url, read_only=read_only)
     try:
         with engine.connect() as connection:
-            shown = {
-                name: connection.exec_driver_sql(f"SHOW {name}").scalar_one() for name in _SHOWN
-            }
-            only = connection.exec_driver_sql("SHOW default_transaction_read_only").scalar_one()
-            return {**shown, "default_transaction_read_only": only}
+            names = (*_SHOWN, "default_transaction_read_only")
+            return {name: connection.exec_driver_sql(f"SHOW {name}").scalar_one() for name in names}
     finally:
         engine.dispose()
 
