@@ -450,6 +450,12 @@ _RUNNING_AND_DUE = sa.union_all(
 )
 """The running jobs and the oldest due, in one round trip (each half through its index: an
 ``OR`` of the two made PostgreSQL sort every queued row)."""
+_BY_INDEX = sa.text("SET LOCAL enable_bitmapscan = off")
+_AS_SET = sa.text("SET LOCAL enable_bitmapscan TO DEFAULT")
+"""Around the reads of the oldest due jobs on PostgreSQL: statistics older than the backlog (a
+burst of jobs since the table was last analysed, or never analysed) made it read every queued
+job in a bitmap scan and sort them, 17 ms a claim behind 20,000, against 0.1 ms through the
+(status, created_at) index in order; ``TO DEFAULT`` gives back the session's own setting."""
 
 
 _STILL_DUE = ((jobs.c.status + "") == QUEUED, jobs.c.not_before <= sa.bindparam("now"))
@@ -555,9 +561,7 @@ def claim_jobs(
     (binding a thousand ids cost more than the rest of the claim) only when none of those jobs
     will do and more are queued: an idle daemon's claim binds none."""
     now = clock()
-    read = fastpath.fetch_all(
-        connection, _RUNNING_AND_DUE, {"now": now, "looked_at": _looked_at(most)}
-    )
+    read = _read_due(connection, _RUNNING_AND_DUE, {"now": now, "looked_at": _looked_at(most)})
     running = [row for row in read if row["status"] == RUNNING]
     stale = [row["id"] for row in running if _orphaned(row, limits, owner, now)]
     if stale and (orphan := _oldest(connection, (*_stale(now, owner), jobs.c.id.in_(stale)))):
@@ -577,7 +581,7 @@ def claim_jobs(
         wanted = most - len(claimed)
         if looked_at is None:
             bound = {"now": now, "looked_at": _looked_at(wanted)}
-            looked_at = fastpath.fetch_all(connection, _OLDEST_DUE, bound)
+            looked_at = _read_due(connection, _OLDEST_DUE, bound)
             seen_all = len(looked_at) < _looked_at(wanted)
         candidates = [row for row in looked_at if row["loop_id"] in free]
         looked_at = None
@@ -610,6 +614,19 @@ def claim_jobs(
         elif seen_all:
             break
     return claimed
+
+
+def _read_due(
+    connection: sa.Connection, query: Any, bound: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """The rows of ``query``, a read of the oldest due jobs, in the queue's order through its
+    index whatever the database's statistics say (``_BY_INDEX``), in one round trip."""
+    if connection.dialect.name != "postgresql":
+        return fastpath.fetch_all(connection, query, bound)
+    _, (rows, _) = fastpath.execute_all(
+        connection, [(_BY_INDEX, {})], then=[(query, bound), (_AS_SET, {})]
+    )
+    return rows
 
 
 def _looked_at(most: int) -> int:
