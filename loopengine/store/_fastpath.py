@@ -250,15 +250,12 @@ def _decoded(prepared: _Prepared, rows: list[dict[str, object]]) -> list[dict[st
 def _rows(
     connection: sa.Connection, prepared: _Prepared, params: Mapping[str, Any]
 ) -> list[dict[str, object]]:
-    """The rows ``prepared`` returns, as dicts in the order of its columns (none for a statement
-    that returns none)."""
+    """The rows ``prepared`` returns, as dicts in the order of its columns."""
     if (session := _session(connection)) is not None:
         return session.rows(session.run(prepared.sql, prepared.positional(params)))
     cursor = _cursor(connection)
     try:
         cursor.execute(prepared.sql, prepared.arguments(params))
-        if cursor.description is None:
-            return []
         names = [column[0] for column in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
     finally:
