@@ -2,7 +2,7 @@
 queue: a lease naming jobs by id through the queue's status index read every queued job (14 ms
 a claim behind 20,000), and so did the read of the oldest due jobs, in a bitmap scan and a sort,
 while the table's statistics were older than its backlog (17 ms behind 20,000), as did the lease
-in a scan of the table."""
+in a scan of the table; and the lease was planned again each claim (0.43 ms of its 0.72)."""
 
 from __future__ import annotations
 
@@ -77,6 +77,23 @@ def test_a_claim_reads_through_indexes_on_a_table_never_analysed(
     assert [job.id for job, _ in claimed] == [f"{n:032x}" for n in range(4)]
     assert table_scans == 0, f"the claim scanned the jobs table {table_scans} times"
     assert entries < 100, f"the claim read {entries} of the status index's {_QUEUED} entries"
+
+
+def test_a_claims_statements_are_planned_once_a_connection(
+    shared_postgres: PostgresServer,
+) -> None:
+    with migrated_engine(shared_postgres) as engine:
+        with engine.begin() as connection:
+            queue.insert_jobs(connection, [_job(n) for n in range(20)])
+        engine.dispose()
+        with engine.connect() as connection:
+            for _ in range(10):
+                with connection.begin():
+                    assert queue.claim_jobs(connection, {"busy": 20}, "a", time.time, 30.0, 2)
+            planned = connection.exec_driver_sql(
+                "SELECT statement, custom_plans FROM pg_prepared_statements WHERE custom_plans > 0"
+            ).all()
+    assert planned == []
 
 
 def test_a_claim_gives_back_the_sessions_own_scan_settings(
