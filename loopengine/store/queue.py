@@ -437,7 +437,11 @@ _IDS = postgresql.ARRAY(sa.String)
 _LOOKED_AT = 32
 """How many of the oldest due jobs a claim reads at least before naming the loops it may take."""
 _SEEN = (jobs.c.id, jobs.c.loop_id, jobs.c.status, jobs.c.owner, jobs.c.lease_until)
-_DUE = (jobs.c.status == QUEUED, jobs.c.not_before <= sa.bindparam("now"))
+_WRITTEN_QUEUED: sa.ColumnElement[str] = sa.literal_column(f"'{QUEUED}'")
+_WRITTEN_RUNNING: sa.ColumnElement[str] = sa.literal_column(f"'{RUNNING}'")
+"""The statuses a claim reads written into its SQL, not bound: its generic plans (``_CLAIM``)
+see which status they read."""
+_DUE = (jobs.c.status == _WRITTEN_QUEUED, jobs.c.not_before <= sa.bindparam("now"))
 _OLDEST_DUE = (
     sa.select(*_SEEN, jobs.c.created_at)
     .where(*_DUE)
@@ -445,30 +449,25 @@ _OLDEST_DUE = (
     .limit(sa.bindparam("looked_at"))
 )
 _RUNNING_AND_DUE = sa.union_all(
-    sa.select(*_SEEN, jobs.c.created_at).where(jobs.c.status == RUNNING),
+    sa.select(*_SEEN, jobs.c.created_at).where(jobs.c.status == _WRITTEN_RUNNING),
     sa.select(_OLDEST_DUE.subquery()),
 )
 """The running jobs and the oldest due, in one round trip (each half through its index: an
 ``OR`` of the two made PostgreSQL sort every queued row)."""
-_CLAIM_PLANS = {
-    "enable_bitmapscan": "off",
-    "enable_seqscan": "off",
-    "plan_cache_mode": "force_generic_plan",
-}
-_PLANNED: list[fastpath.Bound] = [
-    (sa.text(f"SET LOCAL {name} = {value}"), {}) for name, value in _CLAIM_PLANS.items()
+_CLAIM = {"enable_seqscan": "off", "plan_cache_mode": "force_generic_plan"}
+"""PostgreSQL's planner settings for a claim, whose statements (run nowhere else) read a few rows
+through indexes whatever the statistics say (older than the backlog, after a burst): plans made
+once a connection, for any ``LIMIT`` (a custom plan for 32 sorted every queued job: 17 ms behind
+20,000, against 0.1; and planning the lease took 0.43 ms of its 0.72), and no scan of the table
+for the jobs a lease names (0.7-9 ms behind a few thousand, against 0.1)."""
+_SET_FOR_CLAIM: list[fastpath.Bound] = [
+    (sa.text(f"SET LOCAL {name} = {value}"), {}) for name, value in _CLAIM.items()
 ]
-_AS_SET: list[fastpath.Bound] = [
-    (sa.text(f"SET LOCAL {name} TO DEFAULT"), {}) for name in _CLAIM_PLANS
+_RESET_AFTER_CLAIM: list[fastpath.Bound] = [
+    (sa.text(f"SET LOCAL {name} TO DEFAULT"), {}) for name in _CLAIM
 ]
-"""Around a claim on PostgreSQL, whose statements read a few rows through indexes: statistics
-older than the backlog (a burst of jobs since the table was last analysed, or never analysed)
-made it read every queued job for the oldest due, in a bitmap scan and a sort (17 ms a claim
-behind 20,000, against 0.1 through the (status, created_at) index in order), and scan the
-table for the jobs a lease names (0.7-9 ms behind 4,000, against 0.1 through the primary key).
-Their plans are then the same whatever the values, made once a connection: the lease was
-planned again each claim (0.43 ms of its 0.72).
-``TO DEFAULT`` gives back the session's own settings."""
+"""Back to the values the session started with (its connection's options, its role's and
+database's settings)."""
 
 
 _STILL_DUE = ((jobs.c.status + "") == QUEUED, jobs.c.not_before <= sa.bindparam("now"))
@@ -572,27 +571,29 @@ def claim_jobs(
     statement: a claim costs the same with 20 or 20,000 jobs queued, takes a batch for the
     price of one, and locks no job of another daemon's loops. The loops are named in the query
     (binding a thousand ids cost more than the rest of the claim) only when none of those jobs
-    will do and more are queued: an idle daemon's claim binds none."""
+    will do and more are queued: an idle daemon's claim binds none. On PostgreSQL it runs
+    under planner settings of its own (``_CLAIM``), set with its first read."""
+    now = clock()
+    bound = {"now": now, "looked_at": _looked_at(most)}
     if connection.dialect.name != "postgresql":
-        return _claim_oldest(connection, limits, owner, clock, lease_s, most)
-    fastpath.execute_all(connection, _PLANNED)
-    claimed = _claim_oldest(connection, limits, owner, clock, lease_s, most)
-    fastpath.execute_all(connection, _AS_SET)
+        read = fastpath.fetch_all(connection, _RUNNING_AND_DUE, bound)
+        return _claim_read(connection, read, now, limits, owner, lease_s, most)
+    _, (read,) = fastpath.execute_all(connection, _SET_FOR_CLAIM, [(_RUNNING_AND_DUE, bound)])
+    claimed = _claim_read(connection, read, now, limits, owner, lease_s, most)
+    fastpath.execute_all(connection, _RESET_AFTER_CLAIM)
     return claimed
 
 
-def _claim_oldest(
+def _claim_read(
     connection: sa.Connection,
+    read: Sequence[Mapping[str, Any]],
+    now: float,
     limits: Mapping[str, int],
     owner: str,
-    clock: Callable[[], float],
     lease_s: float,
     most: int,
 ) -> list[tuple[Job, Lease]]:
-    now = clock()
-    read = fastpath.fetch_all(
-        connection, _RUNNING_AND_DUE, {"now": now, "looked_at": _looked_at(most)}
-    )
+    """``claim_jobs``, once the running jobs and the oldest due were ``read``."""
     running = [row for row in read if row["status"] == RUNNING]
     stale = [row["id"] for row in running if _orphaned(row, limits, owner, now)]
     if stale and (orphan := _oldest(connection, (*_stale(now, owner), jobs.c.id.in_(stale)))):

@@ -1,8 +1,5 @@
-"""A claim reads and leases the jobs it takes through indexes, whatever PostgreSQL knows of the
-queue: a lease naming jobs by id through the queue's status index read every queued job (14 ms
-a claim behind 20,000), and so did the read of the oldest due jobs, in a bitmap scan and a sort,
-while the table's statistics were older than its backlog (17 ms behind 20,000), as did the lease
-in a scan of the table; and the lease was planned again each claim (0.43 ms of its 0.72)."""
+"""A claim reads and leases the few jobs it takes through indexes, whatever PostgreSQL knows of
+the queue, in plans made once a connection; the session's own planner settings hold after it."""
 
 from __future__ import annotations
 
@@ -10,6 +7,7 @@ import time
 from typing import Any
 from urllib.parse import quote
 
+import pytest
 import sqlalchemy as sa
 
 from loopengine.store import JobEnvelope, create_engine, queue
@@ -17,21 +15,15 @@ from loopengine.store import _tables as tables
 from loopengine.store.queue import _LEASE_OLDEST_RETURNING
 from tests.postgres import PostgresServer, generic_plan, migrated_engine
 
-_QUEUED = 3000
-
-
-def _queued(count: int) -> list[dict[str, Any]]:
-    return [
-        {"id": f"{n:032x}", "loop_id": "busy", "status": queue.QUEUED, "not_before": 0.0}
-        | {"attempts": 0, "cancel_requested": False, "created_at": float(n)}
-        for n in range(count)
-    ]
-
 
 def test_a_lease_reads_the_jobs_it_names_by_their_ids_in_a_generic_plan(
     shared_postgres: PostgresServer,
 ) -> None:
-    jobs = _queued(_QUEUED)
+    jobs = [
+        {"id": f"{n:032x}", "loop_id": "busy", "status": queue.QUEUED, "not_before": 0.0}
+        | {"attempts": 0, "cancel_requested": False, "created_at": float(n)}
+        for n in range(5000)
+    ]
     with migrated_engine(shared_postgres) as engine, engine.connect() as connection:
         connection.execute(tables.jobs.insert(), jobs)
         bound = {"now": time.time(), "most": 4, "to": "a", "until": time.time() + 30}
@@ -54,29 +46,41 @@ def _job(n: int) -> queue.Job:
     )
 
 
-def _read(connection: sa.Connection) -> tuple[int, int]:
-    """The sequential scans of the jobs table and the entries of its status index the
-    transaction under way read."""
-    read = connection.exec_driver_sql(
-        "SELECT pg_stat_get_xact_numscans('jobs'::regclass),"
-        " pg_stat_get_xact_tuples_returned('ix_jobs_status_created'::regclass)"
-    )
-    scans, entries = read.one()
-    return int(scans), int(entries)
+_READ = (
+    "SELECT pg_stat_get_xact_numscans('jobs'::regclass),"
+    " pg_stat_get_xact_tuples_returned('ix_jobs_status_created'::regclass)"
+)
 
 
-def test_a_claim_reads_through_indexes_on_a_table_never_analysed(
+def _claimed_reading(engine: sa.Engine, queued: int) -> tuple[list[str], int, int]:
+    """The ids of the jobs a claim of 4 took behind ``queued`` jobs of a table never analysed,
+    the sequential scans of the table it made and the entries of its status index it read."""
+    with engine.begin() as connection:
+        connection.exec_driver_sql("ALTER TABLE jobs SET (autovacuum_enabled = off)")
+        queue.insert_jobs(connection, [_job(n) for n in range(queued)])
+    with engine.begin() as connection:
+        before = connection.exec_driver_sql(_READ).one()
+        claimed = queue.claim_jobs(connection, {"busy": 4}, "a", time.time, 30.0, 4)
+        after = connection.exec_driver_sql(_READ).one()
+    return [job.id for job, _ in claimed], after[0] - before[0], after[1] - before[1]
+
+
+def test_a_claim_leases_the_jobs_it_chose_without_scanning_the_table(
     shared_postgres: PostgresServer,
 ) -> None:
-    with migrated_engine(shared_postgres) as engine, engine.connect() as connection:
-        queue.insert_jobs(connection, [_job(n) for n in range(_QUEUED)])
-        connection.exec_driver_sql("SET plan_cache_mode = force_generic_plan")
-        connection.commit()
-        claimed = queue.claim_jobs(connection, {"busy": 4}, "a", time.time, 30.0, 4)
-        table_scans, entries = _read(connection)
-    assert [job.id for job, _ in claimed] == [f"{n:032x}" for n in range(4)]
-    assert table_scans == 0, f"the claim scanned the jobs table {table_scans} times"
-    assert entries < 100, f"the claim read {entries} of the status index's {_QUEUED} entries"
+    with migrated_engine(shared_postgres) as engine:
+        claimed, scans, _ = _claimed_reading(engine, 3000)
+    assert claimed == [f"{n:032x}" for n in range(4)]
+    assert scans == 0
+
+
+def test_a_claim_reads_the_oldest_due_jobs_in_order_of_the_index(
+    shared_postgres: PostgresServer,
+) -> None:
+    with migrated_engine(shared_postgres) as engine:
+        claimed, _, entries = _claimed_reading(engine, 20_000)
+    assert claimed == [f"{n:032x}" for n in range(4)]
+    assert entries < 100, f"the claim read {entries} of the status index's 20,000 entries"
 
 
 def test_a_claims_statements_are_planned_once_a_connection(
@@ -96,18 +100,22 @@ def test_a_claims_statements_are_planned_once_a_connection(
     assert planned == []
 
 
-def test_a_claim_gives_back_the_sessions_own_scan_settings(
-    shared_postgres: PostgresServer,
+_SETTINGS = ("enable_seqscan", "plan_cache_mode")
+
+
+@pytest.mark.parametrize("values", [("on", "auto"), ("off", "force_custom_plan")])
+def test_a_claim_leaves_the_sessions_own_planner_settings(
+    shared_postgres: PostgresServer, values: tuple[str, ...]
 ) -> None:
-    shown = "SELECT current_setting('enable_bitmapscan'), current_setting('enable_seqscan')"
+    given = zip(_SETTINGS, values, strict=True)
+    options = quote(" ".join(f"-c {name}={value}" for name, value in given))
+    shown = "SELECT " + ", ".join(f"current_setting('{name}')" for name in _SETTINGS)
     with shared_postgres.database(migrated=True) as url:
-        for setting in ("on", "off"):
-            options = quote(f"-c enable_bitmapscan={setting} -c enable_seqscan={setting}")
-            engine = create_engine(f"{url}?options={options}")
-            try:
-                with engine.begin() as connection:
-                    queue.claim_jobs(connection, {"busy": 4}, "a", time.time, 30.0, 4)
-                    kept = tuple(connection.exec_driver_sql(shown).one())
-            finally:
-                engine.dispose()
-            assert kept == (setting, setting)
+        engine = create_engine(f"{url}?options={options}")
+        try:
+            with engine.begin() as connection:
+                queue.claim_jobs(connection, {"busy": 4}, "a", time.time, 30.0, 4)
+                kept: Any = tuple(connection.exec_driver_sql(shown).one())
+        finally:
+            engine.dispose()
+    assert kept == values
