@@ -512,13 +512,18 @@ through ``_fastpath``; psycopg decodes its JSON); their ids on SQLite, whose ``R
 no other table (the jobs are read in a second statement, in process)."""
 _JOBS_NAMED = _JOBS.where(jobs.c.id.in_(sa.bindparam("ids", expanding=True)))
 # Ordered by an expression, the jobs of these loops are found through the (loop_id, status)
-# index and sorted: walking the queue in order passed every job of a loop at its limit.
-_LOCK_OLDEST_OF_LOOPS = (
-    _JOBS.where(*_DUE, jobs.c.loop_id.in_(sa.bindparam("loops", expanding=True)))
-    .order_by(jobs.c.created_at + 0)
-    .limit(sa.bindparam("most"))
-    .with_for_update(skip_locked=True, of=jobs)
-)
+# index and sorted: walking the queue in order passed every job of a loop at its limit. Their
+# envelopes are read for those taken only: joined before the sort, behind 10,000 jobs of the
+# loops they were read for each (38 ms a claim, against 6 behind 200).
+_LOCK_OLDEST_OF_LOOPS = _JOBS.where(
+    jobs.c.id.in_(
+        sa.select(jobs.c.id)
+        .where(*_DUE, jobs.c.loop_id.in_(sa.bindparam("loops", expanding=True)))
+        .order_by(jobs.c.created_at + 0)
+        .limit(sa.bindparam("most"))
+        .with_for_update(skip_locked=True)
+    )
+).order_by(jobs.c.created_at)
 _LOOP_LOCKS = 0x6A6F  # the key space of loop locks among PostgreSQL's advisory locks
 _LOCKS_HELD = "queue.loop_locks"
 """The keys of the loop locks the transaction under way holds (``transaction_set``)."""

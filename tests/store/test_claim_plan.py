@@ -4,6 +4,7 @@ the queue, in plans made once a connection; the session's own planner settings h
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
@@ -119,3 +120,24 @@ def test_a_claim_leaves_the_sessions_own_planner_settings(
         finally:
             engine.dispose()
     assert kept == values
+
+
+def test_a_claim_among_named_loops_reads_the_envelopes_of_the_jobs_it_takes_only(
+    shared_postgres: PostgresServer,
+) -> None:
+    full, behind = _job(0), [_job(n) for n in range(1, 301)]
+    others = [replace(_job(n), loop_id="other") for n in range(1000, 1300)]
+    envelope_reads = "SELECT pg_stat_get_xact_numscans('envelopes_pkey'::regclass)"
+    with migrated_engine(shared_postgres) as engine:
+        with engine.begin() as connection:
+            queue.insert_jobs(connection, [full])
+        with engine.begin() as connection:
+            assert queue.claim_jobs(connection, {"busy": 1}, "a", time.time, 30.0, 1)
+            queue.insert_jobs(connection, behind + others)
+        with engine.begin() as connection:
+            before = connection.exec_driver_sql(envelope_reads).scalar_one()
+            limits = {"busy": 1, "other": 300}
+            claimed = queue.claim_jobs(connection, limits, "a", time.time, 30.0, 4)
+            read = connection.exec_driver_sql(envelope_reads).scalar_one() - before
+    assert [job.id for job, _ in claimed] == [job.id for job in others[:4]]
+    assert read <= 4
