@@ -59,6 +59,12 @@ def _last_finished_index(connection: sa.Connection) -> None:
     indexes["ix_executions_loop_finished"].create(connection, checkfirst=True)
 
 
+def _loop_order_index(connection: sa.Connection) -> None:
+    connection.execute(sa.text("DROP INDEX IF EXISTS ix_jobs_loop_status"))
+    indexes = {str(index.name): index for index in tables.jobs.indexes}
+    indexes["ix_jobs_loop_status_created"].create(connection, checkfirst=True)
+
+
 _DAEMON_TABLES = (
     tables.jobs,
     tables.ticks,
@@ -350,6 +356,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(16, "events keep the trace they were appended under", _event_traces),
     Migration(17, "jobs that ended move to their own history", _job_history),
     Migration(18, "a loop's last finished execution has an index of its own", _last_finished_index),
+    Migration(19, "a loop's queued jobs are indexed in their order", _loop_order_index),
 )
 
 

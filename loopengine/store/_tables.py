@@ -277,7 +277,8 @@ jobs = sa.Table(
     metadata,
     *_job_columns(),
     sa.Index("ix_jobs_status_created", "status", "created_at"),
-    sa.Index("ix_jobs_loop_status", "loop_id", "status"),
+    # A loop's jobs of a status in their order, for a claim naming loops (migration 19).
+    sa.Index("ix_jobs_loop_status_created", "loop_id", "status", "created_at"),
 )
 
 # Jobs that ended (done or skipped), moved out of ``jobs`` by the daemons' sweep a few seconds

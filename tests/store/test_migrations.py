@@ -212,6 +212,17 @@ def test_version_18_indexes_only_the_finished_runs_of_each_loop(
     assert "ix_executions_loop_finished" in indexes
 
 
+def test_version_19_indexes_each_loops_jobs_in_their_order(connection: sa.Connection) -> None:
+    """Version 1 makes today's index: version 18's is made in its place."""
+    made = [
+        "DROP INDEX ix_jobs_loop_status_created",
+        "CREATE INDEX ix_jobs_loop_status ON jobs (loop_id, status)",
+    ]
+    indexes = _indexes_migrated_from(connection, 18, made, "jobs")
+    assert "ix_jobs_loop_status" not in indexes
+    assert "ix_jobs_loop_status_created" in indexes
+
+
 def test_stores_opened_at_once_on_a_new_database_migrate_it_once(engine: sa.Engine) -> None:
     """Daemons started together on a fresh database: one migrates, the others wait for it and
     find the schema made (PostgreSQL created the same tables side by side, and all but one
