@@ -439,8 +439,8 @@ _LOOKED_AT = 32
 _SEEN = (jobs.c.id, jobs.c.loop_id, jobs.c.status, jobs.c.owner, jobs.c.lease_until)
 _WRITTEN_QUEUED: sa.ColumnElement[str] = sa.literal_column(f"'{QUEUED}'")
 _WRITTEN_RUNNING: sa.ColumnElement[str] = sa.literal_column(f"'{RUNNING}'")
-"""The statuses a claim reads written into its SQL, not bound: its generic plans (``_CLAIM``)
-see which status they read."""
+"""The statuses a claim reads written into its SQL, not bound: its generic plans
+(``_CLAIM_SETTINGS``) see which status they read."""
 _DUE = (jobs.c.status == _WRITTEN_QUEUED, jobs.c.not_before <= sa.bindparam("now"))
 _OLDEST_DUE = (
     sa.select(*_SEEN, jobs.c.created_at)
@@ -454,17 +454,17 @@ _RUNNING_AND_DUE = sa.union_all(
 )
 """The running jobs and the oldest due, in one round trip (each half through its index: an
 ``OR`` of the two made PostgreSQL sort every queued row)."""
-_CLAIM = {"enable_seqscan": "off", "plan_cache_mode": "force_generic_plan"}
+_CLAIM_SETTINGS = {"enable_seqscan": "off", "plan_cache_mode": "force_generic_plan"}
 """PostgreSQL's planner settings for a claim, whose statements (run nowhere else) read a few rows
 through indexes whatever the statistics say (older than the backlog, after a burst): plans made
 once a connection, for any ``LIMIT`` (a custom plan for 32 sorted every queued job: 17 ms behind
 20,000, against 0.1; and planning the lease took 0.43 ms of its 0.72), and no scan of the table
 for the jobs a lease names (0.7-9 ms behind a few thousand, against 0.1)."""
 _SET_FOR_CLAIM: list[fastpath.Bound] = [
-    (sa.text(f"SET LOCAL {name} = {value}"), {}) for name, value in _CLAIM.items()
+    (sa.text(f"SET LOCAL {name} = {value}"), {}) for name, value in _CLAIM_SETTINGS.items()
 ]
 _RESET_AFTER_CLAIM: list[fastpath.Bound] = [
-    (sa.text(f"SET LOCAL {name} TO DEFAULT"), {}) for name in _CLAIM
+    (sa.text(f"SET LOCAL {name} TO DEFAULT"), {}) for name in _CLAIM_SETTINGS
 ]
 """Back to the values the session started with (its connection's options, its role's and
 database's settings)."""
@@ -512,24 +512,23 @@ through ``_fastpath``; psycopg decodes its JSON); their ids on SQLite, whose ``R
 no other table (the jobs are read in a second statement, in process)."""
 _JOBS_NAMED = _JOBS.where(jobs.c.id.in_(sa.bindparam("ids", expanding=True)))
 # Ordered by an expression, the jobs of these loops are found through the index of each loop's
-# jobs and sorted (SQLite): walking the queue in order passed every job of a loop at its limit.
-# Their envelopes are read for those taken only: joined before the sort, behind 10,000 jobs of
-# the loops they were read for each (38 ms a claim, against 6 behind 200).
-_LOCK_OLDEST_OF_LOOPS = _JOBS.where(
+# jobs and sorted: walking the queue in order passed every job of a loop at its limit. Their
+# envelopes are read for those taken only: joined before the sort, behind 10,000 jobs of the
+# loops they were read for each (38 ms a claim, against 6 behind 200).
+_SQLITE_OLDEST_OF_LOOPS = _JOBS.where(
     jobs.c.id.in_(
         sa.select(jobs.c.id)
         .where(*_DUE, jobs.c.loop_id.in_(sa.bindparam("loops", expanding=True)))
         .order_by(jobs.c.created_at + 0)
         .limit(sa.bindparam("most"))
-        .with_for_update(skip_locked=True)
     )
 ).order_by(jobs.c.created_at)
 _OLDEST_OF_LOOPS = sa.text(
     "SELECT due.id FROM unnest(CAST(:loops AS text[])) AS named(loop_id),"
     " LATERAL (SELECT id, created_at FROM jobs WHERE jobs.loop_id = named.loop_id"
     f" AND status = '{QUEUED}' AND not_before <= :now"
-    " ORDER BY loop_id, status, created_at LIMIT :most) AS due"
-    " ORDER BY due.created_at LIMIT :most"
+    " ORDER BY loop_id, status, created_at LIMIT :looked_at) AS due"
+    " ORDER BY due.created_at LIMIT :looked_at"
 )
 """On PostgreSQL, the oldest due jobs of the loops named, unlocked: the first of each loop's, in
 the order of its index, so a claim costs the same behind 200 or 10,000 jobs a loop (ordered by
@@ -537,8 +536,11 @@ the order of its index, so a claim costs the same behind 200 or 10,000 jobs a lo
 _LOCK_NAMED = (
     _JOBS.where(jobs.c.id == sa.any_(sa.bindparam("ids", type_=_IDS)), *_STILL_DUE)
     .order_by(jobs.c.created_at)
+    .limit(sa.bindparam("most"))
     .with_for_update(skip_locked=True, of=jobs)
 )
+"""The first ``most`` of the jobs named still queued and due, locked: those another claim holds
+are passed for the next (``_OLDEST_OF_LOOPS`` reads more than ``most``)."""
 _LOOP_LOCKS = 0x6A6F  # the key space of loop locks among PostgreSQL's advisory locks
 _LOCKS_HELD = "queue.loop_locks"
 """The keys of the loop locks the transaction under way holds (``transaction_set``)."""
@@ -592,7 +594,7 @@ def claim_jobs(
     price of one, and locks no job of another daemon's loops. The loops are named in the query
     (binding a thousand ids cost more than the rest of the claim) only when none of those jobs
     will do and more are queued: an idle daemon's claim binds none. On PostgreSQL it runs
-    under planner settings of its own (``_CLAIM``), set with its first read."""
+    under planner settings of its own (``_CLAIM_SETTINGS``), set with its first read."""
     now = clock()
     bound = {"now": now, "looked_at": _looked_at(most)}
     if connection.dialect.name != "postgresql":
@@ -740,12 +742,16 @@ def _claim_among(
     the oldest jobs of the queue was one this daemon may take (on PostgreSQL, the first of each
     loop's are read through its index, then locked by id). Their rows are locked first, and
     each loop's room counted then."""
-    bound = {"now": now, "most": most, "loops": list(loop_ids)}
+    named = list(loop_ids)
     if connection.dialect.name == "postgresql":
-        oldest = fastpath.fetch_all(connection, _OLDEST_OF_LOOPS, bound)
-        found = _locked(connection, _LOCK_NAMED, {"now": now, "ids": [r["id"] for r in oldest]})
+        bound = {"now": now, "looked_at": _looked_at(most), "loops": named}
+        oldest = [row["id"] for row in fastpath.fetch_all(connection, _OLDEST_OF_LOOPS, bound)]
+        if not oldest:
+            return []
+        found = _locked(connection, _LOCK_NAMED, {"now": now, "most": most, "ids": oldest})
     else:
-        found = _locked(connection, _LOCK_OLDEST_OF_LOOPS, bound)
+        bound = {"now": now, "most": most, "loops": named}
+        found = _locked(connection, _SQLITE_OLDEST_OF_LOOPS, bound)
     if not found:
         return []
     rooms = _rooms(connection, dict.fromkeys(job.loop_id for job in found), limits, counts)

@@ -213,7 +213,7 @@ def test_version_18_indexes_only_the_finished_runs_of_each_loop(
 
 
 def test_version_19_indexes_each_loops_jobs_in_their_order(connection: sa.Connection) -> None:
-    """Version 1 makes today's index: version 18's is made in its place."""
+    """Version 5 makes today's index: version 18's is made in its place."""
     made = [
         "DROP INDEX ix_jobs_loop_status_created",
         "CREATE INDEX ix_jobs_loop_status ON jobs (loop_id, status)",

@@ -221,6 +221,26 @@ def test_a_claim_that_waited_for_a_loop_now_at_its_limit_takes_none_of_its_jobs(
     assert taken == [[]]
 
 
+def test_a_claim_behind_a_loop_at_its_limit_passes_the_jobs_another_claim_holds(
+    postgres: sa.Engine,
+) -> None:
+    """The oldest jobs are of a loop at its limit: while one daemon's claim holds the four
+    oldest of another loop, the other daemon's takes the four after them."""
+    run = uuid.uuid4().hex[:8]
+    full, other = f"full-{run}", f"other-{run}"
+    _queued(postgres, *((f"f{index}-{run}", full, float(index)) for index in range(41)))
+    _queued(postgres, *((f"o{index}-{run}", other, 100.0 + index) for index in range(8)))
+    limits = {full: 1, other: 10}
+    with postgres.begin() as connection:
+        assert _batch(connection, {full: 1}, "x", 1) == [f"f0-{run}"]
+    with postgres.connect() as first:
+        with first.begin():
+            assert _batch(first, limits, "a", 4) == [f"o{index}-{run}" for index in range(4)]
+            claiming, taken = _claiming_behind(postgres, limits, "b", 4)
+        claiming.join()
+    assert taken == [[f"o{index}-{run}" for index in range(4, 8)]]
+
+
 def _by_key(engine: sa.Engine, *names: str) -> list[str]:
     """``names`` in the order of their loop locks' keys."""
     with engine.connect() as connection:
