@@ -4,16 +4,16 @@ the queue, in plans made once a connection; the session's own planner settings h
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from urllib.parse import quote
 
 import pytest
 import sqlalchemy as sa
 
-from loopengine.store import JobEnvelope, create_engine, queue
 from loopengine.store import _tables as tables
+from loopengine.store import create_engine, queue
 from loopengine.store.queue import _LEASE_OLDEST_RETURNING
 from tests.postgres import PostgresServer, generic_plan, migrated_engine
+from tests.store.test_queue import job
 
 
 def test_a_lease_reads_the_jobs_it_names_by_their_ids_in_a_generic_plan(
@@ -32,18 +32,8 @@ def test_a_lease_reads_the_jobs_it_names_by_their_ids_in_a_generic_plan(
     assert "ix_jobs_status_created" not in plan, plan
 
 
-def _job(n: int) -> queue.Job:
-    job_id = f"{n:032x}"
-    return queue.Job(
-        id=job_id,
-        loop_id="busy",
-        trigger={"type": "manual"},
-        envelope=JobEnvelope(job_id, job_id, "busy", {}, {}, {}, job_id).as_dict(),
-        idempotency_key=job_id,
-        status=queue.QUEUED,
-        not_before=0.0,
-        created_at=float(n),
-    )
+def _job(n: int, loop_id: str = "busy") -> queue.Job:
+    return job(f"{n:032x}", loop_id, float(n))
 
 
 _READ = (
@@ -142,7 +132,7 @@ def _claimed_among(engine: sa.Engine) -> tuple[list[str], int, int]:
     oldest, and 300 of two other loops, in turn (queued since the table was analysed: one loop,
     it seemed), and the envelopes and the entries of the index of each loop's jobs it read."""
     full, behind = _job(0), [_job(n) for n in range(1, 301)]
-    others = [replace(_job(n), loop_id=f"other{n % 2}") for n in range(1000, 1300)]
+    others = [_job(n, f"other{n % 2}") for n in range(1000, 1300)]
     with engine.begin() as connection:
         queue.insert_jobs(connection, [full])
     with engine.begin() as connection:
