@@ -22,11 +22,9 @@ from loopengine.daemon._log import DaemonLog
 from loopengine.daemon._loops import ServedLoops
 from loopengine.engine import Engine, resume
 from loopengine.errors import LeaseLost, LoopEngineError, StoreUnavailable
-from loopengine.store import JobEnvelope, Pending, Store, executions, queue
+from loopengine.store import JobEnvelope, Pending, StartingPoint, Store, executions, queue
 
 __all__ = ["AHEAD_S", "MAX_CLAIMS", "Workers"]
-
-Claimed = tuple[queue.Job, queue.Lease]
 
 MAX_CLAIMS = 10
 """A job claimed this many times without an end (its daemon died running it each time: a skill
@@ -135,7 +133,7 @@ class Workers:
         """Jobs whose lease expired and passed to another daemon: cancelled, not recorded."""
         self.accepting = True
         self._resting = _Idle(period or (lambda: poll_s))
-        self._claimed: deque[Claimed] = deque()
+        self._claimed: deque[queue.Claimed] = deque()
         """Jobs claimed ahead, not yet started: each is taken by the first worker free."""
         self._claiming = 0
         """Jobs the claims under way may take."""
@@ -203,7 +201,7 @@ class Workers:
             if not self._claimed:
                 await self._resting.rest()
 
-    def _submit_claim(self) -> Pending[list[Claimed]] | None:
+    def _submit_claim(self) -> Pending[list[queue.Claimed]] | None:
         """Hand the store a claim, in one transaction, of as many jobs as keep the workers busy
         and, while executions are short (``AHEAD_S``), as many again waiting (claimed ahead),
         once the workers' worth of room is free, or at once when no job waits here and no
@@ -218,7 +216,7 @@ class Workers:
         if not self.accepting or most <= 0 or (waiting and most < self._batch):
             return None
         claim = self.store.lead(
-            queue.claim_jobs, self.limits(), self.owner, self.clock, self.lease_s, most
+            queue.claim_to_start, self.limits(), self.owner, self.clock, self.lease_s, most
         )
         self._claiming += most
         until = self.clock() + self.lease_s
@@ -228,7 +226,7 @@ class Workers:
             again = self._told and not self._claiming
             self._told = self._told and not again
             taken = [] if error is not None else claim.result
-            self._until.update((lease.job_id, until) for _, lease in taken)
+            self._until.update((lease.job_id, until) for _, lease, _ in taken)
             self._claimed.extend(taken)
             self._resting.wake(len(taken) + again)
 
@@ -260,7 +258,9 @@ class Workers:
         """The ``concurrency.max`` of each loop this daemon serves: the loops it claims jobs of."""
         return self.loops.limits()
 
-    async def _execute(self, job: queue.Job, lease: queue.Lease) -> None:
+    async def _execute(
+        self, job: queue.Job, lease: queue.Lease, start: StartingPoint | None
+    ) -> None:
         """Run one claimed job to its end and record it: whatever fails here (a bug, a bad row)
         fails this job alone, with its message; the worker goes on."""
         scope = anyio.CancelScope()
@@ -272,7 +272,7 @@ class Workers:
         unrecorded: StoreUnavailable | None = None
         try:
             with scope:
-                outcome, execution_id, error, ended = await self._run(job, lease)
+                outcome, execution_id, error, ended = await self._run(job, lease, start)
         except LeaseLost:
             self.lost.add(lease.job_id)
         except StoreUnavailable as exc:
@@ -313,10 +313,11 @@ class Workers:
         return None
 
     async def _run(
-        self, job: queue.Job, lease: queue.Lease
+        self, job: queue.Job, lease: queue.Lease, start: StartingPoint | None
     ) -> tuple[str, str | None, str | None, bool]:
-        """Run the job's execution, or resume it when a dead daemon left it part-way: its
-        outcome, id, error, and whether its last commit ended the job."""
+        """Run the job's execution from ``start`` (its claim read it), or resume it when a dead
+        daemon left it part-way: its outcome, id, error, and whether its last commit ended the
+        job."""
         if lease.generation > MAX_CLAIMS:
             raise LoopEngineError(
                 f"claimed {MAX_CLAIMS} times without an end (its daemon died running it each "
@@ -330,7 +331,7 @@ class Workers:
         known = job.started
         if known is None:
             done = await self.engine.run(
-                loop, envelope=envelope, trigger=dict(job.trigger), lease=lease
+                loop, envelope=envelope, trigger=dict(job.trigger), lease=lease, start=start
             )
             return done.outcome.value, done.execution_id, done.error, done.ended_job
         row = await self.store.read(executions.get_execution, known)
@@ -400,21 +401,21 @@ class Workers:
         execution grown long."""
         if self._claimed and len(self.running) >= self.count and self._long():
             given, self._claimed = self._claimed, deque()
-            await self.store.write(queue.unclaim, [lease for _, lease in given], self.clock())
-            for _, lease in given:
+            await self.store.write(queue.unclaim, [lease for _, lease, _ in given], self.clock())
+            for _, lease, _ in given:
                 self._until.pop(lease.job_id, None)
         until = self.clock() + self.lease_s
-        ids = [*self.running, *(lease.job_id for _, lease in self._claimed)]
+        ids = [*self.running, *(lease.job_id for _, lease, _ in self._claimed)]
         cancel, lost = await self.store.write(queue.renew_leases, self.owner, ids, until)
         for job_id in ids:
             if job_id in lost:
                 self._until.pop(job_id, None)
             elif job_id in self._until:
                 self._until[job_id] = until
-        dropped = [(job, lease) for job, lease in self._claimed if lease.job_id in cancel | lost]
+        dropped = [lease for _, lease, _ in self._claimed if lease.job_id in cancel | lost]
         if dropped:
             self._claimed = deque(c for c in self._claimed if c[1].job_id not in cancel | lost)
-            for _, lease in dropped:
+            for lease in dropped:
                 self._until.pop(lease.job_id, None)
                 if lease.job_id in cancel and lease.job_id not in lost:
                     await self._finish(lease, "cancelled", None, None)

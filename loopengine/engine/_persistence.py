@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 from collections.abc import Callable, Mapping, Sequence
@@ -30,6 +31,7 @@ from loopengine.store import (
     PhaseResult,
     RequestApproval,
     Start,
+    StartingPoint,
     Store,
     effects,
     executions,
@@ -195,10 +197,12 @@ class Journal:
     """Whether the execution's last commit ended the job its lease holds (its daemon has no
     end of its own to record)."""
 
-    async def begin(self, run: Run) -> Start:
-        return None, None, None
+    async def begin(self, run: Run, start: StartingPoint | None = None) -> Start:
+        """The idempotency check and what the execution starts from (``start`` when its job's
+        claim read it)."""
+        return None, *(start or (None, None))
 
-    async def starting_point(self, loop_id: str) -> tuple[LastRun | None, LearnedState | None]:
+    async def starting_point(self, loop_id: str) -> StartingPoint:
         """The loop's last finished execution and its learned state, read now."""
         return None, None
 
@@ -280,30 +284,31 @@ class Recorder(Journal):
         self.failed: Exception | None = None
         """Why handing held phases over failed, as a skill call lasted (``_flush``)."""
 
-    async def begin(self, run: Run) -> Start:
+    async def begin(self, run: Run, start: StartingPoint | None = None) -> Start:
         """The idempotency check and what the execution starts from, in one read; none at all
-        when the store still holds what this process wrote at the loop's last finish."""
+        when the store still holds what this process wrote at the loop's last finish, or for a
+        daemon's job (its claim read ``start``; its first commit takes its envelope)."""
         key, loop_id = run.envelope.idempotency_key, run.loop.id
-        fresh_key = key == run.envelope.job_id and self.lease is None
+        if self.lease is not None:
+            return None, *(start or await self.starting_point(loop_id))
+        fresh_key = key == run.envelope.job_id
         known = self.store.recall(("start", loop_id)) if fresh_key else None
         if known is not None:
             last, state = known
             return None, last, state
         if fresh_key:
-            return None, *await self.store.read(executions.starting_point, loop_id)
+            return None, *await self.starting_point(loop_id)
         try:
-            start = await self.store.write(
-                executions.claim_key, run.envelope, _execution_row(run), self.lease
-            )
+            keyed = await self.store.write(executions.claim_key, run.envelope, _execution_row(run))
         except StorageError:  # PostgreSQL: another process inserted the key meanwhile
             taken = await self.store.read(jobs.execution_of_key, key)
             if taken is None:
                 raise
             return taken, None, None
-        self.inserted = start[0] is None
-        return start
+        self.inserted = keyed[0] is None
+        return keyed
 
-    async def starting_point(self, loop_id: str) -> tuple[LastRun | None, LearnedState | None]:
+    async def starting_point(self, loop_id: str) -> StartingPoint:
         return await self.store.read(executions.starting_point, loop_id)
 
     def resume_at(self, seq: int) -> None:
@@ -329,7 +334,8 @@ class Recorder(Journal):
         with ``ends``, it ends the lease's job too.
 
         Commits of phases are not waited for (the store groups them); the last one is, and it
-        surfaces any failure of those before it.
+        raises the first failure among them and itself (a commit after a failed one that
+        inserted the execution's row fails as well: it finds no row to update).
         """
         if (failed := self.failed) is not None:
             raise failed
@@ -337,11 +343,11 @@ class Recorder(Journal):
         if wait:
             inflight, self.inflight = self.inflight, []
             self.open = None
-            with anyio.CancelScope(shield=True):
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
                 await pending.wait()
-            for earlier in inflight:
-                if earlier.error is not None:
-                    raise earlier.error
+            for handed in (*inflight, pending):
+                if handed.error is not None:
+                    raise handed.error
             self.ended_job = ends is not None
 
     def _flush_later(self, run: Run) -> Callable[[], None]:
@@ -399,10 +405,12 @@ class Recorder(Journal):
     async def started(self, run: Run) -> None:
         """Acknowledge the start (per-phase durability): committed now when it inserts the
         execution's row, so history shows it running while its first phase does; else with
-        the next commit (a resumed execution that none committed starts over)."""
+        the next commit (a resumed execution that none committed starts over), as for a
+        daemon's job, which its queue shows running (an execution whose daemon died before its
+        first commit is started again)."""
         if not self.per_phase:
             return
-        if self.inserted:
+        if self.inserted or self.lease is not None:
             self.told.append("started")
         else:
             await self._commit(run, "started", wait=False)

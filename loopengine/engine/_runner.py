@@ -51,6 +51,7 @@ from loopengine.store import (
     LearnedState,
     PhaseResult,
     RequestApproval,
+    StartingPoint,
     executions,
     iso,
     new_envelope,
@@ -242,15 +243,17 @@ class Engine:
         trigger: dict[str, Any] | None = None,
         dry_run: bool = False,
         lease: queue.Lease | None = None,
+        start: StartingPoint | None = None,
     ) -> ExecutionDone:
         """Start and drive one execution; an already-accepted idempotency key returns the first.
         A job whose envelope's constraints say ``dry_run: true`` is a dry run. With a job's
-        ``lease``, it stops (``LeaseLost``) once another daemon took the job."""
+        ``lease``, it stops (``LeaseLost``) once another daemon took the job; its claim may
+        have read what it ``start``s from."""
         envelope = envelope or new_envelope(loop.id, inputs)
         dry_run = dry_run or envelope.constraints.get("dry_run") is True
         run = self.new_run(loop, envelope, trigger or {"type": "manual"}, dry_run)
         recorder = self.recorder(loop, lease=lease)
-        existing, last, state = await recorder.begin(run)
+        existing, last, state = await recorder.begin(run, start)
         if existing is not None:
             return await self._existing(existing)
         self.prelude(run, last, state)

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
         RecordMetrics,
         RequestApproval,
     )
-    from loopengine.store.executions import ExecutionRecord, LastRun, Start
+    from loopengine.store.executions import ExecutionRecord, LastRun, Start, StartingPoint
     from loopengine.store.health import NodeHealthRow
     from loopengine.store.learning import LearnedState
     from loopengine.store.memory import UserMemory
@@ -69,6 +69,7 @@ _EXPORTS = {
     "ExecutionRecord": "loopengine.store.executions",
     "LastRun": "loopengine.store.executions",
     "Start": "loopengine.store.executions",
+    "StartingPoint": "loopengine.store.executions",
     "LearnedState": "loopengine.store.learning",
     "Artifact": "loopengine.store.records",
     "AuditRecord": "loopengine.store.records",
@@ -123,6 +124,7 @@ __all__ = [
     "Sample",
     "Series",
     "Start",
+    "StartingPoint",
     "Store",
     "Thread",
     "Usage",

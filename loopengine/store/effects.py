@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 import sqlalchemy as sa
 
+from loopengine.errors import StorageError
 from loopengine.store._fastpath import Bound, Encoded, execute_all
 from loopengine.store._record import ExecutionRow, JobEnvelope
 from loopengine.store.approvals import Approval, insert_approval
@@ -21,6 +22,7 @@ from loopengine.store.executions import (
     PhaseRows,
     inserting_execution,
     inserting_phases,
+    taking_envelope,
     updating_execution,
 )
 from loopengine.store.jobs import inserting_envelope
@@ -223,7 +225,8 @@ class ExecutionCommit:
     lease: Lease | None
     """The job's lease when a daemon's worker runs the execution: checked before writing."""
     first: tuple[JobEnvelope, ExecutionRow] | None
-    """The envelope and execution row to insert, for the execution's first commit."""
+    """The envelope and execution row to insert, for the execution's first commit (with a
+    lease, the job's envelope is stored already: the row takes it)."""
     values: dict[str, Any] = field(default_factory=dict)
     """The execution row's columns as they are now."""
     phases: PhaseRows | None = None
@@ -235,12 +238,14 @@ class ExecutionCommit:
 
 def write_commit(connection: sa.Connection, commit: ExecutionCommit) -> None:
     """An execution's commit, atomically: its lease still held (its job ended, with ``ends``),
-    its row inserted (with its envelope) or updated, its phases and its effects. Its own rows,
-    the job's end or the lease's check, and its log and audit lines go to the database in one
-    round trip."""
+    its row inserted (with its envelope, or taking its job's, which checks the lease) or
+    updated (none found: the commit inserting it failed, so this one fails too), its phases and
+    its effects. Its own rows, the job's end or the lease's check, and its log and audit lines
+    go to the database in one round trip."""
     lease, end = commit.lease, commit.ends
     statements: list[Bound] = []
     fence: Callable[[int], None] | None = None
+    updated: int | None = None
     if lease is not None and end is not None:
         forget_lease(connection, lease)
         statements.append(
@@ -253,14 +258,20 @@ def write_commit(connection: sa.Connection, commit: ExecutionCommit) -> None:
             )
         )
         fence = partial(still_held, lease)
+    elif lease is not None and commit.first is not None:
+        fence = partial(lease_checked, connection, lease)
     elif lease is not None and (checking := lease_check(connection, lease)) is not None:
         statements.append(checking)
         fence = partial(lease_checked, connection, lease)
     if commit.first is not None:
         envelope, row = commit.first
-        statements.append(inserting_envelope(envelope, row))
-        statements.append(inserting_execution(replace(row, **commit.values)))
+        row = replace(row, **commit.values)
+        if lease is not None:
+            statements[:0] = taking_envelope(lease, row)
+        else:
+            statements += [inserting_envelope(envelope, row), inserting_execution(row)]
     else:
+        updated = len(statements)
         statements.append(updating_execution(commit.execution_id, commit.values))
     if commit.phases is not None:
         statements.append(inserting_phases(commit.execution_id, commit.phases))
@@ -270,7 +281,12 @@ def write_commit(connection: sa.Connection, commit: ExecutionCommit) -> None:
             statements += effect.statements()
         else:
             others.append(effect)
-    execute_all(connection, statements, fence=fence)
+    counts, _ = execute_all(connection, statements, fence=fence)
+    if updated is not None and not counts[updated]:
+        raise StorageError(
+            f"execution {commit.execution_id} has no row to update: the commit that inserts it "
+            "failed, so this one is not written either"
+        )
     for effect in others:
         effect.apply(connection)
 

@@ -27,11 +27,10 @@ from loopengine.store.jobs import (
     execution_of_key,
     get_envelope,
     insert_envelope,
-    taken_envelope,
     taking_leased_envelope,
 )
 from loopengine.store.learning import LearnedState
-from loopengine.store.leases import Lease, checked
+from loopengine.store.leases import Lease
 from loopengine.store.records import Artifact, artifacts_of
 
 __all__ = [
@@ -42,6 +41,7 @@ __all__ = [
     "Page",
     "PhaseRows",
     "Start",
+    "StartingPoint",
     "claim_execution",
     "claim_key",
     "fail_left_running",
@@ -62,6 +62,8 @@ __all__ = [
     "resume_point",
     "running_executions",
     "starting_point",
+    "starting_points",
+    "taking_envelope",
     "unfinished",
     "update_execution",
     "updating_execution",
@@ -149,7 +151,7 @@ _INSERT_TAKEN = executions.insert().from_select(
         )
     ),
 )
-"""The execution's row, once its envelope is taken for it (``claim_key``)."""
+"""The execution's row, once its envelope is taken for it (``taking_envelope``)."""
 _ROWS = sa.select(*executions.c, envelopes.c.trigger).outerjoin_from(
     executions, envelopes, envelopes.c.job_id == executions.c.job_id
 )
@@ -473,56 +475,54 @@ def ids_named(connection: sa.Connection, given: str, shortest: int, limit: int) 
     return [given] if get_execution(connection, given) is not None else []
 
 
+StartingPoint = tuple[LastRun | None, LearnedState | None]
+"""The loop's last finished execution and its learned state: what its next execution starts
+from."""
 Start = tuple[str | None, LastRun | None, LearnedState | None]
 """What an execution starts from: the execution that already took its idempotency key (then it
-does not run), else the loop's last finished execution and its learned state."""
+does not run), else its loop's ``StartingPoint``."""
 
 
-def starting_point(
-    connection: sa.Connection, loop_id: str
-) -> tuple[LastRun | None, LearnedState | None]:
+def starting_point(connection: sa.Connection, loop_id: str) -> StartingPoint:
     """The loop's last finished execution (a dry run is not a run: the next one's ``last_run``
     and ``since_last_run`` never count it) and its learned state, in one statement."""
-    row = fastpath.fetch_one(connection, _STARTING_POINT, {"loop_id": loop_id})
-    assert row is not None
-    return _started_from(row)
+    return starting_points(connection, [loop_id])[loop_id]
 
 
-def _started_from(row: Mapping[str, object]) -> tuple[LastRun | None, LearnedState | None]:
+def starting_points(
+    connection: sa.Connection, loop_ids: Sequence[str], first: Sequence[fastpath.Bound] = ()
+) -> dict[str, StartingPoint]:
+    """The ``starting_point`` of each of ``loop_ids``, read after the statements ``first``, all
+    in one round trip on PostgreSQL."""
+    reads = [(_STARTING_POINT, {"loop_id": loop_id}) for loop_id in loop_ids]
+    _, found = fastpath.execute_all(connection, first, reads)
+    return {loop_id: _started_from(rows[0]) for loop_id, rows in zip(loop_ids, found, strict=True)}
+
+
+def _started_from(row: Mapping[str, object]) -> StartingPoint:
     last = None if row["started_at"] is None else LastRun.from_row(row)
     state = None if row["samples"] is None else LearnedState.from_row(row)
     return last, state
 
 
-def claim_key(
-    connection: sa.Connection,
-    envelope: JobEnvelope,
-    row: ExecutionRow,
-    lease: Lease | None,
-) -> Start:
+def claim_key(connection: sa.Connection, envelope: JobEnvelope, row: ExecutionRow) -> Start:
     """Take ``envelope``'s idempotency key for the execution ``row`` and insert both, with where
     it starts from, unless an execution took the key already (then that one): of several
-    processes starting with one key at once, one runs and the others return its execution. A
-    queued job's envelope (``lease`` given) is stored already: it is taken by its job id, the
-    row inserted once taken and the starting point read, in one round trip."""
-    if lease is not None:
-        values = inserting_execution(row)[1]
-        taking = [taking_leased_envelope(lease, row.id), (_INSERT_TAKEN, values)]
-        counts, [rows] = fastpath.execute_all(
-            connection, taking, then=[(_STARTING_POINT, {"loop_id": row.loop_id})]
-        )
-        if counts[0]:
-            checked(connection, lease)
-            return None, *_started_from(rows[0])
-        existing = taken_envelope(connection, lease)
-    else:
-        existing = execution_of_key(connection, envelope.idempotency_key)
+    processes starting with one key at once, one runs and the others return its execution."""
+    existing = execution_of_key(connection, envelope.idempotency_key)
     if existing is not None:
         return existing, None, None
-    if lease is None:
-        insert_envelope(connection, envelope, row)
+    insert_envelope(connection, envelope, row)
     insert_execution(connection, row)
     return None, *starting_point(connection, row.loop_id)
+
+
+def taking_envelope(lease: Lease, row: ExecutionRow) -> list[fastpath.Bound]:
+    """The statements inserting the execution ``row`` of the job ``lease`` holds, its stored
+    envelope (and key) taken for it: the first takes it while the lease holds and no execution
+    took it, checking the lease as ``check_lease`` does (its row count is 1 then), and the row
+    is inserted only once it did."""
+    return [taking_leased_envelope(lease, row.id), (_INSERT_TAKEN, inserting_execution(row)[1])]
 
 
 def resume_point(

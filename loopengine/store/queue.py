@@ -37,13 +37,14 @@ from loopengine.store._tables import (
     ticks,
     trigger_states,
 )
-from loopengine.store.executions import fail_left_running
+from loopengine.store.executions import StartingPoint, fail_left_running, starting_points
 from loopengine.store.leases import HELD, RUNNING, Lease, check_lease, forget_lease, held
 from loopengine.store.records import Artifact
 from loopengine.store.signals import Event, TriggerState
 from loopengine.store.wakeups import JOB, notify
 
 __all__ = [
+    "Claimed",
     "Daemon",
     "Event",
     "Job",
@@ -59,6 +60,7 @@ __all__ = [
     "claim_job",
     "claim_jobs",
     "claim_next",
+    "claim_to_start",
     "cursor",
     "end_job",
     "events_after",
@@ -162,6 +164,9 @@ class Job(Record):
         }
         return values, kept
 
+
+Claimed = tuple[Job, Lease, StartingPoint | None]
+"""A job claimed, its lease, and what its execution starts from (None when it resumes one)."""
 
 _ENVELOPE = ("trace_id", "intent", "scope", "payload", "constraints")
 
@@ -594,15 +599,47 @@ def claim_jobs(
     (binding a thousand ids cost more than the rest of the claim) only when none of those jobs
     will do and more are queued: an idle daemon's claim binds none. On PostgreSQL it runs
     under planner settings of its own (``_CLAIM_SETTINGS``), set with its first read."""
+    return _claimed(connection, limits, owner, clock, lease_s, most, starting=False)[0]
+
+
+def claim_to_start(
+    connection: sa.Connection,
+    limits: Mapping[str, int],
+    owner: str,
+    clock: Callable[[], float],
+    lease_s: float,
+    most: int,
+) -> list[Claimed]:
+    """``claim_jobs``, with what each job's execution starts from (its loop's
+    ``StartingPoint``, read in the claim's last round trip), so that starting it reads nothing;
+    None for a job an execution took already (it resumes)."""
+    claimed, starts = _claimed(connection, limits, owner, clock, lease_s, most, starting=True)
+    return [(job, lease, None if job.started else starts[job.loop_id]) for job, lease in claimed]
+
+
+def _claimed(
+    connection: sa.Connection,
+    limits: Mapping[str, int],
+    owner: str,
+    clock: Callable[[], float],
+    lease_s: float,
+    most: int,
+    *,
+    starting: bool,
+) -> tuple[list[tuple[Job, Lease]], dict[str, StartingPoint]]:
+    """``claim_jobs``, and when ``starting`` the starting points of the loops of the jobs it
+    claimed that no execution took."""
     now = clock()
     bound = {"now": now, "looked_at": _looked_at(most)}
+    last: Sequence[fastpath.Bound] = ()
     if connection.dialect.name != "postgresql":
         read = fastpath.fetch_all(connection, _RUNNING_AND_DUE, bound)
-        return _claim_read(connection, read, now, limits, owner, lease_s, most)
-    _, (read,) = fastpath.execute_all(connection, _SET_FOR_CLAIM, [(_RUNNING_AND_DUE, bound)])
+    else:
+        _, (read,) = fastpath.execute_all(connection, _SET_FOR_CLAIM, [(_RUNNING_AND_DUE, bound)])
+        last = _RESET_AFTER_CLAIM
     claimed = _claim_read(connection, read, now, limits, owner, lease_s, most)
-    fastpath.execute_all(connection, _RESET_AFTER_CLAIM)
-    return claimed
+    fresh = [job.loop_id for job, _ in claimed if starting and job.started is None]
+    return claimed, starting_points(connection, list(dict.fromkeys(fresh)), last)
 
 
 def _claim_read(

@@ -67,10 +67,14 @@ def test_a_daemon_killed_before_the_first_commit_leaves_a_job_the_next_one_runs(
     assert [run["outcome"] for run in runs["executions"]] == ["completed"]
 
 
-def test_resume_restarts_an_execution_killed_before_its_first_commit(
+def test_resume_starts_over_a_keyed_run_killed_before_its_first_commit(
     workspace: Workspace,
 ) -> None:
-    _killed_mid_run(workspace, _fragile(workspace, "execution"))
+    """A run given an idempotency key records its execution as it starts (the key's owner):
+    killed before anything else was committed, ``resume`` runs it from the start."""
+    marker = _fragile(workspace, "execution")
+    killed = workspace.cli("run", "loops/fragile.yaml", "--idempotency-key", "k1", check=False)
+    assert (killed.returncode, marker.exists()) == (-9, True)
     [execution] = workspace.json("history", "fragile")["executions"]
     done = workspace.cli("resume", execution["execution_id"])
     assert "completed" in done.stdout

@@ -112,7 +112,7 @@ def _fail_its_end(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 STEPS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
-    "claim": lambda m: m.setattr(queue, "claim_jobs", _once(queue.claim_jobs, "claim", 2)),
+    "claim": lambda m: m.setattr(queue, "claim_to_start", _once(queue.claim_to_start, "claim", 2)),
     "envelope": lambda m: m.setattr(
         JobEnvelope, "from_row", _once(JobEnvelope.from_row, "envelope")
     ),
@@ -278,7 +278,7 @@ async def _claimed_unstarted(tmp_path: Path, lease_s: float) -> AsyncIterator[tu
             queue.claim_next, {loop.id: 1}, workers.owner, time.time, lease_s
         )
         assert claimed is not None
-        workers._claimed.append(claimed)
+        workers._claimed.append((*claimed, None))
         yield workers, claimed[1].job_id
 
 
@@ -393,14 +393,14 @@ async def test_jobs_claimed_ahead_of_executions_grown_long_are_given_back_their_
 def _counting_claims(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The jobs each claim takes, from now on."""
     taken: list[int] = []
-    original = queue.claim_jobs
+    original = queue.claim_to_start
 
     def counted(*args: Any) -> list[Any]:
         claimed = original(*args)
         taken.append(len(claimed))
         return claimed
 
-    monkeypatch.setattr(queue, "claim_jobs", counted)
+    monkeypatch.setattr(queue, "claim_to_start", counted)
     return taken
 
 
@@ -455,3 +455,37 @@ def test_the_fence_before_act_asks_the_store_nothing_while_the_lease_is_fresh(
     ended = anyio.run(main)
     assert [row[1:3] for row in ended] == [("done", "completed")] * 2
     assert checked == []
+
+
+def _operations(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the operations handed to ``store`` from now on, in order."""
+    handed: list[str] = []
+    for method in ("submit", "lead", "read"):
+        original = getattr(store, method)
+
+        def recorded(operation: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            handed.append(getattr(operation, "__name__", repr(operation)))
+            return _original(operation, *args, **kwargs)
+
+        monkeypatch.setattr(store, method, recorded)
+    return handed
+
+
+def test_a_job_starts_from_what_its_claim_read_and_is_written_in_one_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its claim read its loop's starting point; its start and its phases, which call no skill,
+    wait for its end's commit, which takes its envelope and inserts its execution."""
+    loop = _loop(tmp_path, QUICK)
+
+    async def main() -> tuple[list[str], list[Any]]:
+        async with memory_store() as store:
+            workers = _workers(store, loop, io.StringIO(), tmp_path, count=1, lease_s=30, poll_s=1)
+            handed = _operations(store, monkeypatch)
+            rows = await _drained(store, workers, loop, "only")
+        return handed, rows
+
+    handed, rows = anyio.run(main)
+    ignored = {"claim_to_start", "enqueue", "queue_depth", "renew_leases", "_jobs_and_executions"}
+    assert [name for name in handed if name not in ignored] == ["write_commit"]
+    assert rows == [("only", "done", "completed", None, "finished", "completed")]

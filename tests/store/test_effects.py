@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 import sqlalchemy as sa
 
-from loopengine.errors import LeaseLost
+from loopengine.errors import LeaseLost, StorageError
 from loopengine.store import (
     AppendEvent,
     Artifact,
@@ -218,3 +218,17 @@ def test_a_last_commit_under_a_lease_taken_over_says_so_whatever_fails_after_it(
         executions.insert_phases(on_both, "e1", last.phases)
     with pytest.raises(LeaseLost), on_both.begin():
         effects.write_commit(on_both, last)
+
+
+def test_a_commit_of_an_execution_whose_row_is_not_there_writes_nothing(
+    on_both: sa.Connection,
+) -> None:
+    """The commit inserting it failed: a later one neither ends the job nor writes its rows."""
+    last, lease = _leased_commit(on_both)
+    orphan = ExecutionCommit("e2", lease, None, last.values, executions.PhaseRows.of(1, []))
+    orphan.ends = last.ends
+    with pytest.raises(StorageError, match="e2 has no row"), on_both.begin():
+        effects.write_commit(on_both, orphan)
+    job = queue.get_job(on_both, lease.job_id)
+    assert job is not None
+    assert (job.status, executions.last_seq(on_both, "e2")) == (queue.RUNNING, 0)

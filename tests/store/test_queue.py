@@ -195,9 +195,7 @@ def test_a_run_under_a_key_a_queued_job_holds_is_refused_and_the_job_keeps_it() 
         await store.write(queue.insert_job, job("j1"))
         envelope = JobEnvelope("r1", "r1", "tick", {}, {}, {}, "j1")
         with pytest.raises(ContractError, match="held by a queued job"):
-            await store.write(
-                executions.claim_key, envelope, _execution("x1", 1.0, "running"), None
-            )
+            await store.write(executions.claim_key, envelope, _execution("x1", 1.0, "running"))
         return await store.read(queue.job_keyed, "j1")
 
     kept = scenario(steps)

@@ -8,6 +8,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,15 +17,18 @@ import sqlalchemy as sa
 import loopengine.store._fastpath as fastpath
 from loopengine.errors import LeaseLost
 from loopengine.store import (
+    ExecutionCommit,
     ExecutionRow,
+    JobEnd,
     JobEnvelope,
+    LastRun,
     create_engine,
+    effects,
     executions,
     jobs,
     migrate,
     queue,
 )
-from loopengine.store.executions import Start
 from tests.postgres import PostgresServer, migrated_engine
 from tests.waiting import wait_until_blocked
 
@@ -377,45 +381,76 @@ def _row(execution_id: str, job_id: str, loop: str) -> ExecutionRow:
     )
 
 
-def _keyed(engine: sa.Engine, lease: queue.Lease, execution_id: str, loop: str) -> Start:
+def _first_commit(
+    engine: sa.Engine, lease: queue.Lease, execution_id: str, loop: str, *, ends: bool = False
+) -> None:
+    """The first commit of ``execution_id``, run for the job ``lease`` holds (its last too, the
+    job's end with it, when it ``ends``)."""
     envelope = JobEnvelope(lease.job_id, lease.job_id, loop, {}, {}, {}, lease.job_id)
+    row = _row(execution_id, lease.job_id, loop)
+    commit = ExecutionCommit(execution_id, lease, (envelope, row))
+    commit.ends = JobEnd("completed", None, 20.0) if ends else None
     with engine.begin() as connection:
-        return executions.claim_key(
-            connection, envelope, _row(execution_id, lease.job_id, loop), lease
-        )
+        effects.write_commit(connection, commit)
 
 
-def test_a_leased_job_s_execution_takes_its_key_and_is_inserted_as_given(
+def test_a_leased_job_s_first_commit_takes_its_key_and_inserts_its_execution_as_given(
     engine: sa.Engine,
 ) -> None:
     lease, loop = _leased(engine)
     first = f"x-{loop}"
-    assert _keyed(engine, lease, first, loop) == (None, None, None)
+    _first_commit(engine, lease, first, loop)
     with engine.connect() as connection:
         stored = executions.get_execution(connection, first)
+        job = queue.get_job(connection, lease.job_id)
     assert stored == _row(first, lease.job_id, loop)
+    assert job is not None
+    assert (job.status, job.started) == (queue.RUNNING, first)
 
 
-def test_a_leased_job_s_second_execution_gets_the_first_and_is_not_inserted(
+def test_a_leased_job_s_first_commit_that_ends_it_inserts_its_execution_and_ends_the_job(
     engine: sa.Engine,
 ) -> None:
     lease, loop = _leased(engine)
+    first = f"x-{loop}"
+    _first_commit(engine, lease, first, loop, ends=True)
+    with engine.connect() as connection:
+        stored = executions.get_execution(connection, first)
+        job = queue.get_job(connection, lease.job_id)
+    assert stored == _row(first, lease.job_id, loop)
+    assert job is not None
+    assert (job.status, job.execution_id) == (queue.DONE, first)
+
+
+@pytest.mark.parametrize("ends", [False, True])
+def test_a_second_execution_of_a_leased_job_is_refused_and_not_inserted(
+    engine: sa.Engine, ends: bool
+) -> None:
+    lease, loop = _leased(engine)
     first, second = f"x-{loop}", f"y-{loop}"
-    _keyed(engine, lease, first, loop)
-    assert _keyed(engine, lease, second, loop) == (first, None, None)
+    _first_commit(engine, lease, first, loop)
+    with pytest.raises(LeaseLost):
+        _first_commit(engine, lease, second, loop, ends=ends)
     with engine.connect() as connection:
         assert executions.get_execution(connection, second) is None
+        job = queue.get_job(connection, lease.job_id)
+    assert job is not None
+    assert (job.status, job.started) == (queue.RUNNING, first)
 
 
+@pytest.mark.parametrize("ends", [False, True])
 def test_an_execution_under_a_lease_taken_over_is_refused_and_not_inserted(
-    engine: sa.Engine,
+    engine: sa.Engine, ends: bool
 ) -> None:
     lease, loop = _leased(engine)
     stale = queue.Lease(lease.job_id, lease.owner, lease.generation + 1)
     with pytest.raises(LeaseLost):
-        _keyed(engine, stale, f"x-{loop}", loop)
+        _first_commit(engine, stale, f"x-{loop}", loop, ends=ends)
     with engine.connect() as connection:
         assert executions.get_execution(connection, f"x-{loop}") is None
+        job = queue.get_job(connection, lease.job_id)
+    assert job is not None
+    assert (job.status, job.started) == (queue.RUNNING, None)
 
 
 def test_no_takeover_passes_the_transaction_that_took_the_envelope(postgres: sa.Engine) -> None:
@@ -437,3 +472,33 @@ def _taken_over(connection: sa.Connection, loop: str) -> tuple[str, str | None] 
     execution."""
     found = queue.claim_next(connection, {loop: 1}, "b", lambda: 100.0, 30.0)
     return None if found is None else (found[0].id, found[0].started)
+
+
+def test_a_claim_to_start_reads_what_each_job_starts_from_once_a_loop(engine: sa.Engine) -> None:
+    loop = f"start-{uuid.uuid4().hex[:8]}"
+    other = f"{loop}-b"
+    _queued(
+        engine, (f"j1-{loop}", loop, 0.0), (f"j2-{loop}", loop, 1.0), (f"j3-{loop}", other, 2.0)
+    )
+    row = _row(f"x-{loop}", "gone", loop)
+    ended = replace(row, status="finished", outcome="completed", completed_at=5.0, dry_run=False)
+    with engine.begin() as connection:
+        executions.insert_execution(connection, ended)
+        limits = {loop: 5, other: 5}
+        claimed = queue.claim_to_start(connection, limits, "a", lambda: 10.0, 30.0, 3)
+    last = LastRun("completed", 5.0, row.started_at)
+    starts = {job.id: start for job, _, start in claimed}
+    assert starts == {
+        f"j1-{loop}": (last, None),
+        f"j2-{loop}": (last, None),
+        f"j3-{loop}": (None, None),
+    }
+
+
+def test_a_claim_to_start_reads_nothing_for_a_job_an_execution_took(engine: sa.Engine) -> None:
+    """That execution resumes from its own last commit."""
+    lease, loop = _leased(engine)
+    _first_commit(engine, lease, f"x-{loop}", loop)
+    with engine.begin() as connection:
+        claimed = queue.claim_to_start(connection, {loop: 1}, "b", lambda: 100.0, 30.0, 1)
+    assert [(job.started, start) for job, _, start in claimed] == [(f"x-{loop}", None)]
