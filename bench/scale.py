@@ -4,8 +4,8 @@
 
 A private PostgreSQL server with fsync on, and a SQLite file. Each round, on a fresh database:
 ``--jobs`` manual jobs of a trivial loop (``durability: phase``) are queued in one transaction
-while 1, 2 then 3 real ``loopengine daemon`` processes (4 workers each) wait on PostgreSQL, and 1
-daemon on SQLite; timed from that commit to the last job's end as the jobs table records it.
+(waking the daemons as loopengine's queueing does) while 1, 2 then 3 real ``loopengine daemon``
+processes (4 workers each) wait on PostgreSQL, and 1 daemon on SQLite; timed from that commit to the last job's end as the jobs table records it.
 Printed for each: executions/s, daemon CPU per execution (``/proc``, all its threads) and
 PostgreSQL CPU per execution (the server's processes, the backends that exited included, less
 what queueing the jobs cost it: the floor's jobs are queued before it is timed). The floor, in
@@ -41,7 +41,7 @@ from claim import _rows, measure
 from usage import CLOCK_TICKS, cpu_seconds, load_average
 
 from loopengine.store import _tables as tables
-from loopengine.store import create_engine, migrate, queue
+from loopengine.store import create_engine, migrate, queue, wakeups
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' private server
 from tests.postgres import PostgresServer, postgres_cluster
@@ -113,13 +113,15 @@ def _children(pid: int) -> list[int]:
 
 
 def _queue_jobs(url: str, count: int) -> tuple[float, float]:
-    """Queue ``count`` jobs of ``loop0`` in one transaction: the time it committed, and the CPU
-    seconds PostgreSQL's backend spent on it (0 on SQLite), which no drain is charged for."""
+    """Queue ``count`` jobs of ``loop0`` in one transaction, which wakes the daemons as
+    loopengine's own queueing does (``NOTIFY`` on PostgreSQL): the time it committed, and the
+    CPU seconds PostgreSQL's backend spent on it (0 on SQLite), which no drain is charged for."""
     engine = create_engine(url)
     with engine.begin() as connection:
         for batch in _rows(count, 0, 1):
             connection.execute(tables.envelopes.insert(), [envelope for envelope, _ in batch])
             connection.execute(tables.jobs.insert(), [job for _, job in batch])
+        wakeups.notify(connection, wakeups.JOB)
         backend = _backend(connection)
     committed = time.time()
     spent = _stat_seconds(backend, with_children=False) if backend else 0.0
