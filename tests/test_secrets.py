@@ -7,6 +7,8 @@ import base64
 import io
 import logging
 import sys
+import uuid
+from enum import Enum
 
 from loopengine._secrets import FRAGMENT, MaskedStream, SecretFilter, redact, remember
 
@@ -24,6 +26,18 @@ def test_the_value_its_transforms_and_its_pieces_are_masked() -> None:
 def test_keys_and_nested_values_are_masked() -> None:
     remember(SECRET)
     assert redact({SECRET: [f"a{SECRET}b", 3]}) == {"***": ["a***b", 3]}
+
+
+class _Token(Enum):
+    KEY = SECRET
+
+
+def test_values_json_writes_as_text_are_masked() -> None:
+    """A UUID and an enumeration member, which the store's encoder writes as their text."""
+    key = uuid.uuid4()
+    remember(str(key))
+    remember(SECRET)
+    assert redact([key, _Token.KEY, (SECRET, 1)]) == ["***", "***", ["***", 1]]
 
 
 def test_text_without_a_secret_is_left_alone() -> None:

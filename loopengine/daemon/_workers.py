@@ -137,6 +137,8 @@ class Workers:
         """Jobs claimed ahead, not yet started: each is taken by the first worker free."""
         self._claiming = 0
         """Jobs the claims under way may take."""
+        self._ended_since: list[set[str]] = []
+        """For each claim under way, the loops an execution of which ended here meanwhile."""
         self._pace: float | None = None
         """The average time of the latest executions (exponentially weighted); None before
         the first ends."""
@@ -220,18 +222,35 @@ class Workers:
         )
         self._claiming += most
         until = self.clock() + self.lease_s
+        ended: set[str] = set()
+        self._ended_since.append(ended)
 
         def landed(error: BaseException | None) -> None:
             self._claiming -= most
+            self._ended_since.remove(ended)
             again = self._told and not self._claiming
             self._told = self._told and not again
             taken = [] if error is not None else claim.result
             self._until.update((lease.job_id, until) for _, lease, _ in taken)
-            self._claimed.extend(taken)
+            self._claimed.extend(
+                (job, lease, None if job.loop_id in ended else start) for job, lease, start in taken
+            )
             self._resting.wake(len(taken) + again)
 
         claim.on_done = landed
         return claim
+
+    def _ended(self, loop_id: str) -> None:
+        """An execution of ``loop_id`` ended here: the jobs of that loop claimed before start
+        from a read of their own, as what their claim read may not hold what it left (its last
+        run, its learned state)."""
+        for ended in self._ended_since:
+            ended.add(loop_id)
+        if any(job.loop_id == loop_id and start is not None for job, _, start in self._claimed):
+            self._claimed = deque(
+                (job, lease, None if job.loop_id == loop_id else start)
+                for job, lease, start in self._claimed
+            )
 
     @property
     def _batch(self) -> int:
@@ -283,6 +302,7 @@ class Workers:
             outcome, error = "failed", f"internal error: {describe(exc)}"
             self.log.line("error", error, **fields)
         finally:
+            self._ended(job.loop_id)
             self.running.pop(lease.job_id, None)
             self._since.pop(lease.job_id, None)
             self._until.pop(lease.job_id, None)

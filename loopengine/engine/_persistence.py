@@ -198,8 +198,8 @@ class Journal:
     end of its own to record)."""
 
     async def begin(self, run: Run, start: StartingPoint | None = None) -> Start:
-        """The idempotency check and what the execution starts from (``start`` when its job's
-        claim read it)."""
+        """What the execution starts from: ``start`` when its job's claim read it, else
+        nothing (this journal keeps no key to check)."""
         return None, *(start or (None, None))
 
     async def starting_point(self, loop_id: str) -> StartingPoint:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from loopengine._json import dumps
 
 __all__ = ["MAX_RESULT_BYTES", "kept"]
 
@@ -11,15 +12,11 @@ MAX_RESULT_BYTES = 16 * 1024
 """Most of a call's result kept, measured as JSON (UTF-8)."""
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
 def kept(value: Any) -> Any:
     """``value`` itself when it takes at most ``MAX_RESULT_BYTES`` as JSON; else the start of its
     JSON text, cut so that the whole, marker included, still does, ending with ``… [cut: …]``."""
     try:
-        text = _json(value)
+        text = dumps(value)
     except (ValueError, RecursionError) as exc:  # a circular or very deep value
         return f"[not kept: the result cannot be written as JSON ({type(exc).__name__})]"
     total = len(text.encode())
@@ -29,7 +26,7 @@ def kept(value: Any) -> Any:
     head = text.encode()[:MAX_RESULT_BYTES].decode(errors="ignore")
     while True:
         cut = head + marker.format(kept=len(head.encode()))
-        over = len(_json(cut).encode()) - MAX_RESULT_BYTES
+        over = len(dumps(cut).encode()) - MAX_RESULT_BYTES
         if over <= 0:
             return cut
         head = head[: len(head) - over]

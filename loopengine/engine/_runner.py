@@ -205,6 +205,7 @@ class Engine:
         envelope: JobEnvelope,
         trigger: dict[str, Any],
         dry_run: bool,
+        execution_id: str | None = None,
     ) -> Run:
         now = self.services.clock()
         inputs = {
@@ -224,7 +225,7 @@ class Engine:
             "now": now,
         }
         return Run(
-            execution_id=new_id(),
+            execution_id=execution_id or new_id(),
             loop=loop,
             envelope=envelope,
             data=data,
@@ -248,10 +249,13 @@ class Engine:
         """Start and drive one execution; an already-accepted idempotency key returns the first.
         A job whose envelope's constraints say ``dry_run: true`` is a dry run. With a job's
         ``lease``, it stops (``LeaseLost``) once another daemon took the job; its claim may
-        have read what it ``start``s from."""
+        have read what it ``start``s from. A job's execution takes the job's id: run again
+        after its daemon died before its first commit, its skills get the same idempotency
+        keys."""
         envelope = envelope or new_envelope(loop.id, inputs)
         dry_run = dry_run or envelope.constraints.get("dry_run") is True
-        run = self.new_run(loop, envelope, trigger or {"type": "manual"}, dry_run)
+        ran_for = lease.job_id if lease is not None else None
+        run = self.new_run(loop, envelope, trigger or {"type": "manual"}, dry_run, ran_for)
         recorder = self.recorder(loop, lease=lease)
         existing, last, state = await recorder.begin(run, start)
         if existing is not None:

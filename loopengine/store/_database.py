@@ -11,7 +11,6 @@ but for that thread).
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import time
@@ -23,6 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.pool import StaticPool
 
+from loopengine._json import dumps as compact
 from loopengine._secrets import redact
 from loopengine.errors import StorageError, StoreUnavailable
 
@@ -78,13 +78,10 @@ def _unknown(value: Any) -> str | None:
     return masked(str(value))
 
 
-_ENCODER = json.JSONEncoder(separators=(",", ":"), default=_unknown)
-
-
 def dumps(value: Any) -> str:
     """Compact JSON for JSON columns (anything unknown as its text), every known secret masked
     (``_secrets``): one encoder for every JSON column, whatever path writes it."""
-    return _ENCODER.encode(redact(value))
+    return compact(redact(value), _unknown)
 
 
 class MaskedText(sa.types.TypeDecorator[str]):

@@ -9,14 +9,13 @@ import loopengine.store._fastpath as fastpath
 from loopengine.errors import ContractError
 from loopengine.store._record import ExecutionRow, JobEnvelope
 from loopengine.store._tables import envelopes
-from loopengine.store.leases import STILL_HELD, Lease, check_lease, held
+from loopengine.store.leases import STILL_HELD, Lease, held
 
 __all__ = [
     "execution_of_key",
     "get_envelope",
     "insert_envelope",
     "inserting_envelope",
-    "taken_envelope",
     "taking_leased_envelope",
 ]
 
@@ -31,7 +30,6 @@ _TAKE = (
     .values(execution_id=sa.bindparam("_execution_id"))
 )
 _TAKE_LEASED = _TAKE.where(STILL_HELD)
-_TAKEN = sa.select(envelopes.c.execution_id).where(envelopes.c.job_id == sa.bindparam("job_id"))
 
 
 def inserting_envelope(envelope: JobEnvelope, row: ExecutionRow) -> fastpath.Bound:
@@ -66,13 +64,5 @@ def get_envelope(connection: sa.Connection, job_id: str) -> JobEnvelope | None:
 def taking_leased_envelope(lease: Lease, execution_id: str) -> fastpath.Bound:
     """The statement letting ``execution_id`` take the stored envelope of the job ``lease``
     holds (its key with it) while the lease holds and no execution took it; it checks the lease
-    as ``check_lease`` does (its row count is 1 then: tell ``checked``)."""
+    as ``check_lease`` does (its row count is 1 then)."""
     return _TAKE_LEASED, {"_job_id": lease.job_id, "_execution_id": execution_id, **held(lease)}
-
-
-def taken_envelope(connection: sa.Connection, lease: Lease) -> str | None:
-    """The execution that took the envelope of the job ``lease`` holds, when
-    ``taking_leased_envelope`` took none (``LeaseLost`` if the lease no longer holds)."""
-    check_lease(connection, lease)
-    row = fastpath.fetch_one(connection, _TAKEN, {"job_id": lease.job_id})
-    return None if row is None else row["execution_id"]

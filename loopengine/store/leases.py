@@ -18,7 +18,6 @@ __all__ = [
     "STILL_HELD",
     "Lease",
     "check_lease",
-    "checked",
     "forget_lease",
     "held",
     "lease_check",
@@ -87,7 +86,7 @@ def lease_check(connection: sa.Connection, lease: Lease) -> fastpath.Bound | Non
 def lease_checked(connection: sa.Connection, lease: Lease, count: int) -> None:
     """What ``lease_check``'s statement found (``count`` rows): ``LeaseLost`` when none."""
     still_held(lease, count)
-    checked(connection, lease)
+    transaction_set(connection, _CHECKED).add(lease)
 
 
 def still_held(lease: Lease, count: int) -> None:
@@ -99,13 +98,8 @@ def still_held(lease: Lease, count: int) -> None:
 
 STILL_HELD = _CHECK.exists()
 """The condition, for a write of its own, that the lease ``held(lease)`` binds still holds its
-job, locking the job's row as ``check_lease`` does (``checked`` records it once it matched)."""
-
-
-def checked(connection: sa.Connection, lease: Lease) -> None:
-    """``lease`` was found holding in this transaction by a statement of its own
-    (``STILL_HELD``): ``check_lease`` passes at once."""
-    transaction_set(connection, _CHECKED).add(lease)
+job, locking the job's row as ``check_lease`` does (``lease_checked`` records it once it
+matched)."""
 
 
 def forget_lease(connection: sa.Connection, lease: Lease) -> None:

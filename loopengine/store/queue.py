@@ -599,7 +599,10 @@ def claim_jobs(
     (binding a thousand ids cost more than the rest of the claim) only when none of those jobs
     will do and more are queued: an idle daemon's claim binds none. On PostgreSQL it runs
     under planner settings of its own (``_CLAIM_SETTINGS``), set with its first read."""
-    return _claimed(connection, limits, owner, clock, lease_s, most, starting=False)[0]
+    claimed, last = _claim_before_last(connection, limits, owner, clock, lease_s, most)
+    if last:
+        fastpath.execute_all(connection, last)
+    return claimed
 
 
 def claim_to_start(
@@ -613,33 +616,29 @@ def claim_to_start(
     """``claim_jobs``, with what each job's execution starts from (its loop's
     ``StartingPoint``, read in the claim's last round trip), so that starting it reads nothing;
     None for a job an execution took already (it resumes)."""
-    claimed, starts = _claimed(connection, limits, owner, clock, lease_s, most, starting=True)
+    claimed, last = _claim_before_last(connection, limits, owner, clock, lease_s, most)
+    fresh = dict.fromkeys(job.loop_id for job, _ in claimed if job.started is None)
+    starts = starting_points(connection, list(fresh), last)
     return [(job, lease, None if job.started else starts[job.loop_id]) for job, lease in claimed]
 
 
-def _claimed(
+def _claim_before_last(
     connection: sa.Connection,
     limits: Mapping[str, int],
     owner: str,
     clock: Callable[[], float],
     lease_s: float,
     most: int,
-    *,
-    starting: bool,
-) -> tuple[list[tuple[Job, Lease]], dict[str, StartingPoint]]:
-    """``claim_jobs``, and when ``starting`` the starting points of the loops of the jobs it
-    claimed that no execution took."""
+) -> tuple[list[tuple[Job, Lease]], Sequence[fastpath.Bound]]:
+    """``claim_jobs``'s jobs, and the statements left to run in its last round trip (on
+    PostgreSQL, the reset of its planner settings)."""
     now = clock()
     bound = {"now": now, "looked_at": _looked_at(most)}
-    last: Sequence[fastpath.Bound] = ()
     if connection.dialect.name != "postgresql":
         read = fastpath.fetch_all(connection, _RUNNING_AND_DUE, bound)
-    else:
-        _, (read,) = fastpath.execute_all(connection, _SET_FOR_CLAIM, [(_RUNNING_AND_DUE, bound)])
-        last = _RESET_AFTER_CLAIM
-    claimed = _claim_read(connection, read, now, limits, owner, lease_s, most)
-    fresh = [job.loop_id for job, _ in claimed if starting and job.started is None]
-    return claimed, starting_points(connection, list(dict.fromkeys(fresh)), last)
+        return _claim_read(connection, read, now, limits, owner, lease_s, most), ()
+    _, (read,) = fastpath.execute_all(connection, _SET_FOR_CLAIM, [(_RUNNING_AND_DUE, bound)])
+    return _claim_read(connection, read, now, limits, owner, lease_s, most), _RESET_AFTER_CLAIM
 
 
 def _claim_read(

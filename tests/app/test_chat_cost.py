@@ -44,11 +44,11 @@ class Cost:
 
 
 class _CountingEncoder:
-    def __init__(self, encoder: Any, cost: Cost) -> None:
-        self.encoder, self.cost = encoder, cost
+    def __init__(self, encode: Callable[..., str], cost: Cost) -> None:
+        self.encode, self.cost = encode, cost
 
-    def encode(self, value: Any) -> str:
-        text: str = self.encoder.encode(value)
+    def __call__(self, value: Any, default: Callable[[Any], Any]) -> str:
+        text = self.encode(value, default)
         if self.cost.counting:
             self.cost.encodings.append(len(text))
         return text
@@ -68,7 +68,7 @@ def cost(monkeypatch: pytest.MonkeyPatch) -> Cost:
             return _original(self, operation, *args, **kwargs)
 
         monkeypatch.setattr(Store, name, counting)
-    monkeypatch.setattr(_database, "_ENCODER", _CountingEncoder(_database._ENCODER, counted))
+    monkeypatch.setattr(_database, "compact", _CountingEncoder(_database.compact, counted))
     return counted
 
 

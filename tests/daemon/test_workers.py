@@ -24,7 +24,7 @@ from loopengine.daemon import DaemonLog
 from loopengine.daemon import _workers as working
 from loopengine.daemon._workers import Workers
 from loopengine.engine import Engine, Services, resume
-from loopengine.store import JobEnvelope, Store, effects, executions, intake, queue
+from loopengine.store import JobEnvelope, Store, effects, executions, intake, learning, queue
 from loopengine.testing import memory_store
 from tests.daemon.working import served
 from tests.engine import skills_for_tests
@@ -489,3 +489,47 @@ def test_a_job_starts_from_what_its_claim_read_and_is_written_in_one_commit(
     ignored = {"claim_to_start", "enqueue", "queue_depth", "renew_leases", "_jobs_and_executions"}
     assert [name for name in handed if name not in ignored] == ["write_commit"]
     assert rows == [("only", "done", "completed", None, "finished", "completed")]
+
+
+LEARNING = QUICK + "learn:\n  feedback_sources:\n    - {type: outcome, name: done, weight: 1}\n"
+
+
+def test_a_job_claimed_ahead_starts_from_what_the_executions_before_it_left(
+    tmp_path: Path,
+) -> None:
+    """One worker runs the jobs one after the other: each learns from all those before it,
+    although the claim read the loop's state before they ended."""
+    loop = _loop(tmp_path, LEARNING)
+
+    async def main() -> int | None:
+        async with memory_store() as store:
+            workers = _workers(store, loop, io.StringIO(), tmp_path, count=1, lease_s=30, poll_s=1)
+            async with anyio.create_task_group() as group:
+                group.start_soon(workers.run)
+                for keys in (["first"], [f"next{index}" for index in range(7)]):
+                    await _enqueue(store, loop, *keys)
+                    await _until(store, lambda depth: depth == {"queued": 0, "running": 0})
+                group.cancel_scope.cancel()
+            state = await store.read(learning.get_state, loop.id)
+        return state.samples if state is not None else None
+
+    assert anyio.run(main) == 8
+
+
+def test_a_job_s_execution_takes_the_job_s_id(tmp_path: Path) -> None:
+    """Run again after its daemon died before its first commit, its skills get the same keys."""
+    loop = _loop(tmp_path, QUICK)
+
+    async def main() -> list[Any]:
+        async with memory_store() as store:
+            workers = _workers(store, loop, io.StringIO(), tmp_path, count=1, lease_s=30, poll_s=1)
+            await _drained(store, workers, loop, "only")
+            return await store.read(_ids)
+
+    [(job_id, execution_id)] = anyio.run(main)
+    assert execution_id == job_id
+
+
+def _ids(connection: Any) -> list[Any]:
+    """Each job's id and its execution's, from the executions table."""
+    return list(connection.exec_driver_sql("SELECT job_id, id FROM executions"))

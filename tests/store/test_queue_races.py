@@ -29,6 +29,7 @@ from loopengine.store import (
     migrate,
     queue,
 )
+from loopengine.store._tables import envelopes
 from tests.postgres import PostgresServer, migrated_engine
 from tests.waiting import wait_until_blocked
 
@@ -337,11 +338,15 @@ def _leased(engine: sa.Engine) -> tuple[queue.Lease, str]:
     return found[1], loop
 
 
+_TAKEN_BY = sa.select(envelopes.c.execution_id).where(envelopes.c.job_id == sa.bindparam("job_id"))
+
+
 def _take(connection: sa.Connection, lease: queue.Lease, execution_id: str) -> str | None:
     """None when ``execution_id`` took the envelope, else the execution that had."""
     if fastpath.execute(connection, *jobs.taking_leased_envelope(lease, execution_id)):
         return None
-    return jobs.taken_envelope(connection, lease)
+    queue.check_lease(connection, lease)
+    return connection.execute(_TAKEN_BY, {"job_id": lease.job_id}).scalar()
 
 
 def test_a_leased_envelope_is_taken_once_and_names_who_took_it(engine: sa.Engine) -> None:
@@ -474,7 +479,7 @@ def _taken_over(connection: sa.Connection, loop: str) -> tuple[str, str | None] 
     return None if found is None else (found[0].id, found[0].started)
 
 
-def test_a_claim_to_start_reads_what_each_job_starts_from_once_a_loop(engine: sa.Engine) -> None:
+def test_a_claim_to_start_reads_what_each_fresh_job_starts_from(engine: sa.Engine) -> None:
     loop = f"start-{uuid.uuid4().hex[:8]}"
     other = f"{loop}-b"
     _queued(
