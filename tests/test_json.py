@@ -79,7 +79,7 @@ class _Ratio(float):
         ({1: "a", None: "b", 2.5: "c"}, '{"1":"a","null":"b","2.5":"c"}'),
         ([_Point(1), datetime(2026, 1, 2)], '["_Point(x=1)","2026-01-02 00:00:00"]'),
         ([_Pair(1, 2), _Ratio(0.5), math.nan, math.inf], "[[1,2],0.5,null,null]"),
-        ({"n": 2**70}, '{"n":1180591620717411303424}'),
+        ({"n": 2**70, "é": "ü"}, '{"n":1180591620717411303424,"é":"ü"}'),
         ({"s": "\udc80"}, '{"s":"\\udc80"}'),
     ],
     ids=["plain", "keys", "unknown", "subclasses-and-non-finite", "past-64-bits", "lone-surrogate"],

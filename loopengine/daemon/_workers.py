@@ -116,6 +116,7 @@ class Workers:
         The engine's fences ask them whether a lease holds (``holds``)."""
         self.engine = engine
         engine.lease_held = self.holds
+        engine.on_finish = self._ended
         self.store: Store = engine.services.store
         self.loops = loops
         self.load_loop = load_loop
@@ -227,7 +228,7 @@ class Workers:
 
         def landed(error: BaseException | None) -> None:
             self._claiming -= most
-            self._ended_since.remove(ended)
+            self._ended_since = [other for other in self._ended_since if other is not ended]
             again = self._told and not self._claiming
             self._told = self._told and not again
             taken = [] if error is not None else claim.result
@@ -241,7 +242,8 @@ class Workers:
         return claim
 
     def _ended(self, loop_id: str) -> None:
-        """An execution of ``loop_id`` ended here: the jobs of that loop claimed before start
+        """An execution of ``loop_id`` ended here (its last commit just committed, whoever ran
+        it: a worker, an approval, an escalation): the jobs of that loop claimed before start
         from a read of their own, as what their claim read may not hold what it left (its last
         run, its learned state)."""
         for ended in self._ended_since:
@@ -302,7 +304,6 @@ class Workers:
             outcome, error = "failed", f"internal error: {describe(exc)}"
             self.log.line("error", error, **fields)
         finally:
-            self._ended(job.loop_id)
             self.running.pop(lease.job_id, None)
             self._since.pop(lease.job_id, None)
             self._until.pop(lease.job_id, None)

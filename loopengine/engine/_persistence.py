@@ -149,7 +149,7 @@ class _Commit:
     record must not.
     """
 
-    __slots__ = ("done", "learned", "memo", "record", "run")
+    __slots__ = ("done", "finishes", "learned", "memo", "record", "run")
 
     def __init__(self, run: Run, fresh: bool, lease: queue.Lease | None) -> None:
         self.run = run
@@ -157,6 +157,8 @@ class _Commit:
         self.record = ExecutionCommit(run.execution_id, lease, first)
         self.done: list[str] = []
         self.memo: tuple[Any, Any] | None = None
+        self.finishes = False
+        """Whether this transaction ends the execution (``finished``)."""
         self.learned = False
         """Whether this transaction writes the loop's learned state."""
 
@@ -263,9 +265,11 @@ class Recorder(Journal):
         on_commit: CommitListener | None = None,
         lease: queue.Lease | None = None,
         lease_held: LeaseHeld | None = None,
+        on_finish: Callable[[str], None] | None = None,
     ) -> None:
         self.store = store
         self.on_commit = on_commit
+        self.on_finish = on_finish
         self.lease = lease
         """The job's lease when a daemon's worker runs it: every commit checks it still holds,
         and the last one ends the job."""
@@ -381,7 +385,8 @@ class Recorder(Journal):
             commit.record.ends = ends
         commit.learned |= self.holds_state
         self.holds_state = False
-        if end.get("status") == "finished" and commit.learned and not self.resumed:
+        commit.finishes |= end.get("status") == "finished"
+        if commit.finishes and commit.learned and not self.resumed:
             commit.memo = (("start", run.loop.id), _start_of_next(run, end))
         if pending is None:
             pending = self.store.submit(effects.write_commit, commit.record)
@@ -398,6 +403,8 @@ class Recorder(Journal):
             return
         if commit.memo is not None:
             self.store.remember(*commit.memo)
+        if commit.finishes and self.on_finish is not None:
+            self.on_finish(commit.run.loop.id)
         if self.on_commit is not None:
             for what in commit.done:
                 self.on_commit(commit.run.execution_id, what)

@@ -146,6 +146,9 @@ class Engine:
         self.record = record
         self.lease_held: LeaseHeld | None = None
         """Set by the daemon whose workers renew leases: fences pass at once while it holds."""
+        self.on_finish: Callable[[str], None] | None = None
+        """Told the loop of each execution whose last commit committed, right after it (the
+        daemon's workers: what a job of that loop starts from changed)."""
         self.abandoning = False
         self._abandoned_jobs: set[str] = set()
 
@@ -174,6 +177,7 @@ class Engine:
             on_commit=self.on_commit,
             lease=lease,
             lease_held=self.lease_held,
+            on_finish=self.on_finish,
         )
 
     def _spec_of(self, run: Run, phase: Phase) -> Any:
@@ -426,8 +430,11 @@ class Engine:
         error: str | None,
         extra: list[Effect] | None = None,
     ) -> ExecutionDone:
-        """Run the store phase and make the outcome durable."""
+        """Run the store phase and make the outcome durable. A job's lease is checked first:
+        the phase's artifacts are written where those of a daemon that took the job over go
+        (its execution has the job's id), before the commit that would refuse them."""
         run.finishing = True
+        await recorder.fence()
         store_fn = self._store_for(outcome)
         record, output = await self._phase(run, Phase.STORE, store_fn, run.loop.spec.store)
         final = Outcome(ended(outcome, output.errors))

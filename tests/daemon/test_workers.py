@@ -517,7 +517,8 @@ def test_a_job_claimed_ahead_starts_from_what_the_executions_before_it_left(
 
 
 def test_a_job_s_execution_takes_the_job_s_id(tmp_path: Path) -> None:
-    """Run again after its daemon died before its first commit, its skills get the same keys."""
+    """Its skills' idempotency keys start with it: run again after its daemon died before its
+    first commit, they are the same."""
     loop = _loop(tmp_path, QUICK)
 
     async def main() -> list[Any]:
