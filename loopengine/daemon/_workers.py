@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any
 
@@ -138,8 +138,9 @@ class Workers:
         """Jobs claimed ahead, not yet started: each is taken by the first worker free."""
         self._claiming = 0
         """Jobs the claims under way may take."""
-        self._ended_since: list[set[str]] = []
-        """For each claim under way, the loops an execution of which ended here meanwhile."""
+        self._ended_since: list[dict[str, list[executions.Left | None]]] = []
+        """For each claim under way, what each execution that ended here meanwhile left, by
+        loop."""
         self._pace: float | None = None
         """The average time of the latest executions (exponentially weighted); None before
         the first ends."""
@@ -223,7 +224,7 @@ class Workers:
         )
         self._claiming += most
         until = self.clock() + self.lease_s
-        ended: set[str] = set()
+        ended: dict[str, list[executions.Left | None]] = {}
         self._ended_since.append(ended)
 
         def landed(error: BaseException | None) -> None:
@@ -234,23 +235,24 @@ class Workers:
             taken = [] if error is not None else claim.result
             self._until.update((lease.job_id, until) for _, lease, _ in taken)
             self._claimed.extend(
-                (job, lease, None if job.loop_id in ended else start) for job, lease, start in taken
+                (job, lease, _after(start, ended.get(job.loop_id, ())))
+                for job, lease, start in taken
             )
             self._resting.wake(len(taken) + again)
 
         claim.on_done = landed
         return claim
 
-    def _ended(self, loop_id: str) -> None:
+    def _ended(self, loop_id: str, left: executions.Left | None) -> None:
         """An execution of ``loop_id`` ended here (its last commit just committed, whoever ran
-        it: a worker, an approval, an escalation): the jobs of that loop claimed before start
-        from a read of their own, as what their claim read may not hold what it left (its last
-        run, its learned state)."""
+        it: a worker, an approval, an escalation), leaving ``left``: the jobs of that loop
+        claimed before start from what their claim read updated with it, as that read may not
+        hold it (a dry run's end, ``None``, has them read their start again)."""
         for ended in self._ended_since:
-            ended.add(loop_id)
+            ended.setdefault(loop_id, []).append(left)
         if any(job.loop_id == loop_id and start is not None for job, _, start in self._claimed):
             self._claimed = deque(
-                (job, lease, None if job.loop_id == loop_id else start)
+                (job, lease, _after(start, [left]) if job.loop_id == loop_id else start)
                 for job, lease, start in self._claimed
             )
 
@@ -446,3 +448,15 @@ class Workers:
         for job_id in cancel | lost:
             if (scope := self.running.get(job_id)) is not None:
                 scope.cancel()
+
+
+def _after(
+    start: StartingPoint | None, lefts: Iterable[executions.Left | None]
+) -> StartingPoint | None:
+    """``start`` once executions of its loop ended leaving ``lefts``, in order; None (read it
+    again) when it is unknown or one of them left nothing to go by."""
+    for left in lefts:
+        if start is None or left is None:
+            return None
+        start = executions.started_after(start, left)
+    return start

@@ -45,6 +45,7 @@ __all__ = [
     "OWNER",
     "SHOWN_AFTER_S",
     "CommitListener",
+    "FinishListener",
     "Journal",
     "LeaseHeld",
     "Recorder",
@@ -139,6 +140,11 @@ def record_of(run: Run, effects: Sequence[Effect], **end: Any) -> ExecutionRecor
     )
 
 
+FinishListener = Callable[[str, "executions.Left | None"], None]
+"""Told the loop of an execution whose last commit committed, and what it left the next one
+(None: a dry run, which leaves no last run)."""
+
+
 class _Commit:
     """One transaction of an execution's rows, open to the next phases until the store takes it.
 
@@ -149,7 +155,7 @@ class _Commit:
     record must not.
     """
 
-    __slots__ = ("done", "finishes", "learned", "memo", "record", "run")
+    __slots__ = ("done", "finishes", "learned", "left", "memo", "record", "run")
 
     def __init__(self, run: Run, fresh: bool, lease: queue.Lease | None) -> None:
         self.run = run
@@ -159,6 +165,8 @@ class _Commit:
         self.memo: tuple[Any, Any] | None = None
         self.finishes = False
         """Whether this transaction ends the execution (``finished``)."""
+        self.left: executions.Left | None = None
+        """What it leaves the loop's next execution, when it ends one that is not a dry run."""
         self.learned = False
         """Whether this transaction writes the loop's learned state."""
 
@@ -265,7 +273,7 @@ class Recorder(Journal):
         on_commit: CommitListener | None = None,
         lease: queue.Lease | None = None,
         lease_held: LeaseHeld | None = None,
-        on_finish: Callable[[str], None] | None = None,
+        on_finish: FinishListener | None = None,
     ) -> None:
         self.store = store
         self.on_commit = on_commit
@@ -386,8 +394,11 @@ class Recorder(Journal):
         commit.learned |= self.holds_state
         self.holds_state = False
         commit.finishes |= end.get("status") == "finished"
-        if commit.finishes and commit.learned and not self.resumed:
-            commit.memo = (("start", run.loop.id), _start_of_next(run, end))
+        if commit.finishes and not run.dry_run:
+            last, state = _start_of_next(run, end)
+            commit.left = last, state if commit.learned else None
+            if commit.learned and not self.resumed:
+                commit.memo = (("start", run.loop.id), (last, state))
         if pending is None:
             pending = self.store.submit(effects.write_commit, commit.record)
             pending.on_done = partial(self._committed, commit)
@@ -404,7 +415,7 @@ class Recorder(Journal):
         if commit.memo is not None:
             self.store.remember(*commit.memo)
         if commit.finishes and self.on_finish is not None:
-            self.on_finish(commit.run.loop.id)
+            self.on_finish(commit.run.loop.id, commit.left)
         if self.on_commit is not None:
             for what in commit.done:
                 self.on_commit(commit.run.execution_id, what)

@@ -20,6 +20,7 @@ from loopengine.engine._persistence import (
     EXISTING_POLL_S,
     EXISTING_WAIT_S,
     CommitListener,
+    FinishListener,
     Journal,
     LeaseHeld,
     Recorder,
@@ -146,9 +147,9 @@ class Engine:
         self.record = record
         self.lease_held: LeaseHeld | None = None
         """Set by the daemon whose workers renew leases: fences pass at once while it holds."""
-        self.on_finish: Callable[[str], None] | None = None
-        """Told the loop of each execution whose last commit committed, right after it (the
-        daemon's workers: what a job of that loop starts from changed)."""
+        self.on_finish: FinishListener | None = None
+        """Told the loop of each execution whose last commit committed, right after it, and what
+        it left (the daemon's workers: what a job of that loop starts from changed)."""
         self.abandoning = False
         self._abandoned_jobs: set[str] = set()
 

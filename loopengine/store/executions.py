@@ -37,6 +37,7 @@ __all__ = [
     "MAX_CURSOR",
     "ExecutionRecord",
     "LastRun",
+    "Left",
     "Narrowed",
     "Page",
     "PhaseRows",
@@ -61,6 +62,7 @@ __all__ = [
     "read_record",
     "resume_point",
     "running_executions",
+    "started_after",
     "starting_point",
     "starting_points",
     "taking_envelope",
@@ -478,6 +480,9 @@ def ids_named(connection: sa.Connection, given: str, shortest: int, limit: int) 
 StartingPoint = tuple[LastRun | None, LearnedState | None]
 """The loop's last finished execution and its learned state: what its next execution starts
 from."""
+Left = tuple[LastRun, LearnedState | None]
+"""What an execution's last commit left its loop's next one: its end and, when it learned, the
+learned state it wrote (None: the state is as it was)."""
 Start = tuple[str | None, LastRun | None, LearnedState | None]
 """What an execution starts from: the execution that already took its idempotency key (then it
 does not run), else its loop's ``StartingPoint``."""
@@ -502,6 +507,19 @@ def starting_points(
 def _started_from(row: Mapping[str, object]) -> StartingPoint:
     last = None if row["started_at"] is None else LastRun.from_row(row)
     state = None if row["samples"] is None else LearnedState.from_row(row)
+    return last, state
+
+
+def started_after(start: StartingPoint, left: Left) -> StartingPoint:
+    """What a loop's next execution starts from, read as ``start``, once an execution of it
+    ended leaving ``left``: the later of the two last runs (by their end), and the learned state
+    with the more samples (``left``'s when it learned, with as many)."""
+    last, state = start
+    ended, learned = left
+    if last is None or (last.completed_at or 0.0) <= (ended.completed_at or 0.0):
+        last = ended
+    if learned is not None and (state is None or state.samples <= learned.samples):
+        state = learned
     return last, state
 
 

@@ -495,15 +495,16 @@ LEARNING = QUICK + "learn:\n  feedback_sources:\n    - {type: outcome, name: don
 
 
 def test_a_job_claimed_ahead_starts_from_what_the_executions_before_it_left(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One worker runs the jobs one after the other: each learns from all those before it,
-    although the claim read the loop's state before they ended."""
+    although the claim read the loop's state before they ended, and none reads it again."""
     loop = _loop(tmp_path, LEARNING)
 
-    async def main() -> int | None:
+    async def main() -> tuple[int | None, list[str]]:
         async with memory_store() as store:
             workers = _workers(store, loop, io.StringIO(), tmp_path, count=1, lease_s=30, poll_s=1)
+            handed = _operations(store, monkeypatch)
             async with anyio.create_task_group() as group:
                 group.start_soon(workers.run)
                 for keys in (["first"], [f"next{index}" for index in range(7)]):
@@ -511,9 +512,10 @@ def test_a_job_claimed_ahead_starts_from_what_the_executions_before_it_left(
                     await _until(store, lambda depth: depth == {"queued": 0, "running": 0})
                 group.cancel_scope.cancel()
             state = await store.read(learning.get_state, loop.id)
-        return state.samples if state is not None else None
+        return (state.samples if state is not None else None), handed
 
-    assert anyio.run(main) == 8
+    samples, handed = anyio.run(main)
+    assert (samples, handed.count("starting_point")) == (8, 0)
 
 
 def test_a_job_s_execution_takes_the_job_s_id(tmp_path: Path) -> None:

@@ -99,3 +99,25 @@ def test_phases_of_joined_commits_are_one_row_read_back_in_order(
     executions.insert_phases(connection, "e1", joined)
     assert executions.last_seq(connection, "e1") == 3
     assert executions.phases_of(connection, "e1") == [detect, analyze, decide]
+
+
+_EARLIER = executions.LastRun("completed", 4.0, 3.0)
+_LATER = executions.LastRun("failed", 6.0, 5.0)
+_FEWER = learning.LearnedState({"score": 0.5}, 3, 4.0)
+_MORE = learning.LearnedState({"score": 0.7}, 4, 6.0)
+
+
+@pytest.mark.parametrize(
+    ("start", "left", "then"),
+    [
+        ((None, None), (_EARLIER, None), (_EARLIER, None)),
+        ((_EARLIER, _FEWER), (_LATER, None), (_LATER, _FEWER)),
+        ((_EARLIER, _FEWER), (_LATER, _MORE), (_LATER, _MORE)),
+        ((_LATER, _MORE), (_EARLIER, _FEWER), (_LATER, _MORE)),
+    ],
+    ids=["first-run", "no-learning", "learned", "read-after-it"],
+)
+def test_a_start_after_an_execution_ended_holds_the_later_run_and_the_most_learned_state(
+    start: executions.StartingPoint, left: executions.Left, then: executions.StartingPoint
+) -> None:
+    assert executions.started_after(start, left) == then
