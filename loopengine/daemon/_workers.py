@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -116,7 +116,7 @@ class Workers:
         The engine's fences ask them whether a lease holds (``holds``)."""
         self.engine = engine
         engine.lease_held = self.holds
-        engine.on_finish = self._ended
+        engine.on_left = self._left
         self.store: Store = engine.services.store
         self.loops = loops
         self.load_loop = load_loop
@@ -138,9 +138,6 @@ class Workers:
         """Jobs claimed ahead, not yet started: each is taken by the first worker free."""
         self._claiming = 0
         """Jobs the claims under way may take."""
-        self._ended_since: list[dict[str, list[executions.Left | None]]] = []
-        """For each claim under way, what each execution that ended here meanwhile left, by
-        loop."""
         self._pace: float | None = None
         """The average time of the latest executions (exponentially weighted); None before
         the first ends."""
@@ -224,35 +221,29 @@ class Workers:
         )
         self._claiming += most
         until = self.clock() + self.lease_s
-        ended: dict[str, list[executions.Left | None]] = {}
-        self._ended_since.append(ended)
 
         def landed(error: BaseException | None) -> None:
             self._claiming -= most
-            self._ended_since = [other for other in self._ended_since if other is not ended]
             again = self._told and not self._claiming
             self._told = self._told and not again
             taken = [] if error is not None else claim.result
             self._until.update((lease.job_id, until) for _, lease, _ in taken)
-            self._claimed.extend(
-                (job, lease, _after(start, ended.get(job.loop_id, ())))
-                for job, lease, start in taken
-            )
+            self._claimed.extend(taken)
             self._resting.wake(len(taken) + again)
 
         claim.on_done = landed
         return claim
 
-    def _ended(self, loop_id: str, left: executions.Left | None) -> None:
-        """An execution of ``loop_id`` ended here (its last commit just committed, whoever ran
-        it: a worker, an approval, an escalation), leaving ``left``: the jobs of that loop
-        claimed before start from what their claim read updated with it, as that read may not
-        hold it (a dry run's end, ``None``, has them read their start again)."""
-        for ended in self._ended_since:
-            ended.setdefault(loop_id, []).append(left)
+    def _left(self, loop_id: str, left: executions.Left) -> None:
+        """A commit here (a worker's, an approval's, an escalation's) just ended a run of
+        ``loop_id`` or wrote its learned state, leaving ``left``: the jobs of that loop claimed
+        before start from what their claim read updated with it, which that read could not
+        hold (commits run one after the other: a claim still under way reads after it)."""
         if any(job.loop_id == loop_id and start is not None for job, _, start in self._claimed):
             self._claimed = deque(
-                (job, lease, _after(start, [left]) if job.loop_id == loop_id else start)
+                (job, lease, executions.started_after(start, left))
+                if job.loop_id == loop_id and start is not None
+                else (job, lease, start)
                 for job, lease, start in self._claimed
             )
 
@@ -448,15 +439,3 @@ class Workers:
         for job_id in cancel | lost:
             if (scope := self.running.get(job_id)) is not None:
                 scope.cancel()
-
-
-def _after(
-    start: StartingPoint | None, lefts: Iterable[executions.Left | None]
-) -> StartingPoint | None:
-    """``start`` once executions of its loop ended leaving ``lefts``, in order; None (read it
-    again) when it is unknown or one of them left nothing to go by."""
-    for left in lefts:
-        if start is None or left is None:
-            return None
-        start = executions.started_after(start, left)
-    return start

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import os
 import socket
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -45,9 +45,9 @@ __all__ = [
     "OWNER",
     "SHOWN_AFTER_S",
     "CommitListener",
-    "FinishListener",
     "Journal",
     "LeaseHeld",
+    "LeftListener",
     "Recorder",
     "owner_died",
     "record_of",
@@ -140,9 +140,9 @@ def record_of(run: Run, effects: Sequence[Effect], **end: Any) -> ExecutionRecor
     )
 
 
-FinishListener = Callable[[str, "executions.Left | None"], None]
-"""Told the loop of an execution whose last commit committed, and what it left the next one
-(None: a dry run, which leaves no last run)."""
+LeftListener = Callable[[str, "executions.Left"], None]
+"""Told, right after a commit that ended a run of a loop or wrote its learned state (in the
+order of commits), the loop and what that commit left its next execution."""
 
 
 class _Commit:
@@ -155,7 +155,7 @@ class _Commit:
     record must not.
     """
 
-    __slots__ = ("done", "finishes", "learned", "left", "memo", "record", "run")
+    __slots__ = ("done", "learned", "left", "memo", "record", "run")
 
     def __init__(self, run: Run, fresh: bool, lease: queue.Lease | None) -> None:
         self.run = run
@@ -163,10 +163,9 @@ class _Commit:
         self.record = ExecutionCommit(run.execution_id, lease, first)
         self.done: list[str] = []
         self.memo: tuple[Any, Any] | None = None
-        self.finishes = False
-        """Whether this transaction ends the execution (``finished``)."""
-        self.left: executions.Left | None = None
-        """What it leaves the loop's next execution, when it ends one that is not a dry run."""
+        self.left: executions.Left = (None, None)
+        """What it leaves the loop's next execution: the run it ends (not a dry run), the
+        learned state it writes."""
         self.learned = False
         """Whether this transaction writes the loop's learned state."""
 
@@ -246,12 +245,9 @@ class Journal:
         return None
 
 
-def _start_of_next(run: Run, end: Mapping[str, Any]) -> tuple[LastRun, LearnedState]:
-    """What the loop's next execution starts from once this one's last commit is in: its end,
-    and the learned state its learn phase writes in that commit."""
-    last = LastRun(end["outcome"], end["completed_at"], run.started_at)
-    state = LearnedState(dict(run.data.get("state") or {}), run.samples, run.last_adjusted_at)
-    return last, state
+def _learned(run: Run) -> LearnedState:
+    """The learned state the run's learn phase writes."""
+    return LearnedState(dict(run.data.get("state") or {}), run.samples, run.last_adjusted_at)
 
 
 class Recorder(Journal):
@@ -273,11 +269,11 @@ class Recorder(Journal):
         on_commit: CommitListener | None = None,
         lease: queue.Lease | None = None,
         lease_held: LeaseHeld | None = None,
-        on_finish: FinishListener | None = None,
+        on_left: LeftListener | None = None,
     ) -> None:
         self.store = store
         self.on_commit = on_commit
-        self.on_finish = on_finish
+        self.on_left = on_left
         self.lease = lease
         """The job's lease when a daemon's worker runs it: every commit checks it still holds,
         and the last one ends the job."""
@@ -393,12 +389,14 @@ class Recorder(Journal):
             commit.record.ends = ends
         commit.learned |= self.holds_state
         self.holds_state = False
-        commit.finishes |= end.get("status") == "finished"
-        if commit.finishes and not run.dry_run:
-            last, state = _start_of_next(run, end)
-            commit.left = last, state if commit.learned else None
-            if commit.learned and not self.resumed:
-                commit.memo = (("start", run.loop.id), (last, state))
+        last, state = commit.left
+        if commit.learned:
+            state = _learned(run)
+        if end.get("status") == "finished" and not run.dry_run:
+            last = LastRun(str(end["outcome"]), end["completed_at"], run.started_at)
+        commit.left = last, state
+        if last is not None and state is not None and not self.resumed:
+            commit.memo = (("start", run.loop.id), (last, state))
         if pending is None:
             pending = self.store.submit(effects.write_commit, commit.record)
             pending.on_done = partial(self._committed, commit)
@@ -414,11 +412,11 @@ class Recorder(Journal):
             return
         if commit.memo is not None:
             self.store.remember(*commit.memo)
-        if commit.finishes and self.on_finish is not None:
-            self.on_finish(commit.run.loop.id, commit.left)
         if self.on_commit is not None:
             for what in commit.done:
                 self.on_commit(commit.run.execution_id, what)
+        if commit.left != (None, None) and self.on_left is not None:
+            self.on_left(commit.run.loop.id, commit.left)
 
     async def started(self, run: Run) -> None:
         """Acknowledge the start (per-phase durability): committed now when it inserts the

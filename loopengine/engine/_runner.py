@@ -20,9 +20,9 @@ from loopengine.engine._persistence import (
     EXISTING_POLL_S,
     EXISTING_WAIT_S,
     CommitListener,
-    FinishListener,
     Journal,
     LeaseHeld,
+    LeftListener,
     Recorder,
     owner_died,
     record_of,
@@ -147,9 +147,9 @@ class Engine:
         self.record = record
         self.lease_held: LeaseHeld | None = None
         """Set by the daemon whose workers renew leases: fences pass at once while it holds."""
-        self.on_finish: FinishListener | None = None
-        """Told the loop of each execution whose last commit committed, right after it, and what
-        it left (the daemon's workers: what a job of that loop starts from changed)."""
+        self.on_left: LeftListener | None = None
+        """Told what each commit that ended a run or wrote a learned state left the loop's next
+        execution, right after it (the daemon's workers: what a job claimed starts from)."""
         self.abandoning = False
         self._abandoned_jobs: set[str] = set()
 
@@ -178,7 +178,7 @@ class Engine:
             on_commit=self.on_commit,
             lease=lease,
             lease_held=self.lease_held,
-            on_finish=self.on_finish,
+            on_left=self.on_left,
         )
 
     def _spec_of(self, run: Run, phase: Phase) -> Any:

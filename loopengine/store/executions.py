@@ -480,9 +480,9 @@ def ids_named(connection: sa.Connection, given: str, shortest: int, limit: int) 
 StartingPoint = tuple[LastRun | None, LearnedState | None]
 """The loop's last finished execution and its learned state: what its next execution starts
 from."""
-Left = tuple[LastRun, LearnedState | None]
-"""What an execution's last commit left its loop's next one: its end and, when it learned, the
-learned state it wrote (None: the state is as it was)."""
+Left = tuple[LastRun | None, LearnedState | None]
+"""What a commit of an execution left its loop's next one: the run it ended (None: none, or a
+dry run) and the learned state it wrote (None: none)."""
 Start = tuple[str | None, LastRun | None, LearnedState | None]
 """What an execution starts from: the execution that already took its idempotency key (then it
 does not run), else its loop's ``StartingPoint``."""
@@ -511,16 +511,16 @@ def _started_from(row: Mapping[str, object]) -> StartingPoint:
 
 
 def started_after(start: StartingPoint, left: Left) -> StartingPoint:
-    """What a loop's next execution starts from, read as ``start``, once an execution of it
-    ended leaving ``left``: the later of the two last runs (by their end), and the learned state
-    with the more samples (``left``'s when it learned, with as many)."""
+    """What a loop's next execution starts from, read as ``start``, once a commit after that
+    read left ``left``: the later of the two last runs (by their end, as the read orders them),
+    and the learned state it wrote, if any (the last written is the one kept)."""
     last, state = start
     ended, learned = left
-    if last is None or (last.completed_at or 0.0) <= (ended.completed_at or 0.0):
+    if ended is not None and (
+        last is None or (last.completed_at or 0.0) <= (ended.completed_at or 0.0)
+    ):
         last = ended
-    if learned is not None and (state is None or state.samples <= learned.samples):
-        state = learned
-    return last, state
+    return last, learned if learned is not None else state
 
 
 def claim_key(connection: sa.Connection, envelope: JobEnvelope, row: ExecutionRow) -> Start:

@@ -494,12 +494,21 @@ def test_a_job_starts_from_what_its_claim_read_and_is_written_in_one_commit(
 LEARNING = QUICK + "learn:\n  feedback_sources:\n    - {type: outcome, name: done, weight: 1}\n"
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        LEARNING,
+        LEARNING + "store:\n  artifacts: [{type: outcome, name: summary, storage: sqlite}]\n",
+    ],
+    ids=["learned-in-the-last-commit", "learned-in-a-commit-before"],
+)
 def test_a_job_claimed_ahead_starts_from_what_the_executions_before_it_left(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str
 ) -> None:
     """One worker runs the jobs one after the other: each learns from all those before it,
-    although the claim read the loop's state before they ended, and none reads it again."""
-    loop = _loop(tmp_path, LEARNING)
+    although the claim read the loop's state before they ended, and none reads it again (its
+    learned state committed with its end, or before it: the store phase yields)."""
+    loop = _loop(tmp_path, source)
 
     async def main() -> tuple[int | None, list[str]]:
         async with memory_store() as store:

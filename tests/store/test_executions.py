@@ -113,11 +113,12 @@ _MORE = learning.LearnedState({"score": 0.7}, 4, 6.0)
         ((None, None), (_EARLIER, None), (_EARLIER, None)),
         ((_EARLIER, _FEWER), (_LATER, None), (_LATER, _FEWER)),
         ((_EARLIER, _FEWER), (_LATER, _MORE), (_LATER, _MORE)),
-        ((_LATER, _MORE), (_EARLIER, _FEWER), (_LATER, _MORE)),
+        ((_LATER, _MORE), (None, _FEWER), (_LATER, _FEWER)),
+        ((_LATER, _MORE), (_EARLIER, None), (_LATER, _MORE)),
     ],
-    ids=["first-run", "no-learning", "learned", "read-after-it"],
+    ids=["first-run", "no-learning", "learned", "state-written-last", "a-later-run-read"],
 )
-def test_a_start_after_an_execution_ended_holds_the_later_run_and_the_most_learned_state(
+def test_a_start_after_a_commit_holds_the_later_run_and_the_state_written_last(
     start: executions.StartingPoint, left: executions.Left, then: executions.StartingPoint
 ) -> None:
     assert executions.started_after(start, left) == then
