@@ -48,21 +48,24 @@ _HISTORY_INDEXES = (
 
 def _history_indexes(connection: sa.Connection) -> None:
     # A new database already has them: version 1 creates the tables as defined today.
-    indexes = {str(index.name): index for index in tables.executions.indexes}
-    for name in _HISTORY_INDEXES:
-        indexes[name].create(connection, checkfirst=True)
+    _create_indexes(connection, tables.executions, *_HISTORY_INDEXES)
 
 
 def _last_finished_index(connection: sa.Connection) -> None:
     connection.execute(sa.text("DROP INDEX IF EXISTS ix_executions_loop_completed"))
-    indexes = {str(index.name): index for index in tables.executions.indexes}
-    indexes["ix_executions_loop_finished"].create(connection, checkfirst=True)
+    _create_indexes(connection, tables.executions, "ix_executions_loop_finished")
 
 
 def _loop_order_index(connection: sa.Connection) -> None:
     connection.execute(sa.text("DROP INDEX IF EXISTS ix_jobs_loop_status"))
-    indexes = {str(index.name): index for index in tables.jobs.indexes}
-    indexes["ix_jobs_loop_status_created"].create(connection, checkfirst=True)
+    _create_indexes(connection, tables.jobs, "ix_jobs_loop_status_created")
+
+
+def _create_indexes(connection: sa.Connection, table: sa.Table, *names: str) -> None:
+    """Create the indexes ``names`` of ``table`` as it is defined today, unless they exist."""
+    indexes = {str(index.name): index for index in table.indexes}
+    for name in names:
+        indexes[name].create(connection, checkfirst=True)
 
 
 _DAEMON_TABLES = (
@@ -106,8 +109,7 @@ def _grading_claims(connection: sa.Connection) -> None:
     columns = {column["name"] for column in sa.inspect(connection).get_columns("chat_scores")}
     if "claimed_until" not in columns:  # a new database has it: version 6 creates today's table
         connection.execute(sa.text("ALTER TABLE chat_scores ADD COLUMN claimed_until FLOAT"))
-    indexes = {str(index.name): index for index in tables.chat_scores.indexes}
-    indexes["ix_chat_scores_claimed"].create(connection, checkfirst=True)
+    _create_indexes(connection, tables.chat_scores, "ix_chat_scores_claimed")
 
 
 def _event_traces(connection: sa.Connection) -> None:
