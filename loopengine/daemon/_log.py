@@ -3,6 +3,7 @@ masked."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 import time
@@ -13,17 +14,28 @@ from loopengine._secrets import redact
 from loopengine.store import iso, queue
 from loopengine.store.intake import Intake
 
-__all__ = ["DaemonLog", "log_intake"]
+__all__ = ["FLUSH_S", "ROUTINE", "DaemonLog", "log_intake"]
+
+FLUSH_S = 0.05
+"""The longest a routine line waits in the stream's buffer: a drain's lines go out in one write
+every ``FLUSH_S``, where a write each cost a daemon ~0.2 ms of CPU an execution (the system call,
+and the store thread's hold on the interpreter it lets in)."""
+ROUTINE = frozenset({"fire", "start", "end", "skip"})
+"""The kinds written once per job: flushed within ``FLUSH_S``; any other at once."""
 
 
 class DaemonLog:
-    """Writes one flushed line per event, so ``tail -f`` and log shippers see it at once."""
+    """Writes one line per event, flushed at once or, routine ones in a running event loop,
+    within ``FLUSH_S`` (in order: a line flushed takes those before it), so ``tail -f`` and
+    log shippers see each in a blink."""
 
     def __init__(self, stream: TextIO | None = None, *, as_json: bool = False) -> None:
         self.stream = stream or sys.stdout
         self.as_json = as_json
         self.observers: list[Callable[[str, Mapping[str, Any]], None]] = []
         """Told each line's kind and fields as it is written (the daemon's metrics)."""
+        self._due: tuple[asyncio.AbstractEventLoop, asyncio.TimerHandle] | None = None
+        """The flush of the lines written since the last, and the loop it is due on."""
 
     def line(self, kind: str, message: str = "", /, **fields: Any) -> None:
         """Log a ``kind`` of event (``fire``, ``start``, ``end``, ``skip``, ``error``…) with its
@@ -39,9 +51,31 @@ class DaemonLog:
             pairs = " ".join(f"{key}={_text(value)}" for key, value in fields.items())
             text = " ".join(part for part in (now, f"{kind:<8}", pairs, message) if part)
         self.stream.write(text + "\n")
-        self.stream.flush()
+        if kind in ROUTINE:
+            self._flush_soon()
+        else:
+            self.flush()
         for observer in self.observers:
             observer(kind, fields)
+
+    def flush(self) -> None:
+        """Write out every line written so far."""
+        if self._due is not None:
+            self._due[1].cancel()
+            self._due = None
+        self.stream.flush()
+
+    def _flush_soon(self) -> None:
+        """Have the lines written flushed within ``FLUSH_S``: at once outside a running event
+        loop, or when the loop a flush was due on closed before it came."""
+        if self._due is not None and not self._due[0].is_closed():
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.flush()
+            return
+        self._due = loop, loop.call_later(FLUSH_S, self.flush)
 
 
 def log_intake(log: DaemonLog, intake: Intake, **fields: Any) -> bool:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 
+import anyio
 import pytest
 
 from loopengine._secrets import remember
 from loopengine.daemon import DaemonLog
+from loopengine.daemon._log import FLUSH_S
 
 SECRET = "lg-8e1f0c3b9a27d564"
 
@@ -25,3 +28,56 @@ def test_a_line_masks_known_secrets_in_its_message_and_fields(as_json: bool) -> 
         assert json.loads(written)["data"] == {"***": "***"}
     else:
         assert written.endswith(' data="{\\"***\\": \\"***\\"}" refused ***\n')
+
+
+class _Flushes(io.StringIO):
+    """A stream keeping what had been written at each flush."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.flushed: list[str] = []
+
+    def flush(self) -> None:
+        self.flushed.append(self.getvalue())
+
+
+def test_a_line_outside_an_event_loop_is_flushed_at_once() -> None:
+    stream = _Flushes()
+    DaemonLog(stream).line("end", loop="a", job="j1")
+    assert stream.flushed == [stream.getvalue()]
+
+
+@pytest.mark.anyio
+async def test_routine_lines_in_an_event_loop_go_out_together_within_the_flush_delay() -> None:
+    stream = _Flushes()
+    log = DaemonLog(stream)
+    log.line("start", loop="a", job="j1")
+    log.line("end", loop="a", job="j1", outcome="completed")
+    assert stream.flushed == []
+    await anyio.sleep(FLUSH_S * 2)
+    assert stream.flushed == [stream.getvalue()]
+    assert len(stream.getvalue().splitlines()) == 2
+
+
+@pytest.mark.anyio
+async def test_an_error_line_is_flushed_at_once_with_the_routine_lines_before_it() -> None:
+    stream = _Flushes()
+    log = DaemonLog(stream)
+    log.line("start", loop="a", job="j1")
+    log.line("error", "cannot claim a job")
+    assert [len(text.splitlines()) for text in stream.flushed] == [2]
+    await anyio.sleep(FLUSH_S * 2)
+    assert len(stream.flushed) == 1
+
+
+def test_a_flush_due_on_an_event_loop_that_closed_is_made_by_the_next_line() -> None:
+    stream = _Flushes()
+    log = DaemonLog(stream)
+
+    async def one_line() -> None:
+        log.line("start", loop="a", job="j1")
+
+    asyncio.run(one_line())
+    log.line("end", loop="a", job="j1")
+    assert stream.flushed == [stream.getvalue()]
+    assert len(stream.getvalue().splitlines()) == 2
