@@ -18,7 +18,7 @@ async def run_daemon_command(
     console: Console, folder: Path | None, config: Path | None, as_json: bool
 ) -> int:
     """Run the daemon; what its skills and plugins print to stdout or stderr has known secrets
-    masked, as its log has."""
+    masked, as its log has. The log's last lines are written however it ends."""
     from loopengine.api import run_daemon
     from loopengine.daemon import DaemonLog
 
@@ -29,7 +29,10 @@ async def run_daemon_command(
         redirect_stdout(out),
         redirect_stderr(err),
     ):
-        return await run_daemon(config, folder, log)
+        try:
+            return await run_daemon(config, folder, log)
+        finally:
+            log.flush()
 
 
 def _trigger_name(trigger: status.ShownTrigger) -> str:

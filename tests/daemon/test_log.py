@@ -31,11 +31,16 @@ def test_a_line_masks_known_secrets_in_its_message_and_fields(as_json: bool) -> 
 
 
 class _Flushes(io.StringIO):
-    """A stream keeping what had been written at each flush."""
+    """A stream keeping what had been written at each flush, and counting its writes."""
 
     def __init__(self) -> None:
         super().__init__()
         self.flushed: list[str] = []
+        self.writes = 0
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        return super().write(text)
 
     def flush(self) -> None:
         self.flushed.append(self.getvalue())
@@ -53,10 +58,11 @@ async def test_routine_lines_in_an_event_loop_go_out_together_within_the_flush_d
     log = DaemonLog(stream)
     log.line("start", loop="a", job="j1")
     log.line("end", loop="a", job="j1", outcome="completed")
-    assert stream.flushed == []
+    assert stream.getvalue() == ""
     await anyio.sleep(FLUSH_S * 2)
     assert stream.flushed == [stream.getvalue()]
     assert len(stream.getvalue().splitlines()) == 2
+    assert stream.writes == 1
 
 
 @pytest.mark.anyio
