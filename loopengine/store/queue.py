@@ -680,11 +680,9 @@ def _claim_read(
             counts[loop_id] = limits[loop_id] - left
         free.difference_update(loop_id for loop_id, left in room.items() if left <= 0)
         chosen = _chosen(candidates, room, wanted)
-        leasing = {"now": now, "most": wanted, "to": owner, "until": now + lease_s, "ids": chosen}
+        named = [*chosen, *_spare(candidates, room, wanted, chosen)]
+        leasing = {"now": now, "most": wanted, "to": owner, "until": now + lease_s, "ids": named}
         taken = _leased(connection, leasing, owner) if chosen else []
-        if len(taken) < len(chosen) and (spare := _spare(candidates, room, wanted, chosen)):
-            leasing.update(most=wanted - len(taken), ids=spare)
-            taken += _leased(connection, leasing, owner)
         if not taken and free and not seen_all:
             taken = _claim_among(connection, now, free, wanted, limits, counts, owner, lease_s)
         for job, _ in taken:
@@ -734,11 +732,11 @@ def _chosen(
 def _spare(
     candidates: Iterable[Mapping[str, Any]], room: Mapping[str, int], most: int, chosen: list[str]
 ) -> list[str]:
-    """The other ``candidates`` a second lease may take where chosen ones were gone (another
-    daemon's claim took them while this one waited for the loop's lock): those of loops with
-    room for ``most``, which the two leases of ``most`` in all cannot fill past their limit.
-    Named only then: a lease naming them all walked the queue's index on PostgreSQL, slow
-    behind a backlog."""
+    """The other ``candidates`` the lease may take where chosen ones are gone (another daemon's
+    claim took them while this one waited for the loop's lock): those of loops with room for
+    ``most``, which a lease of ``most`` cannot fill past their limit, all newer than the chosen
+    (the lease, oldest first, takes the chosen while they are there). Named with the chosen: a
+    second lease for them cost a round trip, the loop's lock held."""
     taken = set(chosen)
     return [
         row["id"]

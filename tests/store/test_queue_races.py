@@ -246,6 +246,27 @@ def test_a_claim_behind_a_loop_at_its_limit_passes_the_jobs_another_claim_holds(
     assert taken == [[f"o{index}-{run}" for index in range(4, 8)]]
 
 
+def test_a_claim_whose_chosen_jobs_were_taken_while_it_waited_leases_the_next_at_once(
+    postgres: sa.Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two daemons read the same oldest jobs: the claim that waited for the other's loop lock
+    finds the four it chose taken, and its one lease takes the four after them (a second lease
+    was a round trip more, the loop's lock held)."""
+    run = uuid.uuid4().hex[:8]
+    loop = f"both-{run}"
+    _queued(postgres, *((f"j{index}-{run}", loop, float(index)) for index in range(8)))
+    with postgres.connect() as first:
+        with first.begin():
+            assert _batch(first, {loop: 64}, "a", 4) == [f"j{index}-{run}" for index in range(4)]
+            leases: list[object] = []
+            leased = queue._leased
+            monkeypatch.setattr(queue, "_leased", lambda *a: leases.append(a) or leased(*a))
+            claiming, taken = _claiming_behind(postgres, {loop: 64}, "b", 4)
+        claiming.join()
+    assert taken == [[f"j{index}-{run}" for index in range(4, 8)]]
+    assert len(leases) == 1
+
+
 def _by_key(engine: sa.Engine, *names: str) -> list[str]:
     """``names`` in the order of their loop locks' keys."""
     with engine.connect() as connection:
