@@ -267,7 +267,7 @@ def write_commit(connection: sa.Connection, commit: ExecutionCommit) -> None:
         envelope, row = commit.first
         row = replace(row, **commit.values)
         if lease is not None:
-            statements[:0] = taking_envelope(lease, row)
+            statements[:0] = taking_envelope(lease, row, connection.dialect.name)
         else:
             statements += [inserting_envelope(envelope, row), inserting_execution(row)]
     else:

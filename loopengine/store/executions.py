@@ -24,6 +24,7 @@ from loopengine.store._record import (
 from loopengine.store._tables import FINISHED_RUN, envelopes, executions, loop_state, phases
 from loopengine.store.approvals import Approval, get_approval
 from loopengine.store.jobs import (
+    TAKING_LEASED,
     execution_of_key,
     get_envelope,
     insert_envelope,
@@ -134,11 +135,12 @@ _UPDATE = executions.update().where(executions.c.id == sa.bindparam("_id"))
 _INSERT_PHASES = phases.insert()
 
 
-def _typed(column: sa.Column[Any]) -> sa.ColumnElement[Any]:
-    """A parameter for ``column`` whose type PostgreSQL knows when its value is null: the
-    dialect casts text and JSON parameters itself (a cast to ``VARCHAR(n)`` would cut a long
-    value, and SQLite's cast to ``JSON`` reads a number); numbers and booleans are cast here."""
-    parameter = sa.bindparam(column.key, type_=column.type)
+def _typed(column: sa.Column[Any], prefix: str = "") -> sa.ColumnElement[Any]:
+    """A parameter for ``column`` (named its key, after ``prefix``) whose type PostgreSQL knows
+    when its value is null: the dialect casts text and JSON parameters itself (a cast to
+    ``VARCHAR(n)`` would cut a long value, and SQLite's cast to ``JSON`` reads a number);
+    numbers and booleans are cast here."""
+    parameter = sa.bindparam(prefix + column.key, type_=column.type)
     if isinstance(column.type, sa.Float | sa.Boolean | sa.Integer):
         return sa.cast(parameter, column.type)
     return parameter
@@ -154,6 +156,16 @@ _INSERT_TAKEN = executions.insert().from_select(
     ),
 )
 """The execution's row, once its envelope is taken for it (``taking_envelope``)."""
+_INSERT_ON_TAKING = (
+    executions.insert()
+    .from_select(
+        [column.key for column in executions.c],
+        sa.select(*(_typed(column, "row_") for column in executions.c)).select_from(TAKING_LEASED),
+    )
+    .add_cte(TAKING_LEASED)
+)
+"""On PostgreSQL, the envelope taken and the execution's row inserted in one statement (its
+values named apart: a parameter named as a column of envelopes would be set by the update)."""
 _ROWS = sa.select(*executions.c, envelopes.c.trigger).outerjoin_from(
     executions, envelopes, envelopes.c.job_id == executions.c.job_id
 )
@@ -535,12 +547,15 @@ def claim_key(connection: sa.Connection, envelope: JobEnvelope, row: ExecutionRo
     return None, *starting_point(connection, row.loop_id)
 
 
-def taking_envelope(lease: Lease, row: ExecutionRow) -> list[fastpath.Bound]:
+def taking_envelope(lease: Lease, row: ExecutionRow, dialect: str) -> list[fastpath.Bound]:
     """The statements inserting the execution ``row`` of the job ``lease`` holds, its stored
     envelope (and key) taken for it: the first takes it while the lease holds and no execution
     took it, checking the lease as ``check_lease`` does (its row count is 1 then), and the row
-    is inserted only once it did."""
-    return [taking_leased_envelope(lease, row.id), (_INSERT_TAKEN, inserting_execution(row)[1])]
+    is inserted only once it did; on PostgreSQL, one statement does both."""
+    taking, values = taking_leased_envelope(lease, row.id), inserting_execution(row)[1]
+    if dialect == "postgresql":
+        return [(_INSERT_ON_TAKING, {**taking[1], **{f"row_{k}": v for k, v in values.items()}})]
+    return [taking, (_INSERT_TAKEN, values)]
 
 
 def resume_point(

@@ -12,6 +12,7 @@ from loopengine.store._tables import envelopes
 from loopengine.store.leases import STILL_HELD, Lease, held
 
 __all__ = [
+    "TAKING_LEASED",
     "execution_of_key",
     "get_envelope",
     "insert_envelope",
@@ -30,6 +31,9 @@ _TAKE = (
     .values(execution_id=sa.bindparam("_execution_id"))
 )
 _TAKE_LEASED = _TAKE.where(STILL_HELD)
+TAKING_LEASED = _TAKE_LEASED.returning(envelopes.c.job_id).cte("taken")
+"""``taking_leased_envelope``'s update, for PostgreSQL, as a common table expression: a write
+reading it is made only once the envelope is taken, in the same statement."""
 
 
 def inserting_envelope(envelope: JobEnvelope, row: ExecutionRow) -> fastpath.Bound:
