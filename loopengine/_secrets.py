@@ -15,6 +15,7 @@ import io
 import logging
 import re
 import threading
+from collections.abc import Callable
 from enum import Enum
 from typing import Any, TextIO
 from uuid import UUID
@@ -187,13 +188,15 @@ class MaskedStream(io.TextIOBase):
     """Writes to ``target`` with known secrets masked, a whole line at a time (a secret printed
     in pieces is masked whole); a line's unfinished end goes at ``flush`` (and ``close``, which
     leaves ``target`` open), or once it passes ``MAX_PENDING`` characters. Safe to share between
-    threads (skills print from theirs)."""
+    threads (skills print from theirs). ``before`` is called before each write to ``target``
+    (what else writes to it writes out what it holds, keeping the order)."""
 
     MAX_PENDING = 65_536
 
-    def __init__(self, target: TextIO) -> None:
+    def __init__(self, target: TextIO, before: Callable[[], None] | None = None) -> None:
         super().__init__()
         self.target = target
+        self.before = before
         self.pending = ""
         self.lock = threading.Lock()
 
@@ -214,7 +217,7 @@ class MaskedStream(io.TextIOBase):
         with self.lock:
             whole, end, self.pending = (self.pending + text).rpartition("\n")
             if whole or end:
-                self.target.write(_masked_text(whole + end))
+                self._write(_masked_text(whole + end))
             if len(self.pending) > self.MAX_PENDING:
                 self._drain()
         return len(text)
@@ -226,5 +229,10 @@ class MaskedStream(io.TextIOBase):
 
     def _drain(self) -> None:
         if self.pending:
-            self.target.write(_masked_text(self.pending))
+            self._write(_masked_text(self.pending))
             self.pending = ""
+
+    def _write(self, text: str) -> None:
+        if self.before is not None:
+            self.before()
+        self.target.write(text)

@@ -24,7 +24,7 @@ async def run_daemon_command(
 
     log = DaemonLog(console.out, as_json=as_json)
     with (
-        MaskedStream(sys.stdout) as out,
+        MaskedStream(sys.stdout, log.write_waiting) as out,
         MaskedStream(sys.stderr) as err,
         redirect_stdout(out),
         redirect_stderr(err),

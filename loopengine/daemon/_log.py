@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
@@ -28,21 +28,28 @@ ROUTINE = frozenset({"fire", "start", "end", "skip"})
 class DaemonLog:
     """Writes one line per event, at once or, routine ones in a running event loop, within
     ``FLUSH_S`` (in order: a line written takes those waiting before it), so ``tail -f`` and
-    log shippers see each in a blink. Any thread may write."""
+    log shippers see each in a blink. Any thread may write; what else writes to the stream
+    writes the waiting lines first (``write_waiting``) to keep the order."""
 
     def __init__(self, stream: TextIO | None = None, *, as_json: bool = False) -> None:
         self.stream = stream or sys.stdout
         self.as_json = as_json
         self.observers: list[Callable[[str, Mapping[str, Any]], None]] = []
         """Told each line's kind and fields as it is written (the daemon's metrics)."""
-        self._waiting: deque[str] = deque()
+        self._waiting: list[str] = []
         """Routine lines not yet written."""
-        self._due: tuple[asyncio.AbstractEventLoop, asyncio.TimerHandle] | None = None
-        """The flush of the lines waiting, and the loop it is due on."""
+        self._due: asyncio.AbstractEventLoop | None = None
+        """The loop a flush of the lines waiting is due on."""
+        self._failed: OSError | None = None
+        """Why a flush due failed (the stream closed): raised by the next line."""
+        self._lock = threading.Lock()
 
     def line(self, kind: str, message: str = "", /, **fields: Any) -> None:
         """Log a ``kind`` of event (``fire``, ``start``, ``end``, ``skip``, ``error``…) with its
         fields, every known secret masked in them and in ``message``."""
+        if self._failed is not None:
+            failed, self._failed = self._failed, None
+            raise failed
         message, fields = redact(message), redact(fields)
         now = iso(time.time())
         if self.as_json:
@@ -53,7 +60,8 @@ class DaemonLog:
         else:
             pairs = " ".join(f"{key}={_text(value)}" for key, value in fields.items())
             text = " ".join(part for part in (now, f"{kind:<8}", pairs, message) if part)
-        self._waiting.append(text + "\n")
+        with self._lock:
+            self._waiting.append(text + "\n")
         if kind in ROUTINE:
             self._flush_soon()
         else:
@@ -61,29 +69,38 @@ class DaemonLog:
         for observer in self.observers:
             observer(kind, fields)
 
-    def flush(self) -> None:
-        """Write out every line waiting, in one write."""
-        if self._due is not None:
-            self._due[1].cancel()
+    def write_waiting(self) -> None:
+        """Write the lines waiting, in one write (before other output to the stream)."""
+        with self._lock:
             self._due = None
-        lines = []
-        while self._waiting:
-            lines.append(self._waiting.popleft())
-        if lines:
-            self.stream.write("".join(lines))
+            if self._waiting:
+                lines, self._waiting = self._waiting, []
+                self.stream.write("".join(lines))
+
+    def flush(self) -> None:
+        """Write out every line waiting."""
+        self.write_waiting()
         self.stream.flush()
 
     def _flush_soon(self) -> None:
         """Have the lines waiting written within ``FLUSH_S``: at once outside a running event
-        loop, or when the loop a flush was due on closed before it came."""
-        if self._due is not None and not self._due[0].is_closed():
-            return
+        loop."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             self.flush()
             return
-        self._due = loop, loop.call_later(FLUSH_S, self.flush)
+        with self._lock:
+            if self._due is loop:
+                return
+            self._due = loop
+        loop.call_later(FLUSH_S, self._flush_due)
+
+    def _flush_due(self) -> None:
+        try:
+            self.flush()
+        except OSError as exc:
+            self._failed = exc
 
 
 def log_intake(log: DaemonLog, intake: Intake, **fields: Any) -> bool:

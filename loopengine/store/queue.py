@@ -680,7 +680,9 @@ def _claim_read(
             counts[loop_id] = limits[loop_id] - left
         free.difference_update(loop_id for loop_id, left in room.items() if left <= 0)
         chosen = _chosen(candidates, room, wanted)
-        named = [*chosen, *_spare(candidates, room, wanted, chosen)]
+        named = chosen
+        if connection.dialect.name == "postgresql":
+            named = [*chosen, *_spare(candidates, room, wanted, chosen)]
         leasing = {"now": now, "most": wanted, "to": owner, "until": now + lease_s, "ids": named}
         taken = _leased(connection, leasing, owner) if chosen else []
         if not taken and free and not seen_all:
@@ -735,8 +737,9 @@ def _spare(
     """The other ``candidates`` the lease may take where chosen ones are gone (another daemon's
     claim took them while this one waited for the loop's lock): those of loops with room for
     ``most``, which a lease of ``most`` cannot fill past their limit, all newer than the chosen
-    (the lease, oldest first, takes the chosen while they are there). Named with the chosen: a
-    second lease for them cost a round trip, the loop's lock held."""
+    (the lease, oldest first, takes the chosen while they are there). Named with the chosen on
+    PostgreSQL (a second lease for them cost a round trip, the loop's lock held); SQLite's
+    claims run one at a time."""
     taken = set(chosen)
     return [
         row["id"]

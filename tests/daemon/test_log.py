@@ -1,4 +1,5 @@
-"""The daemon's log masks known secrets in a line's message and fields, as text and as JSON."""
+"""The daemon's log masks known secrets in a line's message and fields, as text and as JSON, and
+writes a job's routine lines together within ``FLUSH_S``, in order with what else is printed."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ import json
 import anyio
 import pytest
 
-from loopengine._secrets import remember
+import loopengine.api
+from loopengine._secrets import MaskedStream, remember
+from loopengine.commands._console import Console
+from loopengine.commands.daemon import run_daemon_command
 from loopengine.daemon import DaemonLog
 from loopengine.daemon._log import FLUSH_S
 
@@ -73,7 +77,7 @@ async def test_an_error_line_is_flushed_at_once_with_the_routine_lines_before_it
     log.line("error", "cannot claim a job")
     assert [len(text.splitlines()) for text in stream.flushed] == [2]
     await anyio.sleep(FLUSH_S * 2)
-    assert len(stream.flushed) == 1
+    assert stream.writes == 1
 
 
 def test_a_flush_due_on_an_event_loop_that_closed_is_made_by_the_next_line() -> None:
@@ -87,3 +91,45 @@ def test_a_flush_due_on_an_event_loop_that_closed_is_made_by_the_next_line() -> 
     log.line("end", loop="a", job="j1")
     assert stream.flushed == [stream.getvalue()]
     assert len(stream.getvalue().splitlines()) == 2
+
+
+@pytest.mark.anyio
+async def test_what_a_skill_prints_comes_after_the_lines_written_before_it() -> None:
+    stream = _Flushes()
+    log = DaemonLog(stream)
+    printed = MaskedStream(stream, log.write_waiting)
+    log.line("start", loop="a", job="j1")
+    printed.write("the skill says hello\n")
+    log.line("end", loop="a", job="j1")
+    await anyio.sleep(FLUSH_S * 2)
+    lines = stream.getvalue().splitlines()
+    assert [line.split()[1] for line in (lines[0], lines[2])] == ["start", "end"]
+    assert lines[1] == "the skill says hello"
+
+
+class _Closed(io.StringIO):
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+@pytest.mark.anyio
+async def test_a_stream_that_closed_before_a_flush_due_fails_the_next_line() -> None:
+    log = DaemonLog(_Closed())
+    log.line("start", loop="a", job="j1")
+    await anyio.sleep(FLUSH_S * 2)
+    with pytest.raises(BrokenPipeError):
+        log.line("end", loop="a", job="j1")
+
+
+def test_the_daemon_command_writes_the_lines_waiting_when_the_daemon_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def failing(config: object, folder: object, log: DaemonLog) -> int:
+        log.line("start", loop="a", job="j1")
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(loopengine.api, "run_daemon", failing)
+    out = io.StringIO()
+    with pytest.raises(RuntimeError):
+        anyio.run(run_daemon_command, Console(out, io.StringIO()), None, None, False)
+    assert out.getvalue().split()[1] == "start"

@@ -254,7 +254,7 @@ def test_a_claim_whose_chosen_jobs_were_taken_while_it_waited_leases_the_next_at
     was a round trip more, the loop's lock held)."""
     run = uuid.uuid4().hex[:8]
     loop = f"both-{run}"
-    _queued(postgres, *((f"j{index}-{run}", loop, float(index)) for index in range(8)))
+    _queued(postgres, *((f"j{index}-{run}", loop, index - 1000.0) for index in range(8)))
     with postgres.connect() as first:
         with first.begin():
             assert _batch(first, {loop: 64}, "a", 4) == [f"j{index}-{run}" for index in range(4)]
