@@ -373,21 +373,23 @@ async def test_a_daemon_claims_no_job_ahead_until_its_executions_are_known_short
 async def test_jobs_claimed_ahead_of_executions_grown_long_are_given_back_their_claim_uncounted(
     tmp_path: Path,
 ) -> None:
-    """Two workers thought fast claim two jobs ahead; once their executions outlast
-    ``AHEAD_S`` the heartbeat queues those two again for any daemon, as never claimed."""
-    loop = _loop(tmp_path, LONG)
+    """Two workers thought fast claim ``AHEAD`` times two jobs ahead; once their executions
+    outlast ``AHEAD_S`` the heartbeat queues those again for any daemon, as never claimed."""
+    loop = _loop(tmp_path, LONG.replace("max: 4", "max: 16"))
+    ahead = 2 * working.AHEAD
     async with memory_store() as store:
         workers = _workers(store, loop, io.StringIO(), tmp_path, count=2, lease_s=1.5, poll_s=600)
         workers._pace = 0.1
-        await _enqueue(store, loop, *(f"job{index}" for index in range(5)))
+        await _enqueue(store, loop, *(f"job{index}" for index in range(2 + ahead + 1)))
         async with anyio.create_task_group() as group:
             group.start_soon(workers.run)
-            await _until(store, lambda depth: depth.get("running") == 4)
-            depth = await _until(store, lambda depth: depth.get("queued") == 3)
+            await _until(store, lambda depth: depth.get("running") == 2 + ahead)
+            depth = await _until(store, lambda depth: depth.get("queued") == ahead + 1)
             group.cancel_scope.cancel()
         attempts = "SELECT attempts FROM jobs WHERE status = 'queued'"
         queued = await store.read(lambda c: list(c.exec_driver_sql(attempts).scalars()))
-    assert (depth, len(workers._claimed), queued) == ({"queued": 3, "running": 2}, 0, [0, 0, 0])
+    given_back = ({"queued": ahead + 1, "running": 2}, 0, [0] * (ahead + 1))
+    assert (depth, len(workers._claimed), queued) == given_back
 
 
 def _counting_claims(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -407,9 +409,9 @@ def _counting_claims(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_a_daemon_draining_a_backlog_claims_a_batch_as_its_workers_worth_is_free(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Four workers drain 24 short jobs (however long a loaded machine makes the first): each
-    claim but the last takes four jobs or more (a worker ending its job claimed one for itself
-    alone)."""
+    """Four workers drain 24 short jobs (however long a loaded machine makes the first): the
+    first claim takes the workers' worth, each after it but the last ``AHEAD`` times as many
+    or more (the jobs claimed ahead), where one per job ended took a job each."""
     monkeypatch.setattr(working, "AHEAD_S", 3600.0)
     loop = _loop(tmp_path, QUICK)
     keys = [f"job{index}" for index in range(24)]
@@ -429,7 +431,8 @@ def test_a_daemon_draining_a_backlog_claims_a_batch_as_its_workers_worth_is_free
 
     taken = [count for count in anyio.run(main) if count]
     assert sum(taken) == len(keys)
-    assert min(taken[:-1]) >= 4
+    assert taken[0] == 4
+    assert min(taken[1:-1]) >= 4 * working.AHEAD
 
 
 def test_the_fence_before_act_asks_the_store_nothing_while_the_lease_is_fresh(
