@@ -189,7 +189,8 @@ class MaskedStream(io.TextIOBase):
     in pieces is masked whole); a line's unfinished end goes at ``flush`` (and ``close``, which
     leaves ``target`` open), or once it passes ``MAX_PENDING`` characters. Safe to share between
     threads (skills print from theirs). ``before`` is called before each write to ``target``
-    (what else writes to it writes out what it holds, keeping the order)."""
+    (what else writes to it writes out what it holds, keeping the order; never to this
+    stream)."""
 
     MAX_PENDING = 65_536
 

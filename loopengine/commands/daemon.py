@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from contextlib import redirect_stderr, redirect_stdout
+from functools import partial
 from pathlib import Path
 
 from loopengine._secrets import MaskedStream
@@ -25,7 +26,7 @@ async def run_daemon_command(
     log = DaemonLog(console.out, as_json=as_json)
     with (
         MaskedStream(sys.stdout, log.write_waiting) as out,
-        MaskedStream(sys.stderr) as err,
+        MaskedStream(sys.stderr, partial(log.write_waiting, flush=True)) as err,
         redirect_stdout(out),
         redirect_stderr(err),
     ):

@@ -40,16 +40,14 @@ class DaemonLog:
         """Routine lines not yet written."""
         self._due: asyncio.AbstractEventLoop | None = None
         """The loop a flush of the lines waiting is due on."""
-        self._failed: OSError | None = None
-        """Why a flush due failed (the stream closed): raised by the next line."""
+        self._failed: OSError | ValueError | None = None
+        """Why writing lines waiting failed (the stream closed, a character it cannot encode):
+        raised by the next line that is not routine (not in a job's execution)."""
         self._lock = threading.Lock()
 
     def line(self, kind: str, message: str = "", /, **fields: Any) -> None:
         """Log a ``kind`` of event (``fire``, ``start``, ``end``, ``skip``, ``error``…) with its
         fields, every known secret masked in them and in ``message``."""
-        if self._failed is not None:
-            failed, self._failed = self._failed, None
-            raise failed
         message, fields = redact(message), redact(fields)
         now = iso(time.time())
         if self.as_json:
@@ -69,18 +67,28 @@ class DaemonLog:
         for observer in self.observers:
             observer(kind, fields)
 
-    def write_waiting(self) -> None:
-        """Write the lines waiting, in one write (before other output to the stream)."""
-        with self._lock:
-            self._due = None
-            if self._waiting:
-                lines, self._waiting = self._waiting, []
-                self.stream.write("".join(lines))
+    def write_waiting(self, flush: bool = False) -> None:
+        """Write the lines waiting, in one write, before other output to the stream (or, with
+        ``flush``, to another); why it failed is raised by the next line not routine."""
+        try:
+            with self._lock:
+                self._due = None
+                if self._waiting:
+                    lines, self._waiting = self._waiting, []
+                    self.stream.write("".join(lines))
+            if flush:
+                self.stream.flush()
+        except (OSError, ValueError) as exc:
+            with self._lock:
+                self._failed = exc
 
     def flush(self) -> None:
-        """Write out every line waiting."""
-        self.write_waiting()
-        self.stream.flush()
+        """Write out every line waiting; raises why writing lines failed since the last flush."""
+        self.write_waiting(flush=True)
+        with self._lock:
+            failed, self._failed = self._failed, None
+        if failed is not None:
+            raise failed
 
     def _flush_soon(self) -> None:
         """Have the lines waiting written within ``FLUSH_S``: at once outside a running event
@@ -94,13 +102,7 @@ class DaemonLog:
             if self._due is loop:
                 return
             self._due = loop
-        loop.call_later(FLUSH_S, self._flush_due)
-
-    def _flush_due(self) -> None:
-        try:
-            self.flush()
-        except OSError as exc:
-            self._failed = exc
+        loop.call_later(FLUSH_S, self.write_waiting, True)
 
 
 def log_intake(log: DaemonLog, intake: Intake, **fields: Any) -> bool:

@@ -39,7 +39,11 @@ claimed before an execution grew long are given back by the heartbeat)."""
 AHEAD = 2
 """The workers' worth of jobs claimed ahead, in claims of as many: a claim costs about as much
 for eight jobs as for four, and daemons claiming one loop take its lock half as often (three
-daemons drained 701 jobs/s with one workers' worth, 832 with two, side by side)."""
+daemons drained 701 jobs/s with one workers' worth, 832 with two, side by side). A job claimed
+ahead holds a slot of its loop's ``concurrency.max``: of a loop allowing fewer than
+``(1 + AHEAD)`` workers' worth, one daemon may hold every slot while its executions are short
+(the last starts within about ``AHEAD`` × ``AHEAD_S``), and up to a third of ``lease_s`` once
+they grew long (the heartbeat gives those back)."""
 _WEIGHT = 0.2
 """The weight of the latest execution in the average of their times."""
 
