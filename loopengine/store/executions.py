@@ -492,7 +492,7 @@ def ids_named(connection: sa.Connection, given: str, shortest: int, limit: int) 
 StartingPoint = tuple[LastRun | None, LearnedState | None]
 """The loop's last finished execution and its learned state: what its next execution starts
 from."""
-Left = tuple[LastRun | None, LearnedState | None]
+Left = StartingPoint
 """What a commit of an execution left its loop's next one: the run it ended (None: none, or a
 dry run) and the learned state it wrote (None: none)."""
 Start = tuple[str | None, LastRun | None, LearnedState | None]
